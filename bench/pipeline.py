@@ -1,0 +1,130 @@
+"""Pipeline benchmark: rollouts recorded per second end to end, against a raw COPY of the same rows.
+
+End to end means: Celery (Redis broker) -> generate worker -> an OpenAI-compatible server that
+answers instantly -> rows in PostgreSQL -> verify worker -> verdicts and calibrations. The baseline
+is PostgreSQL's own bulk load (COPY ... FROM STDIN) of the very rows the run produced.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/passband CELERY_BROKER_URL=redis://127.0.0.1:6379/13 \
+        .venv/bin/python bench/pipeline.py --tasks 500 --rollouts 16 --concurrency 2
+
+It works in its own database (<name>_bench), created afresh each run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def fresh_database(url: str) -> str:
+    import psycopg
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/") + "_bench"
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=500)
+    parser.add_argument("--rollouts", type=int, default=16, help="Rollouts per task (one round).")
+    parser.add_argument("--concurrency", type=int, default=2, help="Prefork processes of the worker.")
+    args = parser.parse_args()
+
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        sys.exit("Set DATABASE_URL to a PostgreSQL server (the benchmark creates its own database).")
+    os.environ["DATABASE_URL"] = fresh_database(os.environ["DATABASE_URL"])
+    os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/13")
+    os.environ.setdefault("SECRET_KEY", "passband-bench-only")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "passband.settings"
+    os.environ["LOG_LEVEL"] = "WARNING"
+
+    import django
+
+    django.setup()
+    import redis
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connection
+
+    from calibration import services
+    from calibration.models import Campaign, Rollout
+    from curation.services import environment_create, tasks_import
+    from tests.factories import jsonl
+    from tests.support.openai_server import OpenAITestServer
+
+    call_command("migrate", verbosity=0)
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+    user = get_user_model().objects.create_superuser("bench", "bench@example.invalid", "bench")
+    environment = environment_create(name="bench", domain="text", default_verifier={"kind": "exact"})
+    tasks_import(
+        environment=environment,
+        owner=user,
+        data=jsonl(*[{"key": f"t-{i}", "prompt": f"Say 42, please ({i}).", "answer": "42"} for i in range(args.tasks)]),
+        filename="bench.jsonl",
+        run_audits=False,
+    )
+
+    server = OpenAITestServer(record_requests=False, eos_probability=0.3).start()
+    model = services.probe_model_add(
+        name="instant", backend="openai", base_url=server.base_url, model="fake-model", max_new_tokens=32,
+        usd_per_million_input_tokens=0.1, usd_per_million_output_tokens=0.4,
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "passband", "worker", "-Q", "default,generate,verify",
+         "--concurrency", str(args.concurrency), "--without-heartbeat", "--without-gossip", "--without-mingle",
+         "--loglevel", "WARNING"],
+        cwd=ROOT, env=os.environ.copy(),
+    )
+    try:
+        time.sleep(6)  # let the worker start and connect; startup is not what is measured
+        started = time.perf_counter()
+        campaign = services.campaign_start(
+            environment=environment, probe_model=model, created_by=user, rollouts=args.rollouts,
+            round_size=args.rollouts, seed=1,
+        )
+        while Campaign.objects.get(pk=campaign.pk).status != Campaign.Status.DONE:
+            time.sleep(0.1)
+        elapsed = time.perf_counter() - started
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+        server.stop()
+    recorded = Rollout.objects.filter(campaign=campaign, outcome__isnull=False).count()
+
+    # Baseline: bulk-load the same rows with COPY into an empty copy of the table.
+    with connection.cursor() as cursor:
+        raw = cursor.connection
+        buffer = io.BytesIO()
+        with raw.cursor().copy("COPY calibration_rollout TO STDOUT (FORMAT binary)") as copy:
+            for chunk in copy:
+                buffer.write(chunk)
+        raw.execute("CREATE TABLE rollout_copy (LIKE calibration_rollout INCLUDING ALL)")
+        copy_started = time.perf_counter()
+        with raw.cursor().copy("COPY rollout_copy FROM STDIN (FORMAT binary)") as copy:
+            copy.write(buffer.getvalue())
+        raw.commit()
+        copy_elapsed = time.perf_counter() - copy_started
+
+    pipeline_rate, copy_rate = recorded / elapsed, recorded / copy_elapsed
+    print(f"| tasks × rollouts | concurrency | pipeline rollouts/s | COPY rows/s | pipeline / COPY |")
+    print(f"|---|---:|---:|---:|---:|")
+    print(f"| {args.tasks} × {args.rollouts} = {recorded} | {args.concurrency} | {pipeline_rate:,.0f} | {copy_rate:,.0f} | {pipeline_rate / copy_rate:.1%} |")
+
+
+if __name__ == "__main__":
+    main()

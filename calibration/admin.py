@@ -1,0 +1,20 @@
+from django.contrib import admin
+
+from calibration.models import Calibration, Campaign, ProbeModel
+
+
+@admin.register(ProbeModel)
+class ProbeModelAdmin(admin.ModelAdmin):
+    list_display = ("name", "backend", "model", "base_url", "temperature", "max_new_tokens")
+
+
+@admin.register(Campaign)
+class CampaignAdmin(admin.ModelAdmin):
+    list_display = ("pk", "environment", "probe_model", "policy", "status", "created_at")
+    list_filter = ("status", "policy")
+
+
+@admin.register(Calibration)
+class CalibrationAdmin(admin.ModelAdmin):
+    list_display = ("task_version", "probe_model", "attempts", "successes", "pass_rate", "band")
+    list_filter = ("band", "probe_model")

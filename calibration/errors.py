@@ -1,0 +1,2 @@
+class CalibrationError(Exception):
+    """A request the calibration services refuse; the message says what to do instead."""

@@ -1,0 +1,46 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from calibration import services
+from calibration.errors import CalibrationError
+
+
+class Command(BaseCommand):
+    help = "Register a probe model (transformers in process, or an OpenAI-compatible server)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("name")
+        parser.add_argument("--backend", required=True, choices=["transformers", "openai"])
+        parser.add_argument("--model", default="", help="Model id, or a Hugging Face model directory (default: embedded SmolLM2).")
+        parser.add_argument("--revision", default="")
+        parser.add_argument("--base-url", default="", help="Server URL for the openai backend, e.g. http://gpu-1:8000/v1")
+        parser.add_argument("--api-key-env", default="", help="Name of the environment variable holding the API key.")
+        parser.add_argument("--temperature", type=float, default=0.7)
+        parser.add_argument("--top-p", type=float, default=0.95)
+        parser.add_argument("--max-new-tokens", type=int, default=256)
+        parser.add_argument("--stop", action="append", default=[], help="A stop string (repeatable).")
+        parser.add_argument("--usd-per-gpu-hour", type=float, default=0)
+        parser.add_argument("--gpus", type=int, default=1)
+        parser.add_argument("--usd-per-million-input-tokens", type=float, default=0)
+        parser.add_argument("--usd-per-million-output-tokens", type=float, default=0)
+
+    def handle(self, *args, **options):
+        try:
+            model = services.probe_model_add(
+                name=options["name"],
+                backend=options["backend"],
+                model=options["model"],
+                revision=options["revision"],
+                base_url=options["base_url"],
+                api_key_env=options["api_key_env"],
+                temperature=options["temperature"],
+                top_p=options["top_p"],
+                max_new_tokens=options["max_new_tokens"],
+                stop=options["stop"],
+                usd_per_gpu_hour=options["usd_per_gpu_hour"],
+                gpus=options["gpus"],
+                usd_per_million_input_tokens=options["usd_per_million_input_tokens"],
+                usd_per_million_output_tokens=options["usd_per_million_output_tokens"],
+            )
+        except CalibrationError as error:
+            raise CommandError(str(error)) from None
+        self.stdout.write(self.style.SUCCESS(f"Probe model {model.name} ({model.backend}) added."))

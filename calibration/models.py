@@ -1,0 +1,163 @@
+"""Records of probing: models, campaigns, rollouts and the calibration they add up to."""
+
+from django.conf import settings
+from django.db import models
+
+from curation.models import Environment, TaskVersion
+
+
+class ProbeModel(models.Model):
+    """A model that probes tasks, with its sampling parameters and its price."""
+
+    class Backend(models.TextChoices):
+        TRANSFORMERS = "transformers"
+        OPENAI = "openai"
+
+    name = models.SlugField(max_length=80, unique=True)
+    backend = models.CharField(max_length=20, choices=Backend.choices)
+    model = models.CharField(max_length=300, blank=True, help_text="Model id, or a directory on disk.")
+    revision = models.CharField(max_length=100, blank=True)
+    base_url = models.URLField(blank=True)
+    api_key_env = models.CharField(max_length=100, blank=True, help_text="Environment variable holding the API key.")
+    temperature = models.FloatField(default=0.7)
+    top_p = models.FloatField(default=0.95)
+    max_new_tokens = models.PositiveIntegerField(default=256)
+    stop = models.JSONField(default=list, blank=True)
+    usd_per_gpu_hour = models.DecimalField(max_digits=10, decimal_places=4, default=0)
+    gpus = models.PositiveIntegerField(default=1)
+    usd_per_million_input_tokens = models.DecimalField(max_digits=10, decimal_places=4, default=0)
+    usd_per_million_output_tokens = models.DecimalField(max_digits=10, decimal_places=4, default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Campaign(models.Model):
+    """Probe a set of task versions with one model under one sampling policy."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        PAUSED = "paused"
+        CANCELLED = "cancelled"
+        DONE = "done"
+
+    class Policy(models.TextChoices):
+        ADAPTIVE = "adaptive"
+        FIXED = "fixed"
+
+    environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="campaigns")
+    probe_model = models.ForeignKey(ProbeModel, on_delete=models.PROTECT, related_name="campaigns")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.RUNNING)
+    policy = models.CharField(max_length=20, choices=Policy.choices, default=Policy.FIXED)
+    seed = models.BigIntegerField()
+    round_size = models.PositiveIntegerField(default=8, help_text="Rollouts per task per round.")
+    max_rollouts = models.PositiveIntegerField(default=8, help_text="Per task: fixed N, or the adaptive cap.")
+    confidence = models.FloatField(default=0.95, help_text="Adaptive: stop when one band is this probable.")
+    budget_usd = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"campaign {self.pk} ({self.environment.name} × {self.probe_model.name})"
+
+
+class CampaignItem(models.Model):
+    """One task version inside a campaign, and whether its sampling is finished."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="items")
+    task_version = models.ForeignKey(TaskVersion, on_delete=models.PROTECT, related_name="campaign_items")
+    # The round being worked on; moved forward by compare-and-swap so a retried job cannot fork it.
+    round = models.PositiveIntegerField(default=0)
+    done = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["campaign", "task_version"], name="campaign_item_unique")]
+
+
+class Outcome(models.TextChoices):
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    # The model server failed to generate: not an attempt, never evidence.
+    GENERATION_ERROR = "generation_error"
+
+
+class Rollout(models.Model):
+    """One attempt at a task version, captured exactly as the backend produced it."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="rollouts")
+    task_version = models.ForeignKey(TaskVersion, on_delete=models.PROTECT, related_name="rollouts")
+    probe_model = models.ForeignKey(ProbeModel, on_delete=models.PROTECT, related_name="rollouts")
+    sample_index = models.PositiveIntegerField()
+    seed = models.BigIntegerField()
+    # Packed little-endian arrays (int32 token ids, float32 logprobs); null when the backend gave none.
+    prompt_token_ids = models.BinaryField(null=True)
+    completion_token_ids = models.BinaryField(null=True)
+    logprobs = models.BinaryField(null=True)
+    text = models.TextField(blank=True)
+    finish_reason = models.CharField(max_length=20, blank=True)
+    truncated = models.BooleanField(default=False)
+    sampling = models.JSONField(default=dict)
+    generation_error = models.TextField(blank=True)
+    input_tokens = models.PositiveIntegerField(null=True)
+    output_tokens = models.PositiveIntegerField(null=True)
+    generation_ms = models.FloatField(null=True)
+    outcome = models.CharField(max_length=20, choices=Outcome.choices, null=True, blank=True)
+    reward = models.FloatField(null=True)
+    detail = models.TextField(blank=True)
+    verify_ms = models.FloatField(null=True)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    verified_at = models.DateTimeField(null=True)
+
+    class Meta:
+        ordering = ["task_version", "sample_index"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "task_version", "sample_index"], name="rollout_unique_sample")
+        ]
+        indexes = [models.Index(fields=["task_version", "probe_model"]), models.Index(fields=["outcome"])]
+
+
+class Band(models.TextChoices):
+    UNDECIDED = "undecided"
+    TOO_HARD = "too_hard"
+    IN_BAND = "in_band"
+    RETIRE = "retire"
+    BORDERLINE = "borderline"
+
+
+class Calibration(models.Model):
+    """What the rollouts of one model say about one task version."""
+
+    task_version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="calibrations")
+    probe_model = models.ForeignKey(ProbeModel, on_delete=models.PROTECT, related_name="calibrations")
+    attempts = models.PositiveIntegerField(default=0, help_text="Rollouts with a pass or fail verdict.")
+    successes = models.PositiveIntegerField(default=0)
+    verifier_errors = models.PositiveIntegerField(default=0, help_text="Verdicts of error or timeout.")
+    generation_errors = models.PositiveIntegerField(default=0)
+    pass_rate = models.FloatField(null=True)
+    interval_low = models.FloatField(null=True)
+    interval_high = models.FloatField(null=True)
+    band = models.CharField(max_length=20, choices=Band.choices, default=Band.UNDECIDED)
+    decided = models.BooleanField(default=False)
+    grpo_signal = models.FloatField(null=True, help_text="P(a group of G attempts is mixed).")
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    flags = models.JSONField(default=list, blank=True)
+    policy = models.JSONField(default=dict, blank=True, help_text="The sampling policy that produced it.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["task_version", "probe_model"], name="calibration_unique_per_model")
+        ]
+        indexes = [models.Index(fields=["band"]), models.Index(fields=["pass_rate"])]

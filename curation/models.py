@@ -1,0 +1,134 @@
+"""Records of what authors write: environments, tasks and their immutable versions."""
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+
+class Environment(models.Model):
+    """A named collection of tasks with its own verifier default and thresholds."""
+
+    name = models.SlugField(max_length=80, unique=True)
+    title = models.CharField(max_length=200, blank=True)
+    domain = models.CharField(max_length=40, default="math")
+    description = models.TextField(blank=True)
+    guidelines = models.TextField(blank=True, help_text="What authors should know before writing tasks.")
+    default_verifier = models.JSONField(default=dict, blank=True)
+    floor = models.FloatField(validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    retire_at = models.FloatField(validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(floor__gt=0) & models.Q(floor__lt=models.F("retire_at")) & models.Q(retire_at__lt=1),
+                name="environment_thresholds_ordered",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TaskStatus(models.TextChoices):
+    DRAFT = "draft"
+    SUBMITTED = "submitted"
+    IN_REVIEW = "in_review"
+    CHANGES_REQUESTED = "changes_requested"
+    APPROVED = "approved"
+    ACTIVE = "active"
+    REJECTED = "rejected"
+    RETIRED = "retired"
+
+
+class Task(models.Model):
+    """A durable task identity; its content lives in immutable TaskVersion rows."""
+
+    environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="tasks")
+    key = models.CharField(max_length=200)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="tasks")
+    status = models.CharField(max_length=20, choices=TaskStatus.choices, default=TaskStatus.DRAFT)
+    current_version = models.ForeignKey(
+        "TaskVersion", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["environment", "key"]
+        constraints = [models.UniqueConstraint(fields=["environment", "key"], name="task_key_unique_in_environment")]
+        indexes = [models.Index(fields=["status"]), models.Index(fields=["updated_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.environment.name}/{self.key}"
+
+
+class TaskVersion(models.Model):
+    """Immutable task content. Rollouts and calibrations point here, never at mutable content."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    prompt = models.JSONField(help_text="Chat messages: a list of {role, content}.")
+    answer = models.TextField(blank=True)
+    verifier = models.JSONField()
+    tools = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    domain = models.CharField(max_length=40)
+    authoring_cost_usd = models.DecimalField(max_digits=10, decimal_places=2, default=Decimal("0"))
+    content_hash = models.CharField(max_length=64, db_index=True)
+    audit_passed = models.BooleanField(null=True)
+    audit_problems = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task", "number"]
+        constraints = [models.UniqueConstraint(fields=["task", "number"], name="task_version_number_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.task} v{self.number}"
+
+    def save(self, *args, **kwargs):
+        # Immutability is the point of a version: refuse updates of an existing row.
+        if self.pk is not None and not kwargs.pop("allow_update", False):
+            raise ValueError("TaskVersion rows are immutable; create a new version instead.")
+        super().save(*args, **kwargs)
+
+
+class StatusChange(models.Model):
+    """One audited status transition of a task: who, when, from, to and why."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="status_changes")
+    from_status = models.CharField(max_length=20, choices=TaskStatus.choices)
+    to_status = models.CharField(max_length=20, choices=TaskStatus.choices)
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True)
+    reason = models.TextField(blank=True)
+    changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["changed_at", "id"]
+
+
+class ApiToken(models.Model):
+    """A per-user API token. Only its sha256 is stored; the secret is shown once."""
+
+    SCOPES = ("read", "export", "feedback", "verify")
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=12, help_text="The first characters, to recognise a token.")
+    token_hash = models.CharField(max_length=64, unique=True)
+    scopes = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name})"

@@ -1,0 +1,41 @@
+"""Who may do what in the browser. Roles are Django groups: authors, reviewers, trainers."""
+
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+
+AUTHORS, REVIEWERS, TRAINERS = "authors", "reviewers", "trainers"
+
+
+def in_group(user, *groups: str) -> bool:
+    return user.is_authenticated and (user.is_staff or user.groups.filter(name__in=groups).exists())
+
+
+def group_required(*groups: str):
+    """Login required; then staff or a member of one of `groups`, else 403."""
+
+    def decorator(view):
+        @login_required
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if not in_group(request.user, *groups):
+                raise PermissionDenied(f"This page is for {' or '.join(groups)}.")
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorator
+
+
+def browser_user_required(view):
+    """Any signed-in user except trainer-only accounts, who use the API."""
+
+    @login_required
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if in_group(request.user, AUTHORS, REVIEWERS) or not request.user.groups.filter(name=TRAINERS).exists():
+            return view(request, *args, **kwargs)
+        raise PermissionDenied("Trainer accounts use the API.")
+
+    return wrapper

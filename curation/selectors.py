@@ -1,0 +1,84 @@
+"""Reads for curation pages and the API: tasks with their current calibration."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+
+from calibration.models import Calibration, ProbeModel
+from curation.models import Environment, Task, TaskStatus
+
+SORTS = {
+    "key": "key",
+    "-key": "-key",
+    "pass_rate": F("pass_rate").asc(nulls_last=True),
+    "-pass_rate": F("pass_rate").desc(nulls_last=True),
+    "attempts": "attempts",
+    "-attempts": "-attempts",
+    "updated": "updated_at",
+    "-updated": "-updated_at",
+}
+
+
+def user_can_see_all_tasks(user: AbstractBaseUser) -> bool:
+    return user.is_staff or user.groups.filter(name__in=["reviewers", "trainers"]).exists()
+
+
+def tasks_visible_to(user: AbstractBaseUser) -> QuerySet[Task]:
+    """Authors see their own tasks and others' approved or active ones; reviewers and staff see all."""
+    tasks = Task.objects.all()
+    if user_can_see_all_tasks(user):
+        return tasks
+    return tasks.filter(Q(owner=user) | Q(status__in=[TaskStatus.APPROVED, TaskStatus.ACTIVE]))
+
+
+def default_probe_model(environment: Environment | None = None) -> ProbeModel | None:
+    """The model whose calibration a page shows when none is chosen: the one used most recently."""
+    campaigns = environment.campaigns if environment else None
+    latest = campaigns.select_related("probe_model").first() if campaigns is not None else None
+    if latest:
+        return latest.probe_model
+    return ProbeModel.objects.order_by("-created_at").first()
+
+
+def tasks_with_calibration(
+    *,
+    user: AbstractBaseUser,
+    environment: Environment | None = None,
+    probe_model: ProbeModel | None = None,
+    band: str = "",
+    status: str = "",
+    search: str = "",
+    sort: str = "key",
+) -> QuerySet[Task]:
+    """Tasks annotated with the current version's calibration under one probe model."""
+    tasks = tasks_visible_to(user).select_related("environment", "current_version", "owner")
+    if environment is not None:
+        tasks = tasks.filter(environment=environment)
+    if status:
+        tasks = tasks.filter(status=status)
+    if search:
+        tasks = tasks.filter(Q(key__icontains=search) | Q(current_version__prompt__icontains=search))
+    calibrations = Calibration.objects.filter(task_version=OuterRef("current_version"))
+    if probe_model is not None:
+        calibrations = calibrations.filter(probe_model=probe_model)
+    calibrations = calibrations.order_by("-updated_at")
+    for field in ("pass_rate", "interval_low", "interval_high", "band", "attempts", "successes", "verifier_errors", "grpo_signal", "cost_usd", "flags"):
+        tasks = tasks.annotate(**{field: Subquery(calibrations.values(field)[:1])})
+    if band:
+        tasks = tasks.filter(band=band)
+    return tasks.order_by(SORTS.get(sort, "key"), "pk")
+
+
+def environments_overview(*, user: AbstractBaseUser) -> list[dict]:
+    """Each environment with its task count and tasks per band (current versions, any model)."""
+    environments = Environment.objects.annotate(task_count=Count("tasks", distinct=True))
+    band_rows = (
+        Calibration.objects.filter(task_version__task__current_version=F("task_version"))
+        .values("task_version__task__environment", "band")
+        .annotate(count=Count("task_version", distinct=True))
+    )
+    bands: dict[int, dict[str, int]] = {}
+    for row in band_rows:
+        bands.setdefault(row["task_version__task__environment"], {})[row["band"]] = row["count"]
+    return [{"environment": environment, "bands": bands.get(environment.pk, {})} for environment in environments]

@@ -1,0 +1,247 @@
+"""Writes for curation: environments, task import, versions, status transitions, API tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from calibration import verifiers
+from curation.errors import CurationError
+from curation.models import ApiToken, Environment, StatusChange, Task, TaskStatus, TaskVersion
+from curation.task_format import LineProblem, TaskDraft, parse_task_file
+
+logger = logging.getLogger(__name__)
+
+
+def environment_create(
+    *,
+    name: str,
+    domain: str,
+    title: str = "",
+    description: str = "",
+    guidelines: str = "",
+    default_verifier: dict | None = None,
+    floor: float | None = None,
+    retire_at: float | None = None,
+) -> Environment:
+    """Create an environment; thresholds default to PASSBAND_FLOOR and PASSBAND_RETIRE."""
+    floor = settings.PASSBAND_FLOOR if floor is None else floor
+    retire_at = settings.PASSBAND_RETIRE if retire_at is None else retire_at
+    thresholds_validate(floor=floor, retire_at=retire_at)
+    if default_verifier:
+        try:
+            verifiers.validate_config(default_verifier)
+        except verifiers.VerifierConfigError as error:
+            raise CurationError(f"default verifier: {error}") from error
+    if Environment.objects.filter(name=name).exists():
+        raise CurationError(f"An environment named {name!r} already exists.")
+    return Environment.objects.create(
+        name=name,
+        title=title or name,
+        domain=domain,
+        description=description,
+        guidelines=guidelines,
+        default_verifier=default_verifier or {},
+        floor=floor,
+        retire_at=retire_at,
+    )
+
+
+def thresholds_validate(*, floor: float, retire_at: float) -> None:
+    if not 0 < floor < retire_at < 1:
+        raise CurationError(f"Thresholds need 0 < floor < retire_at < 1; got floor={floor}, retire_at={retire_at}.")
+
+
+@dataclass
+class ImportReport:
+    """What an import did, or would have done: every problem names its file, line and field."""
+
+    filename: str
+    created: list[str] = field(default_factory=list)
+    new_versions: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+    audit_failures: list[str] = field(default_factory=list)
+    problems: list[LineProblem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        if not self.ok:
+            return f"{self.filename}: nothing imported; {len(self.problems)} problem(s) to fix."
+        return (
+            f"{self.filename}: {len(self.created)} new task(s), {len(self.new_versions)} new version(s), "
+            f"{len(self.duplicates)} duplicate(s) skipped, {len(self.audit_failures)} audit failure(s)."
+        )
+
+
+class ImportRejected(CurationError):
+    def __init__(self, report: ImportReport):
+        super().__init__(report.summary())
+        self.report = report
+
+
+def _audit(draft: TaskDraft) -> list[str]:
+    try:
+        return verifiers.audit(verifier=draft.verifier, answer=draft.answer, prompt=draft.prompt)
+    except Exception as error:  # an audit that crashes is a flag on the task, never a failed import
+        logger.exception("audit crashed for task line %s", draft.line)
+        return [f"audit could not run: {error}"]
+
+
+def tasks_import(
+    *, environment: Environment, owner: AbstractBaseUser, data: bytes, filename: str, run_audits: bool = True
+) -> ImportReport:
+    """Import a task file into an environment, all or nothing.
+
+    Returns the report when every line is valid; raises ImportRejected (with the report) and
+    writes nothing when any line is bad. Content already in the environment is skipped and
+    listed as a duplicate; a known key with new content becomes a new version of that task.
+    """
+    report = ImportReport(filename=filename)
+    drafts, problems = parse_task_file(
+        data,
+        filename=filename,
+        default_verifier=environment.default_verifier,
+        default_domain=environment.domain,
+        max_file_bytes=settings.PASSBAND_MAX_UPLOAD_BYTES,
+        max_line_bytes=settings.PASSBAND_MAX_LINE_BYTES,
+    )
+    report.problems = problems
+    if problems:
+        raise ImportRejected(report)
+
+    existing_hashes = set(
+        TaskVersion.objects.filter(task__environment=environment, content_hash__in=[d.content_hash for d in drafts])
+        .values_list("content_hash", flat=True)
+    )
+    keys = [draft.key for draft in drafts if draft.key]
+    tasks_by_key = {task.key: task for task in Task.objects.filter(environment=environment, key__in=keys)}
+    seen_hashes: dict[str, int] = {}
+    to_write: list[TaskDraft] = []
+    for draft in drafts:
+        digest = draft.content_hash
+        label = draft.key or f"line {draft.line}"
+        if digest in existing_hashes:
+            report.duplicates.append(f"line {draft.line} ({label}): same content already in {environment.name}")
+            continue
+        if digest in seen_hashes:
+            report.duplicates.append(f"line {draft.line} ({label}): same content as line {seen_hashes[digest]}")
+            continue
+        seen_hashes[digest] = draft.line
+        task = tasks_by_key.get(draft.key) if draft.key else None
+        if task is not None and task.owner_id != owner.pk and not owner.is_staff:
+            report.problems.append(
+                LineProblem(filename, draft.line, "key", f"task {draft.key!r} belongs to another author; choose a new key")
+            )
+        to_write.append(draft)
+    if report.problems:
+        raise ImportRejected(report)
+
+    audits = {draft.line: (_audit(draft) if run_audits else []) for draft in to_write}
+    with transaction.atomic():
+        for draft in to_write:
+            task = tasks_by_key.get(draft.key) if draft.key else None
+            if task is None:
+                task = Task.objects.create(
+                    environment=environment, key=draft.key or _generated_key(environment), owner=owner
+                )
+                report.created.append(task.key)
+            else:
+                report.new_versions.append(task.key)
+            _version_add(task=task, draft=draft, created_by=owner, audit_problems=audits[draft.line] if run_audits else None)
+            if audits[draft.line]:
+                report.audit_failures.append(f"line {draft.line} ({task.key}): " + "; ".join(audits[draft.line]))
+    return report
+
+
+def _generated_key(environment: Environment) -> str:
+    return f"{environment.name}-{uuid.uuid4().hex[:10]}"
+
+
+def _version_add(
+    *, task: Task, draft: TaskDraft, created_by: AbstractBaseUser, audit_problems: list[str] | None
+) -> TaskVersion:
+    number = (task.versions.order_by("-number").values_list("number", flat=True).first() or 0) + 1
+    version = TaskVersion.objects.create(
+        task=task,
+        number=number,
+        prompt=draft.prompt,
+        answer=draft.answer,
+        verifier=draft.verifier,
+        tools=draft.tools,
+        metadata=draft.metadata,
+        domain=draft.domain,
+        authoring_cost_usd=draft.authoring_cost_usd,
+        content_hash=draft.content_hash,
+        audit_passed=None if audit_problems is None else not audit_problems,
+        audit_problems=audit_problems or [],
+        created_by=created_by,
+    )
+    task.current_version = version
+    task.save(update_fields=["current_version", "updated_at"])
+    return version
+
+
+ALLOWED_TRANSITIONS: dict[str, set[str]] = {
+    TaskStatus.DRAFT: {TaskStatus.SUBMITTED},
+    TaskStatus.CHANGES_REQUESTED: {TaskStatus.SUBMITTED},
+    TaskStatus.SUBMITTED: {TaskStatus.IN_REVIEW, TaskStatus.DRAFT},
+    TaskStatus.IN_REVIEW: {TaskStatus.APPROVED, TaskStatus.REJECTED, TaskStatus.CHANGES_REQUESTED},
+    TaskStatus.APPROVED: {TaskStatus.ACTIVE, TaskStatus.RETIRED, TaskStatus.IN_REVIEW},
+    TaskStatus.ACTIVE: {TaskStatus.RETIRED},
+    TaskStatus.RETIRED: {TaskStatus.ACTIVE},
+    TaskStatus.REJECTED: {TaskStatus.DRAFT},
+}
+
+
+@transaction.atomic
+def task_transition(*, task: Task, to_status: str, by: AbstractBaseUser | None, reason: str = "") -> Task:
+    """Move a task to another status, if the lifecycle allows it, and record who did it and why."""
+    task = Task.objects.select_for_update().select_related("current_version").get(pk=task.pk)
+    if to_status not in ALLOWED_TRANSITIONS.get(task.status, set()):
+        raise CurationError(f"A task in status '{task.status}' cannot move to '{to_status}'.")
+    if to_status == TaskStatus.SUBMITTED and task.current_version and task.current_version.audit_passed is False:
+        raise CurationError("This task failed its audit; fix it before submitting: " + "; ".join(task.current_version.audit_problems))
+    if to_status in {TaskStatus.REJECTED, TaskStatus.CHANGES_REQUESTED} and not reason.strip():
+        raise CurationError("Say why: a comment is required to reject a task or request changes.")
+    StatusChange.objects.create(task=task, from_status=task.status, to_status=to_status, changed_by=by, reason=reason)
+    task.status = to_status
+    task.save(update_fields=["status", "updated_at"])
+    return task
+
+
+def api_token_create(
+    *, user: AbstractBaseUser, name: str, scopes: list[str], expires_in_days: int | None = 90
+) -> tuple[ApiToken, str]:
+    """Create an API token. Returns the record and the secret, which is never stored or shown again."""
+    unknown = set(scopes) - set(ApiToken.SCOPES)
+    if unknown or not scopes:
+        raise CurationError(f"Scopes must be some of {', '.join(ApiToken.SCOPES)}; got {', '.join(scopes) or 'none'}.")
+    secret = "pb_" + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        user=user,
+        name=name,
+        prefix=secret[:10],
+        token_hash=hashlib.sha256(secret.encode()).hexdigest(),
+        scopes=sorted(set(scopes)),
+        expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
+    )
+    return token, secret
+
+
+def api_token_revoke(*, token: ApiToken) -> ApiToken:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token

@@ -1,0 +1,46 @@
+"""Shared fixtures: named users (alice authors, bob reviews, charlie trains, staff), environments."""
+
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def make_user(django_user_model, username: str, *groups: str, is_staff: bool = False):
+    from django.contrib.auth.models import Group
+
+    user = django_user_model.objects.create_user(username=username, password="pw-" + username, is_staff=is_staff)
+    user.groups.add(*Group.objects.filter(name__in=groups))
+    return user
+
+
+@pytest.fixture
+def alice(django_user_model):
+    """An author."""
+    return make_user(django_user_model, "alice", "authors")
+
+
+@pytest.fixture
+def bob(django_user_model):
+    """A reviewer."""
+    return make_user(django_user_model, "bob", "reviewers")
+
+
+@pytest.fixture
+def charlie(django_user_model):
+    """A trainer: API only."""
+    return make_user(django_user_model, "charlie", "trainers")
+
+
+@pytest.fixture
+def staff(django_user_model):
+    return make_user(django_user_model, "sam", is_staff=True)
+
+
+@pytest.fixture
+def arithmetic(db):
+    from curation.services import environment_create
+
+    return environment_create(name="arithmetic", domain="math", default_verifier={"kind": "math"})

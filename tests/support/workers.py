@@ -1,0 +1,76 @@
+"""Start real Celery worker processes against the test database and a real Redis broker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_database_url() -> str:
+    """DATABASE_URL pointing at the test database that pytest-django created."""
+    parts = urlsplit(os.environ["DATABASE_URL"])
+    return urlunsplit(parts._replace(path="/" + connection.settings_dict["NAME"]))
+
+
+def flush_broker() -> None:
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+
+
+def worker_command(*, queues: str, concurrency: int = 1, pool: str = "prefork", name: str = "test") -> list[str]:
+    return [
+        sys.executable, "-m", "celery", "-A", "passband", "worker", "-Q", queues, "--pool", pool,
+        "--concurrency", str(concurrency), "--hostname", f"{name}@%h", "--without-heartbeat",
+        "--without-gossip", "--without-mingle", "--loglevel", "INFO",
+    ]
+
+
+def start_worker(*, queues: str = "default,generate,verify", concurrency: int = 1, pool: str = "prefork",
+                 name: str = "test", extra_env: dict | None = None, log_path: Path | None = None) -> subprocess.Popen:
+    env = {**os.environ, "DATABASE_URL": test_database_url(), **(extra_env or {})}
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    return subprocess.Popen(
+        worker_command(queues=queues, concurrency=concurrency, pool=pool, name=name),
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+def stop_worker(process: subprocess.Popen, *, hard: bool = False) -> None:
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGKILL if hard else signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@contextmanager
+def running_worker(**kwargs):
+    process = start_worker(**kwargs)
+    try:
+        yield process
+    finally:
+        stop_worker(process)
+
+
+def wait_for(predicate, *, timeout: float, interval: float = 0.5, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
