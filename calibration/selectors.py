@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, F, FloatField, Q, Sum
-from django.db.models.functions import Cast, Floor, Least
+from django.db.models import Count, F, FloatField, Q, Sum, Value
+from django.db.models.functions import Floor, Least
 
 from calibration.models import Calibration, Campaign, CampaignItem, Outcome, ProbeModel, Rollout
 from curation.models import Environment
@@ -22,7 +22,11 @@ def pass_rate_histogram(*, environment: Environment | None, probe_model: ProbeMo
         calibrations = calibrations.filter(probe_model=probe_model)
     rows = (
         calibrations.annotate(
-            bin=Least(Floor(Cast("pass_rate", FloatField()) * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)
+            bin=Least(
+                Floor(F("pass_rate") * Value(float(HISTOGRAM_BINS))),
+                Value(float(HISTOGRAM_BINS - 1)),
+                output_field=FloatField(),
+            )
         )
         .values("bin", "band")
         .annotate(count=Count("id"))

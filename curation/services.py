@@ -208,7 +208,7 @@ ALLOWED_TRANSITIONS: dict[str, set[str]] = {
 @transaction.atomic
 def task_transition(*, task: Task, to_status: str, by: AbstractBaseUser | None, reason: str = "") -> Task:
     """Move a task to another status, if the lifecycle allows it, and record who did it and why."""
-    task = Task.objects.select_for_update().select_related("current_version").get(pk=task.pk)
+    task = Task.objects.select_for_update(of=("self",)).select_related("current_version").get(pk=task.pk)
     if to_status not in ALLOWED_TRANSITIONS.get(task.status, set()):
         raise CurationError(f"A task in status '{task.status}' cannot move to '{to_status}'.")
     if to_status == TaskStatus.SUBMITTED and task.current_version and task.current_version.audit_passed is False:

@@ -31,7 +31,7 @@ from calibration.backends.base import Generation, SamplingParams
 logger = logging.getLogger(__name__)
 
 ENDPOINTS = ("chat", "completions")
-_RETRY_STATUSES = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
+_RETRY_STATUSES = frozenset({408, 425, 429}) | frozenset(range(500, 600))
 _TOKEN_ID_PREFIX = "token_id:"
 
 
@@ -218,6 +218,8 @@ def parse_response(*, payload: dict[str, Any], endpoint: str, seed: int) -> Gene
     if not choices or not isinstance(choices, list):
         raise _FinalError(f"response has no choices: {str(payload)[:200]}")
     choice = choices[0]
+    if not isinstance(choice, dict):
+        raise _FinalError(f"response choice is not an object: {str(choice)[:200]}")
     server_finish = choice.get("finish_reason")
     if server_finish == "length":
         finish_reason = "length"
@@ -227,23 +229,20 @@ def parse_response(*, payload: dict[str, Any], endpoint: str, seed: int) -> Gene
         raise _RetryableError(f"server finished the sample with finish_reason={server_finish!r}")
 
     if endpoint == "chat":
-        message = choice.get("message") or {}
-        text = message.get("content") or ""
-        entries = (choice.get("logprobs") or {}).get("content")
-        logprobs = _floats([entry.get("logprob") for entry in entries]) if entries is not None else None
-        logprob_tokens = [entry.get("token") for entry in entries] if entries is not None else None
+        text = (choice.get("message") or {}).get("content") or ""
         prompt_token_ids = payload.get("prompt_token_ids", choice.get("prompt_token_ids"))
     else:
         text = choice.get("text") or ""
-        completion_logprobs = choice.get("logprobs") or {}
-        raw_logprobs = completion_logprobs.get("token_logprobs")
-        logprobs = _floats(raw_logprobs) if raw_logprobs is not None else None
-        logprob_tokens = completion_logprobs.get("tokens")
         prompt_token_ids = choice.get("prompt_token_ids", payload.get("prompt_token_ids"))
+    logprobs, entry_ids, token_names = _logprob_entries(choice.get("logprobs"))
 
+    # The server's own ids, in order of preference: vLLM's `token_ids`, an id in each logprob entry
+    # (llama.cpp's server), vLLM's "token_id:<id>" token names.
     completion_token_ids = choice.get("token_ids")
-    if completion_token_ids is None and logprob_tokens:
-        completion_token_ids = _ids_from_token_names(logprob_tokens)
+    if completion_token_ids is None:
+        completion_token_ids = entry_ids
+    if completion_token_ids is None and token_names:
+        completion_token_ids = _ids_from_token_names(token_names)
     usage = payload.get("usage") or {}
     completion_ids = _ints(completion_token_ids)
     prompt_ids = _ints(prompt_token_ids)
@@ -258,6 +257,25 @@ def parse_response(*, payload: dict[str, Any], endpoint: str, seed: int) -> Gene
         input_tokens=usage.get("prompt_tokens", len(prompt_ids) if prompt_ids is not None else None),
         output_tokens=usage.get("completion_tokens", len(completion_ids) if completion_ids is not None else None),
     )
+
+
+def _logprob_entries(logprobs: Any) -> tuple[list[float] | None, list[int] | None, list[Any] | None]:
+    """(logprobs, token ids, token names) from a choice's `logprobs`, each None when absent.
+
+    Two shapes exist: {"content": [{"token", "logprob", "id"?}, ...]} (chat, and llama.cpp's
+    completions) and the legacy completions {"tokens": [...], "token_logprobs": [...]}.
+    """
+    if not isinstance(logprobs, dict):
+        return None, None, None
+    entries = logprobs.get("content")
+    if isinstance(entries, list):
+        entries = [entry if isinstance(entry, dict) else {} for entry in entries]
+        values = _floats([entry.get("logprob") for entry in entries])
+        ids = _ints([entry.get("id") for entry in entries]) if entries else None
+        return values, ids, [entry.get("token") for entry in entries]
+    token_logprobs = logprobs.get("token_logprobs")
+    values = _floats(token_logprobs) if isinstance(token_logprobs, list) else None
+    return values, None, logprobs.get("tokens")
 
 
 def _ids_from_token_names(tokens: list[Any]) -> list[int] | None:

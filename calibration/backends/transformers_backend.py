@@ -49,6 +49,7 @@ logger = logging.getLogger(__name__)
 
 # Seeds per forward pass; larger requests are split, which cannot change any row's tokens.
 DEFAULT_MAX_BATCH_SIZE = 64
+_STOP_TAIL_SLACK_TOKENS = 16
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ class TransformersBackend:
         device_name = device or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = torch.bfloat16 if torch.device(device_name).type == "cuda" else torch.float32
         started = time.perf_counter()
-        model_dir, source, model_name, default_revision = _resolve_model(model=model, cache_root=cache_root)
+        model_dir, source, model_name, default_revision = resolve_model(model=model, cache_root=cache_root)
         tokenizer, loaded_model = _load_pretrained(path=model_dir, dtype=dtype, device=torch.device(device_name))
         self._attach(
             model=loaded_model,
@@ -150,6 +151,8 @@ class TransformersBackend:
         # transformers 5.x renamed the KV cache argument and output from `past_key_values` to `cache`.
         forward_parameters = inspect.signature(model.forward).parameters
         self._cache_name = "cache" if "cache" in forward_parameters else "past_key_values"
+        # Logits of the last prompt position only: a long prompt would otherwise cost [length, vocab].
+        self._prefill_options = {"logits_to_keep": 1} if "logits_to_keep" in forward_parameters else {}
 
     def prompt_token_ids(self, *, messages: list[dict[str, str]]) -> list[int]:
         """The token ids of `messages` under the tokenizer's chat template, ready for the reply."""
@@ -202,7 +205,7 @@ class TransformersBackend:
         generators = [torch.Generator(device="cpu").manual_seed(seed) for seed in seeds]
 
         prompt = torch.tensor([prompt_ids], dtype=torch.long, device=self.device)
-        output = self._model(input_ids=prompt, use_cache=True, logits_to_keep=1)
+        output = self._model(input_ids=prompt, use_cache=True, **self._prefill_options)
         cache = getattr(output, self._cache_name)
         if len(seeds) > 1:
             cache.batch_repeat_interleave(len(seeds))
@@ -244,14 +247,18 @@ class TransformersBackend:
             row.finish_reason = "stop"
             return
         if params.stop:
-            # Decode the whole completion: a stop string can span tokens, and a multi-byte character
-            # only decodes once all its tokens are there.
-            text = self._tokenizer.decode(row.token_ids, skip_special_tokens=True)
-            cut = min((position for stop in params.stop if (position := text.find(stop)) >= 0), default=-1)
-            if cut >= 0:
-                row.text = text[:cut]
-                row.finish_reason = "stop"
-                return
+            # A stop string can span tokens, so look at the decoded tail. Each token decodes to at least
+            # one character, so a tail longer than the longest stop string (plus slack for special
+            # tokens, which decode to nothing) holds any stop string the last token completed.
+            tail_tokens = max(len(stop) for stop in params.stop) + _STOP_TAIL_SLACK_TOKENS
+            tail = self._tokenizer.decode(row.token_ids[-tail_tokens:], skip_special_tokens=True)
+            if any(stop in tail for stop in params.stop):
+                text = self._tokenizer.decode(row.token_ids, skip_special_tokens=True)
+                cut = min((position for stop in params.stop if (position := text.find(stop)) >= 0), default=-1)
+                if cut >= 0:
+                    row.text = text[:cut]
+                    row.finish_reason = "stop"
+                    return
         if len(row.token_ids) >= params.max_new_tokens:
             row.finish_reason = "length"
 
@@ -306,8 +313,13 @@ def sample_next_tokens(
     return tokens, token_logprobs
 
 
-def _resolve_model(*, model: str, cache_root: Path | None) -> tuple[Path, str, str, str]:
-    """Return (folder to load, source, model name, default revision) for a model setting."""
+def resolve_model(*, model: str, cache_root: Path | None = None) -> tuple[Path, str, str, str]:
+    """Where the files of a model setting are: returns (folder to load, source, model name, revision).
+
+    `model` is "" or "smollm2-135m-instruct", a .gguf file (both converted into the cache first when
+    needed; source "gguf" then, else "cache"), or a Hugging Face model folder (source "directory").
+    Raises ModelFilesError when there is no such model on disk.
+    """
     if model in ("", DEFAULT_MODEL_NAME):
         gguf_path = default_gguf_path()
         model_dir, source = _converted_gguf(gguf_path=gguf_path, name=DEFAULT_MODEL_NAME, cache_root=cache_root)

@@ -89,6 +89,7 @@ class OpenAITestServer:
         supports_token_ids: bool = True,
         supports_token_names: bool = True,
         supports_logprobs: bool = True,
+        ids_in_logprob_entries: bool = False,
         respond: Callable[[str, int], str] | None = None,
         eos_probability: float = 0.25,
         latency_s: float = 0.0,
@@ -98,7 +99,8 @@ class OpenAITestServer:
         """Configure the fake: see the module docstring. `supports_token_ids=False` ignores
         `return_token_ids` (no id fields), `supports_token_names=False` ignores
         `return_tokens_as_token_ids` (logprob entries named by text), `supports_logprobs=False` returns no
-        logprobs. `api_key` set: requests without "Authorization: Bearer <api_key>" get 401.
+        logprobs, `ids_in_logprob_entries=True` puts each token's id in its chat logprob entry (as
+        llama.cpp's server does). `api_key` set: requests without "Authorization: Bearer <api_key>" get 401.
         """
         if fail_with != "drop" and not (isinstance(fail_with, int) and 400 <= fail_with <= 599):
             raise ValueError(f"fail_with must be an HTTP error status or 'drop', got {fail_with!r}")
@@ -108,6 +110,7 @@ class OpenAITestServer:
         self.supports_token_ids = supports_token_ids
         self.supports_token_names = supports_token_names
         self.supports_logprobs = supports_logprobs
+        self.ids_in_logprob_entries = ids_in_logprob_entries
         self.respond = respond
         self.eos_probability = eos_probability
         self.latency_s = latency_s
@@ -239,7 +242,8 @@ class OpenAITestServer:
                 {
                     "content": [
                         {"token": name, "logprob": logprob, "bytes": list(name.encode()), "top_logprobs": []}
-                        for name, logprob in zip(names, sample.logprobs, strict=True)
+                        | ({"id": token_id} if self.ids_in_logprob_entries else {})
+                        for name, logprob, token_id in zip(names, sample.logprobs, sample.token_ids, strict=True)
                     ]
                 }
                 if wants_logprobs

@@ -146,6 +146,22 @@ def test_token_names_give_completion_ids_when_return_token_ids_is_unsupported():
     assert fake_decode(generation.completion_token_ids) == generation.text
 
 
+def test_ids_in_logprob_entries_give_completion_ids_as_llama_cpp_returns_them():
+    with OpenAITestServer(supports_token_ids=False, supports_token_names=False, ids_in_logprob_entries=True) as server:
+        [generation] = make_backend(server.base_url).generate(messages=MESSAGES, seeds=[1], params=PARAMS)
+    assert generation.prompt_token_ids is None
+    assert fake_decode(generation.completion_token_ids) == generation.text
+    assert len(generation.logprobs) == len(generation.completion_token_ids)
+
+
+def test_legacy_completions_logprobs_without_ids_give_none():
+    with OpenAITestServer(supports_token_ids=False, supports_token_names=False) as server:
+        backend = make_backend(server.base_url, endpoint="completions")
+        [generation] = backend.generate(messages=[{"role": "user", "content": "2 + 3 ="}], seeds=[1], params=PARAMS)
+    assert generation.completion_token_ids is None and generation.prompt_token_ids is None
+    assert generation.logprobs is not None and len(generation.logprobs) == generation.output_tokens
+
+
 def test_a_server_without_logprobs_gives_none():
     with OpenAITestServer(supports_logprobs=False) as server:
         [generation] = make_backend(server.base_url).generate(messages=MESSAGES, seeds=[1], params=PARAMS)
