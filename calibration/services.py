@@ -17,7 +17,7 @@ from typing import Callable
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 
@@ -280,8 +280,37 @@ def rollouts_verify(*, campaign_id: int, task_version_id: int) -> int:
         rollout.detail = verdict.detail[:2000]
         rollout.verify_ms = verdict.latency_ms
         rollout.verified_at = now
-    Rollout.objects.bulk_update(pending, ["outcome", "reward", "detail", "verify_ms", "verified_at"], batch_size=500)
+    _verdicts_save(pending)
     return len(pending)
+
+
+def _verdicts_save(rollouts: list[Rollout]) -> None:
+    """Write verdicts in one statement. `outcome IS NULL` keeps a concurrent duplicate job from overwriting."""
+    if not rollouts:
+        return
+    if connection.vendor != "postgresql":
+        Rollout.objects.bulk_update(rollouts, ["outcome", "reward", "detail", "verify_ms", "verified_at"], batch_size=500)
+        return
+    # Django's bulk_update builds a CASE per column and row; unnest() of arrays is ~10x cheaper.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE {Rollout._meta.db_table} AS rollout
+            SET outcome = verdict.outcome, reward = verdict.reward, detail = verdict.detail,
+                verify_ms = verdict.verify_ms, verified_at = %s
+            FROM unnest(%s::bigint[], %s::text[], %s::float8[], %s::text[], %s::float8[])
+                AS verdict(id, outcome, reward, detail, verify_ms)
+            WHERE rollout.id = verdict.id AND rollout.outcome IS NULL
+            """,
+            [
+                rollouts[0].verified_at,
+                [rollout.pk for rollout in rollouts],
+                [rollout.outcome for rollout in rollouts],
+                [rollout.reward for rollout in rollouts],
+                [rollout.detail for rollout in rollouts],
+                [rollout.verify_ms for rollout in rollouts],
+            ],
+        )
 
 
 def thresholds_for(environment: Environment) -> stats.Thresholds:
@@ -379,8 +408,10 @@ def campaign_item_advance(*, campaign_id: int, task_version_id: int, round_index
         task_version=version, probe_model=campaign.probe_model, policy=policy_for(campaign)
     )
     planned = round_indices(campaign, round_index)
-    in_round = Rollout.objects.filter(campaign=campaign, task_version=version, sample_index__in=planned)
-    if in_round.count() < len(planned) or in_round.filter(outcome__isnull=True).exists():
+    in_round = Rollout.objects.filter(
+        campaign=campaign, task_version=version, sample_index__gte=planned.start, sample_index__lt=planned.stop
+    ).aggregate(stored=Count("id"), unverified=Count("id", filter=Q(outcome__isnull=True)))
+    if in_round["stored"] < len(planned) or in_round["unverified"]:
         return False  # the round is not complete yet; its own jobs will come back here
     finished = planned.stop >= campaign.max_rollouts or (
         campaign.policy == Campaign.Policy.ADAPTIVE and calibration.band != Band.UNDECIDED
