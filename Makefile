@@ -8,7 +8,7 @@ INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/passband
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
 
-.PHONY: install run worker test services bench lint clean
+.PHONY: install run test services clean
 
 $(INSTALLED): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,10 +36,6 @@ test: install services
 
 services:
 	scripts/ensure-services.sh
-
-bench: install services
-	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} SECRET_KEY=passband-bench-only HF_HUB_OFFLINE=1 \
-	$(PY) bench/run_all.py
 
 clean:
 	rm -rf $(VENV) var

@@ -27,6 +27,10 @@ class ProbeModel(models.Model):
     gpus = models.PositiveIntegerField(default=1)
     usd_per_million_input_tokens = models.DecimalField(max_digits=10, decimal_places=4, default=0)
     usd_per_million_output_tokens = models.DecimalField(max_digits=10, decimal_places=4, default=0)
+    # A strong model that fails an audited task every time suggests the task (not the model) is broken.
+    strong = models.BooleanField(
+        default=False, help_text="Strong model: 0 passes on a task that passed its audit flags it for review."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -77,6 +81,8 @@ class CampaignItem(models.Model):
     # The round being worked on; moved forward by compare-and-swap so a retried job cannot fork it.
     round = models.PositiveIntegerField(default=0)
     done = models.BooleanField(default=False)
+    # Beta prior [alpha, beta] for this task, e.g. from a cheaper model (model ladder); null: the default.
+    prior = models.JSONField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -119,13 +125,23 @@ class Rollout(models.Model):
     cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     verified_at = models.DateTimeField(null=True)
+    # Tool tasks only: the episode transcript (turns, tool calls, observations, final state; see
+    # docs/episodes.md). The token fields above then hold the whole episode as one sequence.
+    episode = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["task_version", "sample_index"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "task_version", "sample_index"], name="rollout_unique_sample")
         ]
-        indexes = [models.Index(fields=["task_version", "probe_model"]), models.Index(fields=["outcome"])]
+        indexes = [
+            models.Index(fields=["task_version", "probe_model"]),
+            models.Index(fields=["outcome"]),
+            # The verifier latency dashboard reads a recent time window from this index alone.
+            models.Index(
+                fields=["verified_at"], include=["verify_ms", "outcome", "probe_model", "campaign"], name="rollout_verified_at_cover"
+            ),
+        ]
 
 
 class Band(models.TextChoices):
@@ -161,3 +177,33 @@ class Calibration(models.Model):
             models.UniqueConstraint(fields=["task_version", "probe_model"], name="calibration_unique_per_model")
         ]
         indexes = [models.Index(fields=["band"]), models.Index(fields=["pass_rate"])]
+
+
+class FeedbackReport(models.Model):
+    """Pass counts a trainer saw for one task version under one policy checkpoint (POST /api/v1/feedback).
+
+    Reports for the same checkpoint add up; checkpoints are ordered by `checkpoint_step`.
+    """
+
+    task_version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="feedback_reports")
+    reported_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    checkpoint = models.CharField(max_length=200, help_text="The policy checkpoint's name.")
+    checkpoint_step = models.BigIntegerField(help_text="Orders checkpoints: training step or a sequence number.")
+    attempts = models.PositiveIntegerField()
+    passes = models.PositiveIntegerField()
+    # A trainer that retries a POST sends the same id; the report is stored once.
+    report_id = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task_version", "checkpoint_step", "id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(passes__lte=models.F("attempts")), name="feedback_passes_le_attempts"),
+            models.UniqueConstraint(
+                fields=["reported_by", "report_id"], condition=~models.Q(report_id=""), name="feedback_report_id_unique"
+            ),
+        ]
+        indexes = [models.Index(fields=["task_version", "checkpoint_step"])]
+
+    def __str__(self) -> str:
+        return f"{self.task_version} @ {self.checkpoint}: {self.passes}/{self.attempts}"

@@ -10,27 +10,39 @@ twice, or after a worker was killed, records each planned rollout exactly once.
 from __future__ import annotations
 
 import logging
+import random
 import secrets
+from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 from typing import Callable
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Count, Max, Q, Sum
+from django.db.models import Count, F, Max, Q, Sum
 from django.utils import timezone
 
 from calibration import backends, stats, verifiers
 from calibration.errors import CalibrationError
-from calibration.models import Band, Calibration, Campaign, CampaignItem, Outcome, ProbeModel, Rollout
+from calibration.models import (
+    Band,
+    Calibration,
+    Campaign,
+    CampaignItem,
+    FeedbackReport,
+    Outcome,
+    ProbeModel,
+    Rollout,
+)
 from calibration.packing import pack_logprobs, pack_tokens
 from curation.models import Environment, Task, TaskStatus, TaskVersion
 
 logger = logging.getLogger(__name__)
 
-# A task whose verifier errors on more than this share of verdicts is verifier trouble, not hard.
-VERIFIER_TROUBLE_SHARE = 0.2
+# A task whose verifier errors on more than settings.PASSBAND_VERIFIER_TROUBLE_SHARE of its verdicts
+# is verifier trouble, not hard.
 EVIDENCE = (Outcome.PASS, Outcome.FAIL)
 
 
@@ -50,6 +62,7 @@ def probe_model_add(
     gpus: int = 1,
     usd_per_million_input_tokens: Decimal | float = 0,
     usd_per_million_output_tokens: Decimal | float = 0,
+    strong: bool = False,
 ) -> ProbeModel:
     """Register a probe model. Raises CalibrationError for an unknown backend or a missing URL."""
     if backend not in ProbeModel.Backend.values:
@@ -75,6 +88,7 @@ def probe_model_add(
         gpus=gpus,
         usd_per_million_input_tokens=Decimal(str(usd_per_million_input_tokens)),
         usd_per_million_output_tokens=Decimal(str(usd_per_million_output_tokens)),
+        strong=strong,
     )
 
 
@@ -192,6 +206,39 @@ def sampling_params(probe_model: ProbeModel) -> backends.SamplingParams:
     )
 
 
+def is_tool_task(version: TaskVersion) -> bool:
+    """A task whose rollouts are tool-use episodes: it declares tools and a tool environment."""
+    return bool(version.tools) and bool((version.verifier or {}).get("environment"))
+
+
+def _episodes_generate(
+    *, version: TaskVersion, probe_model: ProbeModel, seeds: list[int], params: backends.SamplingParams
+) -> tuple[list[backends.Generation], list[dict]]:
+    """One tool-use episode per seed (calibration/episodes): a Generation summary and a transcript each."""
+    from calibration.episodes.runner import EpisodeLimits, run_episode
+
+    backend = backend_for_probe_model(probe_model)
+    limits = EpisodeLimits(
+        max_turns=getattr(settings, "PASSBAND_EPISODE_MAX_TURNS", 6),
+        max_completion_tokens=4 * params.max_new_tokens,
+    )
+    generations, episodes = [], []
+    for seed in seeds:
+        episode = run_episode(
+            backend=backend,
+            messages=version.prompt,
+            tools=version.tools,
+            environment=version.verifier["environment"],
+            world_seed=int(version.verifier.get("seed", 0)),
+            seed=seed,
+            params=params,
+            limits=limits,
+        )
+        generations.append(episode.generation)
+        episodes.append(episode.transcript)
+    return generations, episodes
+
+
 def rollouts_generate(*, campaign_id: int, task_version_id: int, round_index: int) -> int:
     """Generate one round's missing samples for one task version. Returns how many were stored."""
     campaign = Campaign.objects.select_related("probe_model").get(pk=campaign_id)
@@ -216,7 +263,13 @@ def rollouts_generate(*, campaign_id: int, task_version_id: int, round_index: in
         backends.rollout_seed(campaign_seed=campaign.seed, task_version_hash=version.content_hash, sample_index=index)
         for index in indices
     ]
-    generations = backend_for_probe_model(probe_model).generate(messages=version.prompt, seeds=seeds, params=params)
+    if is_tool_task(version):
+        generations, episodes = _episodes_generate(
+            version=version, probe_model=probe_model, seeds=seeds, params=params
+        )
+    else:
+        generations = backend_for_probe_model(probe_model).generate(messages=version.prompt, seeds=seeds, params=params)
+        episodes = [None] * len(generations)
     sampling = {
         "temperature": params.temperature,
         "top_p": params.top_p,
@@ -227,7 +280,7 @@ def rollouts_generate(*, campaign_id: int, task_version_id: int, round_index: in
         "revision": probe_model.revision,
     }
     rows = []
-    for index, seed, generation in zip(indices, seeds, generations, strict=True):
+    for index, seed, generation, episode in zip(indices, seeds, generations, episodes, strict=True):
         failed = generation.error is not None
         rows.append(
             Rollout(
@@ -249,6 +302,7 @@ def rollouts_generate(*, campaign_id: int, task_version_id: int, round_index: in
                 generation_ms=generation.latency_ms,
                 outcome=Outcome.GENERATION_ERROR if failed else None,
                 detail=f"generation failed: {generation.error}" if failed else "",
+                episode=episode,
                 cost_usd=_rollout_cost(
                     probe_model,
                     generation_ms=generation.latency_ms,
@@ -267,13 +321,15 @@ def rollouts_verify(*, campaign_id: int, task_version_id: int) -> int:
     version = TaskVersion.objects.get(pk=task_version_id)
     pending = list(
         Rollout.objects.filter(campaign_id=campaign_id, task_version_id=task_version_id, outcome__isnull=True)
-        .only("id", "text")
+        .only("id", "text", "episode")
         .order_by("sample_index")
     )
     now = timezone.now()
     for rollout in pending:
+        # A tool task's rollout is judged by its episode (the final state), not by its words.
+        completion = rollout.episode if rollout.episode is not None else rollout.text
         verdict = verifiers.verify(
-            verifier=version.verifier, completion=rollout.text, answer=version.answer, prompt=version.prompt
+            verifier=version.verifier, completion=completion, answer=version.answer, prompt=version.prompt
         )
         rollout.outcome = verdict.outcome
         rollout.reward = verdict.reward
@@ -338,13 +394,57 @@ def _sampling_policy(policy: dict, *, attempts: int) -> stats.SamplingPolicy:
     return stats.SamplingPolicy(kind="fixed", fixed_n=max(1, attempts))
 
 
+# Marks "compute the environment's population prior here" in calibration_refresh.
+_POPULATION_PRIOR = object()
+
+
+PRIOR_CACHE_SECONDS = 120
+
+
+def environment_prior(*, environment: Environment, probe_model: ProbeModel, cached: bool = False) -> stats.Beta | None:
+    """Empirical-Bayes prior of an environment's pass rates under one probe model, or None.
+
+    Fitted on the fly (stats.fit_population_prior) from the calibrations of the environment's
+    current task versions under this model; None (so Jeffreys) until PASSBAND_PRIOR_MIN_TASKS of
+    them have attempts (0 turns it off). Computed rather than stored, so it always follows the
+    latest evidence. `cached=True` (the per-round refresh) reuses a fit up to PRIOR_CACHE_SECONDS
+    old, so a large environment is not re-read after every round of every task.
+    """
+    if settings.PASSBAND_PRIOR_MIN_TASKS <= 0:
+        return None
+    if cached:
+        key = f"passband:environment-prior:{environment.pk}:{probe_model.pk}:{settings.PASSBAND_PRIOR_MIN_TASKS}"
+        hit = cache.get(key)
+        if hit is None:
+            prior = environment_prior(environment=environment, probe_model=probe_model)
+            hit = list(prior) if prior else []
+            cache.set(key, hit, PRIOR_CACHE_SECONDS)
+        return stats.Beta(*hit) if hit else None
+    evidence = list(
+        Calibration.objects.filter(
+            probe_model=probe_model,
+            task_version__task__environment=environment,
+            task_version__task__current_version=F("task_version"),
+            attempts__gt=0,
+        ).values_list("successes", "attempts")
+    )
+    return stats.fit_population_prior(evidence=evidence, min_tasks=settings.PASSBAND_PRIOR_MIN_TASKS)
+
+
 def calibration_refresh(
-    *, task_version: TaskVersion, probe_model: ProbeModel, policy: dict | None = None
+    *,
+    task_version: TaskVersion,
+    probe_model: ProbeModel,
+    policy: dict | None = None,
+    population_prior: stats.Beta | None | object = _POPULATION_PRIOR,
 ) -> Calibration:
     """Recompute one calibration from every stored rollout of this model on this version.
 
     `policy` is the campaign's sampling policy; None keeps the one stored on the calibration
     (e.g. when an environment's thresholds change and bands are recomputed without inference).
+    The prior is the policy's own `prior` (a ladder prior) when it has one, else the
+    environment's population prior (pass `population_prior` to reuse one fitted already; None
+    means Jeffreys).
     """
     counts = Rollout.objects.filter(task_version=task_version, probe_model=probe_model).aggregate(
         successes=Count("id", filter=Q(outcome=Outcome.PASS)),
@@ -358,22 +458,40 @@ def calibration_refresh(
     if policy is None:
         stored = Calibration.objects.filter(task_version=task_version, probe_model=probe_model).first()
         policy = stored.policy if stored else {}
+    if policy.get("prior"):
+        prior = stats.Beta(*policy["prior"])
+    else:
+        if population_prior is _POPULATION_PRIOR:
+            population_prior = environment_prior(environment=environment, probe_model=probe_model, cached=True)
+        prior = population_prior or stats.JEFFREYS_PRIOR
+    sampling_policy = _sampling_policy(policy, attempts=attempts)
     assessment = stats.assess(
         successes=counts["successes"],
         attempts=attempts,
         thresholds=thresholds_for(environment),
-        policy=_sampling_policy(policy, attempts=attempts),
+        policy=sampling_policy,
+        prior=prior,
     )
     flags = []
     verdicts = attempts + counts["verifier_errors"]
-    if verdicts and counts["verifier_errors"] / verdicts > VERIFIER_TROUBLE_SHARE:
+    if verdicts and counts["verifier_errors"] / verdicts > settings.PASSBAND_VERIFIER_TROUBLE_SHARE:
         flags.append("verifier_trouble")
     if attempts and counts["successes"] in (0, attempts):
         flags.append("zero_variance")
     band = assessment.band
-    if "verifier_trouble" in flags and band == Band.TOO_HARD:
+    if (
+        band == Band.UNDECIDED
+        and sampling_policy.kind == "adaptive"
+        and attempts + counts["verifier_errors"] + counts["generation_errors"] >= sampling_policy.cap
+    ):
+        # The cap counts rollouts, errors included (the campaign spent them): undecided there is borderline.
+        band = Band.BORDERLINE
+    if "verifier_trouble" in flags and band in (Band.TOO_HARD, Band.BORDERLINE):
         # Failing verdicts from a broken verifier are not evidence that the task is hard.
         band = Band.UNDECIDED
+    if probe_model.strong and task_version.audit_passed and band == Band.TOO_HARD and counts["successes"] == 0:
+        # Its reference answer passes, yet a strong model never does: the task may be wrong or unfair.
+        flags.append("strong_model_fails")
     calibration, _ = Calibration.objects.update_or_create(
         task_version=task_version,
         probe_model=probe_model,
@@ -404,9 +522,13 @@ def campaign_item_advance(*, campaign_id: int, task_version_id: int, round_index
     """
     campaign = Campaign.objects.select_related("probe_model", "environment").get(pk=campaign_id)
     version = TaskVersion.objects.select_related("task__environment").get(pk=task_version_id)
-    calibration = calibration_refresh(
-        task_version=version, probe_model=campaign.probe_model, policy=policy_for(campaign)
+    policy = policy_for(campaign)
+    item_prior = (
+        CampaignItem.objects.filter(campaign=campaign, task_version=version).values_list("prior", flat=True).first()
     )
+    if item_prior:
+        policy["prior"] = item_prior  # stored on the calibration, so a threshold change keeps it
+    calibration = calibration_refresh(task_version=version, probe_model=campaign.probe_model, policy=policy)
     planned = round_indices(campaign, round_index)
     in_round = Rollout.objects.filter(
         campaign=campaign, task_version=version, sample_index__gte=planned.start, sample_index__lt=planned.stop
@@ -460,4 +582,340 @@ def campaign_run_inline(*, campaign: Campaign, progress: Callable[[int, int], No
         if progress:
             progress(position, len(items))
     campaign.refresh_from_db()
+    return campaign
+
+
+# ---------------------------------------------------------------------------------------------
+# Thresholds per environment
+# ---------------------------------------------------------------------------------------------
+
+
+def environment_calibrations_refresh(*, environment: Environment) -> int:
+    """Recompute every calibration of the environment's task versions from stored rollouts.
+
+    No inference: each keeps its stored sampling policy (and ladder prior); the population prior
+    is fitted once per probe model. Returns how many calibrations were recomputed.
+    """
+    calibrations = (
+        Calibration.objects.filter(task_version__task__environment=environment)
+        .select_related("task_version__task__environment", "probe_model")
+        .order_by("probe_model_id", "pk")
+    )
+    priors: dict[int, stats.Beta | None] = {}
+    refreshed = 0
+    for calibration in calibrations.iterator(chunk_size=500):
+        if calibration.probe_model_id not in priors:
+            priors[calibration.probe_model_id] = environment_prior(
+                environment=environment, probe_model=calibration.probe_model
+            )
+        calibration_refresh(
+            task_version=calibration.task_version,
+            probe_model=calibration.probe_model,
+            population_prior=priors[calibration.probe_model_id],
+        )
+        refreshed += 1
+    return refreshed
+
+
+def environment_thresholds_set(
+    *, environment: Environment, floor: float, retire_at: float, by: AbstractBaseUser | None
+) -> int:
+    """Change an environment's floor and retirement threshold, then re-band its tasks.
+
+    Validates 0 < floor < retire_at < 1 (CalibrationError otherwise). Bands are recomputed from
+    the stored rollouts, with no new inference. Returns how many calibrations were recomputed.
+    """
+    try:
+        floor, retire_at = float(floor), float(retire_at)
+    except (TypeError, ValueError):
+        raise CalibrationError(f"Thresholds must be numbers; got floor={floor!r}, retire_at={retire_at!r}.") from None
+    if not 0 < floor < retire_at < 1:
+        raise CalibrationError(f"Thresholds need 0 < floor < retire_at < 1; got floor={floor}, retire_at={retire_at}.")
+    with transaction.atomic():
+        previous = (environment.floor, environment.retire_at)
+        Environment.objects.filter(pk=environment.pk).update(floor=floor, retire_at=retire_at)
+        environment.floor, environment.retire_at = floor, retire_at
+        refreshed = environment_calibrations_refresh(environment=environment)
+    logger.info(
+        "thresholds of %s changed from floor=%s retire_at=%s to floor=%s retire_at=%s by %s; %d calibrations re-banded",
+        environment.name, *previous, floor, retire_at, getattr(by, "username", "system"), refreshed,
+    )
+    return refreshed
+
+
+# ---------------------------------------------------------------------------------------------
+# Drift: trainer feedback per policy checkpoint, automatic retirement
+# ---------------------------------------------------------------------------------------------
+
+FEEDBACK_RETIRE_REASON = "feedback: retired automatically"
+FEEDBACK_REVIVE_REASON = "feedback: back in band"
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A task version's pass rate under the latest checkpoint that trainers reported."""
+
+    checkpoints: int
+    latest_checkpoint: str
+    latest_step: int
+    attempts: int
+    passes: int
+    pass_rate: float
+    interval_low: float
+    interval_high: float
+    band: str
+    decided: bool
+
+
+@dataclass(frozen=True)
+class FeedbackOutcome:
+    report: FeedbackReport
+    created: bool
+    drift: Drift
+    task_status: str
+    status_changed: bool
+
+
+def feedback_drift(*, task_version: TaskVersion) -> Drift | None:
+    """Discounted assessment of a task version's trainer feedback (None without any).
+
+    Reports are summed per checkpoint step; checkpoints are ranked 0, 1, 2, ... by step, so
+    evidence k checkpoints older than the latest counts PASSBAND_FEEDBACK_DISCOUNT**k.
+    """
+    rows = list(
+        FeedbackReport.objects.filter(task_version=task_version)
+        .values("checkpoint_step")
+        .annotate(attempts=Sum("attempts"), passes=Sum("passes"), name=Max("checkpoint"))
+        .order_by("checkpoint_step")
+    )
+    if not rows:
+        return None
+    history = [(rank, row["attempts"], row["passes"]) for rank, row in enumerate(rows)]
+    thresholds = thresholds_for(task_version.task.environment)
+    assessment = stats.assess_discounted(
+        history=history,
+        thresholds=thresholds,
+        # No cap: trainers decide how much to sample; only the confidence matters here.
+        policy=stats.SamplingPolicy(kind="adaptive", cap=2**31 - 1, confidence=settings.PASSBAND_FEEDBACK_CONFIDENCE),
+        discount=settings.PASSBAND_FEEDBACK_DISCOUNT,
+    )
+    latest = rows[-1]
+    return Drift(
+        checkpoints=len(rows),
+        latest_checkpoint=latest["name"],
+        latest_step=latest["checkpoint_step"],
+        attempts=assessment.attempts,
+        passes=assessment.successes,
+        pass_rate=assessment.pass_rate,
+        interval_low=assessment.interval_low,
+        interval_high=assessment.interval_high,
+        band=assessment.band,
+        decided=assessment.decided,
+    )
+
+
+def feedback_record(
+    *,
+    task: Task,
+    reported_by: AbstractBaseUser,
+    checkpoint: str,
+    checkpoint_step: int,
+    attempts: int,
+    passes: int,
+    version_number: int | None = None,
+    report_id: str = "",
+) -> FeedbackOutcome:
+    """Store a trainer's pass counts for one task under one policy checkpoint, and act on them.
+
+    When the discounted pass rate under the latest checkpoint is decided in the retire band, an
+    approved or active task is retired (audited through task_transition, reason
+    FEEDBACK_RETIRE_REASON); a task that feedback retired and that later feedback puts back in
+    band is made active again. A repeated `report_id` from the same user stores nothing twice.
+    Raises CalibrationError for impossible counts or an unknown version.
+    """
+    from curation.errors import CurationError
+    from curation.services import task_transition
+
+    if attempts < 1 or not 0 <= passes <= attempts:
+        raise CalibrationError(f"Need attempts >= 1 and 0 <= passes <= attempts; got {passes} of {attempts}.")
+    if checkpoint_step < 0 or not checkpoint.strip():
+        raise CalibrationError("A checkpoint needs a name and a step >= 0.")
+    if version_number is None:
+        version = task.current_version
+    else:
+        version = task.versions.filter(number=version_number).first()
+    if version is None:
+        raise CalibrationError(f"Task {task.key!r} has no version {version_number or '(current)'}.")
+    with transaction.atomic():
+        report, created = None, True
+        if report_id:
+            report = FeedbackReport.objects.filter(reported_by=reported_by, report_id=report_id).first()
+            created = report is None
+        if report is None:
+            report = FeedbackReport.objects.create(
+                task_version=version,
+                reported_by=reported_by,
+                checkpoint=checkpoint.strip(),
+                checkpoint_step=checkpoint_step,
+                attempts=attempts,
+                passes=passes,
+                report_id=report_id,
+            )
+        drift = feedback_drift(task_version=report.task_version)
+        task.refresh_from_db(fields=["status", "current_version"])
+        changed = False
+        about_current = report.task_version_id == task.current_version_id
+        summary = (
+            f"pass rate {drift.pass_rate:.3f} [{drift.interval_low:.3f}, {drift.interval_high:.3f}] under "
+            f"{drift.latest_checkpoint} (step {drift.latest_step}), reported by {reported_by.get_username()}"
+        )
+        decided = about_current and drift.decided
+        try:
+            if decided and drift.band == Band.RETIRE and task.status in (TaskStatus.APPROVED, TaskStatus.ACTIVE):
+                reason = f"{FEEDBACK_RETIRE_REASON}: {summary}"
+                task = task_transition(task=task, to_status=TaskStatus.RETIRED, by=None, reason=reason)
+                changed = True
+            elif decided and drift.band == Band.IN_BAND and task.status == TaskStatus.RETIRED:
+                last = task.status_changes.filter(to_status=TaskStatus.RETIRED).order_by("-changed_at", "-id").first()
+                if last is not None and last.reason.startswith(FEEDBACK_RETIRE_REASON):
+                    reason = f"{FEEDBACK_REVIVE_REASON}: {summary}"
+                    task = task_transition(task=task, to_status=TaskStatus.ACTIVE, by=None, reason=reason)
+                    changed = True
+        except CurationError:
+            # A concurrent report moved it first; the evidence is stored either way.
+            logger.info("feedback on %s: status already changed", task, exc_info=True)
+            task.refresh_from_db(fields=["status"])
+    return FeedbackOutcome(report=report, created=created, drift=drift, task_status=task.status, status_changed=changed)
+
+
+def reprobe_sample(
+    *, probability: float, cap: int, rng: random.Random | None = None, enqueue: bool = True
+) -> list[Campaign]:
+    """Re-probe a random share of too-hard and retired tasks, since some revive (run by beat).
+
+    Per environment, each current version of a retired task, or of a task whose calibration
+    under the environment's latest probe model is too_hard, is picked with `probability`; the
+    picked ones get one adaptive campaign (cap `cap`) with that model, owned by whoever started
+    the environment's latest campaign. Returns the campaigns started.
+    """
+    if not 0 <= probability <= 1:
+        raise CalibrationError(f"The re-probe probability must lie in [0, 1]; got {probability}.")
+    rng = rng or random.Random()
+    started = []
+    for environment in Environment.objects.all():
+        latest = environment.campaigns.select_related("probe_model", "created_by").order_by("-created_at", "-pk").first()
+        if latest is None or probability == 0:
+            continue
+        too_hard = Calibration.objects.filter(
+            probe_model=latest.probe_model, band=Band.TOO_HARD, task_version__task__current_version=F("task_version")
+        ).values("task_version")
+        candidates = (
+            TaskVersion.objects.filter(task__environment=environment, task__current_version=F("pk"))
+            .filter(Q(task__status=TaskStatus.RETIRED) | Q(pk__in=too_hard))
+            .exclude(task__status=TaskStatus.REJECTED)
+            .order_by("pk")
+        )
+        picked = [version for version in candidates if rng.random() < probability]
+        if picked:
+            started.append(
+                campaign_start(
+                    environment=environment,
+                    probe_model=latest.probe_model,
+                    created_by=latest.created_by,
+                    policy=Campaign.Policy.ADAPTIVE,
+                    rollouts=cap,
+                    task_versions=picked,
+                    enqueue=enqueue,
+                )
+            )
+            logger.info("re-probing %d too-hard or retired task(s) of %s", len(picked), environment.name)
+    return started
+
+
+# ---------------------------------------------------------------------------------------------
+# Model ladder: a cheap model's calibration as the prior for a strong model
+# ---------------------------------------------------------------------------------------------
+
+
+def _current_evidence(*, environment: Environment, probe_model: ProbeModel) -> dict[int, tuple[int, int]]:
+    """(successes, attempts) per current task version of the environment under one model."""
+    rows = Calibration.objects.filter(
+        probe_model=probe_model,
+        task_version__task__environment=environment,
+        task_version__task__current_version=F("task_version"),
+        attempts__gt=0,
+    ).values_list("task_version_id", "successes", "attempts")
+    return {version_id: (successes, attempts) for version_id, successes, attempts in rows}
+
+
+def ladder_fit(*, environment: Environment, cheap_model: ProbeModel, strong_model: ProbeModel) -> stats.LogitShift | None:
+    """The logit shift from the cheap to the strong model, fitted on tasks both have probed (or None)."""
+    cheap = _current_evidence(environment=environment, probe_model=cheap_model)
+    strong = _current_evidence(environment=environment, probe_model=strong_model)
+    both = sorted(cheap.keys() & strong.keys())
+    return stats.fit_logit_shift(cheap=[cheap[pk] for pk in both], strong=[strong[pk] for pk in both])
+
+
+def campaign_start_ladder(
+    *,
+    environment: Environment,
+    probe_model: ProbeModel,
+    cheap_model: ProbeModel,
+    created_by: AbstractBaseUser,
+    rollouts: int = 256,
+    round_size: int = 8,
+    confidence: float = 0.95,
+    seed: int | None = None,
+    task_versions: list[TaskVersion] | None = None,
+    enqueue: bool = True,
+) -> Campaign:
+    """An adaptive campaign for a strong model whose per-task priors come from a cheap model.
+
+    The ladder (stats.fit_logit_shift) is fitted on tasks both models probed already (at least
+    10: probe a sample with the strong model first); each task the cheap model probed gets
+    stats.ladder_prior, the others keep the environment's prior. By default it covers current
+    versions the strong model has not probed. Raises CalibrationError when no ladder can be fitted.
+    """
+    if probe_model.pk == cheap_model.pk:
+        raise CalibrationError("The cheap and the strong model must differ.")
+    ladder = ladder_fit(environment=environment, cheap_model=cheap_model, strong_model=probe_model)
+    if ladder is None:
+        raise CalibrationError(
+            f"Too few tasks probed by both {cheap_model.name} and {probe_model.name} to fit a ladder (need 10); "
+            f"probe a sample with {probe_model.name} first (calibrate --limit 20)."
+        )
+    cheap = _current_evidence(environment=environment, probe_model=cheap_model)
+    if task_versions is None:
+        probed = _current_evidence(environment=environment, probe_model=probe_model)
+        task_versions = list(
+            TaskVersion.objects.filter(task__environment=environment, task__current_version=F("pk"))
+            .exclude(task__status=TaskStatus.REJECTED)
+            .exclude(pk__in=list(probed))
+            .order_by("pk")
+        )
+    with transaction.atomic():
+        campaign = campaign_start(
+            environment=environment,
+            probe_model=probe_model,
+            created_by=created_by,
+            policy=Campaign.Policy.ADAPTIVE,
+            rollouts=rollouts,
+            round_size=round_size,
+            confidence=confidence,
+            seed=seed,
+            task_versions=task_versions,
+            enqueue=False,
+        )
+        items = list(CampaignItem.objects.filter(campaign=campaign, task_version_id__in=list(cheap)))
+        for item in items:
+            successes, attempts = cheap[item.task_version_id]
+            prior = stats.ladder_prior(successes=successes, attempts=attempts, ladder=ladder)
+            item.prior = [prior.alpha, prior.beta]
+        CampaignItem.objects.bulk_update(items, ["prior"])
+        if enqueue:
+            transaction.on_commit(lambda: campaign_enqueue_pending(campaign_id=campaign.pk))
+    logger.info(
+        "ladder campaign %s: %s from %s, shift %.2f (spread %.2f, %d tasks), %d priors",
+        campaign.pk, probe_model.name, cheap_model.name, ladder.shift, ladder.spread, ladder.tasks, len(items),
+    )
     return campaign

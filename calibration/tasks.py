@@ -31,3 +31,13 @@ def verify_rollouts(campaign_id: int, task_version_id: int, round_index: int) ->
 def reconcile_campaigns() -> int:
     """Beat: re-queue rounds that stalled (a worker died between committing and queueing)."""
     return services.campaigns_reconcile()
+
+
+@shared_task(soft_time_limit=300, time_limit=330)
+def reprobe_sample() -> int:
+    """Beat: re-probe a small random share of too-hard and retired tasks; returns campaigns started."""
+    from django.conf import settings
+
+    return len(
+        services.reprobe_sample(probability=settings.PASSBAND_REPROBE_PROBABILITY, cap=settings.PASSBAND_REPROBE_CAP)
+    )

@@ -84,3 +84,46 @@ def campaign_control(request, campaign_id: int, action: str):
     except CalibrationError as error:
         messages.error(request, str(error))
     return redirect("campaign_detail", campaign_id=campaign.pk)
+
+
+def _comparison_models(request):
+    environment = get_object_or_404(Environment, name=request.GET.get("environment", ""))
+    first = get_object_or_404(ProbeModel, name=request.GET.get("first", ""))
+    second = get_object_or_404(ProbeModel, name=request.GET.get("second", ""))
+    return environment, first, second
+
+
+@browser_user_required
+def model_compare(request):
+    """Two probe models task by task: scatter of pass rates, rank correlation, band agreement."""
+    environments = Environment.objects.all()
+    probe_models = list(ProbeModel.objects.all())
+    environment = environments.filter(name=request.GET.get("environment", "")).first() or environments.first()
+    by_name = {model.name: model for model in probe_models}
+    first = by_name.get(request.GET.get("first", "")) or (probe_models[0] if probe_models else None)
+    second = by_name.get(request.GET.get("second", "")) or (probe_models[1] if len(probe_models) > 1 else first)
+    return render(
+        request,
+        "calibration/model_compare.html",
+        {
+            "environment": environment,
+            "environments": environments,
+            "probe_models": probe_models,
+            "first": first,
+            "second": second,
+            "costs": selectors.environment_costs(environment=environment) if environment else None,
+        },
+    )
+
+
+@browser_user_required
+def model_compare_data(request):
+    environment, first, second = _comparison_models(request)
+    return JsonResponse(selectors.model_comparison(environment=environment, first=first, second=second))
+
+
+@browser_user_required
+def environment_costs_data(request, environment_name: str):
+    environment = get_object_or_404(Environment, name=environment_name)
+    probe_model = ProbeModel.objects.filter(name=request.GET.get("model", "")).first()
+    return JsonResponse(selectors.environment_costs(environment=environment, probe_model=probe_model))

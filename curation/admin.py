@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from curation.models import ApiToken, Environment, StatusChange, Task, TaskVersion
+from curation.models import ApiToken, Comment, Environment, Review, StatusChange, Task, TaskVersion
 
 
 @admin.register(Environment)
@@ -34,3 +34,16 @@ class StatusChangeAdmin(admin.ModelAdmin):
 class ApiTokenAdmin(admin.ModelAdmin):
     list_display = ("prefix", "name", "user", "scopes", "expires_at", "revoked_at", "last_used_at")
     readonly_fields = ("token_hash", "prefix")
+
+
+@admin.register(Review)
+class ReviewAdmin(admin.ModelAdmin):
+    list_display = ("task", "decision", "reviewer", "created_at")
+    list_filter = ("decision",)
+    raw_id_fields = ("task", "task_version")
+
+
+@admin.register(Comment)
+class CommentAdmin(admin.ModelAdmin):
+    list_display = ("task", "author", "parent", "resolved_at", "created_at")
+    raw_id_fields = ("task", "parent")

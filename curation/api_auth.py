@@ -3,7 +3,7 @@
 import hashlib
 
 from django.utils import timezone
-from rest_framework import authentication, exceptions, permissions
+from rest_framework import authentication, exceptions, permissions, throttling
 
 from curation.models import ApiToken
 
@@ -49,3 +49,14 @@ def scope_required(scope: str) -> type[permissions.BasePermission]:
 
     HasScope.__name__ = f"HasScope_{scope}"
     return HasScope
+
+
+class TokenRateThrottle(throttling.SimpleRateThrottle):
+    """Rate limit per API token (not per user), so one runaway script cannot starve a user's others."""
+
+    scope = "token"
+
+    def get_cache_key(self, request, view):
+        if isinstance(request.auth, ApiToken):
+            return self.cache_format % {"scope": self.scope, "ident": f"token-{request.auth.pk}"}
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

@@ -97,11 +97,11 @@ def humaneval_tasks() -> Iterator[dict]:
                 "Complete this Python function. Reply with the whole function in one ```python code block.\n\n"
                 f"```python\n{problem['prompt']}```"
             ),
-            "answer": problem["prompt"] + problem["canonical_solution"],
+            "answer": problem["canonical_solution"],
             "verifier": {
                 "kind": "code",
-                "shape": "humaneval",
-                "prompt": problem["prompt"],
+                "style": "humaneval",
+                "code_prefix": problem["prompt"],
                 "test": problem["test"],
                 "entry_point": problem["entry_point"],
             },

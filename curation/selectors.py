@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 
 from calibration.models import Calibration, ProbeModel
 from curation.models import Environment, Task, TaskStatus
@@ -50,9 +50,18 @@ def tasks_with_calibration(
     status: str = "",
     search: str = "",
     sort: str = "key",
+    owner: AbstractBaseUser | None = None,
+    flag: str = "",
 ) -> QuerySet[Task]:
-    """Tasks annotated with the current version's calibration under one probe model."""
+    """Tasks annotated with the current version's calibration under one probe model.
+
+    `flag` is a calibration flag (verifier_trouble, zero_variance) or audit_failed.
+    """
     tasks = tasks_visible_to(user).select_related("environment", "current_version", "owner")
+    if owner is not None:
+        tasks = tasks.filter(owner=owner)
+    if flag == "audit_failed":
+        tasks = tasks.filter(current_version__audit_passed=False)
     if environment is not None:
         tasks = tasks.filter(environment=environment)
     if status:
@@ -67,6 +76,11 @@ def tasks_with_calibration(
         tasks = tasks.annotate(**{field: Subquery(calibrations.values(field)[:1])})
     if band:
         tasks = tasks.filter(band=band)
+    if flag and flag != "audit_failed":
+        flagged = Calibration.objects.filter(task_version=OuterRef("current_version"), flags__contains=[flag])
+        if probe_model is not None:
+            flagged = flagged.filter(probe_model=probe_model)
+        tasks = tasks.filter(Exists(flagged))
     return tasks.order_by(SORTS.get(sort, "key"), "pk")
 
 

@@ -245,3 +245,35 @@ def api_token_revoke(*, token: ApiToken) -> ApiToken:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
     return token
+
+
+EDITABLE_STATUSES = (TaskStatus.DRAFT, TaskStatus.CHANGES_REQUESTED, TaskStatus.REJECTED)
+
+
+def task_version_edit(*, task: Task, by: AbstractBaseUser, content: dict, run_audit: bool = True) -> TaskVersion:
+    """Save edited content as a new, re-audited version of a task (the old version stays as it was).
+
+    `content` holds the task fields of the upload format (prompt, answer, verifier, tools,
+    metadata, domain, authoring_cost_usd). Raises CurationError naming the field when it is
+    invalid, when nothing changed, or when the task is not the editor's or not editable now.
+    """
+    from curation.task_format import validate_task_object
+
+    if task.owner_id != by.pk and not by.is_staff:
+        raise CurationError("Only the task's author can edit it.")
+    if task.status not in EDITABLE_STATUSES:
+        raise CurationError(f"{task.key} is {task.status}; only draft, sent-back or rejected tasks can be edited.")
+    draft, problems = validate_task_object(
+        content,
+        filename="editor",
+        line=1,
+        default_verifier=task.environment.default_verifier,
+        default_domain=task.environment.domain,
+    )
+    if problems:
+        raise CurationError("; ".join(f"{problem.field}: {problem.reason}" for problem in problems))
+    if task.current_version_id and task.current_version.content_hash == draft.content_hash:
+        raise CurationError("Nothing changed: this content is already the current version.")
+    audit_problems = _audit(draft) if run_audit else None
+    with transaction.atomic():
+        return _version_add(task=task, draft=draft, created_by=by, audit_problems=audit_problems)

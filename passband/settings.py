@@ -52,6 +52,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "curation",
     "calibration",
 ]
@@ -92,6 +94,7 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
     # The web server and the worker share the file: wait for locks instead of failing at once.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
     DATABASES["default"]["CONN_MAX_AGE"] = 0
@@ -139,6 +142,20 @@ PASSBAND_RETIRE = env_float("PASSBAND_RETIRE", 0.70)
 if not 0 < PASSBAND_FLOOR < PASSBAND_RETIRE < 1:
     raise ImproperlyConfigured("Need 0 < PASSBAND_FLOOR < PASSBAND_RETIRE < 1.")
 
+# Calibration (see docs/calibration.md).
+# A task whose verifier errors or times out on more than this share of verdicts is flagged, not called hard.
+PASSBAND_VERIFIER_TROUBLE_SHARE = env_float("PASSBAND_VERIFIER_TROUBLE_SHARE", 0.2)
+# Calibrated tasks (per environment and probe model) needed before an empirical-Bayes prior replaces
+# Jeffreys; 0 keeps Jeffreys always.
+PASSBAND_PRIOR_MIN_TASKS = int(os.environ.get("PASSBAND_PRIOR_MIN_TASKS", "30"))
+# Trainer feedback: evidence k checkpoints older than the latest counts discount**k.
+PASSBAND_FEEDBACK_DISCOUNT = env_float("PASSBAND_FEEDBACK_DISCOUNT", 0.5)
+# Feedback retires a task when P(pass rate in the retire band) reaches this.
+PASSBAND_FEEDBACK_CONFIDENCE = env_float("PASSBAND_FEEDBACK_CONFIDENCE", 0.95)
+# Beat: the chance that each too-hard or retired task is re-probed in one daily run, and that run's cap.
+PASSBAND_REPROBE_PROBABILITY = env_float("PASSBAND_REPROBE_PROBABILITY", 0.02)
+PASSBAND_REPROBE_CAP = int(os.environ.get("PASSBAND_REPROBE_CAP", "64"))
+
 # Where converted model weights are cached (see calibration/backends).
 PASSBAND_MODEL_CACHE = os.environ.get("PASSBAND_MODEL_CACHE", "")
 
@@ -176,6 +193,23 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
     "PAGE_SIZE": 100,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Keyed by API token (see curation.api_auth.TokenRateThrottle): each token gets its own budget.
+    "DEFAULT_THROTTLE_CLASSES": ["curation.api_auth.TokenRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"token": os.environ.get("PASSBAND_API_RATE", "6000/hour")},
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Passband API",
+    "DESCRIPTION": "Tasks with their measured pass rate, releases in every trainer's format, grading.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and docs describe the API, they reveal no data: trainers read them without a token.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    # Swagger UI from the drf-spectacular-sidecar package: the docs page works offline, no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 LOGGING = {
@@ -188,6 +222,8 @@ LOGGING = {
 # Beat: re-queue campaign rounds that stalled, e.g. after a worker died between commit and queueing.
 CELERY_BEAT_SCHEDULE = {
     "reconcile-campaigns": {"task": "calibration.tasks.reconcile_campaigns", "schedule": 300.0},
+    # Some too-hard and retired tasks revive: re-probe a small random share of them once a day.
+    "reprobe-sample": {"task": "calibration.tasks.reprobe_sample", "schedule": 86400.0},
 }
 # Redis redelivers a message whose worker died without acknowledging it after this many seconds.
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):

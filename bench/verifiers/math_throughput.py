@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/verifiers/math_throughput.py [--pairs 400] [--rounds 3] [--no-write]
 
-Pairs come from GSM8K's test answers (/work/shared/data/gsm8k/test.jsonl) when that file exists:
+Pairs come from GSM8K's test answers (the shared data folder beside the repository, or $PASSBAND_GSM8K) when that file exists:
 the worked solution, its final "#### N" line rewritten as a boxed answer, against N (half of the
 pairs get a wrong reference so both outcomes are exercised). Without the file, pairs are
 generated: fractions, roots, sums, intervals and sets in LaTeX, inside a short chain of thought.
@@ -23,6 +23,7 @@ import random
 import re
 import statistics
 import time
+import os
 from pathlib import Path
 
 # _common puts the repository on sys.path, so it comes before the package imports.
@@ -31,7 +32,8 @@ from _common import markdown_table, write_section
 from calibration.verifiers import verify
 from calibration.verifiers.kinds.math import needs_process
 
-GSM8K = Path("/work/shared/data/gsm8k/test.jsonl")
+# The shared data folder sits beside the repository; it is never part of it.
+GSM8K = Path(os.environ.get("PASSBAND_GSM8K", Path(__file__).resolve().parents[3] / "shared" / "data" / "gsm8k" / "test.jsonl"))
 
 
 def gsm8k_pairs(limit: int) -> list[tuple[str, str]]:
@@ -101,7 +103,7 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     arguments = parser.parse_args()
 
-    source = f"GSM8K test answers ({GSM8K})" if GSM8K.exists() else "generated LaTeX answers"
+    source = "GSM8K test answers (the shared GSM8K test file)" if GSM8K.exists() else "generated LaTeX answers"
     pairs = gsm8k_pairs(arguments.pairs) if GSM8K.exists() else generated_pairs(arguments.pairs)
     in_helper = sum(needs_process(completion[-10_000:]) or needs_process(answer) for completion, answer in pairs)
     direct = direct_verifier()

@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from calibration.verifiers.base import Check, Verdict, VerifierConfigError, shorten
-from calibration.verifiers.kinds import code, exact, llm_judge, numeric, regex, tool_calls
+from calibration.verifiers.kinds import code, exact, llm_judge, numeric, regex, state_check, tool_calls
 from calibration.verifiers.kinds import json as json_kind
 from calibration.verifiers.kinds import math as math_kind
 
@@ -32,7 +32,8 @@ __all__ = ["KINDS", "Verdict", "VerifierConfigError", "audit", "validate_config"
 logger = logging.getLogger(__name__)
 
 _MODULES: dict[str, ModuleType] = {
-    module.KIND: module for module in (exact, regex, numeric, math_kind, code, json_kind, tool_calls, llm_judge)
+    module.KIND: module
+    for module in (exact, regex, numeric, math_kind, code, json_kind, tool_calls, llm_judge, state_check)
 }
 KINDS: tuple[str, ...] = tuple(_MODULES)
 _REWARDS = {"pass": 1.0, "fail": 0.0}

@@ -55,3 +55,103 @@ document.addEventListener("DOMContentLoaded", () => {
   const element = document.getElementById("pass-rate-histogram");
   if (element) drawPassRateHistogram(element);
 });
+
+// The other charts: each fetches one endpoint that aggregates in the database.
+const LAYOUT = { margin: { t: 20, r: 10 }, legend: { orientation: "h" } };
+const CONFIG = { displayModeBar: false, responsive: true };
+
+async function fetchJson(element) {
+  const response = await fetch(element.dataset.url, { headers: { Accept: "application/json" } });
+  if (!response.ok) {
+    element.textContent = "Could not load the chart (" + response.status + ").";
+    return null;
+  }
+  return response.json();
+}
+
+function dollars(value) {
+  return value === null || value === undefined ? "—" : "$" + value.toFixed(2);
+}
+
+async function drawBandsOverTime(element) {
+  const data = await fetchJson(element);
+  if (!data) return;
+  const dashes = ["solid", "dot", "dash", "longdash", "dashdot"];
+  const environments = [...new Set(data.series.map((s) => s.environment))];
+  const traces = data.series.map((s) => ({
+    type: "scatter", mode: "lines", name: s.environment + " · " + s.band, x: data.days, y: s.counts,
+    line: { color: BAND_COLOURS[s.band] || "#666", dash: dashes[environments.indexOf(s.environment) % dashes.length] },
+  }));
+  Plotly.newPlot(element, traces, { ...LAYOUT, yaxis: { title: { text: "tasks" } } }, CONFIG);
+  element.dataset.drawn = "true";
+}
+
+async function drawCost(element) {
+  const data = await fetchJson(element);
+  if (!data) return;
+  const names = data.environments.map((row) => row.environment);
+  Plotly.newPlot(element, [
+    { type: "bar", name: "per task", x: names, y: data.environments.map((row) => row.cost_per_task_usd), marker: { color: "#9a9a9a" } },
+    { type: "bar", name: "per in-band task", x: names, y: data.environments.map((row) => row.cost_per_in_band_task_usd), marker: { color: BAND_COLOURS.in_band } },
+  ], { ...LAYOUT, barmode: "group", yaxis: { title: { text: "dollars (authoring + probing)" } } }, CONFIG);
+  element.dataset.drawn = "true";
+  const summary = document.getElementById("cost-summary");
+  if (summary) {
+    const share = data.spent_usd ? (100 * data.wasted_usd / data.spent_usd).toFixed(1) : "0";
+    summary.textContent = "Spent " + dollars(data.spent_usd) + ", of which " + dollars(data.wasted_usd) + " (" + share + "%) on tasks too hard or too easy.";
+  }
+  const waste = document.getElementById("spend-by-band");
+  if (waste) {
+    const environments = [...new Set(data.bands.map((row) => row.environment))];
+    const traces = data.band_order
+      .filter((band) => data.bands.some((row) => row.band === band))
+      .map((band) => ({
+        type: "bar", name: band, x: environments, marker: { color: BAND_COLOURS[band] || "#666" },
+        y: environments.map((env) => {
+          const row = data.bands.find((r) => r.environment === env && r.band === band);
+          return row ? row.probing_usd + row.authoring_usd : 0;
+        }),
+      }));
+    Plotly.newPlot(waste, traces, { ...LAYOUT, barmode: "stack", yaxis: { title: { text: "dollars" } } }, CONFIG);
+    waste.dataset.drawn = "true";
+  }
+}
+
+async function drawLatency(element) {
+  const data = await fetchJson(element);
+  if (!data) return;
+  const line = (name, colour) => ({ type: "scatter", mode: "lines+markers", name: name + " ms", x: data.hours, y: data[name], line: { color: colour } });
+  Plotly.newPlot(element, [
+    line("p50", "#3b6fb2"), line("p90", "#d29a1e"), line("p99", "#b23b3b"),
+    { type: "bar", name: "error rate", x: data.hours, y: data.error_rate, yaxis: "y2", marker: { color: "rgba(178,59,59,0.25)" } },
+  ], {
+    ...LAYOUT,
+    yaxis: { title: { text: "verify ms" }, rangemode: "tozero" },
+    yaxis2: { title: { text: "error rate" }, overlaying: "y", side: "right", range: [0, 1], tickformat: ".0%" },
+  }, CONFIG);
+  element.dataset.drawn = "true";
+  const summary = document.getElementById("latency-summary");
+  if (summary) {
+    const rate = data.error_rate_overall === null ? "—" : (100 * data.error_rate_overall).toFixed(2) + "%";
+    summary.textContent = data.verdicts + " verdicts, " + data.errors + " errors, " + data.timeouts + " timeouts: error rate " + rate + ".";
+  }
+}
+
+async function drawCampaigns(element) {
+  const data = await fetchJson(element);
+  if (!data) return;
+  const rows = data.campaigns.slice().reverse();
+  Plotly.newPlot(element, [
+    { type: "bar", orientation: "h", name: "done", y: rows.map((c) => c.label), x: rows.map((c) => c.items_done), marker: { color: BAND_COLOURS.in_band } },
+    { type: "bar", orientation: "h", name: "to do", y: rows.map((c) => c.label), x: rows.map((c) => c.items_total - c.items_done), marker: { color: "#d9dde5" } },
+  ], { ...LAYOUT, barmode: "stack", margin: { t: 20, l: 220 }, legend: { orientation: "h", y: -0.3 }, xaxis: { title: { text: "task versions" } } }, CONFIG);
+  element.dataset.drawn = "true";
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const charts = { "bands-over-time": drawBandsOverTime, "cost-per-task": drawCost, "verifier-latency": drawLatency, "campaign-progress": drawCampaigns };
+  for (const [id, draw] of Object.entries(charts)) {
+    const element = document.getElementById(id);
+    if (element) draw(element);
+  }
+});

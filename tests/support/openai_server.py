@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import re
 import sys
 import threading
 import time
@@ -56,8 +57,24 @@ def fake_decode(token_ids: list[int]) -> str:
 
 
 def render_chat_prompt(messages: list[dict[str, Any]]) -> str:
-    """The fake chat template: "<role>content\\n" per message, then "<assistant>"."""
-    return "".join(f"<{message.get('role', 'user')}>{message.get('content', '')}\n" for message in messages) + "<assistant>"
+    """The fake chat template: "<role>content\\n" per message (an assistant's tool calls as
+    `<tool_call>` blocks after its content), then "<assistant>"."""
+    return "".join(
+        f"<{message.get('role', 'user')}>{message.get('content') or ''}{_render_tool_calls(message)}\n"
+        for message in messages
+    ) + "<assistant>"
+
+
+def _render_tool_calls(message: dict[str, Any]) -> str:
+    calls = message.get("tool_calls") or []
+    return "".join(
+        f"<tool_call>{json.dumps({'name': call['function']['name'], 'arguments': call['function']['arguments']})}"
+        "</tool_call>"
+        for call in calls
+    )
+
+
+_TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -95,12 +112,17 @@ class OpenAITestServer:
         latency_s: float = 0.0,
         api_key: str | None = None,
         record_requests: bool = True,
+        tool_parser: bool = False,
     ) -> None:
         """Configure the fake: see the module docstring. `supports_token_ids=False` ignores
         `return_token_ids` (no id fields), `supports_token_names=False` ignores
         `return_tokens_as_token_ids` (logprob entries named by text), `supports_logprobs=False` returns no
         logprobs, `ids_in_logprob_entries=True` puts each token's id in its chat logprob entry (as
         llama.cpp's server does). `api_key` set: requests without "Authorization: Bearer <api_key>" get 401.
+        `tool_parser=True` acts like vLLM's hermes tool parser on chat requests that send `tools`:
+        `<tool_call>{"name": ..., "arguments": ...}</tool_call>` blocks in the sampled text become
+        `message.tool_calls` (arguments as JSON text; a block that is not JSON is passed through as
+        the arguments text), and the finish reason becomes "tool_calls".
         """
         if fail_with != "drop" and not (isinstance(fail_with, int) and 400 <= fail_with <= 599):
             raise ValueError(f"fail_with must be an HTTP error status or 'drop', got {fail_with!r}")
@@ -116,6 +138,7 @@ class OpenAITestServer:
         self.latency_s = latency_s
         self.api_key = api_key
         self.record_requests = record_requests
+        self.tool_parser = tool_parser
         self.requests: list[RecordedRequest] = []
         self.request_count = 0
         self._lock = threading.Lock()
@@ -249,6 +272,9 @@ class OpenAITestServer:
                 if wants_logprobs
                 else None
             )
+            message, finish_reason = {"role": "assistant", "content": sample.text}, sample.finish_reason
+            if self.tool_parser and body.get("tools"):
+                message, finish_reason = _parse_tool_calls(sample.text, finish_reason)
             return 200, {
                 "id": f"chatcmpl-{self.request_count}",
                 "object": "chat.completion",
@@ -257,9 +283,9 @@ class OpenAITestServer:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": sample.text},
+                        "message": message,
                         "logprobs": logprobs,
-                        "finish_reason": sample.finish_reason,
+                        "finish_reason": finish_reason,
                         "stop_reason": None,
                         "token_ids": sample.token_ids if with_ids else None,
                     }
@@ -295,6 +321,23 @@ class OpenAITestServer:
             ],
             "usage": usage,
         }
+
+
+def _parse_tool_calls(text: str, finish_reason: str) -> tuple[dict[str, Any], str]:
+    """The assistant message and finish reason a hermes tool parser would give for `text`."""
+    blocks = _TOOL_CALL_BLOCK.findall(text)
+    if not blocks:
+        return {"role": "assistant", "content": text}, finish_reason
+    calls = []
+    for index, block in enumerate(blocks):
+        try:
+            parsed = json.loads(block)
+            name, arguments = parsed.get("name", ""), json.dumps(parsed.get("arguments", {}))
+        except (ValueError, AttributeError):
+            name, arguments = "", block
+        calls.append({"id": f"call_{index}", "type": "function", "function": {"name": name, "arguments": arguments}})
+    content = _TOOL_CALL_BLOCK.sub("", text).strip() or None
+    return {"role": "assistant", "content": content, "tool_calls": calls}, "tool_calls"
 
 
 def _error(message: str, *, code: int = 400) -> dict[str, Any]:

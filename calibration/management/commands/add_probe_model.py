@@ -22,6 +22,9 @@ class Command(BaseCommand):
         parser.add_argument("--gpus", type=int, default=1)
         parser.add_argument("--usd-per-million-input-tokens", type=float, default=0)
         parser.add_argument("--usd-per-million-output-tokens", type=float, default=0)
+        parser.add_argument(
+            "--strong", action="store_true", help="A strong model: 0 passes on an audited task flags it for review."
+        )
 
     def handle(self, *args, **options):
         try:
@@ -40,6 +43,7 @@ class Command(BaseCommand):
                 gpus=options["gpus"],
                 usd_per_million_input_tokens=options["usd_per_million_input_tokens"],
                 usd_per_million_output_tokens=options["usd_per_million_output_tokens"],
+                strong=options["strong"],
             )
         except CalibrationError as error:
             raise CommandError(str(error)) from None

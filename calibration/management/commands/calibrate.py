@@ -29,6 +29,13 @@ class Command(BaseCommand):
         parser.add_argument("--round-size", type=int, default=8, help="Rollouts per task per round.")
         parser.add_argument("--seed", type=int, default=None)
         parser.add_argument("--limit", type=int, default=None, help="Probe only the first N tasks (by key).")
+        parser.add_argument(
+            "--prior-from",
+            default=None,
+            metavar="CHEAP_MODEL",
+            help="Model ladder (adaptive): use this cheaper model's calibration as each task's prior; "
+            "covers the tasks --model has not probed yet.",
+        )
         mode = parser.add_mutually_exclusive_group()
         mode.add_argument("--wait", action="store_true", help="Queue to the workers and show progress until done.")
         mode.add_argument("--inline", action="store_true", help="Run in this process, with no broker.")
@@ -50,18 +57,37 @@ class Command(BaseCommand):
                 for task in environment.tasks.select_related("current_version").order_by("key")[: options["limit"]]
             ]
         try:
-            campaign = services.campaign_start(
-                environment=environment,
-                probe_model=probe_model,
-                created_by=user,
-                policy=options["policy"],
-                rollouts=options["rollouts"] or (256 if options["policy"] == "adaptive" else 8),
-                round_size=options["round_size"],
-                confidence=options["confidence"],
-                seed=options["seed"],
-                task_versions=versions,
-                enqueue=not options["inline"],
-            )
+            if options["prior_from"]:
+                cheap_model = ProbeModel.objects.filter(name=options["prior_from"]).first()
+                if cheap_model is None:
+                    raise CommandError(f"No probe model {options['prior_from']!r}.")
+                if options["policy"] != "adaptive":
+                    raise CommandError("--prior-from needs --policy adaptive.")
+                campaign = services.campaign_start_ladder(
+                    environment=environment,
+                    probe_model=probe_model,
+                    cheap_model=cheap_model,
+                    created_by=user,
+                    rollouts=options["rollouts"] or 256,
+                    round_size=options["round_size"],
+                    confidence=options["confidence"],
+                    seed=options["seed"],
+                    task_versions=versions,
+                    enqueue=not options["inline"],
+                )
+            else:
+                campaign = services.campaign_start(
+                    environment=environment,
+                    probe_model=probe_model,
+                    created_by=user,
+                    policy=options["policy"],
+                    rollouts=options["rollouts"] or (256 if options["policy"] == "adaptive" else 8),
+                    round_size=options["round_size"],
+                    confidence=options["confidence"],
+                    seed=options["seed"],
+                    task_versions=versions,
+                    enqueue=not options["inline"],
+                )
         except CalibrationError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(f"Campaign {campaign.pk}: {environment.name} × {probe_model.name}, {campaign.policy} {campaign.max_rollouts}.")

@@ -6,6 +6,7 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
 from calibration import services as calibration_services
+from calibration.episodes.backoffice_tasks import backoffice_tasks
 from calibration.models import ProbeModel
 from curation import demo, services
 from curation.models import Environment
@@ -29,6 +30,17 @@ ENVIRONMENTS = [
         "guidelines": "A function signature and docstring; tests call check(entry_point).",
         "default_verifier": {},
         "tasks": lambda: demo.humaneval_tasks(),
+    },
+    {
+        "name": "backoffice",
+        "title": "Back-office workflows",
+        "domain": "workflow",
+        "description": "Tool-use episodes in a small company back office held in SQLite (customers, contacts, "
+        "deals, expense reports, policies): lookups up to multi-step updates that must respect the expense policy.",
+        "guidelines": "Declare the environment's tools; verify with state_check on the final database, never on "
+        "the model's words. The reference answer is the list of tool calls that solves the task.",
+        "default_verifier": {},
+        "tasks": lambda: backoffice_tasks(),
     },
 ]
 

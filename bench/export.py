@@ -1,0 +1,171 @@
+"""Export benchmark: rows per second streaming N tasks in each trainer format, against PostgreSQL's
+own `COPY (<the same query>) TO STDOUT` of the same rows, in the same run.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/passband .venv/bin/python bench/export.py --tasks 100000
+
+It works in its own database (<name>_bench_export), created afresh each run; the tasks and their
+calibrations are generated inside PostgreSQL (generate_series), so the Python process starts small
+and its peak memory after each export shows whether the export streamed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def fresh_database(url: str) -> str:
+    import psycopg
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/") + "_bench_export"
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def seed(*, tasks: int) -> tuple:
+    """N approved math tasks, one version each, and a calibration under one probe model, all in SQL."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from calibration.models import ProbeModel
+    from curation.services import environment_create
+
+    user = get_user_model().objects.create_superuser("bench", "bench@example.invalid", "bench")
+    environment = environment_create(name="bench", domain="math", default_verifier={"kind": "math"})
+    model = ProbeModel.objects.create(name="bench-probe", backend="openai", model="bench")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """INSERT INTO curation_task (environment_id, key, owner_id, status, created_at, updated_at)
+               SELECT %s, 'task-' || i, %s, 'approved', now(), now() FROM generate_series(1, %s) AS i""",
+            [environment.pk, user.pk, tasks],
+        )
+        cursor.execute(
+            """INSERT INTO curation_taskversion (task_id, number, prompt, answer, verifier, tools, metadata, domain,
+                   authoring_cost_usd, content_hash, audit_passed, audit_problems, created_by_id, created_at)
+               SELECT t.id, 1,
+                   jsonb_build_array(jsonb_build_object('role', 'user', 'content',
+                       'What is ' || t.id || ' + ' || (t.id * 7 %% 1000) || '? Give the final answer on the last line.')),
+                   (t.id + t.id * 7 %% 1000)::text, '{"kind": "math"}'::jsonb, '[]'::jsonb,
+                   jsonb_build_object('source', 'bench', 'difficulty', t.id %% 5), 'math', 2.50,
+                   md5(t.id::text) || md5(t.key), true, '[]'::jsonb, %s, now()
+               FROM curation_task t WHERE t.environment_id = %s""",
+            [user.pk, environment.pk],
+        )
+        cursor.execute(
+            """UPDATE curation_task t SET current_version_id = v.id FROM curation_taskversion v WHERE v.task_id = t.id"""
+        )
+        cursor.execute(
+            """INSERT INTO calibration_calibration (task_version_id, probe_model_id, attempts, successes, verifier_errors,
+                   generation_errors, pass_rate, interval_low, interval_high, band, decided, grpo_signal, cost_usd,
+                   flags, policy, updated_at)
+               SELECT v.id, %s, 16, v.id %% 17, 0, 0, (v.id %% 17) / 16.0, 0.05, 0.6,
+                   CASE WHEN v.id %% 17 = 0 THEN 'too_hard' WHEN v.id %% 17 >= 12 THEN 'retire' ELSE 'in_band' END,
+                   true, 0.8, 0.01, '[]'::jsonb, '{}'::jsonb, now()
+               FROM curation_taskversion v""",
+            [model.pk],
+        )
+        cursor.execute("ANALYZE")
+    return environment, model
+
+
+def copy_rows_per_second(*, queryset) -> tuple[int, float]:
+    """COPY (the export query) TO STDOUT: the same rows, as PostgreSQL's own text output, under the
+    same session settings as the export (releases.EXPORT_SESSION_SETTINGS)."""
+    from django.db import connection, transaction
+
+    from curation.releases import EXPORT_SESSION_SETTINGS
+
+    sql, params = queryset.query.sql_with_params()
+    connection.ensure_connection()
+    raw = connection.connection
+    with transaction.atomic(), raw.cursor() as cursor:
+        from psycopg import ClientCursor
+
+        for statement in EXPORT_SESSION_SETTINGS:
+            cursor.execute(statement)
+        literal_sql = ClientCursor(raw).mogrify(sql, params)
+        started = time.perf_counter()
+        rows = 0
+        with cursor.copy(f"COPY ({literal_sql}) TO STDOUT") as copy:
+            for block in copy:
+                rows += bytes(block).count(b"\n")
+        return rows, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=100_000)
+    parser.add_argument("--formats", default="native,trl,verifiers,nemo_gym")
+    parser.add_argument("--file-types", default="jsonl,parquet")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        sys.exit("Set DATABASE_URL to a PostgreSQL server (the benchmark creates its own database).")
+    os.environ["DATABASE_URL"] = fresh_database(os.environ["DATABASE_URL"])
+    os.environ.setdefault("SECRET_KEY", "passband-bench-only")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "passband.settings"
+    os.environ["LOG_LEVEL"] = "WARNING"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from curation import exports, releases
+
+    call_command("migrate", verbosity=0)
+    started = time.perf_counter()
+    environment, model = seed(tasks=args.tasks)
+    print(f"seeded {args.tasks} tasks with calibrations in {time.perf_counter() - started:.1f} s; "
+          f"peak RSS {peak_rss_mib():.0f} MiB")
+
+    versions = releases.export_versions(environment=environment, probe_model=model)
+    # The machine may be shared: each export is paired with a COPY run just before it, and each pair
+    # is repeated; the table gives the best of the repeats for both.
+    print(f"\n{args.repeats} paired runs each, best of each shown\n")
+    print("| format | file | rows | export s | export rows/s | COPY s | COPY rows/s | export / COPY | file MiB | peak RSS MiB |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as folder:
+        for format in args.formats.split(","):
+            for file_type in args.file_types.split(","):
+                path = Path(folder) / f"{format}.{file_type}"
+                export_times, copy_times = [], []
+                for _ in range(args.repeats):
+                    copy_rows, copy_seconds = copy_rows_per_second(queryset=versions)
+                    assert copy_rows == args.tasks, f"COPY gave {copy_rows} rows, expected {args.tasks}"
+                    copy_times.append(copy_seconds)
+                    started = time.perf_counter()
+                    rows = exports.write_file(
+                        records=releases.export_records(versions=versions, probe_model=model),
+                        format=format, file_type=file_type, path=path,
+                    )
+                    export_times.append(time.perf_counter() - started)
+                    assert rows == args.tasks
+                export_seconds, copy_seconds = min(export_times), min(copy_times)
+                print(
+                    f"| {format} | {file_type} | {rows} | {export_seconds:.2f} | {rows / export_seconds:,.0f} | "
+                    f"{copy_seconds:.2f} | {rows / copy_seconds:,.0f} | {copy_seconds / export_seconds:.0%} | "
+                    f"{path.stat().st_size / 2**20:.1f} | {peak_rss_mib():.0f} |",
+                    flush=True,
+                )
+                path.unlink()
+
+if __name__ == "__main__":
+    main()

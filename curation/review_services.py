@@ -1,0 +1,152 @@
+"""Writes for review: claim, approve, reject, send back, bulk decisions, and threaded comments.
+
+Every status change goes through services.task_transition, so each one is audited (who, when,
+from, to, why) as a StatusChange and shown on the task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from curation.errors import CurationError
+from curation.models import Comment, Review, Task, TaskStatus
+from curation.permissions import REVIEWERS, in_group
+from curation.services import task_transition
+
+REVIEWABLE = (TaskStatus.SUBMITTED, TaskStatus.IN_REVIEW)
+
+
+def _reviewer_check(*, task: Task, reviewer: AbstractBaseUser) -> None:
+    if not in_group(reviewer, REVIEWERS):
+        raise CurationError("Only reviewers and staff can review tasks.")
+    if task.owner_id == reviewer.pk and not reviewer.is_staff:
+        raise CurationError(f"{task.key} is your own task: another reviewer must review it.")
+
+
+@transaction.atomic
+def review_claim(*, task: Task, reviewer: AbstractBaseUser) -> Task:
+    """Take a submitted task into review (submitted -> in_review); a task already in review is left as is."""
+    _reviewer_check(task=task, reviewer=reviewer)
+    task.refresh_from_db(fields=["status"])
+    if task.status == TaskStatus.IN_REVIEW:
+        return task
+    if task.status != TaskStatus.SUBMITTED:
+        raise CurationError(f"{task.key} is {task.status}, not waiting for review.")
+    return task_transition(task=task, to_status=TaskStatus.IN_REVIEW, by=reviewer, reason=f"claimed by {reviewer}")
+
+
+@transaction.atomic
+def _review_decide(*, task: Task, reviewer: AbstractBaseUser, decision: str, to_status: str, comment: str) -> Review:
+    _reviewer_check(task=task, reviewer=reviewer)
+    task.refresh_from_db(fields=["status", "current_version"])
+    if task.status not in REVIEWABLE:
+        raise CurationError(f"{task.key} is {task.status}; only submitted or in-review tasks can be decided.")
+    if task.status == TaskStatus.SUBMITTED:
+        task = review_claim(task=task, reviewer=reviewer)
+    task = task_transition(task=task, to_status=to_status, by=reviewer, reason=comment.strip())
+    review = Review.objects.create(
+        task=task, task_version_id=task.current_version_id, reviewer=reviewer, decision=decision, comment=comment.strip()
+    )
+    if comment.strip():
+        Comment.objects.create(task=task, author=reviewer, body=f"[{decision.replace('_', ' ')}] {comment.strip()}")
+    return review
+
+
+def review_approve(*, task: Task, reviewer: AbstractBaseUser, comment: str = "") -> Review:
+    """Approve a submitted or in-review task. A task whose current version failed its audit cannot be approved."""
+    if task.current_version_id and task.current_version.audit_passed is False:
+        raise CurationError(f"{task.key} failed its audit; send it back instead of approving it.")
+    return _review_decide(
+        task=task, reviewer=reviewer, decision=Review.Decision.APPROVE, to_status=TaskStatus.APPROVED, comment=comment
+    )
+
+
+def review_reject(*, task: Task, reviewer: AbstractBaseUser, comment: str) -> Review:
+    """Reject a task; the comment saying why is mandatory."""
+    if not comment.strip():
+        raise CurationError("Say why: a comment is required to reject a task.")
+    return _review_decide(
+        task=task, reviewer=reviewer, decision=Review.Decision.REJECT, to_status=TaskStatus.REJECTED, comment=comment
+    )
+
+
+def review_send_back(*, task: Task, reviewer: AbstractBaseUser, comment: str) -> Review:
+    """Return a task to its author (changes_requested) with a comment saying what to change."""
+    if not comment.strip():
+        raise CurationError("Say what to change: a comment is required to send a task back.")
+    return _review_decide(
+        task=task,
+        reviewer=reviewer,
+        decision=Review.Decision.SEND_BACK,
+        to_status=TaskStatus.CHANGES_REQUESTED,
+        comment=comment,
+    )
+
+
+@dataclass
+class BulkReviewResult:
+    decided: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+DECISIONS = {
+    Review.Decision.APPROVE: review_approve,
+    Review.Decision.REJECT: review_reject,
+    Review.Decision.SEND_BACK: review_send_back,
+}
+
+
+def reviews_bulk(*, tasks: QuerySet[Task], reviewer: AbstractBaseUser, decision: str, comment: str = "") -> BulkReviewResult:
+    """Apply one decision to every task in `tasks` (the whole filter, not a page).
+
+    Each task is decided in its own transaction; tasks that cannot be decided (own task, failed
+    audit, already decided) are listed as skipped with the reason.
+    """
+    if decision not in DECISIONS:
+        raise CurationError(f"Unknown decision {decision!r}; use approve, reject or send_back.")
+    if decision != Review.Decision.APPROVE and not comment.strip():
+        raise CurationError("Say why: a comment is required to reject or send back tasks in bulk.")
+    result = BulkReviewResult()
+    for task in tasks.select_related("current_version").order_by("pk").iterator(chunk_size=500):
+        try:
+            DECISIONS[decision](task=task, reviewer=reviewer, comment=comment)
+            result.decided.append(task.key)
+        except CurationError as error:
+            result.skipped.append(f"{task.key}: {error}")
+    return result
+
+
+def _can_discuss(*, task: Task, user: AbstractBaseUser) -> bool:
+    return task.owner_id == user.pk or in_group(user, REVIEWERS)
+
+
+def comment_add(*, task: Task, author: AbstractBaseUser, body: str, parent: Comment | None = None) -> Comment:
+    """Add a comment, or a reply when `parent` is given (replies attach to the thread's root)."""
+    if not _can_discuss(task=task, user=author):
+        raise CurationError("Only the task's author and reviewers can comment on it.")
+    if not body.strip():
+        raise CurationError("A comment cannot be empty.")
+    if parent is not None:
+        if parent.task_id != task.pk:
+            raise CurationError("A reply must belong to the same task as its comment.")
+        while parent.parent_id is not None:
+            parent = parent.parent
+    return Comment.objects.create(task=task, author=author, body=body.strip(), parent=parent)
+
+
+def comment_resolve(*, comment: Comment, by: AbstractBaseUser) -> Comment:
+    """Mark a thread resolved (its root comment); resolving twice changes nothing."""
+    if not _can_discuss(task=comment.task, user=by):
+        raise CurationError("Only the task's author and reviewers can resolve comments.")
+    while comment.parent_id is not None:
+        comment = comment.parent
+    if comment.resolved_at is None:
+        comment.resolved_at = timezone.now()
+        comment.resolved_by = by
+        comment.save(update_fields=["resolved_at", "resolved_by"])
+    return comment

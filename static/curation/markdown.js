@@ -1,0 +1,40 @@
+// Markdown (marked) with LaTeX ($…$, $$…$$, \(…\), \[…\]) by KaTeX, both vendored in static/vendor.
+// Authors' HTML is escaped first, so task text can never inject markup into the page.
+// Elements marked data-markdown are rendered on load; window.passbandRender renders on demand.
+(function () {
+  const DELIMITERS = [
+    { left: "$$", right: "$$", display: true },
+    { left: "\\[", right: "\\]", display: true },
+    { left: "$", right: "$", display: false },
+    { left: "\\(", right: "\\)", display: false },
+  ];
+
+  function escapeHtml(text) {
+    return text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+  }
+
+  // Math is set aside before Markdown runs, so that `_` and `*` inside formulas stay LaTeX.
+  const MATH = /\$\$[\s\S]+?\$\$|\\\[[\s\S]+?\\\]|\\\([\s\S]+?\\\)|\$[^$\n]+?\$/g;
+
+  window.passbandRender = function (element, markdown) {
+    const formulas = [];
+    const text = escapeHtml(markdown).replace(MATH, (formula) => {
+      formulas.push(formula);
+      return "%%MATH" + (formulas.length - 1) + "%%";
+    });
+    const html = marked.parse(text, { breaks: true });
+    element.innerHTML = html.replace(/%%MATH(\d+)%%/g, (_, index) => formulas[Number(index)]);
+    renderMathInElement(element, { delimiters: DELIMITERS, throwOnError: false });
+  };
+
+  function start() {
+    document.querySelectorAll("[data-markdown]").forEach((element) => {
+      window.passbandRender(element, element.textContent);
+      element.classList.remove("pre");
+      element.classList.add("markdown", "rendered");
+    });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

@@ -1,0 +1,47 @@
+"""Scripted probe models for calibration tests: the fake OpenAI server answers each task right
+with a pass rate chosen per task, from the request's seed, so outcome streams are reproducible."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import re
+from collections.abc import Iterator
+
+from calibration import services
+from calibration.models import ProbeModel
+from tests.factories import import_tasks
+from tests.support.openai_server import OpenAITestServer
+
+RIGHT, WRONG = "right", "wrong"
+_KEY = re.compile(r"\[([^\]]+)\]")
+
+
+def scripted_task(key: str, **extra) -> dict:
+    """A task whose prompt names its key, so the scripted model knows which pass rate to use."""
+    return {"key": key, "prompt": f"[{key}] Say the word.", "answer": RIGHT, "verifier": {"kind": "exact"}, **extra}
+
+
+def import_scripted(environment, owner, keys) -> None:
+    import_tasks(environment, owner, *[scripted_task(key) for key in keys])
+
+
+def respond_with(pass_rates: dict[str, float]):
+    """A `respond(prompt, seed)` for OpenAITestServer: right with the task's pass rate, per seed."""
+
+    def respond(prompt_text: str, seed: int) -> str:
+        key = _KEY.search(prompt_text).group(1)
+        return RIGHT if random.Random(f"{seed}|{key}").random() < pass_rates[key] else WRONG
+
+    return respond
+
+
+@contextlib.contextmanager
+def scripted_model(name: str, pass_rates: dict[str, float], **fields) -> Iterator[tuple[ProbeModel, OpenAITestServer]]:
+    """A probe model served by a fake OpenAI server with scripted pass rates (for the block)."""
+    with OpenAITestServer(respond=respond_with(pass_rates), record_requests=False) as server:
+        model = services.probe_model_add(name=name, backend="openai", base_url=server.base_url, model="fake-model")
+        if fields:
+            ProbeModel.objects.filter(pk=model.pk).update(**fields)
+            model.refresh_from_db()
+        yield model, server

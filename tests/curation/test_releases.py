@@ -1,0 +1,179 @@
+"""Releases: POST /api/v1/releases pins versions, a Celery task builds the files, GET shows them."""
+
+import hashlib
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from calibration.models import Calibration
+from curation import tasks
+from curation.models import Release, ReleaseItem
+from curation.services import api_token_create, api_token_revoke
+from tests.curation.export_data import calibrated_environment
+from tests.factories import import_tasks, math_task
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def model(arithmetic, alice):
+    return calibrated_environment(arithmetic, alice)
+
+
+@pytest.fixture
+def secret(charlie):
+    return api_token_create(user=charlie, name="trainer", scopes=["read", "export"])[1]
+
+
+def auth(secret):
+    return {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+
+
+def create(client, secret, django_capture_on_commit_callbacks, **body):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = client.post("/api/v1/releases", body, content_type="application/json", **auth(secret))
+    return response, callbacks
+
+
+def test_release_defaults_to_approved_in_band_tasks_and_builds_files(
+    client, secret, model, django_capture_on_commit_callbacks, media
+):
+    response, callbacks = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe")
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["status"] == "pending" and body["files"] == {}
+    assert len(callbacks) == 1  # the build is queued only once the release is committed
+    release = Release.objects.get(pk=body["id"])
+    assert sorted(release.items.values_list("task_version__task__key", flat=True)) == ["product", "sum"]
+
+    assert tasks.build_release(release.pk) == "ready"
+    body = client.get(f"/api/v1/releases/{release.pk}", **auth(secret)).json()
+    manifest = body["manifest"]
+    assert body["status"] == "ready"
+    assert manifest["tasks"] == 2 and manifest["bands"] == {"in_band": 2} and manifest["domains"] == {"math": 2}
+    assert manifest["filter"]["band"] == "in_band" and manifest["filter"]["status"] == "approved"
+    assert manifest["thresholds"]["arithmetic"] == {"floor": 0.02, "retire_at": 0.7}
+    assert manifest["created_by"] == "charlie" and manifest["probe_model"]["name"] == "probe"
+    assert set(body["files"]) == {f"{f}.{t}" for f in ("native", "trl", "verifiers", "nemo_gym") for t in ("jsonl", "parquet")}
+
+    for name, info in manifest["files"].items():
+        download = client.get(f"/api/v1/releases/{release.pk}/files/{name}", **auth(secret))
+        assert download.status_code == 200, download.content
+        content = b"".join(download.streaming_content)
+        assert hashlib.sha256(content).hexdigest() == info["sha256"] == download["X-Checksum-SHA256"]
+        assert (media / "releases" / str(release.pk) / name).read_bytes() == content
+    assert manifest["files"]["trl.jsonl"]["rows"] == 2
+
+
+def test_building_twice_changes_nothing(client, secret, model, django_capture_on_commit_callbacks):
+    response, _ = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe")
+    release_id = response.json()["id"]
+    tasks.build_release(release_id)
+    first = Release.objects.get(pk=release_id).manifest
+    tasks.build_release(release_id)
+    assert Release.objects.get(pk=release_id).manifest == first
+
+
+def test_later_edits_and_calibration_never_change_a_release(
+    client, secret, model, arithmetic, alice, django_capture_on_commit_callbacks, media
+):
+    response, _ = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe", band="in_band")
+    release_id = response.json()["id"]
+    old_hash = arithmetic.tasks.get(key="sum").current_version.content_hash
+    # After the release is made: the task gets a new version and its calibration moves.
+    import_tasks(arithmetic, alice, math_task("sum", question="What is 20 + 30?", answer="50"))
+    Calibration.objects.filter(task_version__task__key="product").update(pass_rate=0.9, band="retire")
+    tasks.build_release(release_id)
+    rows = [json.loads(line) for line in (media / "releases" / str(release_id) / "trl.jsonl").read_text().splitlines()]
+    by_key = {row["task_key"]: row for row in rows}
+    assert by_key["sum"]["version_hash"] == old_hash and by_key["sum"]["answer"] == "5"
+    assert by_key["product"]["calibration"]["band"] == "in_band"
+    assert by_key["product"]["calibration"]["pass_rate"] == 2 / 8
+
+
+def test_bad_requests_say_what_is_wrong(client, secret, model, django_capture_on_commit_callbacks):
+    response, _ = create(client, secret, django_capture_on_commit_callbacks, probe_model="nobody")
+    assert response.status_code == 400 and "nobody" in response.json()["probe_model"][0]
+    response, _ = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe", band="hot")
+    assert response.status_code == 400 and "band" in response.json()
+    response, _ = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe", environment="nowhere")
+    assert response.status_code == 400 and "nowhere" in response.json()["environment"][0]
+    assert client.get("/api/v1/releases/999999", **auth(secret)).status_code == 404
+
+
+def test_files_of_an_unbuilt_release_are_not_served(client, secret, model, django_capture_on_commit_callbacks):
+    response, _ = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe")
+    release_id = response.json()["id"]
+    assert client.get(f"/api/v1/releases/{release_id}/files/trl.jsonl", **auth(secret)).status_code == 409
+    tasks.build_release(release_id)
+    assert client.get(f"/api/v1/releases/{release_id}/files/trl.csv", **auth(secret)).status_code == 404
+
+
+def test_missing_expired_revoked_and_wrong_scope_tokens_are_refused(
+    client, charlie, model, django_capture_on_commit_callbacks
+):
+    assert client.post("/api/v1/releases", {"probe_model": "probe"}, content_type="application/json").status_code == 401
+    assert create(client, "pb_not-a-token", django_capture_on_commit_callbacks, probe_model="probe")[0].status_code == 401
+    token, secret = api_token_create(user=charlie, name="t", scopes=["export"])
+    token.expires_at = timezone.now() - timedelta(seconds=1)
+    token.save()
+    assert create(client, secret, django_capture_on_commit_callbacks, probe_model="probe")[0].status_code == 401
+    token, secret = api_token_create(user=charlie, name="t", scopes=["export"])
+    api_token_revoke(token=token)
+    assert create(client, secret, django_capture_on_commit_callbacks, probe_model="probe")[0].status_code == 401
+    _, secret = api_token_create(user=charlie, name="t", scopes=["read"])
+    assert create(client, secret, django_capture_on_commit_callbacks, probe_model="probe")[0].status_code == 403
+    assert Release.objects.count() == 0 and ReleaseItem.objects.count() == 0
+
+
+def test_others_cannot_see_an_authors_release(client, alice, model, django_capture_on_commit_callbacks):
+    _, alice_secret = api_token_create(user=alice, name="a", scopes=["export"])
+    response, _ = create(client, alice_secret, django_capture_on_commit_callbacks, probe_model="probe")
+    release_id = response.json()["id"]
+    from django.contrib.auth import get_user_model
+
+    dave = get_user_model().objects.create_user(username="dave", password="pw-dave")
+    _, dave_secret = api_token_create(user=dave, name="d", scopes=["export"])
+    assert client.get(f"/api/v1/releases/{release_id}", **auth(dave_secret)).status_code == 404
+    assert client.get(f"/api/v1/releases/{release_id}", **auth(alice_secret)).status_code == 200
+
+
+def test_a_failed_build_is_marked_and_a_retry_finishes_it(
+    client, secret, model, django_capture_on_commit_callbacks, monkeypatch, media
+):
+    from curation import exports
+
+    response, _ = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe")
+    release_id = response.json()["id"]
+    real_write_file = exports.write_file
+
+    def disk_full(**kwargs):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(exports, "write_file", disk_full)
+    with pytest.raises(OSError):
+        tasks.build_release(release_id)
+    body = client.get(f"/api/v1/releases/{release_id}", **auth(secret)).json()
+    assert body["status"] == "failed" and "No space left" in body["error"]
+    assert not list((media / "releases").iterdir())  # no half-written folder left behind
+
+    monkeypatch.setattr(exports, "write_file", real_write_file)
+    assert tasks.build_release(release_id) == "ready"
+    assert Release.objects.get(pk=release_id).error == ""
+
+
+def test_list_shows_own_releases_newest_first(client, secret, model, alice, django_capture_on_commit_callbacks):
+    first = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe")[0].json()["id"]
+    second = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe", band="retire")[0].json()["id"]
+    body = client.get("/api/v1/releases", **auth(secret)).json()
+    assert [row["id"] for row in body["results"]] == [second, first]
+    _, alice_secret = api_token_create(user=alice, name="a", scopes=["export"])
+    assert client.get("/api/v1/releases", **auth(alice_secret)).json()["results"] == []

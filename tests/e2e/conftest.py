@@ -1,0 +1,65 @@
+"""Browser tests: Playwright (Python) driving Debian's chromium against pytest-django's live_server.
+
+Never runs `playwright install`: it uses /usr/bin/chromium, and skips with a reason when it is absent.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
+
+# Playwright's sync API keeps an event loop in this thread; the ORM calls the tests make between
+# browser steps are still plain synchronous calls, so Django's async guard does not apply.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip("Browser tests need Debian's chromium at /usr/bin/chromium (apt-get install chromium).")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def screenshot():
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def take(page, name: str) -> Path:
+        path = SCREENSHOTS / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take
+
+
+@pytest.fixture
+def sign_in(live_server):
+    """Sign in through the login form, as the named user of tests/conftest.py (password pw-<name>)."""
+
+    def sign_in(page, username: str) -> None:
+        page.goto(live_server.url + "/login/")
+        page.fill("input[name=username]", username)
+        page.fill("input[name=password]", "pw-" + username)
+        page.click("button[type=submit]")
+        page.wait_for_url(lambda url: "/login/" not in url)
+
+    return sign_in
