@@ -26,11 +26,19 @@ class VerifyRequest(serializers.Serializer):
         return data
 
 
+class VerdictResponse(serializers.Serializer):
+    outcome = serializers.ChoiceField(choices=["pass", "fail", "error", "timeout"])
+    reward = serializers.FloatField(allow_null=True)
+    detail = serializers.CharField()
+    latency_ms = serializers.FloatField()
+
+
 class Verify(APIView):
     """POST /api/v1/verify: grade a completion; returns {outcome, reward, detail, latency_ms}."""
 
     permission_classes = [IsAuthenticated, scope_required("verify")]
 
+    @extend_schema(request=VerifyRequest, responses=VerdictResponse)
     def post(self, request):
         body = VerifyRequest(data=request.data)
         body.is_valid(raise_exception=True)

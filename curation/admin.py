@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from curation.models import ApiToken, Comment, Environment, Review, StatusChange, Task, TaskVersion
+from curation.models import ApiToken, Comment, Environment, Release, Review, StatusChange, Task, TaskVersion
 
 
 @admin.register(Environment)
@@ -47,3 +47,11 @@ class ReviewAdmin(admin.ModelAdmin):
 class CommentAdmin(admin.ModelAdmin):
     list_display = ("task", "author", "parent", "resolved_at", "created_at")
     raw_id_fields = ("task", "parent")
+
+
+@admin.register(Release)
+class ReleaseAdmin(admin.ModelAdmin):
+    list_display = ("pk", "status", "created_by", "created_at")
+
+    def has_change_permission(self, request, obj=None):
+        return False  # releases are immutable

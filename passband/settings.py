@@ -230,3 +230,7 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": int(os.environ.get("PASSBAND_VISIBILITY_TIMEOUT", "1800")),
     }
+
+# A shared cache (Redis) makes per-token rate limits hold across processes and machines.
+if os.environ.get("CACHE_URL"):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["CACHE_URL"]}}
