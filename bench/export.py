@@ -17,22 +17,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-
-def fresh_database(url: str) -> str:
-    import psycopg
-
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/") + "_bench_export"
-    admin = urlunsplit(parts._replace(path="/postgres"))
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        connection.execute(f'CREATE DATABASE "{name}"')
-    return urlunsplit(parts._replace(path="/" + name))
+from bench.database import fresh_database  # noqa: E402
 
 
 def peak_rss_mib() -> float:
@@ -119,7 +108,7 @@ def main() -> None:
 
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         sys.exit("Set DATABASE_URL to a PostgreSQL server (the benchmark creates its own database).")
-    os.environ["DATABASE_URL"] = fresh_database(os.environ["DATABASE_URL"])
+    os.environ["DATABASE_URL"] = fresh_database(os.environ["DATABASE_URL"], suffix="_bench_export")
     os.environ.setdefault("SECRET_KEY", "passband-bench-only")
     os.environ["DJANGO_SETTINGS_MODULE"] = "passband.settings"
     os.environ["LOG_LEVEL"] = "WARNING"

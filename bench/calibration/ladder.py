@@ -22,27 +22,16 @@ import os
 import random
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from bench.database import fresh_database  # noqa: E402
 
 LEVEL_CHEAP_RATES = [0.6, 0.3, 0.35, 0.08, 0.02, 0.003]  # cheap model, mean per demo level
 SHIFT = 2.0
 TASK_SPREAD = 1.0  # sd of the cheap model's logit around its level mean
 LADDER_NOISE = 0.5  # sd of a task's own deviation from the ladder
-
-
-def fresh_database(url: str) -> str:
-    import psycopg
-
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/") + "_bench_ladder"
-    admin = urlunsplit(parts._replace(path="/postgres"))
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        connection.execute(f'CREATE DATABASE "{name}"')
-    return urlunsplit(parts._replace(path="/" + name))
 
 
 def expit(x: float) -> float:
@@ -62,7 +51,7 @@ def main() -> None:
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         sys.exit("Set DATABASE_URL to a PostgreSQL server (the benchmark creates its own database).")
-    os.environ["DATABASE_URL"] = fresh_database(os.environ["DATABASE_URL"])
+    os.environ["DATABASE_URL"] = fresh_database(os.environ["DATABASE_URL"], suffix="_bench_ladder")
     os.environ.setdefault("SECRET_KEY", "passband-bench-only")
     os.environ["DJANGO_SETTINGS_MODULE"] = "passband.settings"
     os.environ["LOG_LEVEL"] = "WARNING"
