@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from calibration import services as calibration_services
+from calibration.episodes import world as episode_world
 from calibration.errors import CalibrationError
 from calibration.models import Band, ProbeModel, Rollout
 from calibration.packing import unpack_logprobs, unpack_tokens
@@ -453,6 +454,17 @@ def _token_rows(rollout) -> list[dict]:
     return rows
 
 
+def _episode_state_changes(episode: dict | None) -> list[dict] | None:
+    """What an episode changed in its world: the final state against a fresh reset of the same seed."""
+    if not episode or episode.get("final_state") is None:
+        return None
+    try:
+        before = episode_world.initial_state(environment=episode["environment"], seed=episode["seed"])
+    except (KeyError, ValueError):
+        return None  # an environment this server does not know: show the final state only
+    return episode_world.state_diff(before=before, after=episode["final_state"])
+
+
 @browser_user_required
 def trajectory_list(request):
     tasks = selectors.tasks_visible_to(request.user)
@@ -475,6 +487,7 @@ def trajectory_list(request):
     has_next = len(shown) > page_size
     shown = shown[:page_size]
     for rollout in shown:
+        rollout.state_changes = _episode_state_changes(rollout.episode)
         rollout.tokens = _token_rows(rollout)
         rollout.token_count = len(unpack_tokens(rollout.completion_token_ids) or [])
         rollout.prompt_token_count = len(unpack_tokens(rollout.prompt_token_ids) or [])

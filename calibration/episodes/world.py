@@ -47,6 +47,31 @@ def initial_state(*, environment: str, seed: int) -> dict[str, list[dict[str, An
     return module.snapshot(module.reset(seed))
 
 
+def state_diff(*, before: dict[str, list[dict[str, Any]]], after: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Rows added, removed or changed between two states, by table and id, for the viewer.
+
+    Each change is {"table", "id", "change": "added" | "removed" | "changed", "fields": {name: [before, after]}}.
+    """
+    changes: list[dict[str, Any]] = []
+    for table in sorted(set(before) | set(after)):
+        old = {row.get("id"): row for row in before.get(table, [])}
+        new = {row.get("id"): row for row in after.get(table, [])}
+        for row_id in sorted(set(old) | set(new), key=lambda value: (value is None, value)):
+            if row_id not in new:
+                changes.append({"table": table, "id": row_id, "change": "removed", "fields": {}})
+            elif row_id not in old:
+                fields = {name: [None, value] for name, value in new[row_id].items()}
+                changes.append({"table": table, "id": row_id, "change": "added", "fields": fields})
+            elif old[row_id] != new[row_id]:
+                fields = {
+                    name: [old[row_id].get(name), new[row_id].get(name)]
+                    for name in sorted(set(old[row_id]) | set(new[row_id]))
+                    if old[row_id].get(name) != new[row_id].get(name)
+                }
+                changes.append({"table": table, "id": row_id, "change": "changed", "fields": fields})
+    return changes
+
+
 @dataclass(frozen=True)
 class ToolResult:
     """One tool call's observation. status: ok, unknown_tool, bad_arguments, tool_error, timeout."""

@@ -60,3 +60,14 @@ def test_a_probe_of_tool_tasks_runs_episodes_and_judges_the_final_state(alice):
         # one token sequence: the exact tokens live per turn, and the flat token fields stay empty.
         assert episode["tokens"] is None and unpack_tokens(rollout.completion_token_ids) is None
         assert all(len(turn["logprobs"]) == len(turn["completion_token_ids"]) for turn in episode["turns"])
+
+    # The trajectory viewer shows the state diff: deal 1's stage went from its seeded value to won.
+    from django.test import Client
+
+    staff = type(alice).objects.create_user("viewer-staff", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    page = client.get("/rollouts/", {"environment": "backoffice", "task": "win-1"}).content.decode()
+    assert "State changes (1)" in page
+    before = backoffice.snapshot(backoffice.reset(3))["deals"][0]["stage"]
+    assert f"{before} → won" in page
