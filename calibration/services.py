@@ -10,6 +10,7 @@ twice, or after a worker was killed, records each planned rollout exactly once.
 from __future__ import annotations
 
 import logging
+import time
 import random
 import secrets
 from dataclasses import dataclass
@@ -175,10 +176,11 @@ def round_indices(campaign: Campaign, round_index: int) -> range:
     return range(start, min(start + campaign.round_size, campaign.max_rollouts))
 
 
-def _rollout_cost(probe_model: ProbeModel, *, generation_ms: float | None, input_tokens, output_tokens) -> Decimal:
+def _rollout_cost(probe_model: ProbeModel, *, device_ms: float | None, input_tokens, output_tokens) -> Decimal:
+    """Dollars for one rollout: its share of device time at the GPU-hour price, plus token prices."""
     cost = Decimal(0)
-    if probe_model.usd_per_gpu_hour and generation_ms:
-        hours = Decimal(str(generation_ms)) / Decimal(3_600_000)
+    if probe_model.usd_per_gpu_hour and device_ms:
+        hours = Decimal(str(device_ms)) / Decimal(3_600_000)
         cost += hours * probe_model.usd_per_gpu_hour * probe_model.gpus
     if input_tokens:
         cost += Decimal(input_tokens) * probe_model.usd_per_million_input_tokens / Decimal(1_000_000)
@@ -263,6 +265,7 @@ def rollouts_generate(*, campaign_id: int, task_version_id: int, round_index: in
         backends.rollout_seed(campaign_seed=campaign.seed, task_version_hash=version.content_hash, sample_index=index)
         for index in indices
     ]
+    started = time.perf_counter()
     if is_tool_task(version):
         generations, episodes = _episodes_generate(
             version=version, probe_model=probe_model, seeds=seeds, params=params
@@ -270,6 +273,9 @@ def rollouts_generate(*, campaign_id: int, task_version_id: int, round_index: in
     else:
         generations = backend_for_probe_model(probe_model).generate(messages=version.prompt, seeds=seeds, params=params)
         episodes = [None] * len(generations)
+    # The samples of a round share the device (one batch, or concurrent requests): each rollout is
+    # charged an equal share of the round's wall time, not its own latency, so a batch is paid once.
+    device_ms_per_rollout = (time.perf_counter() - started) * 1000 / max(len(generations), 1)
     sampling = {
         "temperature": params.temperature,
         "top_p": params.top_p,
@@ -305,7 +311,7 @@ def rollouts_generate(*, campaign_id: int, task_version_id: int, round_index: in
                 episode=episode,
                 cost_usd=_rollout_cost(
                     probe_model,
-                    generation_ms=generation.latency_ms,
+                    device_ms=device_ms_per_rollout,
                     input_tokens=generation.input_tokens,
                     output_tokens=generation.output_tokens,
                 ),

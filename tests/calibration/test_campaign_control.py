@@ -1,5 +1,7 @@
 """Campaign pause, resume and cancel, and costs summed from rollout rows."""
 
+import time
+
 from decimal import Decimal
 
 import pytest
@@ -67,3 +69,22 @@ def test_rollout_cost_comes_from_token_prices_and_sums_once(arithmetic, alice, f
     assert sum(per_task.values()) == total.quantize(Decimal("0.000001"))
     # Half the samples answer 42: both tasks see passes and fails, counted as attempts.
     assert all(c.attempts == 4 for c in campaign.probe_model.calibrations.all())
+
+
+def test_gpu_hour_price_charges_each_round_once_shared_by_its_rollouts(arithmetic, alice):
+    import_tasks(arithmetic, alice, {"key": "a", "prompt": "Say 42", "answer": "42", "verifier": {"kind": "exact"}})
+    with serve_openai(latency_s=0.05) as base_url:
+        model = services.probe_model_add(
+            name="gpu", backend="openai", base_url=base_url, model="fake-model", usd_per_gpu_hour=3600, gpus=2
+        )
+        campaign = services.campaign_start(
+            environment=arithmetic, probe_model=model, created_by=alice, rollouts=4, round_size=4, seed=1, enqueue=False
+        )
+        started = time.perf_counter()
+        services.campaign_run_inline(campaign=campaign)
+        whole_run_seconds = time.perf_counter() - started
+    costs = [rollout.cost_usd for rollout in campaign.rollouts.all()]
+    # $3,600 per GPU-hour × 2 GPUs is $2 per second of the round's wall time, shared equally by its
+    # four concurrent rollouts: together they cost no more than the whole run took, not four times it.
+    assert len(costs) == 4 and len(set(costs)) == 1 and costs[0] > 0
+    assert sum(costs) <= Decimal(2 * whole_run_seconds) + Decimal("0.0001")
