@@ -31,6 +31,13 @@ def test_debug_is_off_unless_asked_and_embedded_defaults_need_no_server():
     assert engine.endswith("sqlite3") and broker == "filesystem://"
 
 
+def test_embedded_defaults_create_their_folders(tmp_path):
+    # A worker on a fresh machine must find the SQLite folder and the filesystem broker's queues.
+    result = run_settings({"SECRET_KEY": "x", "PASSBAND_VAR_DIR": str(tmp_path / "var")})
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "var" / "broker" / "queue").is_dir() and (tmp_path / "var" / "broker" / "processed").is_dir()
+
+
 def test_thresholds_and_servers_come_from_the_environment():
     result = run_settings({
         "SECRET_KEY": "x", "DEBUG": "1", "PASSBAND_FLOOR": "0.03", "PASSBAND_RETIRE": "0.8",
