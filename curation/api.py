@@ -30,6 +30,35 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):
         return {"type": "http", "scheme": "bearer", "description": "A Passband API token with the needed scope."}
 
 
+class IdOrderedList(generics.ListAPIView):
+    """A list with cursor pagination, which needs one stable ordering field: the id."""
+
+    ordering = "pk"
+
+    def paginate_queryset(self, queryset):
+        self.paginator.ordering = self.ordering
+        return super().paginate_queryset(queryset.order_by(self.ordering))
+
+
+class LookupFilteredList(IdOrderedList):
+    """A list whose query parameters (checked by `filters_class`) map one to one onto field lookups."""
+
+    filters_class: type[serializers.Serializer]
+    lookups: dict[str, str]
+
+    def base_queryset(self):
+        raise NotImplementedError
+
+    def get_queryset(self):
+        parsed = self.filters_class(data=self.request.query_params)
+        parsed.is_valid(raise_exception=True)
+        queryset = self.base_queryset()
+        for name, lookup in self.lookups.items():
+            if parsed.validated_data.get(name):
+                queryset = queryset.filter(**{lookup: parsed.validated_data[name]})
+        return queryset
+
+
 class TaskSerializer(serializers.Serializer):
     key = serializers.CharField()
     environment = serializers.CharField(source="environment.name")
@@ -77,7 +106,7 @@ class TaskFilters(serializers.Serializer):
 
 
 @extend_schema(parameters=[TaskFilters])
-class TaskList(generics.ListAPIView):
+class TaskList(IdOrderedList):
     """GET /api/v1/tasks: tasks with their calibration under one probe model, filtered, in id order."""
 
     serializer_class = TaskSerializer
@@ -126,11 +155,6 @@ class TaskList(generics.ListAPIView):
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "probe_model": self.probe_model}
 
-    def paginate_queryset(self, queryset):
-        # Cursor pagination needs one stable ordering field; the task id is it.
-        self.paginator.ordering = "pk"
-        return super().paginate_queryset(queryset.order_by("pk"))
-
 
 class CalibrationSerializer(serializers.Serializer):
     task = serializers.CharField(source="task_version.task.key")
@@ -162,29 +186,20 @@ class CalibrationFilters(serializers.Serializer):
 
 
 @extend_schema(parameters=[CalibrationFilters])
-class CalibrationList(generics.ListAPIView):
+class CalibrationList(LookupFilteredList):
     """GET /api/v1/calibrations: every (task version, probe model) calibration you may see, in id order."""
 
     serializer_class = CalibrationSerializer
     permission_classes = [IsAuthenticated, scope_required("read")]
 
-    def get_queryset(self):
-        parsed = CalibrationFilters(data=self.request.query_params)
-        parsed.is_valid(raise_exception=True)
-        filters = parsed.validated_data
-        calibrations = Calibration.objects.select_related(
-            "task_version__task__environment", "probe_model"
-        ).filter(task_version__task__in=selectors.tasks_visible_to(self.request.user).values("pk"))
-        lookups = {"environment": "task_version__task__environment__name", "model": "probe_model__name",
-                   "band": "band", "task": "task_version__task__key", "updated_since": "updated_at__gte"}
-        for name, lookup in lookups.items():
-            if filters.get(name):
-                calibrations = calibrations.filter(**{lookup: filters[name]})
-        return calibrations
+    filters_class = CalibrationFilters
+    lookups = {"environment": "task_version__task__environment__name", "model": "probe_model__name",
+               "band": "band", "task": "task_version__task__key", "updated_since": "updated_at__gte"}
 
-    def paginate_queryset(self, queryset):
-        self.paginator.ordering = "pk"
-        return super().paginate_queryset(queryset.order_by("pk"))
+    def base_queryset(self):
+        return Calibration.objects.select_related("task_version__task__environment", "probe_model").filter(
+            task_version__task__in=selectors.tasks_visible_to(self.request.user).values("pk")
+        )
 
 
 class RolloutSerializer(serializers.Serializer):
@@ -229,29 +244,20 @@ class RolloutFilters(serializers.Serializer):
 
 
 @extend_schema(parameters=[RolloutFilters])
-class RolloutList(generics.ListAPIView):
+class RolloutList(LookupFilteredList):
     """GET /api/v1/rollouts: attempts with their token ids and logprobs, for offline analysis, in id order."""
 
     serializer_class = RolloutSerializer
     permission_classes = [IsAuthenticated, scope_required("read")]
 
-    def get_queryset(self):
-        parsed = RolloutFilters(data=self.request.query_params)
-        parsed.is_valid(raise_exception=True)
-        filters = parsed.validated_data
-        rollouts = Rollout.objects.select_related("task_version__task__environment", "probe_model").filter(
+    filters_class = RolloutFilters
+    lookups = {"environment": "task_version__task__environment__name", "task": "task_version__task__key",
+               "model": "probe_model__name", "campaign": "campaign_id", "outcome": "outcome"}
+
+    def base_queryset(self):
+        return Rollout.objects.select_related("task_version__task__environment", "probe_model").filter(
             task_version__task__in=selectors.tasks_visible_to(self.request.user).values("pk")
         )
-        lookups = {"environment": "task_version__task__environment__name", "task": "task_version__task__key",
-                   "model": "probe_model__name", "campaign": "campaign_id", "outcome": "outcome"}
-        for name, lookup in lookups.items():
-            if filters.get(name):
-                rollouts = rollouts.filter(**{lookup: filters[name]})
-        return rollouts
-
-    def paginate_queryset(self, queryset):
-        self.paginator.ordering = "pk"
-        return super().paginate_queryset(queryset.order_by("pk"))
 
 
 class ReleaseRequest(serializers.Serializer):
@@ -296,22 +302,19 @@ def release_for(request, release_id: int) -> Release:
     return get_object_or_404(visible, pk=release_id)
 
 
-class ReleaseCreate(generics.ListAPIView):
+class ReleaseCreate(IdOrderedList):
     """GET /api/v1/releases: the releases you may see, newest first.
     POST /api/v1/releases: pin the matching task versions; the files are built in the background."""
 
     serializer_class = ReleaseSerializer
     permission_classes = [IsAuthenticated, scope_required("export")]
+    ordering = "-pk"
 
     def get_queryset(self):
         visible = Release.objects.select_related("probe_model", "created_by")
         if not selectors.user_can_see_all_tasks(self.request.user):
             visible = visible.filter(created_by=self.request.user)
         return visible
-
-    def paginate_queryset(self, queryset):
-        self.paginator.ordering = "-pk"
-        return super().paginate_queryset(queryset.order_by("-pk"))
 
     @extend_schema(request=ReleaseRequest, responses={202: ReleaseSerializer})
     def post(self, request):
