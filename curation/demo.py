@@ -72,9 +72,13 @@ LADDER: list[tuple[str, Callable[[random.Random], tuple[str, int]]]] = [
 def arithmetic_tasks(*, per_level: int = 10, seed: int = 2026) -> Iterator[dict]:
     """Task objects in the import format, over the ladder of difficulty, reproducible from `seed`."""
     rng = random.Random(seed)
+    seen: set[str] = set()
     for level, (name, make) in enumerate(LADDER, start=1):
         for index in range(per_level):
             question, answer = make(rng)
+            while question in seen:  # small levels repeat by chance; a duplicate would be skipped
+                question, answer = make(rng)
+            seen.add(question)
             yield {
                 "key": f"arith-{level}-{name}-{index:03d}",
                 "prompt": question + MATH_SUFFIX,
