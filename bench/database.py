@@ -14,3 +14,25 @@ def fresh_database(url: str, *, suffix: str) -> str:
         connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         connection.execute(f'CREATE DATABASE "{name}"')
     return urlunsplit(parts._replace(path="/" + name))
+
+
+def django_in_fresh_database(*, suffix: str) -> None:
+    """Point Django at a fresh `<DATABASE_URL's name><suffix>` database, set it up and migrate it.
+
+    Exits with a message when DATABASE_URL is not a PostgreSQL server.
+    """
+    import os
+    import sys
+
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        sys.exit("Set DATABASE_URL to a PostgreSQL server (the benchmark creates its own database).")
+    os.environ["DATABASE_URL"] = fresh_database(os.environ["DATABASE_URL"], suffix=suffix)
+    os.environ.setdefault("SECRET_KEY", "passband-bench-only")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "passband.settings"
+    os.environ["LOG_LEVEL"] = "WARNING"
+
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)

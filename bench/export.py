@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.database import fresh_database  # noqa: E402
+from bench.database import django_in_fresh_database  # noqa: E402
 
 
 def peak_rss_mib() -> float:
@@ -106,20 +106,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        sys.exit("Set DATABASE_URL to a PostgreSQL server (the benchmark creates its own database).")
-    os.environ["DATABASE_URL"] = fresh_database(os.environ["DATABASE_URL"], suffix="_bench_export")
-    os.environ.setdefault("SECRET_KEY", "passband-bench-only")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "passband.settings"
-    os.environ["LOG_LEVEL"] = "WARNING"
-    import django
-
-    django.setup()
-    from django.core.management import call_command
+    django_in_fresh_database(suffix="_bench_export")
 
     from curation import exports, releases
 
-    call_command("migrate", verbosity=0)
     started = time.perf_counter()
     environment, model = seed(tasks=args.tasks)
     print(f"seeded {args.tasks} tasks with calibrations in {time.perf_counter() - started:.1f} s; "

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.database import fresh_database  # noqa: E402
+from bench.database import django_in_fresh_database  # noqa: E402
 
 
 def main() -> None:
@@ -33,21 +33,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=2, help="Prefork processes of the worker.")
     args = parser.parse_args()
 
-    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        sys.exit("Set DATABASE_URL to a PostgreSQL server (the benchmark creates its own database).")
-    os.environ["DATABASE_URL"] = fresh_database(os.environ["DATABASE_URL"], suffix="_bench")
     os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/13")
-    os.environ.setdefault("SECRET_KEY", "passband-bench-only")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "passband.settings"
-    os.environ["LOG_LEVEL"] = "WARNING"
-
-    import django
-
-    django.setup()
+    django_in_fresh_database(suffix="_bench")
     import redis
     from django.conf import settings
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.db import connection
 
     from calibration import services
@@ -56,7 +46,6 @@ def main() -> None:
     from tests.factories import jsonl
     from tests.support.openai_server import OpenAITestServer
 
-    call_command("migrate", verbosity=0)
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
     user = get_user_model().objects.create_superuser("bench", "bench@example.invalid", "bench")
     environment = environment_create(name="bench", domain="text", default_verifier={"kind": "exact"})

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.database import fresh_database  # noqa: E402
+from bench.database import django_in_fresh_database  # noqa: E402
 
 LEVEL_CHEAP_RATES = [0.6, 0.3, 0.35, 0.08, 0.02, 0.003]  # cheap model, mean per demo level
 SHIFT = 2.0
@@ -49,18 +49,8 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=256)
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
-    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        sys.exit("Set DATABASE_URL to a PostgreSQL server (the benchmark creates its own database).")
-    os.environ["DATABASE_URL"] = fresh_database(os.environ["DATABASE_URL"], suffix="_bench_ladder")
-    os.environ.setdefault("SECRET_KEY", "passband-bench-only")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "passband.settings"
-    os.environ["LOG_LEVEL"] = "WARNING"
-
-    import django
-
-    django.setup()
+    django_in_fresh_database(suffix="_bench_ladder")
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
 
     from calibration import services
     from calibration.models import Calibration, Rollout
@@ -70,7 +60,6 @@ def main() -> None:
     from tests.factories import jsonl
     from tests.support.openai_server import OpenAITestServer
 
-    call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_superuser(username="bench", password="bench-only-password")
     environment = environment_create(name="arithmetic", domain="math")
     rng = random.Random(args.seed)
