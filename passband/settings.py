@@ -230,9 +230,15 @@ CELERY_BEAT_SCHEDULE = {
     "reprobe-sample": {"task": "calibration.tasks.reprobe_sample", "schedule": 86400.0},
 }
 # Redis redelivers a message whose worker died without acknowledging it after this many seconds.
+# kombu looks for such messages only every interval x throttle seconds (100 s by default) and
+# locks the sweep for 300 s: scale both to the timeout so redelivery follows it closely.
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    _visibility_timeout = int(os.environ.get("PASSBAND_VISIBILITY_TIMEOUT", "1800"))
     CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "visibility_timeout": int(os.environ.get("PASSBAND_VISIBILITY_TIMEOUT", "1800")),
+        "visibility_timeout": _visibility_timeout,
+        "unacked_restore_interval": max(1, min(60, _visibility_timeout // 4)),
+        "unacked_restore_throttle": 1,
+        "unacked_mutex_expire": max(5, min(300, _visibility_timeout)),
     }
 
 # A shared cache (Redis) makes per-token rate limits hold across processes and machines.
