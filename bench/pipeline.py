@@ -5,7 +5,7 @@ answers instantly -> rows in PostgreSQL -> verify worker -> verdicts and calibra
 is PostgreSQL's own bulk load (COPY ... FROM STDIN) of the very rows the run produced.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/passband CELERY_BROKER_URL=redis://127.0.0.1:6379/13 \
-        .venv/bin/python bench/pipeline.py --tasks 500 --rollouts 16 --concurrency 2
+        .venv/bin/python bench/pipeline.py --tasks 2000 --rollouts 16 --tasks-per-job 32 --samples-per-request 16
 
 It works in its own database (<name>_bench), created afresh each run.
 """
@@ -29,11 +29,19 @@ from bench.database import django_in_fresh_database  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=500)
-    parser.add_argument("--rollouts", type=int, default=16, help="Rollouts per task (one round).")
+    parser.add_argument("--rollouts", type=int, default=16, help="Rollouts per task.")
+    parser.add_argument("--round-size", type=int, default=0, help="Rollouts per round (default: all in one round).")
+    parser.add_argument("--tasks-per-job", type=int, default=32, help="Task versions per generate/verify job.")
     parser.add_argument("--concurrency", type=int, default=2, help="Prefork processes of the worker.")
+    parser.add_argument(
+        "--samples-per-request", type=int, default=16,
+        help="Consecutive seeds per request (n), as with vLLM; 1 sends one request per rollout.",
+    )
     args = parser.parse_args()
 
     os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/13")
+    os.environ["PASSBAND_TASKS_PER_JOB"] = str(args.tasks_per_job)  # read by this process and the worker
+    round_size = args.round_size or args.rollouts
     django_in_fresh_database(suffix="_bench")
     import redis
     from django.conf import settings
@@ -61,6 +69,7 @@ def main() -> None:
     model = services.probe_model_add(
         name="instant", backend="openai", base_url=server.base_url, model="fake-model", max_new_tokens=32,
         usd_per_million_input_tokens=0.1, usd_per_million_output_tokens=0.4,
+        samples_per_request=args.samples_per_request,
     )
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "passband", "worker", "-Q", "default,generate,verify",
@@ -73,7 +82,7 @@ def main() -> None:
         started = time.perf_counter()
         campaign = services.campaign_start(
             environment=environment, probe_model=model, created_by=user, rollouts=args.rollouts,
-            round_size=args.rollouts, seed=1,
+            round_size=round_size, seed=1,
         )
         while Campaign.objects.get(pk=campaign.pk).status != Campaign.Status.DONE:
             time.sleep(0.1)
@@ -99,9 +108,12 @@ def main() -> None:
         copy_elapsed = time.perf_counter() - copy_started
 
     pipeline_rate, copy_rate = recorded / elapsed, recorded / copy_elapsed
-    print(f"| tasks × rollouts | concurrency | pipeline rollouts/s | COPY rows/s | pipeline / COPY |")
-    print(f"|---|---:|---:|---:|---:|")
-    print(f"| {args.tasks} × {args.rollouts} = {recorded} | {args.concurrency} | {pipeline_rate:,.0f} | {copy_rate:,.0f} | {pipeline_rate / copy_rate:.1%} |")
+    print("| tasks × rollouts (round) | tasks per job | samples per request | worker processes | pipeline rollouts/s | COPY rows/s | pipeline / COPY |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        f"| {args.tasks} × {args.rollouts} ({round_size}) = {recorded:,} | {args.tasks_per_job} | {args.samples_per_request} | {args.concurrency} "
+        f"| {pipeline_rate:,.0f} | {copy_rate:,.0f} | {pipeline_rate / copy_rate:.1%} |"
+    )
 
 
 if __name__ == "__main__":

@@ -23,6 +23,11 @@ class ProbeModel(models.Model):
     top_p = models.FloatField(default=0.95)
     max_new_tokens = models.PositiveIntegerField(default=256)
     stop = models.JSONField(default=list, blank=True)
+    samples_per_request = models.PositiveIntegerField(
+        default=1,
+        help_text="openai backend: consecutive seeds sent as one request with n samples. Above 1 only for "
+        "servers that seed choice i with seed + i, as vLLM does.",
+    )
     usd_per_gpu_hour = models.DecimalField(max_digits=10, decimal_places=4, default=0)
     gpus = models.PositiveIntegerField(default=1)
     usd_per_million_input_tokens = models.DecimalField(max_digits=10, decimal_places=4, default=0)

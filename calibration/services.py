@@ -3,16 +3,19 @@
 A campaign probes task versions in rounds. For each (campaign, task version) a round is:
 generate the missing samples (queue `generate`), verify the unverified ones (queue `verify`),
 refresh the calibration from the stored rows, then either schedule the next round or mark the
-item done. Every step reads what is stored and writes only what is missing, so running any step
-twice, or after a worker was killed, records each planned rollout exactly once.
+item done. One job takes a round of several task versions when sampling is a server request and
+scoring is cheap (`tasks_per_job`). Every step reads what is stored and writes only what is
+missing, so running any step twice, or after a worker was killed, records each planned rollout
+exactly once; beat's reconcile re-queues rounds whose message was lost.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import time
 import random
 import secrets
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
@@ -64,8 +67,13 @@ def probe_model_add(
     usd_per_million_input_tokens: Decimal | float = 0,
     usd_per_million_output_tokens: Decimal | float = 0,
     strong: bool = False,
+    samples_per_request: int = 1,
 ) -> ProbeModel:
-    """Register a probe model. Raises CalibrationError for an unknown backend or a missing URL."""
+    """Register a probe model. Raises CalibrationError for an unknown backend or a missing URL.
+
+    `samples_per_request` > 1 (openai backend) sends a round's consecutive seeds as one request
+    with n samples; only for servers that seed choice i with seed + i, as vLLM does.
+    """
     if backend not in ProbeModel.Backend.values:
         raise CalibrationError(f"Unknown backend {backend!r}; use one of {', '.join(ProbeModel.Backend.values)}.")
     if backend == ProbeModel.Backend.OPENAI and not (base_url and model):
@@ -74,6 +82,8 @@ def probe_model_add(
         raise CalibrationError(f"A probe model named {name!r} already exists.")
     if not 0 <= temperature <= 5 or not 0 < top_p <= 1 or max_new_tokens < 1:
         raise CalibrationError("Need 0 <= temperature <= 5, 0 < top_p <= 1 and max_new_tokens >= 1.")
+    if not 1 <= samples_per_request <= 1024:
+        raise CalibrationError(f"Samples per request must lie between 1 and 1024; got {samples_per_request}.")
     return ProbeModel.objects.create(
         name=name,
         backend=backend,
@@ -90,6 +100,7 @@ def probe_model_add(
         usd_per_million_input_tokens=Decimal(str(usd_per_million_input_tokens)),
         usd_per_million_output_tokens=Decimal(str(usd_per_million_output_tokens)),
         strong=strong,
+        samples_per_request=samples_per_request,
     )
 
 
@@ -145,25 +156,58 @@ def campaign_start(
     return campaign
 
 
-def campaign_enqueue_pending(*, campaign_id: int, stalled_for_seconds: int = 0) -> int:
+def campaign_enqueue_pending(*, campaign_id: int, stalled_for_seconds: float = 0) -> int:
     """Queue the current round of every unfinished item (all of them, or those idle for a while).
 
-    Safe to call at any time: a round that is already generated or verified is skipped by the
-    workers. Returns how many items were queued.
+    Items at the same round go out together, up to `tasks_per_job` per job. Safe to call at any
+    time: a round that is already generated or verified is skipped by the workers. Returns how many
+    items were queued.
     """
     from calibration.tasks import generate_rollouts
 
+    campaign = Campaign.objects.select_related("probe_model").get(pk=campaign_id)
     items = CampaignItem.objects.filter(campaign_id=campaign_id, done=False)
     if stalled_for_seconds:
         items = items.filter(updated_at__lt=timezone.now() - timedelta(seconds=stalled_for_seconds))
-    pending = list(items.values_list("task_version_id", "round"))
-    for version_id, round_index in pending:
-        generate_rollouts.delay(campaign_id, version_id, round_index)
+    pending = list(
+        items.order_by("round", "task_version_id").values_list(
+            "task_version_id", "round", "task_version__verifier", "task_version__tools"
+        )
+    )
+    groups: dict[tuple[int, int], list[int]] = {}
+    for version_id, round_index, verifier, tools in pending:
+        size = tasks_per_job(campaign.probe_model, verifier=verifier, tools=tools)
+        groups.setdefault((round_index, size), []).append(version_id)
+    for (round_index, size), version_ids in groups.items():
+        for start in range(0, len(version_ids), size):
+            generate_rollouts.delay(campaign_id, version_ids[start : start + size], round_index)
     return len(pending)
 
 
-def campaigns_reconcile(*, stalled_for_seconds: int = 300) -> int:
-    """Re-queue rounds of running campaigns that made no progress for a while (run by beat)."""
+# Verifiers that score a rollout in process in well under a millisecond to a few: their rounds are
+# batched. Code, judges and tool episodes take seconds per rollout and keep a job per task.
+BATCHED_VERIFIER_KINDS = frozenset({"exact", "regex", "numeric", "math", "json", "tool_calls"})
+
+
+def tasks_per_job(probe_model: ProbeModel, *, verifier: dict, tools: list | None) -> int:
+    """How many task versions one generate (and verify) job takes on.
+
+    Many, when sampling is a request to a server and scoring is cheap: the per-job costs (broker
+    messages, queries) are then shared, and the server sees the whole batch at once. One, when the
+    model runs in the worker or the verifier is slow, so no job grows past its time limit.
+    """
+    if probe_model.backend != ProbeModel.Backend.OPENAI or tools:
+        return 1
+    if (verifier or {}).get("kind") not in BATCHED_VERIFIER_KINDS:
+        return 1
+    return max(1, settings.PASSBAND_TASKS_PER_JOB)
+
+
+def campaigns_reconcile(*, stalled_for_seconds: float | None = None) -> int:
+    """Re-queue rounds of running campaigns idle for `stalled_for_seconds` (default
+    settings.PASSBAND_STALLED_AFTER); run by beat. Returns how many items were queued."""
+    if stalled_for_seconds is None:
+        stalled_for_seconds = settings.PASSBAND_STALLED_AFTER
     return sum(
         campaign_enqueue_pending(campaign_id=campaign_id, stalled_for_seconds=stalled_for_seconds)
         for campaign_id in Campaign.objects.filter(status=Campaign.Status.RUNNING).values_list("pk", flat=True)
@@ -196,6 +240,7 @@ def backend_for_probe_model(probe_model: ProbeModel) -> backends.Backend:
         base_url=probe_model.base_url,
         api_key_env=probe_model.api_key_env,
         revision=probe_model.revision,
+        samples_per_request=probe_model.samples_per_request,
     )
 
 
@@ -241,41 +286,42 @@ def _episodes_generate(
     return generations, episodes
 
 
-def rollouts_generate(*, campaign_id: int, task_version_id: int, round_index: int) -> int:
-    """Generate one round's missing samples for one task version. Returns how many were stored."""
+def _version_ids(task_version_ids: int | list[int]) -> list[int]:
+    # Jobs queued before batching carry one id.
+    return [task_version_ids] if isinstance(task_version_ids, int) else list(task_version_ids)
+
+
+def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
+    """Generate one round's missing samples for task versions of a campaign. Returns how many were stored.
+
+    Only versions whose item is still open at `round_index` are sampled; samples already stored
+    are not asked for again.
+    """
     campaign = Campaign.objects.select_related("probe_model").get(pk=campaign_id)
     if campaign.status != Campaign.Status.RUNNING:
         return 0
-    if not CampaignItem.objects.filter(
-        campaign=campaign, task_version_id=task_version_id, done=False, round=round_index
-    ).exists():
-        return 0
-    version = TaskVersion.objects.get(pk=task_version_id)
-    existing = set(
-        Rollout.objects.filter(
-            campaign=campaign, task_version=version, sample_index__in=round_indices(campaign, round_index)
-        ).values_list("sample_index", flat=True)
+    open_ids = set(
+        CampaignItem.objects.filter(
+            campaign=campaign, task_version_id__in=_version_ids(task_version_ids), done=False, round=round_index
+        ).values_list("task_version_id", flat=True)
     )
-    indices = [index for index in round_indices(campaign, round_index) if index not in existing]
-    if not indices:
+    if not open_ids:
+        return 0
+    planned = round_indices(campaign, round_index)
+    existing: dict[int, set[int]] = {}
+    for version_id, index in Rollout.objects.filter(
+        campaign=campaign, task_version_id__in=open_ids, sample_index__gte=planned.start, sample_index__lt=planned.stop
+    ).values_list("task_version_id", "sample_index"):
+        existing.setdefault(version_id, set()).add(index)
+    work = []
+    for version in TaskVersion.objects.filter(pk__in=open_ids).order_by("pk"):
+        indices = [index for index in planned if index not in existing.get(version.pk, ())]
+        if indices:
+            work.append((version, indices))
+    if not work:
         return 0
     probe_model = campaign.probe_model
     params = sampling_params(probe_model)
-    seeds = [
-        backends.rollout_seed(campaign_seed=campaign.seed, task_version_hash=version.content_hash, sample_index=index)
-        for index in indices
-    ]
-    started = time.perf_counter()
-    if is_tool_task(version):
-        generations, episodes = _episodes_generate(
-            version=version, probe_model=probe_model, seeds=seeds, params=params
-        )
-    else:
-        generations = backend_for_probe_model(probe_model).generate(messages=version.prompt, seeds=seeds, params=params)
-        episodes = [None] * len(generations)
-    # The samples of a round share the device (one batch, or concurrent requests): each rollout is
-    # charged an equal share of the round's wall time, not its own latency, so a batch is paid once.
-    device_ms_per_rollout = (time.perf_counter() - started) * 1000 / max(len(generations), 1)
     sampling = {
         "temperature": params.temperature,
         "top_p": params.top_p,
@@ -286,52 +332,132 @@ def rollouts_generate(*, campaign_id: int, task_version_id: int, round_index: in
         "revision": probe_model.revision,
     }
     rows = []
-    for index, seed, generation, episode in zip(indices, seeds, generations, episodes, strict=True):
-        failed = generation.error is not None
-        rows.append(
-            Rollout(
-                campaign=campaign,
-                task_version=version,
-                probe_model=probe_model,
-                sample_index=index,
-                seed=seed,
-                prompt_token_ids=pack_tokens(generation.prompt_token_ids),
-                completion_token_ids=pack_tokens(generation.completion_token_ids),
-                logprobs=pack_logprobs(generation.logprobs),
-                text=generation.text,
-                finish_reason=generation.finish_reason,
-                truncated=generation.truncated,
-                sampling=sampling,
-                generation_error=generation.error or "",
-                input_tokens=generation.input_tokens,
-                output_tokens=generation.output_tokens,
-                generation_ms=generation.latency_ms,
-                outcome=Outcome.GENERATION_ERROR if failed else None,
-                detail=f"generation failed: {generation.error}" if failed else "",
-                episode=episode,
-                cost_usd=_rollout_cost(
-                    probe_model,
-                    device_ms=device_ms_per_rollout,
-                    input_tokens=generation.input_tokens,
-                    output_tokens=generation.output_tokens,
-                ),
-            )
+    for version, indices, seeds, seconds, generations, episodes in _generate_all(campaign, probe_model, params, work):
+        # The samples of a round share the device (one batch, or concurrent requests): each rollout is
+        # charged an equal share of the round's wall time, not its own latency, so a batch is paid once.
+        device_ms_per_rollout = seconds * 1000 / max(len(generations), 1)
+        for index, seed, generation, episode in zip(indices, seeds, generations, episodes, strict=True):
+            rows.append(_rollout_row(campaign, version, probe_model, index, seed, generation, episode, sampling, device_ms_per_rollout))
+    return _rollouts_insert(rows)
+
+
+# Columns a new rollout row fills, with the PostgreSQL array type each travels in (see _rollouts_insert).
+_ROLLOUT_INSERT_COLUMNS = (
+    ("campaign_id", "bigint"), ("task_version_id", "bigint"), ("probe_model_id", "bigint"), ("sample_index", "integer"),
+    ("seed", "bigint"), ("prompt_token_ids", "bytea"), ("completion_token_ids", "bytea"), ("logprobs", "bytea"),
+    ("text", "text"), ("finish_reason", "text"), ("truncated", "boolean"), ("sampling", "jsonb"),
+    ("generation_error", "text"), ("input_tokens", "integer"), ("output_tokens", "integer"),
+    ("generation_ms", "float8"), ("outcome", "text"), ("detail", "text"), ("cost_usd", "numeric"),
+    ("created_at", "timestamptz"), ("episode", "jsonb"),
+)
+
+
+def _rollouts_insert(rows: list[Rollout]) -> int:
+    """Insert new rollouts, skipping samples already stored; returns how many were inserted.
+
+    The unique (campaign, task version, sample index) makes a retried job a no-op. On PostgreSQL the
+    rows travel as one array per column through unnest(): one short statement instead of Django's
+    VALUES list of rows x columns parameters, which costs more to build than to run.
+    """
+    if not rows:
+        return 0
+    if connection.vendor != "postgresql":
+        return len(Rollout.objects.bulk_create(rows, ignore_conflicts=True))
+    now = timezone.now()
+    for row in rows:
+        row.created_at = now
+    names = [name for name, _ in _ROLLOUT_INSERT_COLUMNS]
+    columns = []
+    for name, kind in _ROLLOUT_INSERT_COLUMNS:
+        values = [getattr(row, name) for row in rows]
+        if kind == "jsonb":  # as text: SQL NULL stays NULL, a JSON value is cast below
+            values = [None if value is None else json.dumps(value) for value in values]
+        columns.append(values)
+    arrays = ", ".join(f"%s::{'text' if kind == 'jsonb' else kind}[]" for _, kind in _ROLLOUT_INSERT_COLUMNS)
+    select = ", ".join(f"{name}::jsonb" if kind == "jsonb" else name for name, kind in _ROLLOUT_INSERT_COLUMNS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {Rollout._meta.db_table} ({', '.join(names)}) "
+            f"SELECT {select} FROM unnest({arrays}) AS new({', '.join(names)}) "
+            "ON CONFLICT (campaign_id, task_version_id, sample_index) DO NOTHING",
+            columns,
         )
-    # The unique (campaign, task version, sample index) makes a retried job a no-op.
-    created = Rollout.objects.bulk_create(rows, ignore_conflicts=True)
-    return len(created)
+        return cursor.rowcount
 
 
-def rollouts_verify(*, campaign_id: int, task_version_id: int) -> int:
-    """Score every unverified rollout of one task version in a campaign. Returns how many were scored."""
-    version = TaskVersion.objects.get(pk=task_version_id)
+def _generate_all(campaign: Campaign, probe_model: ProbeModel, params: backends.SamplingParams, work: list):
+    """Sample every (version, indices) of `work`; yields (version, indices, seeds, seconds, generations, episodes).
+
+    Plain prompts go to the backend together (a server sees the whole batch at once), and each
+    version is charged the batch's wall time in proportion to its samples; tool-use episodes run
+    one version after another.
+    """
+    seeds_of = {
+        version.pk: [
+            backends.rollout_seed(campaign_seed=campaign.seed, task_version_hash=version.content_hash, sample_index=index)
+            for index in indices
+        ]
+        for version, indices in work
+    }
+    plain = [(version, indices) for version, indices in work if not is_tool_task(version)]
+    if plain:
+        started = time.perf_counter()
+        results = backend_for_probe_model(probe_model).generate_many(
+            prompts=[(version.prompt, seeds_of[version.pk]) for version, _ in plain], params=params
+        )
+        elapsed, total = time.perf_counter() - started, sum(len(indices) for _, indices in plain)
+        for (version, indices), generations in zip(plain, results, strict=True):
+            seconds = elapsed * len(indices) / total
+            yield version, indices, seeds_of[version.pk], seconds, generations, [None] * len(generations)
+    for version, indices in work:
+        if is_tool_task(version):
+            started = time.perf_counter()
+            generations, episodes = _episodes_generate(
+                version=version, probe_model=probe_model, seeds=seeds_of[version.pk], params=params
+            )
+            yield version, indices, seeds_of[version.pk], time.perf_counter() - started, generations, episodes
+
+
+def _rollout_row(campaign, version, probe_model, index, seed, generation, episode, sampling, device_ms) -> Rollout:
+    failed = generation.error is not None
+    return Rollout(
+        campaign=campaign,
+        task_version=version,
+        probe_model=probe_model,
+        sample_index=index,
+        seed=seed,
+        prompt_token_ids=pack_tokens(generation.prompt_token_ids),
+        completion_token_ids=pack_tokens(generation.completion_token_ids),
+        logprobs=pack_logprobs(generation.logprobs),
+        text=generation.text,
+        finish_reason=generation.finish_reason,
+        truncated=generation.truncated,
+        sampling=sampling,
+        generation_error=generation.error or "",
+        input_tokens=generation.input_tokens,
+        output_tokens=generation.output_tokens,
+        generation_ms=generation.latency_ms,
+        outcome=Outcome.GENERATION_ERROR if failed else None,
+        detail=f"generation failed: {generation.error}" if failed else "",
+        episode=episode,
+        cost_usd=_rollout_cost(
+            probe_model, device_ms=device_ms, input_tokens=generation.input_tokens, output_tokens=generation.output_tokens
+        ),
+    )
+
+
+def rollouts_verify(*, campaign_id: int, task_version_ids: int | list[int]) -> int:
+    """Score every unverified rollout of some task versions in a campaign. Returns how many were scored."""
+    ids = _version_ids(task_version_ids)
+    versions = {version.pk: version for version in TaskVersion.objects.filter(pk__in=ids).only("verifier", "answer", "prompt")}
     pending = list(
-        Rollout.objects.filter(campaign_id=campaign_id, task_version_id=task_version_id, outcome__isnull=True)
-        .only("id", "text", "episode")
-        .order_by("sample_index")
+        Rollout.objects.filter(campaign_id=campaign_id, task_version_id__in=ids, outcome__isnull=True)
+        .only("id", "task_version_id", "text", "episode")
+        .order_by("task_version_id", "sample_index")
     )
     now = timezone.now()
     for rollout in pending:
+        version = versions[rollout.task_version_id]
         # A tool task's rollout is judged by its episode (the final state), not by its words.
         completion = rollout.episode if rollout.episode is not None else rollout.text
         verdict = verifiers.verify(
@@ -452,29 +578,100 @@ def calibration_refresh(
     environment's population prior (pass `population_prior` to reuse one fitted already; None
     means Jeffreys).
     """
-    counts = Rollout.objects.filter(task_version=task_version, probe_model=probe_model).aggregate(
-        successes=Count("id", filter=Q(outcome=Outcome.PASS)),
-        failures=Count("id", filter=Q(outcome=Outcome.FAIL)),
-        verifier_errors=Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
-        generation_errors=Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
-        cost=Sum("cost_usd"),
+    return calibrations_refresh(
+        task_versions=[task_version],
+        probe_model=probe_model,
+        policies=None if policy is None else {task_version.pk: policy},
+        population_prior=population_prior,
+    )[task_version.pk]
+
+
+_CALIBRATION_FIELDS = (
+    "attempts", "successes", "verifier_errors", "generation_errors", "pass_rate", "interval_low", "interval_high",
+    "band", "decided", "grpo_signal", "cost_usd", "flags", "policy", "updated_at",
+)
+
+
+def calibrations_refresh(
+    *,
+    task_versions: list[TaskVersion],
+    probe_model: ProbeModel,
+    policies: dict[int, dict] | None = None,
+    population_prior: stats.Beta | None | object = _POPULATION_PRIOR,
+) -> dict[int, Calibration]:
+    """`calibration_refresh` for many versions of one environment in a fixed number of queries.
+
+    `policies` maps a version id to its policy; versions without one keep their stored policy.
+    Returns the calibrations by version id.
+    """
+    if not task_versions:
+        return {}
+    ids = [version.pk for version in task_versions]
+    zero = {"successes": 0, "failures": 0, "verifier_errors": 0, "generation_errors": 0, "cost": None}
+    counts = {
+        row["task_version"]: row
+        for row in Rollout.objects.filter(task_version_id__in=ids, probe_model=probe_model)
+        .values("task_version")
+        .annotate(
+            successes=Count("id", filter=Q(outcome=Outcome.PASS)),
+            failures=Count("id", filter=Q(outcome=Outcome.FAIL)),
+            verifier_errors=Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
+            generation_errors=Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
+            cost=Sum("cost_usd"),
+        )
+        .order_by()
+    }
+    policies = dict(policies or {})
+    missing = [version_id for version_id in ids if version_id not in policies]
+    if missing:
+        stored = dict(
+            Calibration.objects.filter(task_version_id__in=missing, probe_model=probe_model).values_list(
+                "task_version_id", "policy"
+            )
+        )
+        policies.update({version_id: stored.get(version_id) or {} for version_id in missing})
+    priors: dict[int, stats.Beta | None] = {}
+    now = timezone.now()
+    rows = []
+    for version in task_versions:
+        environment = version.task.environment
+        policy = policies[version.pk]
+        if policy.get("prior"):
+            prior = stats.Beta(*policy["prior"])
+        else:
+            if population_prior is not _POPULATION_PRIOR:
+                priors[environment.pk] = population_prior
+            elif environment.pk not in priors:
+                priors[environment.pk] = environment_prior(environment=environment, probe_model=probe_model, cached=True)
+            prior = priors[environment.pk] or stats.JEFFREYS_PRIOR
+        rows.append(
+            _calibration_row(
+                version=version, probe_model=probe_model, counts=counts.get(version.pk, zero), policy=policy, prior=prior, now=now
+            )
+        )
+    Calibration.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["task_version", "probe_model"],
+        update_fields=list(_CALIBRATION_FIELDS),
     )
+    if any(row.pk is None for row in rows):  # backends that do not return ids on conflict
+        return {
+            calibration.task_version_id: calibration
+            for calibration in Calibration.objects.filter(task_version_id__in=ids, probe_model=probe_model)
+        }
+    return {row.task_version_id: row for row in rows}
+
+
+def _calibration_row(
+    *, version: TaskVersion, probe_model: ProbeModel, counts: dict, policy: dict, prior: stats.Beta, now
+) -> Calibration:
     attempts = counts["successes"] + counts["failures"]
-    environment = task_version.task.environment
-    if policy is None:
-        stored = Calibration.objects.filter(task_version=task_version, probe_model=probe_model).first()
-        policy = stored.policy if stored else {}
-    if policy.get("prior"):
-        prior = stats.Beta(*policy["prior"])
-    else:
-        if population_prior is _POPULATION_PRIOR:
-            population_prior = environment_prior(environment=environment, probe_model=probe_model, cached=True)
-        prior = population_prior or stats.JEFFREYS_PRIOR
     sampling_policy = _sampling_policy(policy, attempts=attempts)
     assessment = stats.assess(
         successes=counts["successes"],
         attempts=attempts,
-        thresholds=thresholds_for(environment),
+        thresholds=thresholds_for(version.task.environment),
         policy=sampling_policy,
         prior=prior,
     )
@@ -495,65 +692,95 @@ def calibration_refresh(
     if "verifier_trouble" in flags and band in (Band.TOO_HARD, Band.BORDERLINE):
         # Failing verdicts from a broken verifier are not evidence that the task is hard.
         band = Band.UNDECIDED
-    if probe_model.strong and task_version.audit_passed and band == Band.TOO_HARD and counts["successes"] == 0:
+    if probe_model.strong and version.audit_passed and band == Band.TOO_HARD and counts["successes"] == 0:
         # Its reference answer passes, yet a strong model never does: the task may be wrong or unfair.
         flags.append("strong_model_fails")
-    calibration, _ = Calibration.objects.update_or_create(
-        task_version=task_version,
+    return Calibration(
+        task_version=version,
         probe_model=probe_model,
-        defaults={
-            "attempts": attempts,
-            "successes": counts["successes"],
-            "verifier_errors": counts["verifier_errors"],
-            "generation_errors": counts["generation_errors"],
-            "pass_rate": assessment.observed_rate,
-            "interval_low": assessment.interval_low if attempts else None,
-            "interval_high": assessment.interval_high if attempts else None,
-            "band": band,
-            "decided": assessment.decided,
-            "grpo_signal": assessment.grpo_signal if attempts else None,
-            "cost_usd": counts["cost"] or Decimal(0),
-            "flags": flags,
-            "policy": policy,
-        },
+        attempts=attempts,
+        successes=counts["successes"],
+        verifier_errors=counts["verifier_errors"],
+        generation_errors=counts["generation_errors"],
+        pass_rate=assessment.observed_rate,
+        interval_low=assessment.interval_low if attempts else None,
+        interval_high=assessment.interval_high if attempts else None,
+        band=band,
+        decided=assessment.decided,
+        grpo_signal=assessment.grpo_signal if attempts else None,
+        cost_usd=counts["cost"] or Decimal(0),
+        flags=flags,
+        policy=policy,
+        updated_at=now,
     )
-    return calibration
 
 
-def campaign_item_advance(*, campaign_id: int, task_version_id: int, round_index: int) -> bool:
-    """After a round is verified: refresh the calibration, then finish the item or open the next round.
+def campaign_items_advance(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> list[int]:
+    """After a round is verified: refresh the calibrations, then finish each item or open its next round.
 
-    Returns True when this call opened the next round (the caller queues it). The round moves
-    forward by compare-and-swap, so a retried or duplicated job cannot open it twice.
+    Returns the versions whose next round this call opened (the caller queues them). Only items
+    whose round is complete move, and they move by compare-and-swap on the round, so a retried or
+    duplicated job cannot open a round twice.
     """
     campaign = Campaign.objects.select_related("probe_model", "environment").get(pk=campaign_id)
-    version = TaskVersion.objects.select_related("task__environment").get(pk=task_version_id)
-    policy = policy_for(campaign)
-    item_prior = (
-        CampaignItem.objects.filter(campaign=campaign, task_version=version).values_list("prior", flat=True).first()
+    ids = _version_ids(task_version_ids)
+    versions = list(TaskVersion.objects.filter(pk__in=ids).select_related("task__environment").order_by("pk"))
+    item_priors = dict(
+        CampaignItem.objects.filter(campaign=campaign, task_version_id__in=ids).values_list("task_version_id", "prior")
     )
-    if item_prior:
-        policy["prior"] = item_prior  # stored on the calibration, so a threshold change keeps it
-    calibration = calibration_refresh(task_version=version, probe_model=campaign.probe_model, policy=policy)
+    policies = {}
+    for version in versions:
+        policies[version.pk] = policy_for(campaign)
+        if item_priors.get(version.pk):
+            policies[version.pk]["prior"] = item_priors[version.pk]  # stored on the calibration, so a threshold change keeps it
+    calibrations = calibrations_refresh(task_versions=versions, probe_model=campaign.probe_model, policies=policies)
     planned = round_indices(campaign, round_index)
-    in_round = Rollout.objects.filter(
-        campaign=campaign, task_version=version, sample_index__gte=planned.start, sample_index__lt=planned.stop
-    ).aggregate(stored=Count("id"), unverified=Count("id", filter=Q(outcome__isnull=True)))
-    if in_round["stored"] < len(planned) or in_round["unverified"]:
-        return False  # the round is not complete yet; its own jobs will come back here
-    finished = planned.stop >= campaign.max_rollouts or (
-        campaign.policy == Campaign.Policy.ADAPTIVE and calibration.band != Band.UNDECIDED
-    )
-    items = CampaignItem.objects.filter(campaign=campaign, task_version=version, round=round_index, done=False)
-    if not finished:
-        return campaign.status == Campaign.Status.RUNNING and items.update(round=round_index + 1) == 1
-    with transaction.atomic():
-        items.update(done=True)
-        if not CampaignItem.objects.filter(campaign=campaign, done=False).exists():
-            Campaign.objects.filter(pk=campaign.pk, status=Campaign.Status.RUNNING).update(
-                status=Campaign.Status.DONE, finished_at=timezone.now()
-            )
-    return False
+    rounds = {
+        row["task_version"]: row
+        for row in Rollout.objects.filter(
+            campaign=campaign, task_version_id__in=ids, sample_index__gte=planned.start, sample_index__lt=planned.stop
+        )
+        .values("task_version")
+        .annotate(stored=Count("id"), unverified=Count("id", filter=Q(outcome__isnull=True)))
+        .order_by()
+    }
+    finished, unfinished = [], []
+    for version in versions:
+        row = rounds.get(version.pk)
+        if row is None or row["stored"] < len(planned) or row["unverified"]:
+            continue  # the round is not complete yet; its own jobs will come back here
+        done = planned.stop >= campaign.max_rollouts or (
+            campaign.policy == Campaign.Policy.ADAPTIVE and calibrations[version.pk].band != Band.UNDECIDED
+        )
+        (finished if done else unfinished).append(version.pk)
+    opened: list[int] = []
+    if unfinished and campaign.status == Campaign.Status.RUNNING:
+        opened = _items_next_round(campaign_id=campaign.pk, task_version_ids=unfinished, round_index=round_index)
+    if finished:
+        now = timezone.now()
+        with transaction.atomic():
+            CampaignItem.objects.filter(
+                campaign=campaign, task_version_id__in=finished, round=round_index, done=False
+            ).update(done=True, updated_at=now)
+            if not CampaignItem.objects.filter(campaign=campaign, done=False).exists():
+                Campaign.objects.filter(pk=campaign.pk, status=Campaign.Status.RUNNING).update(
+                    status=Campaign.Status.DONE, finished_at=now
+                )
+    return opened
+
+
+def _items_next_round(*, campaign_id: int, task_version_ids: list[int], round_index: int) -> list[int]:
+    """Move items from `round_index` to the next round; returns the versions this call moved."""
+    table = CampaignItem._meta.db_table
+    placeholders = ", ".join(["%s"] * len(task_version_ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET round = round + 1, updated_at = %s "
+            f"WHERE campaign_id = %s AND round = %s AND NOT done AND task_version_id IN ({placeholders}) "
+            "RETURNING task_version_id",
+            [timezone.now(), campaign_id, round_index, *task_version_ids],
+        )
+        return sorted(row[0] for row in cursor.fetchall())
 
 
 def campaign_set_status(*, campaign: Campaign, status: str) -> Campaign:
@@ -580,9 +807,9 @@ def campaign_run_inline(*, campaign: Campaign, progress: Callable[[int, int], No
     items = list(CampaignItem.objects.filter(campaign=campaign, done=False).values_list("task_version_id", "round"))
     for position, (version_id, round_index) in enumerate(items, start=1):
         while True:
-            rollouts_generate(campaign_id=campaign.pk, task_version_id=version_id, round_index=round_index)
-            rollouts_verify(campaign_id=campaign.pk, task_version_id=version_id)
-            if not campaign_item_advance(campaign_id=campaign.pk, task_version_id=version_id, round_index=round_index):
+            rollouts_generate(campaign_id=campaign.pk, task_version_ids=[version_id], round_index=round_index)
+            rollouts_verify(campaign_id=campaign.pk, task_version_ids=[version_id])
+            if not campaign_items_advance(campaign_id=campaign.pk, task_version_ids=[version_id], round_index=round_index):
                 break
             round_index += 1
         if progress:
@@ -596,30 +823,26 @@ def campaign_run_inline(*, campaign: Campaign, progress: Callable[[int, int], No
 # ---------------------------------------------------------------------------------------------
 
 
-def environment_calibrations_refresh(*, environment: Environment) -> int:
+def environment_calibrations_refresh(*, environment: Environment, chunk_size: int = 500) -> int:
     """Recompute every calibration of the environment's task versions from stored rollouts.
 
     No inference: each keeps its stored sampling policy (and ladder prior); the population prior
-    is fitted once per probe model. Returns how many calibrations were recomputed.
+    is fitted once per probe model, and calibrations are rewritten `chunk_size` at a time. Returns
+    how many calibrations were recomputed.
     """
-    calibrations = (
-        Calibration.objects.filter(task_version__task__environment=environment)
-        .select_related("task_version__task__environment", "probe_model")
-        .order_by("probe_model_id", "pk")
-    )
-    priors: dict[int, stats.Beta | None] = {}
     refreshed = 0
-    for calibration in calibrations.iterator(chunk_size=500):
-        if calibration.probe_model_id not in priors:
-            priors[calibration.probe_model_id] = environment_prior(
-                environment=environment, probe_model=calibration.probe_model
-            )
-        calibration_refresh(
-            task_version=calibration.task_version,
-            probe_model=calibration.probe_model,
-            population_prior=priors[calibration.probe_model_id],
+    for probe_model in ProbeModel.objects.filter(calibrations__task_version__task__environment=environment).distinct():
+        prior = environment_prior(environment=environment, probe_model=probe_model)
+        version_ids = list(
+            Calibration.objects.filter(task_version__task__environment=environment, probe_model=probe_model)
+            .order_by("task_version_id")
+            .values_list("task_version_id", flat=True)
         )
-        refreshed += 1
+        for start in range(0, len(version_ids), chunk_size):
+            versions = list(
+                TaskVersion.objects.filter(pk__in=version_ids[start : start + chunk_size]).select_related("task__environment")
+            )
+            refreshed += len(calibrations_refresh(task_versions=versions, probe_model=probe_model, population_prior=prior))
     return refreshed
 
 

@@ -7,29 +7,31 @@ from calibration import services
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=900, time_limit=960)
-def generate_rollouts(campaign_id: int, task_version_id: int, round_index: int) -> int:
-    """Queue `generate`: sample one round, then hand it to a verify worker."""
+def generate_rollouts(campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
+    """Queue `generate`: sample one round of some task versions, then hand it to a verify worker."""
     stored = services.rollouts_generate(
-        campaign_id=campaign_id, task_version_id=task_version_id, round_index=round_index
+        campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index
     )
-    verify_rollouts.delay(campaign_id, task_version_id, round_index)
+    verify_rollouts.delay(campaign_id, task_version_ids, round_index)
     return stored
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=300, time_limit=330)
-def verify_rollouts(campaign_id: int, task_version_id: int, round_index: int) -> int:
-    """Queue `verify`: score the round, refresh the calibration, and open the next round if needed."""
-    scored = services.rollouts_verify(campaign_id=campaign_id, task_version_id=task_version_id)
-    if services.campaign_item_advance(
-        campaign_id=campaign_id, task_version_id=task_version_id, round_index=round_index
-    ):
-        transaction.on_commit(lambda: generate_rollouts.delay(campaign_id, task_version_id, round_index + 1))
+def verify_rollouts(campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
+    """Queue `verify`: score the round, refresh the calibrations, and open the next round where needed."""
+    scored = services.rollouts_verify(campaign_id=campaign_id, task_version_ids=task_version_ids)
+    opened = services.campaign_items_advance(
+        campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index
+    )
+    if opened:
+        transaction.on_commit(lambda: generate_rollouts.delay(campaign_id, opened, round_index + 1))
     return scored
 
 
 @shared_task(soft_time_limit=60, time_limit=90)
 def reconcile_campaigns() -> int:
-    """Beat: re-queue rounds that stalled (a worker died between committing and queueing)."""
+    """Beat: re-queue rounds that stalled (a worker died between committing and queueing, or a
+    message was lost while Redis was handing it over)."""
     return services.campaigns_reconcile()
 
 

@@ -157,6 +157,9 @@ PASSBAND_FEEDBACK_CONFIDENCE = env_float("PASSBAND_FEEDBACK_CONFIDENCE", 0.95)
 # Beat: the chance that each too-hard or retired task is re-probed in one daily run, and that run's cap.
 PASSBAND_REPROBE_PROBABILITY = env_float("PASSBAND_REPROBE_PROBABILITY", 0.02)
 PASSBAND_REPROBE_CAP = int(os.environ.get("PASSBAND_REPROBE_CAP", "64"))
+# Task versions per generate/verify job when a server samples and the verifier is cheap: the broker
+# messages and queries of a job are shared by all of them (see calibration.services.tasks_per_job).
+PASSBAND_TASKS_PER_JOB = int(os.environ.get("PASSBAND_TASKS_PER_JOB", "32"))
 
 # Where converted model weights are cached (see calibration/backends).
 PASSBAND_MODEL_CACHE = os.environ.get("PASSBAND_MODEL_CACHE", "")
@@ -223,9 +226,15 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
 
-# Beat: re-queue campaign rounds that stalled, e.g. after a worker died between commit and queueing.
+# Beat: re-queue campaign rounds that stalled. The database, not the broker, knows what is left to do:
+# a worker killed between committing a round and queueing the next, or while Redis was handing it a
+# message (BRPOP had taken it, the worker had not yet recorded it as unacknowledged), leaves a round
+# that no message will ever run. Every PASSBAND_RECONCILE_EVERY seconds, items idle for
+# PASSBAND_STALLED_AFTER seconds are queued again (a duplicate job finds its work done).
+PASSBAND_RECONCILE_EVERY = env_float("PASSBAND_RECONCILE_EVERY", 60.0)
+PASSBAND_STALLED_AFTER = env_float("PASSBAND_STALLED_AFTER", 300.0)
 CELERY_BEAT_SCHEDULE = {
-    "reconcile-campaigns": {"task": "calibration.tasks.reconcile_campaigns", "schedule": 300.0},
+    "reconcile-campaigns": {"task": "calibration.tasks.reconcile_campaigns", "schedule": PASSBAND_RECONCILE_EVERY},
     # Some too-hard and retired tasks revive: re-probe a small random share of them once a day.
     "reprobe-sample": {"task": "calibration.tasks.reprobe_sample", "schedule": 86400.0},
 }

@@ -6,7 +6,10 @@ itself. It tells a pipeline benchmark how many rollouts per second this path can
 
 Run from the repository root:
 
-    .venv/bin/python bench/backends/openai_test_server.py --rollouts 3000 --concurrency 8 32
+    .venv/bin/python bench/backends/openai_test_server.py --rollouts 3000 --concurrency 8 32 --samples-per-request 1 16
+
+The seeds are consecutive, as a task's are, so with `--samples-per-request 16` they go out as
+requests with n=16 (see calibration/backends/openai_backend.py).
 """
 
 from __future__ import annotations
@@ -37,9 +40,13 @@ def serve_forever(base_urls: multiprocessing.Queue) -> None:
         time.sleep(3600)
 
 
-def rollouts_per_second(*, base_url: str, rollouts: int, concurrency: int, new_tokens: int) -> tuple[float, int]:
+def rollouts_per_second(
+    *, base_url: str, rollouts: int, concurrency: int, new_tokens: int, samples_per_request: int
+) -> tuple[float, int]:
     """Send `rollouts` seeds through one backend; returns (rollouts per second, errors)."""
-    backend = OpenAIBackend(base_url=base_url, model="fake-model", max_concurrency=concurrency)
+    backend = OpenAIBackend(
+        base_url=base_url, model="fake-model", max_concurrency=concurrency, samples_per_request=samples_per_request
+    )
     params = SamplingParams(max_new_tokens=new_tokens)
     try:
         backend.generate(messages=MESSAGES, seeds=list(range(100)), params=params)  # open the connections
@@ -56,6 +63,7 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32])
     parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--samples-per-request", type=int, nargs="+", default=[1, 16])
     arguments = parser.parse_args()
 
     base_urls: multiprocessing.Queue = multiprocessing.Queue()
@@ -63,13 +71,15 @@ def main() -> None:
     server.start()
     try:
         base_url = base_urls.get(timeout=30)
-        print("| concurrency | rollouts/s | errors |")
-        print("|---:|---:|---:|")
-        for concurrency in arguments.concurrency:
-            rate, errors = rollouts_per_second(
-                base_url=base_url, rollouts=arguments.rollouts, concurrency=concurrency, new_tokens=arguments.new_tokens
-            )
-            print(f"| {concurrency} | {rate:.0f} | {errors} |")
+        print("| samples per request | concurrency | rollouts/s | errors |")
+        print("|---:|---:|---:|---:|")
+        for samples_per_request in arguments.samples_per_request:
+            for concurrency in arguments.concurrency:
+                rate, errors = rollouts_per_second(
+                    base_url=base_url, rollouts=arguments.rollouts, concurrency=concurrency,
+                    new_tokens=arguments.new_tokens, samples_per_request=samples_per_request,
+                )
+                print(f"| {samples_per_request} | {concurrency} | {rate:.0f} | {errors} |")
     finally:
         server.terminate()
         server.join()

@@ -47,6 +47,7 @@ def backend_for(
     endpoint: str = "chat",
     timeout_s: float = 120.0,
     max_concurrency: int = 16,
+    samples_per_request: int = 1,
 ) -> Backend:
     """The backend for one probe-model configuration, created on first use and kept for the process.
 
@@ -54,14 +55,15 @@ def backend_for(
     default, a .gguf file, or a model folder on disk; `device` None picks CUDA when there is one) or
     "openai" (`base_url` of an OpenAI-compatible server, `model` as it serves it, the API key in the
     environment variable `api_key_env`, `endpoint` "chat" or "completions", `timeout_s` per request,
-    at most `max_concurrency` requests in flight). Raises ValueError for an unknown kind or a missing
+    at most `max_concurrency` requests in flight, up to `samples_per_request` consecutive seeds in one
+    request, for servers that seed choice i with seed + i as vLLM does). Raises ValueError for an unknown kind or a missing
     setting. A forked child (a prefork worker) never reuses its parent's backends: threads, sockets
     and CUDA contexts do not survive a fork.
     """
     global _backends_pid
     if kind not in BACKEND_KINDS:
         raise ValueError(f"unknown backend kind {kind!r}; expected one of {BACKEND_KINDS}")
-    key = (kind, model, base_url, api_key_env, revision, device, endpoint, timeout_s, max_concurrency)
+    key = (kind, model, base_url, api_key_env, revision, device, endpoint, timeout_s, max_concurrency, samples_per_request)
     with _backends_lock:
         if _backends_pid != os.getpid():
             _backends.clear()
@@ -78,6 +80,7 @@ def backend_for(
                 endpoint=endpoint,
                 timeout_s=timeout_s,
                 max_concurrency=max_concurrency,
+                samples_per_request=samples_per_request,
             )
             _backends[key] = backend
         return backend
@@ -104,6 +107,7 @@ def _create_backend(
     endpoint: str,
     timeout_s: float,
     max_concurrency: int,
+    samples_per_request: int,
 ) -> Backend:
     if kind == "transformers":
         from calibration.backends.transformers_backend import TransformersBackend
@@ -121,4 +125,5 @@ def _create_backend(
         endpoint=endpoint,
         timeout_s=timeout_s,
         max_concurrency=max_concurrency,
+        samples_per_request=samples_per_request,
     )

@@ -12,9 +12,11 @@ from typing import Literal, Protocol, runtime_checkable
 
 FinishReason = Literal["stop", "length", "error"]
 
-# Seeds are stored in a signed 64-bit column and sent to servers that take an int64, so they keep 63 bits.
+# Seeds are stored in a signed 64-bit column and sent to servers that take an int64, so they keep 63 bits:
+# a 62-bit base per (campaign, task version) plus the sample index.
 SEED_BITS = 63
-
+_SEED_BASE_BITS = SEED_BITS - 1
+MAX_SAMPLE_INDEX = 2**31 - 1
 
 @dataclass(frozen=True)
 class SamplingParams:
@@ -84,15 +86,23 @@ class Backend(Protocol):
         """
         ...
 
+    def generate_many(
+        self, *, prompts: list[tuple[list[dict[str, str]], list[int]]], params: SamplingParams
+    ) -> list[list[Generation]]:
+        """`generate` for each (messages, seeds) of `prompts`, in order. A server backend sends them
+        together; an in-process backend may sample them one after another."""
+        ...
+
 
 def rollout_seed(*, campaign_seed: int, task_version_hash: str, sample_index: int) -> int:
-    """The seed of one rollout: a 63-bit integer from sha256 of (campaign seed, task version, index).
+    """The seed of one rollout: a 62-bit base from sha256 of (campaign seed, task version), plus the index.
 
-    Stable across processes and machines; two rollouts of a task version differ in `sample_index`, so
-    their seeds differ (a collision would need two sha256 prefixes to agree in 63 bits).
+    Stable across processes and machines. The samples of one task version get consecutive seeds, so
+    two of them never share one, and a run of them is one vLLM request: with `n` and `seed=s`, vLLM
+    samples choice i with seed s + i, exactly as n requests with seeds s, s + 1, ... would.
     """
-    if sample_index < 0:
-        raise ValueError(f"sample_index must be >= 0, got {sample_index}")
-    material = f"passband-rollout-seed\x00{campaign_seed}\x00{task_version_hash}\x00{sample_index}"
+    if not 0 <= sample_index <= MAX_SAMPLE_INDEX:
+        raise ValueError(f"sample_index must lie in [0, {MAX_SAMPLE_INDEX}], got {sample_index}")
+    material = f"passband-rollout-seed\x00{campaign_seed}\x00{task_version_hash}"
     digest = hashlib.sha256(material.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") >> (64 - SEED_BITS)
+    return (int.from_bytes(digest[:8], "big") >> (64 - _SEED_BASE_BITS)) + sample_index

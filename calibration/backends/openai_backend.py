@@ -1,7 +1,12 @@
 """Sampling from any OpenAI-compatible server (vLLM, SGLang, llama.cpp's server) over HTTP.
 
-Each rollout has its own seed, so each seed is one request (`n=1`, `seed=<seed>`), sent from a bounded
-thread pool. Exact capture follows vLLM's extensions: `return_token_ids` makes vLLM return the prompt's
+Each rollout has its own seed. By default each seed is one request (`n=1`, `seed=<seed>`), sent from a
+bounded thread pool. With `samples_per_request > 1` a run of consecutive seeds s, s + 1, ... is one
+request (`n=<run length>`, `seed=s`): vLLM samples choice i with seed s + i, so the answer is the
+same as that of one request per seed, while the server reads the prompt once and Passband makes one
+round trip instead of n. Use it only with servers that seed choices that way (vLLM does).
+
+Exact capture follows vLLM's extensions: `return_token_ids` makes vLLM return the prompt's
 and the completion's token ids (`prompt_token_ids`, `choices[].token_ids`), and
 `return_tokens_as_token_ids` makes every logprob entry name its token as "token_id:<id>", which also
 gives the completion ids on vLLM versions without `return_token_ids`. Whatever the server leaves out
@@ -66,19 +71,21 @@ class OpenAIBackend:
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 30.0,
         vllm_fields: bool = True,
+        samples_per_request: int = 1,
     ) -> None:
         """Talk to `base_url` (e.g. "http://gpu-1:8000/v1"; a bare host gets "/v1") about `model`.
 
         The API key is read from the environment variable named `api_key_env` (none when empty).
         `endpoint` is "chat" (/chat/completions, messages in) or "completions" (/completions, the one
         message's content in as a raw prompt). `max_retries` counts tries after the first.
+        `samples_per_request` caps `n`: above 1, consecutive seeds share a request (see the module).
         """
         if endpoint not in ENDPOINTS:
             raise ValueError(f"endpoint must be one of {ENDPOINTS}, got {endpoint!r}")
         if not model:
             raise ValueError("the openai backend needs the model name the server serves")
-        if max_concurrency < 1 or max_retries < 0 or timeout_s <= 0:
-            raise ValueError("need max_concurrency >= 1, max_retries >= 0 and timeout_s > 0")
+        if max_concurrency < 1 or max_retries < 0 or timeout_s <= 0 or samples_per_request < 1:
+            raise ValueError("need max_concurrency >= 1, max_retries >= 0, timeout_s > 0 and samples_per_request >= 1")
         self.base_url = normalise_base_url(base_url=base_url)
         self.model = model
         self.revision = revision
@@ -88,6 +95,7 @@ class OpenAIBackend:
         self.backoff_max_s = backoff_max_s
         self.vllm_fields = vllm_fields
         self.max_concurrency = max_concurrency
+        self.samples_per_request = samples_per_request
         headers = {"Content-Type": "application/json"}
         if api_key_env:
             api_key = os.environ.get(api_key_env, "")
@@ -105,17 +113,28 @@ class OpenAIBackend:
         self._close_lock = threading.Lock()
 
     def generate(self, *, messages: list[dict[str, str]], seeds: list[int], params: SamplingParams) -> list[Generation]:
-        """Sample one completion of `messages` per seed (one request each); in the order of `seeds`."""
-        if self.endpoint == "completions" and len(messages) != 1:
+        """Sample one completion of `messages` per seed; in the order of `seeds`."""
+        return self.generate_many(prompts=[(messages, seeds)], params=params)[0]
+
+    def generate_many(
+        self, *, prompts: list[tuple[list[dict[str, str]], list[int]]], params: SamplingParams
+    ) -> list[list[Generation]]:
+        """`generate` for several (messages, seeds) at once: all their requests share the pool, so the
+        server sees them together (up to `max_concurrency` in flight)."""
+        if self.endpoint == "completions" and any(len(messages) != 1 for messages, _ in prompts):
             raise ValueError(
-                "the completions endpoint sends one message's content as a raw prompt; this prompt has "
-                f"{len(messages)} messages: use endpoint='chat'"
+                "the completions endpoint sends one message's content as a raw prompt; a prompt here has "
+                "several messages: use endpoint='chat'"
             )
-        # Even a single seed goes through the pool, which bounds the requests of all threads together.
+        # Even a single request goes through the pool, which bounds the requests of all threads together.
         futures = [
-            self._pool.submit(self._generate_one, messages=messages, seed=seed, params=params) for seed in seeds
+            [
+                self._pool.submit(self._generate_run, messages=messages, seeds=run, params=params)
+                for run in seed_runs(seeds, limit=self.samples_per_request)
+            ]
+            for messages, seeds in prompts
         ]
-        return [future.result() for future in futures]
+        return [[generation for future in runs for generation in future.result()] for runs in futures]
 
     def close(self) -> None:
         """Release the connections and threads; the backend cannot be used afterwards."""
@@ -125,11 +144,13 @@ class OpenAIBackend:
                 self._pool.shutdown(wait=True)
                 self._client.close()
 
-    def request_body(self, *, messages: list[dict[str, str]], seed: int, params: SamplingParams) -> dict[str, Any]:
-        """The JSON body of the request for one seed."""
+    def request_body(
+        self, *, messages: list[dict[str, str]], seed: int, params: SamplingParams, n: int = 1
+    ) -> dict[str, Any]:
+        """The JSON body of the request for `n` samples seeded `seed`, `seed + 1`, ..."""
         body: dict[str, Any] = {
             "model": self.model,
-            "n": 1,
+            "n": n,
             "seed": seed,
             "temperature": params.temperature,
             "top_p": params.top_p,
@@ -148,17 +169,20 @@ class OpenAIBackend:
             body["return_tokens_as_token_ids"] = True
         return body
 
-    def _generate_one(self, *, messages: list[dict[str, str]], seed: int, params: SamplingParams) -> Generation:
+    def _generate_run(self, *, messages: list[dict[str, str]], seeds: list[int], params: SamplingParams) -> list[Generation]:
+        """One request for a run of consecutive seeds, retried as a whole; one Generation per seed."""
         url = f"{self.base_url}/{'chat/completions' if self.endpoint == 'chat' else 'completions'}"
-        body = self.request_body(messages=messages, seed=seed, params=params)
+        body = self.request_body(messages=messages, seed=seeds[0], params=params, n=len(seeds))
         started = time.perf_counter()
         failures: list[str] = []
         for attempt in range(self.max_retries + 1):
             try:
                 payload = self._post(url=url, body=body)
-                generation = parse_response(payload=payload, endpoint=self.endpoint, seed=seed)
-                generation.latency_ms = (time.perf_counter() - started) * 1000
-                return generation
+                generations = parse_choices(payload=payload, endpoint=self.endpoint, seeds=seeds)
+                latency_ms = (time.perf_counter() - started) * 1000
+                for generation in generations:
+                    generation.latency_ms = latency_ms
+                return generations
             except _FinalError as error:
                 failures.append(str(error))
                 break
@@ -168,8 +192,9 @@ class OpenAIBackend:
                     break
                 time.sleep(self._backoff_s(attempt=attempt, retry_after_s=error.retry_after_s))
         message = f"{self.base_url} failed after {len(failures)} tries: " + "; ".join(failures[-3:])
-        logger.warning("openai generation failed (model %s, seed %d): %s", self.model, seed, message)
-        return Generation.failed(seed=seed, error=message, latency_ms=(time.perf_counter() - started) * 1000)
+        logger.warning("openai generation failed (model %s, seeds %d..%d): %s", self.model, seeds[0], seeds[-1], message)
+        latency_ms = (time.perf_counter() - started) * 1000
+        return [Generation.failed(seed=seed, error=message, latency_ms=latency_ms) for seed in seeds]
 
     def _post(self, *, url: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -208,18 +233,44 @@ def normalise_base_url(*, base_url: str) -> str:
     return stripped if parts.path else f"{stripped}/v1"
 
 
-def parse_response(*, payload: dict[str, Any], endpoint: str, seed: int) -> Generation:
-    """Turn one chat or completions response (n=1) into a Generation, keeping the server's token ids.
+def seed_runs(seeds: list[int], *, limit: int) -> list[list[int]]:
+    """`seeds` cut, in order, into runs of consecutive integers of at most `limit` seeds each."""
+    runs: list[list[int]] = []
+    for seed in seeds:
+        if runs and len(runs[-1]) < limit and seed == runs[-1][-1] + 1:
+            runs[-1].append(seed)
+        else:
+            runs.append([seed])
+    return runs
 
-    Raises _RetryableError when the server aborted the sample (finish reason "abort" or none), and
-    _FinalError when the answer has no choices at all.
+
+def parse_response(*, payload: dict[str, Any], endpoint: str, seed: int) -> Generation:
+    """Turn one chat or completions response (n=1) into a Generation, keeping the server's token ids."""
+    return parse_choices(payload=payload, endpoint=endpoint, seeds=[seed])[0]
+
+
+def parse_choices(*, payload: dict[str, Any], endpoint: str, seeds: list[int]) -> list[Generation]:
+    """Turn a chat or completions response with n = len(seeds) choices into Generations.
+
+    Choice i (by its `index`) was sampled with `seeds[i]`. Raises _RetryableError when the server
+    aborted a sample (finish reason "abort" or none), and _FinalError when choices are missing.
     """
     choices = payload.get("choices")
-    if not choices or not isinstance(choices, list):
+    if not choices or not isinstance(choices, list) or not all(isinstance(choice, dict) for choice in choices):
         raise _FinalError(f"response has no choices: {str(payload)[:200]}")
-    choice = choices[0]
-    if not isinstance(choice, dict):
-        raise _FinalError(f"response choice is not an object: {str(choice)[:200]}")
+    by_index = {choice.get("index"): choice for choice in choices} if len(seeds) > 1 else {0: choices[0]}
+    if sorted(by_index) != list(range(len(seeds))):
+        raise _FinalError(f"asked for {len(seeds)} choices, got indices {sorted(by_index, key=str)[:20]}")
+    usage = payload.get("usage") or {}
+    return [
+        _parse_choice(choice=by_index[index], payload=payload, endpoint=endpoint, seed=seed, usage=usage, n=len(seeds))
+        for index, seed in enumerate(seeds)
+    ]
+
+
+def _parse_choice(
+    *, choice: dict[str, Any], payload: dict[str, Any], endpoint: str, seed: int, usage: dict[str, Any], n: int
+) -> Generation:
     server_finish = choice.get("finish_reason")
     if server_finish == "length":
         finish_reason = "length"
@@ -243,9 +294,12 @@ def parse_response(*, payload: dict[str, Any], endpoint: str, seed: int) -> Gene
         completion_token_ids = entry_ids
     if completion_token_ids is None and token_names:
         completion_token_ids = _ids_from_token_names(token_names)
-    usage = payload.get("usage") or {}
     completion_ids = _ints(completion_token_ids)
     prompt_ids = _ints(prompt_token_ids)
+    # `usage` counts the prompt once and the completions of all n choices together.
+    output_tokens = len(completion_ids) if completion_ids is not None else None
+    if output_tokens is None and n == 1:
+        output_tokens = usage.get("completion_tokens")
     return Generation(
         text=text,
         seed=seed,
@@ -255,7 +309,7 @@ def parse_response(*, payload: dict[str, Any], endpoint: str, seed: int) -> Gene
         completion_token_ids=completion_ids,
         logprobs=logprobs,
         input_tokens=usage.get("prompt_tokens", len(prompt_ids) if prompt_ids is not None else None),
-        output_tokens=usage.get("completion_tokens", len(completion_ids) if completion_ids is not None else None),
+        output_tokens=output_tokens,
     )
 
 

@@ -165,6 +165,12 @@ class TransformersBackend:
             encoded = encoded["input_ids"]
         return [int(token_id) for token_id in encoded]
 
+    def generate_many(
+        self, *, prompts: list[tuple[list[dict[str, str]], list[int]]], params: SamplingParams
+    ) -> list[list[Generation]]:
+        """`generate` for each (messages, seeds), one prompt's batch after another."""
+        return [self.generate(messages=messages, seeds=seeds, params=params) for messages, seeds in prompts]
+
     def generate(self, *, messages: list[dict[str, str]], seeds: list[int], params: SamplingParams) -> list[Generation]:
         """Sample one completion of `messages` per seed; returns them in the order of `seeds`.
 

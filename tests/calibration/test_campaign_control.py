@@ -34,7 +34,7 @@ def test_paused_campaign_generates_nothing_until_resumed(arithmetic, alice, fake
     campaign = start(arithmetic, alice, fake_server, rollouts=4, round_size=4, seed=2)
     services.campaign_set_status(campaign=campaign, status=Campaign.Status.PAUSED)
     version = campaign.items.get().task_version
-    assert services.rollouts_generate(campaign_id=campaign.pk, task_version_id=version.pk, round_index=0) == 0
+    assert services.rollouts_generate(campaign_id=campaign.pk, task_version_ids=[version.pk], round_index=0) == 0
     services.campaign_set_status(campaign=campaign, status=Campaign.Status.RUNNING)
     services.campaign_run_inline(campaign=campaign)
     assert campaign.status == Campaign.Status.DONE and campaign.rollouts.count() == 4

@@ -55,7 +55,7 @@ def test_inline_probe_captures_tokens_and_calibrates(two_tasks, smollm2, alice):
 
     # Running a finished round again stores nothing new.
     version = rollouts[0].task_version
-    assert services.rollouts_generate(campaign_id=campaign.pk, task_version_id=version.pk, round_index=0) == 0
+    assert services.rollouts_generate(campaign_id=campaign.pk, task_version_ids=[version.pk], round_index=0) == 0
     assert Rollout.objects.filter(campaign=campaign).count() == 6
 
 

@@ -8,7 +8,7 @@ It answers POST /v1/chat/completions and /v1/completions the way vLLM does (with
 * the chat prompt is rendered as "<role>content\\n" per message, then "<assistant>";
 * the completion is random words drawn from the request's seed and prompt (greedy, temperature 0,
   ignores the seed), ending with the EOS token with probability `eos_probability` before each word,
-  or whatever `respond(prompt_text, seed)` returns;
+  or whatever `respond(prompt_text, seed)` returns; with `n`, choice i uses seed + i, as vLLM's does;
 * stop strings, max_tokens and finish reasons behave like vLLM's (the text is cut before a stop string;
   the token ids keep every generated token, EOS included).
 
@@ -113,6 +113,7 @@ class OpenAITestServer:
         api_key: str | None = None,
         record_requests: bool = True,
         tool_parser: bool = False,
+        ignores_n: bool = False,
     ) -> None:
         """Configure the fake: see the module docstring. `supports_token_ids=False` ignores
         `return_token_ids` (no id fields), `supports_token_names=False` ignores
@@ -122,7 +123,8 @@ class OpenAITestServer:
         `tool_parser=True` acts like vLLM's hermes tool parser on chat requests that send `tools`:
         `<tool_call>{"name": ..., "arguments": ...}</tool_call>` blocks in the sampled text become
         `message.tool_calls` (arguments as JSON text; a block that is not JSON is passed through as
-        the arguments text), and the finish reason becomes "tool_calls".
+        the arguments text), and the finish reason becomes "tool_calls". `ignores_n=True` answers one
+        choice whatever `n` asks for.
         """
         if fail_with != "drop" and not (isinstance(fail_with, int) and 400 <= fail_with <= 599):
             raise ValueError(f"fail_with must be an HTTP error status or 'drop', got {fail_with!r}")
@@ -139,6 +141,7 @@ class OpenAITestServer:
         self.api_key = api_key
         self.record_requests = record_requests
         self.tool_parser = tool_parser
+        self.ignores_n = ignores_n
         self.requests: list[RecordedRequest] = []
         self.request_count = 0
         self._lock = threading.Lock()
@@ -191,8 +194,7 @@ class OpenAITestServer:
                 self.requests.append(RecordedRequest(path=path, body=body, authorization=authorization))
         return self.fail_with if number < self.fail_first else None
 
-    def _sample(self, *, prompt_text: str, body: dict[str, Any]) -> _Sample:
-        seed = int(body.get("seed") or 0)
+    def _sample(self, *, prompt_text: str, body: dict[str, Any], seed: int) -> _Sample:
         temperature = float(body.get("temperature", 1.0))
         max_tokens = int(body.get("max_tokens") or 16)
         stop = body.get("stop") or []
@@ -244,22 +246,56 @@ class OpenAITestServer:
             if not isinstance(prompt, str):
                 return 400, _error("prompt must be a string")
             prompt_text = prompt
-        if int(body.get("n") or 1) != 1:
-            return 400, _error("this test server samples n=1 per request")
-        sample = self._sample(prompt_text=prompt_text, body=body)
+        n = 1 if self.ignores_n else int(body.get("n") or 1)
+        if not 1 <= n <= 1024:
+            return 400, _error("n must lie between 1 and 1024")
+        # As vLLM: choice i of a seeded request is sampled with seed + i.
+        seed = int(body.get("seed") or 0)
+        samples = [self._sample(prompt_text=prompt_text, body=body, seed=seed + index) for index in range(n)]
         prompt_ids = fake_encode(prompt_text)
         with_ids = self.supports_token_ids and bool(body.get("return_token_ids"))
         as_ids = self.supports_token_names and bool(body.get("return_tokens_as_token_ids"))
+        wants_logprobs = self.supports_logprobs and body.get("logprobs") not in (None, False)
+        completion_tokens = sum(len(sample.token_ids) for sample in samples)
+        usage = {
+            "prompt_tokens": len(prompt_ids),
+            "completion_tokens": completion_tokens,
+            "total_tokens": len(prompt_ids) + completion_tokens,
+        }
+        choices = [
+            self._choice(
+                index=index, sample=sample, chat=chat, body=body, prompt_ids=prompt_ids,
+                with_ids=with_ids, as_ids=as_ids, wants_logprobs=wants_logprobs,
+            )
+            for index, sample in enumerate(samples)
+        ]
+        created = int(time.time())
+        if chat:
+            return 200, {
+                "id": f"chatcmpl-{self.request_count}",
+                "object": "chat.completion",
+                "created": created,
+                "model": self.model,
+                "choices": choices,
+                "usage": usage,
+                "prompt_token_ids": prompt_ids if with_ids else None,
+            }
+        return 200, {
+            "id": f"cmpl-{self.request_count}",
+            "object": "text_completion",
+            "created": created,
+            "model": self.model,
+            "choices": choices,
+            "usage": usage,
+        }
+
+    def _choice(
+        self, *, index: int, sample: _Sample, chat: bool, body: dict[str, Any], prompt_ids: list[int],
+        with_ids: bool, as_ids: bool, wants_logprobs: bool,
+    ) -> dict[str, Any]:
         names = [
             f"token_id:{token_id}" if as_ids else fake_decode([token_id]) for token_id in sample.token_ids
         ]
-        wants_logprobs = self.supports_logprobs and body.get("logprobs") not in (None, False)
-        created = int(time.time())
-        usage = {
-            "prompt_tokens": len(prompt_ids),
-            "completion_tokens": len(sample.token_ids),
-            "total_tokens": len(prompt_ids) + len(sample.token_ids),
-        }
         if chat:
             logprobs = (
                 {
@@ -275,23 +311,13 @@ class OpenAITestServer:
             message, finish_reason = {"role": "assistant", "content": sample.text}, sample.finish_reason
             if self.tool_parser and body.get("tools"):
                 message, finish_reason = _parse_tool_calls(sample.text, finish_reason)
-            return 200, {
-                "id": f"chatcmpl-{self.request_count}",
-                "object": "chat.completion",
-                "created": created,
-                "model": self.model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": message,
-                        "logprobs": logprobs,
-                        "finish_reason": finish_reason,
-                        "stop_reason": None,
-                        "token_ids": sample.token_ids if with_ids else None,
-                    }
-                ],
-                "usage": usage,
-                "prompt_token_ids": prompt_ids if with_ids else None,
+            return {
+                "index": index,
+                "message": message,
+                "logprobs": logprobs,
+                "finish_reason": finish_reason,
+                "stop_reason": None,
+                "token_ids": sample.token_ids if with_ids else None,
             }
         logprobs = (
             {
@@ -303,23 +329,14 @@ class OpenAITestServer:
             if wants_logprobs
             else None
         )
-        return 200, {
-            "id": f"cmpl-{self.request_count}",
-            "object": "text_completion",
-            "created": created,
-            "model": self.model,
-            "choices": [
-                {
-                    "index": 0,
-                    "text": sample.text,
-                    "logprobs": logprobs,
-                    "finish_reason": sample.finish_reason,
-                    "stop_reason": None,
-                    "prompt_token_ids": prompt_ids if with_ids else None,
-                    "token_ids": sample.token_ids if with_ids else None,
-                }
-            ],
-            "usage": usage,
+        return {
+            "index": index,
+            "text": sample.text,
+            "logprobs": logprobs,
+            "finish_reason": sample.finish_reason,
+            "stop_reason": None,
+            "prompt_token_ids": prompt_ids if with_ids else None,
+            "token_ids": sample.token_ids if with_ids else None,
         }
 
 

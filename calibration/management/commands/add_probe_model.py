@@ -23,6 +23,11 @@ class Command(BaseCommand):
         parser.add_argument("--usd-per-million-input-tokens", type=float, default=0)
         parser.add_argument("--usd-per-million-output-tokens", type=float, default=0)
         parser.add_argument(
+            "--samples-per-request", type=int, default=1,
+            help="openai: send up to this many consecutive seeds as one request (n); only for servers that "
+            "seed choice i with seed + i, as vLLM does.",
+        )
+        parser.add_argument(
             "--strong", action="store_true", help="A strong model: 0 passes on an audited task flags it for review."
         )
 
@@ -44,6 +49,7 @@ class Command(BaseCommand):
                 usd_per_million_input_tokens=options["usd_per_million_input_tokens"],
                 usd_per_million_output_tokens=options["usd_per_million_output_tokens"],
                 strong=options["strong"],
+                samples_per_request=options["samples_per_request"],
             )
         except CalibrationError as error:
             raise CommandError(str(error)) from None

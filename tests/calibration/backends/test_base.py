@@ -12,13 +12,16 @@ def test_rollout_seed_is_stable_across_processes():
     assert rollout_seed(campaign_seed=7, task_version_hash="abc123", sample_index=0) == rollout_seed(
         campaign_seed=7, task_version_hash="abc123", sample_index=0
     )
-    assert rollout_seed(campaign_seed=7, task_version_hash="abc123", sample_index=0) == 1944397185555798312
+    assert rollout_seed(campaign_seed=7, task_version_hash="abc123", sample_index=0) == 3259725185550618187
 
 
-def test_rollout_seeds_of_one_task_never_repeat():
+def test_rollout_seeds_of_one_task_never_repeat_and_run_consecutively():
     seeds = [rollout_seed(campaign_seed=1, task_version_hash="f" * 64, sample_index=index) for index in range(20_000)]
     assert len(set(seeds)) == len(seeds)
-    assert all(0 <= seed < 2**63 for seed in seeds)
+    # Consecutive, so one vLLM request (seed s, n samples) reproduces the seeds s, s + 1, ...
+    assert all(later == earlier + 1 for earlier, later in zip(seeds, seeds[1:]))
+    last = rollout_seed(campaign_seed=1, task_version_hash="f" * 64, sample_index=2**31 - 1)
+    assert all(0 <= seed < 2**63 for seed in [*seeds, last])
 
 
 def test_rollout_seed_depends_on_campaign_and_task_version():
@@ -34,6 +37,8 @@ def test_rollout_seed_depends_on_campaign_and_task_version():
 def test_rollout_seed_rejects_a_negative_index():
     with pytest.raises(ValueError, match="sample_index"):
         rollout_seed(campaign_seed=1, task_version_hash="a", sample_index=-1)
+    with pytest.raises(ValueError, match="sample_index"):
+        rollout_seed(campaign_seed=1, task_version_hash="a", sample_index=2**31)
 
 
 def test_sampling_params_validate_and_freeze_stop_strings():

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from calibration.backends import Backend, SamplingParams
-from calibration.backends.openai_backend import OpenAIBackend, normalise_base_url
+from calibration.backends.openai_backend import OpenAIBackend, normalise_base_url, seed_runs
 from tests.support.openai_server import (
     FAKE_EOS_TOKEN_ID,
     OpenAITestServer,
@@ -83,6 +83,47 @@ def test_same_seed_same_completion_different_seeds_differ(server):
     again = backend.generate(messages=MESSAGES, seeds=[3], params=PARAMS)[0]
     assert again.completion_token_ids == first[3].completion_token_ids
     assert len({tuple(generation.completion_token_ids) for generation in first}) >= 8
+
+
+def test_seed_runs_cut_consecutive_seeds_into_bounded_runs():
+    assert seed_runs([10, 11, 12, 13, 14, 40, 41, 7], limit=4) == [[10, 11, 12, 13], [14], [40, 41], [7]]
+    assert seed_runs([3, 4, 5], limit=1) == [[3], [4], [5]]
+    assert seed_runs([5, 4], limit=8) == [[5], [4]]
+    assert seed_runs([], limit=8) == []
+
+
+def test_consecutive_seeds_share_a_request_and_match_one_request_per_seed(server):
+    seeds = [10, 11, 12, 13, 14, 15, 40, 41]
+    one_each = make_backend(server.base_url).generate(messages=MESSAGES, seeds=seeds, params=PARAMS)
+    server.requests.clear()
+    shared = make_backend(server.base_url, samples_per_request=4).generate(messages=MESSAGES, seeds=seeds, params=PARAMS)
+    asked = sorted((request.body["seed"], request.body["n"]) for request in server.requests)
+    assert asked == [(10, 4), (14, 2), (40, 2)]
+    assert [generation.seed for generation in shared] == seeds
+    for alone, together in zip(one_each, shared, strict=True):
+        assert together.completion_token_ids == alone.completion_token_ids
+        assert together.logprobs == alone.logprobs and together.text == alone.text
+        assert together.prompt_token_ids == alone.prompt_token_ids
+        assert together.output_tokens == len(together.completion_token_ids)
+        assert together.input_tokens == len(together.prompt_token_ids)
+    assert len({tuple(generation.completion_token_ids) for generation in shared}) >= 6
+
+
+def test_a_failing_shared_request_fails_every_seed_of_its_run():
+    with OpenAITestServer(fail_first=1000, fail_with=503) as server:
+        backend = make_backend(server.base_url, max_retries=1, samples_per_request=8)
+        generations = backend.generate(messages=MESSAGES, seeds=[1, 2, 3], params=PARAMS)
+        assert server.request_count == 2  # one run, two tries
+    assert [generation.seed for generation in generations] == [1, 2, 3]
+    assert all(generation.finish_reason == "error" and "HTTP 503" in generation.error for generation in generations)
+
+
+def test_a_server_that_ignores_n_gives_error_generations_not_misattributed_samples():
+    # A server that answers one choice to n=3 must not have its one sample taken for three seeds.
+    with OpenAITestServer(ignores_n=True) as server:
+        backend = make_backend(server.base_url, max_retries=0, samples_per_request=3)
+        generations = backend.generate(messages=MESSAGES, seeds=[7, 8, 9], params=PARAMS)
+    assert all(generation.finish_reason == "error" and "asked for 3 choices" in generation.error for generation in generations)
 
 
 @pytest.mark.parametrize("failure", [429, 500, 503, "drop"])
