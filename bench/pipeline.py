@@ -32,6 +32,7 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=16, help="Rollouts per task.")
     parser.add_argument("--round-size", type=int, default=0, help="Rollouts per round (default: all in one round).")
     parser.add_argument("--tasks-per-job", type=int, default=32, help="Task versions per generate/verify job.")
+    parser.add_argument("--timeout", type=float, default=900, help="Give up after this many seconds.")
     parser.add_argument("--concurrency", type=int, default=2, help="Prefork processes of the worker.")
     parser.add_argument(
         "--samples-per-request", type=int, default=16,
@@ -85,6 +86,8 @@ def main() -> None:
             round_size=round_size, seed=1,
         )
         while Campaign.objects.get(pk=campaign.pk).status != Campaign.Status.DONE:
+            if time.perf_counter() - started > args.timeout:
+                sys.exit(f"the campaign did not finish within {args.timeout:.0f} s")
             time.sleep(0.1)
         elapsed = time.perf_counter() - started
     finally:

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Count, F, Max, Q, Sum
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, Sum
 from django.utils import timezone
 
 from calibration import backends, stats, verifiers
@@ -208,10 +208,11 @@ def campaigns_reconcile(*, stalled_for_seconds: float | None = None) -> int:
     settings.PASSBAND_STALLED_AFTER); run by beat. Returns how many items were queued."""
     if stalled_for_seconds is None:
         stalled_for_seconds = settings.PASSBAND_STALLED_AFTER
-    return sum(
-        campaign_enqueue_pending(campaign_id=campaign_id, stalled_for_seconds=stalled_for_seconds)
-        for campaign_id in Campaign.objects.filter(status=Campaign.Status.RUNNING).values_list("pk", flat=True)
-    )
+    queued = 0
+    for campaign_id in Campaign.objects.filter(status=Campaign.Status.RUNNING).values_list("pk", flat=True):
+        if not campaign_finish_if_done(campaign_id=campaign_id):
+            queued += campaign_enqueue_pending(campaign_id=campaign_id, stalled_for_seconds=stalled_for_seconds)
+    return queued
 
 
 def round_indices(campaign: Campaign, round_index: int) -> range:
@@ -757,16 +758,26 @@ def campaign_items_advance(*, campaign_id: int, task_version_ids: int | list[int
     if unfinished and campaign.status == Campaign.Status.RUNNING:
         opened = _items_next_round(campaign_id=campaign.pk, task_version_ids=unfinished, round_index=round_index)
     if finished:
-        now = timezone.now()
-        with transaction.atomic():
-            CampaignItem.objects.filter(
-                campaign=campaign, task_version_id__in=finished, round=round_index, done=False
-            ).update(done=True, updated_at=now)
-            if not CampaignItem.objects.filter(campaign=campaign, done=False).exists():
-                Campaign.objects.filter(pk=campaign.pk, status=Campaign.Status.RUNNING).update(
-                    status=Campaign.Status.DONE, finished_at=now
-                )
+        CampaignItem.objects.filter(
+            campaign=campaign, task_version_id__in=finished, round=round_index, done=False
+        ).update(done=True, updated_at=timezone.now())
+        campaign_finish_if_done(campaign_id=campaign.pk)
     return opened
+
+
+def campaign_finish_if_done(*, campaign_id: int) -> bool:
+    """Mark a running campaign done when none of its items is open; True if this call did.
+
+    Run after the items' own update has committed, as one statement: of two jobs that close the
+    last items at the same moment, the one that commits last then sees every item closed. (Checked
+    inside each job's transaction, neither would see the other's items, and neither would finish.)
+    """
+    open_items = CampaignItem.objects.filter(campaign=OuterRef("pk"), done=False)
+    return bool(
+        Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.RUNNING)
+        .filter(~Exists(open_items))
+        .update(status=Campaign.Status.DONE, finished_at=timezone.now())
+    )
 
 
 def _items_next_round(*, campaign_id: int, task_version_ids: list[int], round_index: int) -> list[int]:

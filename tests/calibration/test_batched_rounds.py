@@ -177,3 +177,17 @@ def test_reconcile_requeues_rounds_idle_past_the_stall_time_only(arithmetic, ali
         assert services.campaigns_reconcile() == 2
     [call] = delay.call_args_list
     assert call.args == (campaign.pk, [items[0].task_version_id, items[1].task_version_id], 0)
+
+
+@pytest.mark.django_db
+def test_reconcile_finishes_a_campaign_whose_items_are_all_done(arithmetic, alice, server_url):
+    campaign = two_round_campaign(arithmetic, alice, server_url, tasks=3)
+    items = CampaignItem.objects.filter(campaign=campaign)
+    items.exclude(pk=items.first().pk).update(done=True)
+    assert not services.campaign_finish_if_done(campaign_id=campaign.pk)
+    items.update(done=True)  # e.g. two jobs closed the last items at the same moment
+    with mock.patch("calibration.tasks.generate_rollouts.delay") as delay:
+        assert services.campaigns_reconcile(stalled_for_seconds=0) == 0
+    delay.assert_not_called()
+    campaign.refresh_from_db()
+    assert campaign.status == Campaign.Status.DONE and campaign.finished_at is not None
