@@ -36,3 +36,22 @@ def django_in_fresh_database(*, suffix: str) -> None:
 
     django.setup()
     call_command("migrate", verbosity=0)
+
+
+def exact_match_environment(*, tasks: int):
+    """A superuser and an environment of `tasks` exact-match tasks ("Say 42"); returns (user, environment)."""
+    from django.contrib.auth import get_user_model
+
+    from curation.services import environment_create, tasks_import
+    from tests.factories import jsonl
+
+    user = get_user_model().objects.create_superuser("bench", "bench@example.invalid", "bench")
+    environment = environment_create(name="bench", domain="text", default_verifier={"kind": "exact"})
+    tasks_import(
+        environment=environment,
+        owner=user,
+        data=jsonl(*[{"key": f"t-{i}", "prompt": f"Say 42, please ({i}).", "answer": "42"} for i in range(tasks)]),
+        filename="bench.jsonl",
+        run_audits=False,
+    )
+    return user, environment

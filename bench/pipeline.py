@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.database import django_in_fresh_database  # noqa: E402
+from bench.database import django_in_fresh_database, exact_match_environment  # noqa: E402
 
 
 def main() -> None:
@@ -46,25 +46,14 @@ def main() -> None:
     django_in_fresh_database(suffix="_bench")
     import redis
     from django.conf import settings
-    from django.contrib.auth import get_user_model
     from django.db import connection
 
     from calibration import services
     from calibration.models import Campaign, Rollout
-    from curation.services import environment_create, tasks_import
-    from tests.factories import jsonl
     from tests.support.openai_server import OpenAITestServer
 
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
-    user = get_user_model().objects.create_superuser("bench", "bench@example.invalid", "bench")
-    environment = environment_create(name="bench", domain="text", default_verifier={"kind": "exact"})
-    tasks_import(
-        environment=environment,
-        owner=user,
-        data=jsonl(*[{"key": f"t-{i}", "prompt": f"Say 42, please ({i}).", "answer": "42"} for i in range(args.tasks)]),
-        filename="bench.jsonl",
-        run_audits=False,
-    )
+    user, environment = exact_match_environment(tasks=args.tasks)
 
     server = OpenAITestServer(record_requests=False, eos_probability=0.3).start()
     model = services.probe_model_add(

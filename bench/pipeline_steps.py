@@ -1,0 +1,74 @@
+"""The pipeline's steps in one process, without a broker: rollouts per second and queries per task.
+
+Runs what the workers run (`rollouts_generate`, `rollouts_verify`, `campaign_items_advance`) over a
+campaign of one round, `--tasks-per-job` task versions per step, against the OpenAI-compatible test
+server in a thread of this process. It isolates the database and Python cost of a round from Celery.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/passband \
+        .venv/bin/python bench/pipeline_steps.py --tasks 480 --tasks-per-job 1 32
+
+It works in its own database (<name>_steps), created afresh each run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.database import django_in_fresh_database, exact_match_environment  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=480)
+    parser.add_argument("--rollouts", type=int, default=16)
+    parser.add_argument("--tasks-per-job", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--samples-per-request", type=int, default=16)
+    args = parser.parse_args()
+
+    django_in_fresh_database(suffix="_steps")
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from calibration import services
+    from calibration.models import CampaignItem
+    from tests.support.openai_server import OpenAITestServer
+
+    user, environment = exact_match_environment(tasks=args.tasks)
+    server = OpenAITestServer(record_requests=False, eos_probability=0.3).start()
+    print("| tasks × rollouts | tasks per job | samples per request | queries per task | rollouts/s (one process) |")
+    print("|---|---:|---:|---:|---:|")
+    try:
+        for size in args.tasks_per_job:
+            model = services.probe_model_add(
+                name=f"instant-{size}", backend="openai", base_url=server.base_url, model="fake-model",
+                max_new_tokens=32, samples_per_request=args.samples_per_request,
+            )
+            campaign = services.campaign_start(
+                environment=environment, probe_model=model, created_by=user, rollouts=args.rollouts,
+                round_size=args.rollouts, seed=1, enqueue=False,
+            )
+            ids = list(CampaignItem.objects.filter(campaign=campaign).order_by("task_version_id").values_list("task_version_id", flat=True))
+            jobs = [ids[start : start + size] for start in range(0, len(ids), size)]
+            started = time.perf_counter()
+            with CaptureQueriesContext(connection) as queries:
+                for job in jobs:
+                    services.rollouts_generate(campaign_id=campaign.pk, task_version_ids=job, round_index=0)
+                    services.rollouts_verify(campaign_id=campaign.pk, task_version_ids=job)
+                    services.campaign_items_advance(campaign_id=campaign.pk, task_version_ids=job, round_index=0)
+            elapsed = time.perf_counter() - started
+            print(
+                f"| {len(ids)} × {args.rollouts} | {size} | {args.samples_per_request} "
+                f"| {len(queries.captured_queries) / len(ids):.2f} | {len(ids) * args.rollouts / elapsed:,.0f} |"
+            )
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
