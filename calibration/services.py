@@ -333,12 +333,19 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
         "revision": probe_model.revision,
     }
     rows = []
-    for version, indices, seeds, seconds, generations, episodes in _generate_all(campaign, probe_model, params, work):
+    for version, indices, seeds, seconds, generations, episodes in _generate_all(
+        campaign=campaign, probe_model=probe_model, params=params, work=work
+    ):
         # The samples of a round share the device (one batch, or concurrent requests): each rollout is
         # charged an equal share of the round's wall time, not its own latency, so a batch is paid once.
         device_ms_per_rollout = seconds * 1000 / max(len(generations), 1)
         for index, seed, generation, episode in zip(indices, seeds, generations, episodes, strict=True):
-            rows.append(_rollout_row(campaign, version, probe_model, index, seed, generation, episode, sampling, device_ms_per_rollout))
+            rows.append(
+                _rollout_row(
+                    campaign=campaign, version=version, sample_index=index, seed=seed, generation=generation,
+                    episode=episode, sampling=sampling, device_ms=device_ms_per_rollout,
+                )
+            )
     return _rollouts_insert(rows)
 
 
@@ -386,7 +393,9 @@ def _rollouts_insert(rows: list[Rollout]) -> int:
         return cursor.rowcount
 
 
-def _generate_all(campaign: Campaign, probe_model: ProbeModel, params: backends.SamplingParams, work: list):
+def _generate_all(
+    *, campaign: Campaign, probe_model: ProbeModel, params: backends.SamplingParams, work: list[tuple[TaskVersion, list[int]]]
+):
     """Sample every (version, indices) of `work`; yields (version, indices, seeds, seconds, generations, episodes).
 
     Plain prompts go to the backend together (a server sees the whole batch at once), and each
@@ -419,13 +428,26 @@ def _generate_all(campaign: Campaign, probe_model: ProbeModel, params: backends.
             yield version, indices, seeds_of[version.pk], time.perf_counter() - started, generations, episodes
 
 
-def _rollout_row(campaign, version, probe_model, index, seed, generation, episode, sampling, device_ms) -> Rollout:
+def _rollout_row(
+    *,
+    campaign: Campaign,
+    version: TaskVersion,
+    sample_index: int,
+    seed: int,
+    generation: backends.Generation,
+    episode: dict | None,
+    sampling: dict,
+    device_ms: float,
+) -> Rollout:
+    """The row of one sampled rollout (not saved): what the backend produced, its cost, and for a
+    failed generation the outcome `generation_error` (an infrastructure error, never a verdict)."""
+    probe_model = campaign.probe_model
     failed = generation.error is not None
     return Rollout(
         campaign=campaign,
         task_version=version,
         probe_model=probe_model,
-        sample_index=index,
+        sample_index=sample_index,
         seed=seed,
         prompt_token_ids=pack_tokens(generation.prompt_token_ids),
         completion_token_ids=pack_tokens(generation.completion_token_ids),
