@@ -563,18 +563,22 @@ def environment_prior(*, environment: Environment, probe_model: ProbeModel, cach
     current task versions under this model; None (so Jeffreys) until PASSBAND_PRIOR_MIN_TASKS of
     them have attempts (0 turns it off). Computed rather than stored, so it always follows the
     latest evidence. `cached=True` (the per-round refresh) reuses a fit up to PRIOR_CACHE_SECONDS
-    old, so a large environment is not re-read after every round of every task.
+    old, so a large environment is not re-read after every round of every task; "no prior yet"
+    is not cached.
     """
     if settings.PASSBAND_PRIOR_MIN_TASKS <= 0:
         return None
     if cached:
         key = f"passband:environment-prior:{environment.pk}:{probe_model.pk}:{settings.PASSBAND_PRIOR_MIN_TASKS}"
         hit = cache.get(key)
-        if hit is None:
-            prior = environment_prior(environment=environment, probe_model=probe_model)
-            hit = list(prior) if prior else []
-            cache.set(key, hit, PRIOR_CACHE_SECONDS)
-        return stats.Beta(*hit) if hit else None
+        if hit is not None:
+            return stats.Beta(*hit)
+        prior = environment_prior(environment=environment, probe_model=probe_model)
+        # Only a fitted prior is kept: while too few tasks have evidence, each refresh looks again
+        # (a cheap query then), so the prior starts to count as soon as the evidence is there.
+        if prior is not None:
+            cache.set(key, list(prior), PRIOR_CACHE_SECONDS)
+        return prior
     evidence = list(
         Calibration.objects.filter(
             probe_model=probe_model,
