@@ -410,6 +410,7 @@ def _generate_all(
         for version, indices in work
     }
     plain = [(version, indices) for version, indices in work if not is_tool_task(version)]
+    episodic = [(version, indices) for version, indices in work if is_tool_task(version)]
     if plain:
         started = time.perf_counter()
         results = backend_for_probe_model(probe_model).generate_many(
@@ -419,13 +420,12 @@ def _generate_all(
         for (version, indices), generations in zip(plain, results, strict=True):
             seconds = elapsed * len(indices) / total
             yield version, indices, seeds_of[version.pk], seconds, generations, [None] * len(generations)
-    for version, indices in work:
-        if is_tool_task(version):
-            started = time.perf_counter()
-            generations, episodes = _episodes_generate(
-                version=version, probe_model=probe_model, seeds=seeds_of[version.pk], params=params
-            )
-            yield version, indices, seeds_of[version.pk], time.perf_counter() - started, generations, episodes
+    for version, indices in episodic:
+        started = time.perf_counter()
+        generations, episodes = _episodes_generate(
+            version=version, probe_model=probe_model, seeds=seeds_of[version.pk], params=params
+        )
+        yield version, indices, seeds_of[version.pk], time.perf_counter() - started, generations, episodes
 
 
 def _rollout_row(
@@ -657,20 +657,23 @@ def calibrations_refresh(
             )
         )
         policies.update({version_id: stored.get(version_id) or {} for version_id in missing})
-    priors: dict[int, stats.Beta | None] = {}
+    fitted: dict[int, stats.Beta | None] = {}
+
+    def population(environment: Environment) -> stats.Beta | None:
+        if population_prior is not _POPULATION_PRIOR:
+            return population_prior
+        if environment.pk not in fitted:
+            fitted[environment.pk] = environment_prior(environment=environment, probe_model=probe_model, cached=True)
+        return fitted[environment.pk]
+
     now = timezone.now()
     rows = []
     for version in task_versions:
-        environment = version.task.environment
         policy = policies[version.pk]
         if policy.get("prior"):
             prior = stats.Beta(*policy["prior"])
         else:
-            if population_prior is not _POPULATION_PRIOR:
-                priors[environment.pk] = population_prior
-            elif environment.pk not in priors:
-                priors[environment.pk] = environment_prior(environment=environment, probe_model=probe_model, cached=True)
-            prior = priors[environment.pk] or stats.JEFFREYS_PRIOR
+            prior = population(version.task.environment) or stats.JEFFREYS_PRIOR
         rows.append(
             _calibration_row(
                 version=version, probe_model=probe_model, counts=counts.get(version.pk, zero), policy=policy, prior=prior, now=now
