@@ -108,7 +108,8 @@ def main() -> None:
 
     django_in_fresh_database(suffix="_bench_export")
 
-    from curation import exports, releases
+    from curation import releases
+    from engine import formats
 
     started = time.perf_counter()
     environment, model = seed(tasks=args.tasks)
@@ -131,7 +132,7 @@ def main() -> None:
                     assert copy_rows == args.tasks, f"COPY gave {copy_rows} rows, expected {args.tasks}"
                     copy_times.append(copy_seconds)
                     started = time.perf_counter()
-                    rows = exports.write_file(
+                    rows = formats.write_file(
                         records=releases.export_records(versions=versions, probe_model=model),
                         format=format, file_type=file_type, path=path,
                     )

@@ -7,10 +7,11 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from calibration import services, verifiers
+from calibration import services
 from calibration.errors import CalibrationError
 from curation import selectors
 from curation.api_auth import scope_required
+from engine import verifiers
 
 
 class VerifyRequest(serializers.Serializer):

@@ -8,11 +8,28 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Aggregate, Count, DateTimeField, F, FloatField, Q, Sum, Value
+from django.db.models import (
+    Aggregate,
+    Count,
+    DateTimeField,
+    F,
+    FloatField,
+    Q,
+    Sum,
+    Value,
+)
 from django.db.models.functions import Coalesce, Greatest, TruncDay, TruncHour
 from django.utils import timezone
 
-from calibration.models import Band, Calibration, Campaign, CampaignItem, Outcome, ProbeModel, Rollout
+from calibration.models import (
+    Band,
+    Calibration,
+    Campaign,
+    CampaignItem,
+    Outcome,
+    ProbeModel,
+    Rollout,
+)
 from curation.models import Environment, Task
 
 WASTE_BANDS = (Band.TOO_HARD, Band.RETIRE)

@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, F, FloatField, Max, OuterRef, Q, Subquery, Sum, Value
+from django.db.models import (
+    Count,
+    F,
+    FloatField,
+    Max,
+    OuterRef,
+    Q,
+    Subquery,
+    Sum,
+    Value,
+)
 from django.db.models.functions import Floor, Least
 
-from calibration.models import Calibration, Campaign, CampaignItem, Outcome, ProbeModel, Rollout
+from calibration.models import (
+    Calibration,
+    Campaign,
+    CampaignItem,
+    Outcome,
+    ProbeModel,
+    Rollout,
+)
 from curation.models import Environment, Task
 
 HISTOGRAM_BINS = 20
@@ -118,7 +135,7 @@ def model_comparison(
     the pass rates, and band agreement (counts per pair of bands, share agreeing, Cohen's kappa)
     computed from a database aggregate.
     """
-    from calibration import stats
+    from engine import stats
 
     other = Calibration.objects.filter(probe_model=second, task_version=OuterRef("task_version"), attempts__gt=0)
     pairs = (

@@ -28,7 +28,6 @@ from django.db import connection, transaction
 from django.db.models import Count, Exists, F, Max, OuterRef, Q, Sum
 from django.utils import timezone
 
-from calibration import backends, stats, verifiers
 from calibration.errors import CalibrationError
 from calibration.models import (
     Band,
@@ -40,8 +39,9 @@ from calibration.models import (
     ProbeModel,
     Rollout,
 )
-from calibration.packing import pack_logprobs, pack_tokens
 from curation.models import Environment, Task, TaskStatus, TaskVersion
+from engine import backends, stats, verifiers
+from engine.packing import pack_logprobs, pack_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -262,8 +262,8 @@ def is_tool_task(version: TaskVersion) -> bool:
 def _episodes_generate(
     *, version: TaskVersion, probe_model: ProbeModel, seeds: list[int], params: backends.SamplingParams
 ) -> tuple[list[backends.Generation], list[dict]]:
-    """One tool-use episode per seed (calibration/episodes): a Generation summary and a transcript each."""
-    from calibration.episodes.runner import EpisodeLimits, run_episode
+    """One tool-use episode per seed (engine/episodes): a Generation summary and a transcript each."""
+    from engine.episodes.runner import EpisodeLimits, run_episode
 
     backend = backend_for_probe_model(probe_model)
     limits = EpisodeLimits(

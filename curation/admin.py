@@ -1,6 +1,15 @@
 from django.contrib import admin
 
-from curation.models import ApiToken, Comment, Environment, Release, Review, StatusChange, Task, TaskVersion
+from curation.models import (
+    ApiToken,
+    Comment,
+    Environment,
+    Release,
+    Review,
+    StatusChange,
+    Task,
+    TaskVersion,
+)
 
 
 @admin.register(Environment)

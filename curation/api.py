@@ -12,12 +12,12 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from calibration import packing
 from calibration.models import Band, Calibration, Outcome, ProbeModel, Rollout
-from curation import exports, releases, selectors
+from curation import releases, selectors
 from curation.api_auth import scope_required
 from curation.errors import CurationError
 from curation.models import Environment, Release, ReleaseStatus, TaskStatus
+from engine import formats, packing
 
 
 class ApiTokenScheme(OpenApiAuthenticationExtension):
@@ -289,8 +289,8 @@ class ReleaseSerializer(serializers.Serializer):
             f"{format}.{file_type}": request.build_absolute_uri(
                 f"/api/v1/releases/{release.pk}/files/{format}.{file_type}"
             )
-            for format in exports.FORMATS
-            for file_type in exports.FILE_TYPES
+            for format in formats.FORMATS
+            for file_type in formats.FILE_TYPES
         }
 
 
@@ -358,8 +358,8 @@ class ReleaseFile(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("export_format", str, OpenApiParameter.PATH, enum=list(exports.FORMATS)),
-            OpenApiParameter("file_type", str, OpenApiParameter.PATH, enum=list(exports.FILE_TYPES)),
+            OpenApiParameter("export_format", str, OpenApiParameter.PATH, enum=list(formats.FORMATS)),
+            OpenApiParameter("file_type", str, OpenApiParameter.PATH, enum=list(formats.FILE_TYPES)),
         ],
         responses={(200, "application/octet-stream"): bytes},
     )
@@ -367,8 +367,8 @@ class ReleaseFile(APIView):
         # Not `format`: DRF reserves that URL keyword for choosing a renderer.
         format = export_format
         release = release_for(request, release_id)
-        if format not in exports.FORMATS or file_type not in exports.FILE_TYPES:
-            raise Http404(f"No file {format}.{file_type}; formats: {', '.join(exports.FORMATS)}; types: jsonl, parquet.")
+        if format not in formats.FORMATS or file_type not in formats.FILE_TYPES:
+            raise Http404(f"No file {format}.{file_type}; formats: {', '.join(formats.FORMATS)}; types: jsonl, parquet.")
         if release.status != ReleaseStatus.READY:
             return Response({"detail": f"Release {release.pk} is {release.status}, not ready."}, status=409)
         path = releases.release_file_path(release=release, format=format, file_type=file_type)

@@ -1,7 +1,7 @@
 """Exports and releases: streaming reads of task records, and the writes that make a release.
 
 Reads stream with `.values()` and `.iterator(chunk_size)` (a server-side cursor on PostgreSQL), so
-exporting 100,000 tasks holds one chunk in memory, never the whole table. `curation.exports` turns
+exporting 100,000 tasks holds one chunk in memory, never the whole table. `engine.formats` turns
 each record into a trainer's format.
 """
 
@@ -14,18 +14,25 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from django.conf import settings
 import orjson
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.db.models import F, FilteredRelation, Q, QuerySet
 from django.utils import timezone
 
 from calibration.models import Band, ProbeModel
-from curation import exports
 from curation.errors import CurationError
-from curation.models import Environment, Release, ReleaseItem, ReleaseStatus, TaskStatus, TaskVersion
+from curation.models import (
+    Environment,
+    Release,
+    ReleaseItem,
+    ReleaseStatus,
+    TaskStatus,
+    TaskVersion,
+)
 from curation.selectors import tasks_visible_to
+from engine import formats
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +42,7 @@ CHUNK_SIZE = 2000
 # default 4 MB of sort memory.
 EXPORT_SESSION_SETTINGS = ("SET LOCAL cursor_tuple_fraction = 1.0", "SET LOCAL work_mem = '64MB'")
 
-# What a record holds: the names curation.exports reads, mapped to database columns.
+# What a record holds: the names engine.formats reads, mapped to database columns.
 VERSION_FIELDS = {
     "task_key": F("task__key"),
     "environment": F("task__environment__name"),
@@ -201,7 +208,7 @@ def release_directory(*, release: Release) -> Path:
 
 
 def release_file_path(*, release: Release, format: str, file_type: str) -> Path:
-    exports.check_format(format, file_type)
+    formats.check_format(format, file_type)
     return release_directory(release=release) / f"{format}.{file_type}"
 
 
@@ -224,14 +231,14 @@ def release_build(*, release_id: int) -> Release:
     staging.mkdir(parents=True)
     try:
         files = {}
-        for format in exports.FORMATS:
-            for file_type in exports.FILE_TYPES:
+        for format in formats.FORMATS:
+            for file_type in formats.FILE_TYPES:
                 path = staging / f"{format}.{file_type}"
-                rows = exports.write_file(
+                rows = formats.write_file(
                     records=release_records(release=release), format=format, file_type=file_type, path=path
                 )
                 files[f"{format}.{file_type}"] = {
-                    "rows": rows, "bytes": path.stat().st_size, "sha256": exports.sha256_of_file(path)
+                    "rows": rows, "bytes": path.stat().st_size, "sha256": formats.sha256_of_file(path)
                 }
         items = ReleaseItem.objects.filter(release=release)
         manifest = {

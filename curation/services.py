@@ -14,10 +14,17 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from calibration import verifiers
 from curation.errors import CurationError
-from curation.models import ApiToken, Environment, StatusChange, Task, TaskStatus, TaskVersion
-from curation.task_format import LineProblem, TaskDraft, parse_task_file
+from curation.models import (
+    ApiToken,
+    Environment,
+    StatusChange,
+    Task,
+    TaskStatus,
+    TaskVersion,
+)
+from engine import verifiers
+from engine.task_format import LineProblem, TaskDraft, parse_task_file
 
 logger = logging.getLogger(__name__)
 
@@ -257,7 +264,7 @@ def task_version_edit(*, task: Task, by: AbstractBaseUser, content: dict, run_au
     metadata, domain, authoring_cost_usd). Raises CurationError naming the field when it is
     invalid, when nothing changed, or when the task is not the editor's or not editable now.
     """
-    from curation.task_format import validate_task_object
+    from engine.task_format import validate_task_object
 
     if task.owner_id != by.pk and not by.is_staff:
         raise CurationError("Only the task's author can edit it.")

@@ -12,15 +12,21 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from calibration import services as calibration_services
-from calibration.episodes import world as episode_world
 from calibration.errors import CalibrationError
 from calibration.models import Band, ProbeModel, Rollout
-from calibration.packing import unpack_logprobs, unpack_tokens
 from calibration.selectors import rollouts_for_viewer
 from curation import review_selectors, review_services, selectors, services
 from curation.errors import CurationError
 from curation.models import Comment, Environment, TaskStatus
-from curation.permissions import AUTHORS, REVIEWERS, browser_user_required, group_required, in_group
+from curation.permissions import (
+    AUTHORS,
+    REVIEWERS,
+    browser_user_required,
+    group_required,
+    in_group,
+)
+from engine.episodes import world as episode_world
+from engine.packing import unpack_logprobs, unpack_tokens
 
 
 @browser_user_required

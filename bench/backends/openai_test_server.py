@@ -9,7 +9,7 @@ Run from the repository root:
     .venv/bin/python bench/backends/openai_test_server.py --rollouts 3000 --concurrency 8 32 --samples-per-request 1 16
 
 The seeds are consecutive, as a task's are, so with `--samples-per-request 16` they go out as
-requests with n=16 (see calibration/backends/openai_backend.py).
+requests with n=16 (see engine/backends/openai_backend.py).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from pathlib import Path
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPOSITORY_ROOT))
 
-from calibration.backends import SamplingParams  # noqa: E402
-from calibration.backends.openai_backend import OpenAIBackend  # noqa: E402
+from engine.backends import SamplingParams  # noqa: E402
+from engine.backends.openai_backend import OpenAIBackend  # noqa: E402
 
 MESSAGES = [{"role": "user", "content": "What is 2 + 3?"}]
 

@@ -32,8 +32,8 @@ sys.path.insert(0, str(REPOSITORY_ROOT))
 
 import torch  # noqa: E402  (after the offline switch)
 
-from calibration.backends import SamplingParams  # noqa: E402
-from calibration.backends.transformers_backend import TransformersBackend  # noqa: E402
+from engine.backends import SamplingParams  # noqa: E402
+from engine.backends.transformers_backend import TransformersBackend  # noqa: E402
 
 # A prompt that invites a long answer, so most rows run to max_new_tokens.
 STORY = [{"role": "user", "content": "Write a long, detailed story about a lighthouse keeper and a storm."}]
@@ -67,7 +67,7 @@ def measure_loads(*, cache_root: Path) -> tuple[LoadResult, TransformersBackend]
     cold_start = (
         "import time; started = time.perf_counter();"
         "from pathlib import Path;"
-        "from calibration.backends.transformers_backend import TransformersBackend;"
+        "from engine.backends.transformers_backend import TransformersBackend;"
         f"TransformersBackend(device='cpu', cache_root=Path({str(cache_root)!r}));"
         "print(time.perf_counter() - started)"
     )

@@ -37,8 +37,8 @@ sys.path.insert(0, str(REPOSITORY_ROOT))
 
 import torch  # noqa: E402  (after the offline switch)
 
-from calibration.backends import SamplingParams  # noqa: E402
-from calibration.backends.transformers_backend import TransformersBackend, resolve_model  # noqa: E402
+from engine.backends import SamplingParams  # noqa: E402
+from engine.backends.transformers_backend import TransformersBackend, resolve_model  # noqa: E402
 
 STORY = [{"role": "user", "content": "Write a long, detailed story about a lighthouse keeper and a storm."}]
 

@@ -105,7 +105,7 @@ def main() -> None:
         name: dict(Calibration.objects.filter(probe_model__name=name, task_version__task__key__in=rest).values_list("task_version__task__key", "band"))
         for name in ("strong", "strong-plain")
     }
-    from calibration import stats
+    from engine import stats
 
     thresholds = services.thresholds_for(environment)
     truth = {key: stats.band_for_rate(pass_rate=strong_rates[key], thresholds=thresholds) for key in rest}

@@ -5,7 +5,7 @@
 A population of simulated tasks with known true pass rates (35% exactly 0, 20% uniform in
 [0, 5%), 30% uniform in [5%, 70%), 15% uniform in [70%, 100%]) is calibrated by every method on
 the same outcomes: task t's attempt i passes when u[t, i] < p[t], with u drawn once. Every method
-runs the stopping table that ``calibration.stats.assess`` itself produces, so the benchmark
+runs the stopping table that ``engine.stats.assess`` itself produces, so the benchmark
 measures the code the service runs. Prints a Markdown table (pasted into
 docs/benchmarks-calibration.md) and, for each adaptive setting, exact error rates at the edges of
 the indifference zones.
@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from calibration.stats import (  # noqa: E402  (the path is set just above)
+from engine.stats import (  # noqa: E402  (the path is set just above)
     JEFFREYS_PRIOR,
     LABELS,
     Beta,

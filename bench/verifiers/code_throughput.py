@@ -25,8 +25,8 @@ from _common import (
     write_section,
 )
 
-from calibration.verifiers import verify
-from calibration.verifiers.sandbox import default_sandbox
+from engine.sandbox import default_sandbox
+from engine.verifiers import verify
 
 TIMEOUT_SECONDS = 3.0
 

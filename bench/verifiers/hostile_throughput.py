@@ -19,10 +19,15 @@ import threading
 import time
 
 # _common puts the repository on sys.path, so it comes before the package imports.
-from _common import humaneval_problems, humaneval_verifier, markdown_table, write_section
+from _common import (
+    humaneval_problems,
+    humaneval_verifier,
+    markdown_table,
+    write_section,
+)
 
-from calibration.verifiers import verify
-from calibration.verifiers.sandbox import default_sandbox
+from engine.sandbox import default_sandbox
+from engine.verifiers import verify
 
 HOSTILE_TASK = {
     "kind": "code",

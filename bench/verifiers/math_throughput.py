@@ -19,18 +19,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import statistics
 import time
-import os
 from pathlib import Path
 
 # _common puts the repository on sys.path, so it comes before the package imports.
 from _common import markdown_table, write_section
 
-from calibration.verifiers import verify
-from calibration.verifiers.kinds.math import needs_process
+from engine.verifiers import verify
+from engine.verifiers.kinds.math import needs_process
 
 # The shared data folder sits beside the repository; it is never part of it.
 GSM8K = Path(os.environ.get("PASSBAND_GSM8K", Path(__file__).resolve().parents[3] / "shared" / "data" / "gsm8k" / "test.jsonl"))

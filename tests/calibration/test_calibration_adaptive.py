@@ -4,8 +4,9 @@ import pytest
 from django.core.cache import cache
 from django.core.management import call_command
 
-from calibration import services, stats
+from calibration import services
 from calibration.models import Band, Calibration, Outcome, Rollout
+from engine import stats
 from tests.calibration.scripted import import_scripted, scripted_model
 
 RATES = {"never": 0.0, "always": 1.0, "half": 0.5, "edge": 0.03}

@@ -3,9 +3,10 @@
 import pytest
 from django.core.management import CommandError, call_command
 
-from calibration import services, stats
+from calibration import services
 from calibration.errors import CalibrationError
 from calibration.models import Band, Calibration, Rollout
+from engine import stats
 from tests.calibration.scripted import import_scripted, scripted_model
 
 RATES = {"never": 0.0, "half": 0.5, "always": 1.0}

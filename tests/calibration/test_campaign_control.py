@@ -1,7 +1,6 @@
 """Campaign pause, resume and cancel, and costs summed from rollout rows."""
 
 import time
-
 from decimal import Decimal
 
 import pytest

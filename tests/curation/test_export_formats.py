@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from curation import exports, releases
+from curation import releases
+from engine import formats
 from tests.curation.export_data import calibrated_environment
 
 pytestmark = pytest.mark.django_db
@@ -18,11 +19,11 @@ def records(arithmetic, alice):
 
 
 def expected_rows(records, format, file_type):
-    rows = list(exports.rows_of(records=[dict(r) for r in records], format=format))
+    rows = list(formats.rows_of(records=[dict(r) for r in records], format=format))
     if file_type == "parquet":
         for row in rows:
-            for column in exports.JSON_COLUMNS[format]:
-                row[column] = exports.json_text(row[column])
+            for column in formats.JSON_COLUMNS[format]:
+                row[column] = formats.json_text(row[column])
     return rows
 
 
@@ -30,17 +31,17 @@ def decoded(row: dict, format: str, file_type: str) -> dict:
     """Undo the documented JSON-text columns so rows compare as the trainer will use them."""
     row = dict(row)
     if file_type == "parquet":
-        for column in exports.JSON_COLUMNS[format]:
+        for column in formats.JSON_COLUMNS[format]:
             row[column] = json.loads(row[column])
     return row
 
 
-@pytest.mark.parametrize("file_type", exports.FILE_TYPES)
-@pytest.mark.parametrize("format", exports.FORMATS)
+@pytest.mark.parametrize("file_type", formats.FILE_TYPES)
+@pytest.mark.parametrize("format", formats.FORMATS)
 def test_every_format_loads_with_datasets_and_round_trips(records, format, file_type, tmp_path):
     datasets = pytest.importorskip("datasets")
     path = tmp_path / f"{format}.{file_type}"
-    assert exports.write_file(records=records, format=format, file_type=file_type, path=path) == 4
+    assert formats.write_file(records=records, format=format, file_type=file_type, path=path) == 4
     loaded = datasets.load_dataset(
         "json" if file_type == "jsonl" else "parquet", data_files=str(path), split="train", cache_dir=str(tmp_path / "cache")
     )
@@ -49,38 +50,38 @@ def test_every_format_loads_with_datasets_and_round_trips(records, format, file_
     for got, want in zip(loaded, expected, strict=True):
         if format in ("native", "nemo_gym") and file_type == "jsonl":
             # A JSON reader unifies objects of one column into one struct: keys a row lacks read back as None.
-            got = {k: v for k, v in got.items() if k not in exports.JSON_COLUMNS[format]}
-            want = {k: v for k, v in want.items() if k not in exports.JSON_COLUMNS[format]}
+            got = {k: v for k, v in got.items() if k not in formats.JSON_COLUMNS[format]}
+            want = {k: v for k, v in want.items() if k not in formats.JSON_COLUMNS[format]}
         assert got == want
 
 
 def test_every_row_carries_key_hash_and_calibration(records):
     by_key = {record["task_key"]: record for record in records}
-    for format in exports.FORMATS:
-        for record, row in zip(records, exports.rows_of(records=[dict(r) for r in records], format=format), strict=True):
+    for format in formats.FORMATS:
+        for record, row in zip(records, formats.rows_of(records=[dict(r) for r in records], format=format), strict=True):
             text = json.dumps(row)
             assert record["task_key"] in text and record["version_hash"] in text
-    row = exports.trl_row(by_key["sum"])
+    row = formats.trl_row(by_key["sum"])
     assert row["calibration"] == {
         "probe_model": "probe", "attempts": 8, "successes": 3, "pass_rate": 3 / 8, "interval": [0.1, 0.9],
         "band": "in_band", "grpo_signal": 0.5,
     }
-    assert exports.trl_row(by_key["tool-add"])["calibration"] is None
+    assert formats.trl_row(by_key["tool-add"])["calibration"] is None
 
 
 def test_formats_put_fields_where_each_trainer_expects_them(records):
     by_key = {record["task_key"]: record for record in records}
-    trl = exports.trl_row(by_key["capital"])
+    trl = formats.trl_row(by_key["capital"])
     assert trl["prompt"][0] == {"role": "system", "content": "Answer in one word."}
     assert json.loads(trl["verifier"]) == {"kind": "exact", "ignore_case": True}
-    verifiers_row = exports.verifiers_row(by_key["product"])
+    verifiers_row = formats.verifiers_row(by_key["product"])
     assert verifiers_row["task"] == "arithmetic" and verifiers_row["answer"] == "1547"
     assert json.loads(verifiers_row["info"])["metadata"] == {"source": "textbook", "page": 3}
-    nemo = exports.nemo_gym_row(by_key["tool-add"])
+    nemo = formats.nemo_gym_row(by_key["tool-add"])
     assert nemo["responses_create_params"]["tools"][0]["function"]["name"] == "add"
     assert nemo["verifier"] == {"kind": "numeric", "abs_tol": 0.5} and nemo["expected_answer"] == "4"
-    assert "tools" not in exports.nemo_gym_row(by_key["sum"])["responses_create_params"]
-    native = exports.native_row(by_key["sum"])
+    assert "tools" not in formats.nemo_gym_row(by_key["sum"])["responses_create_params"]
+    native = formats.native_row(by_key["sum"])
     assert native["key"] == "sum" and native["authoring_cost_usd"] == "250.00"
 
 
@@ -88,11 +89,11 @@ def test_native_jsonl_imports_back(records, tmp_path, alice):
     from curation.services import environment_create, tasks_import
 
     path = tmp_path / "native.jsonl"
-    exports.write_file(records=records, format="native", file_type="jsonl", path=path)
+    formats.write_file(records=records, format="native", file_type="jsonl", path=path)
     copy = environment_create(name="copy", domain="math")
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     data = "".join(
-        json.dumps({k: v for k, v in row.items() if k not in exports.NATIVE_EXTRA_FIELDS}) + "\n" for row in lines
+        json.dumps({k: v for k, v in row.items() if k not in formats.NATIVE_EXTRA_FIELDS}) + "\n" for row in lines
     ).encode()
     report = tasks_import(environment=copy, owner=alice, data=data, filename="native.jsonl")
     assert report.ok, report.summary()
@@ -108,5 +109,5 @@ def test_filters_and_unknown_values(arithmetic, alice):
 
     with pytest.raises(CurationError, match="Unknown band 'hot'"):
         releases.export_versions(band="hot")
-    with pytest.raises(exports.ExportFormatError, match="Unknown format 'csv'"):
-        exports.check_format("csv")
+    with pytest.raises(formats.ExportFormatError, match="Unknown format 'csv'"):
+        formats.check_format("csv")

@@ -3,7 +3,7 @@
 import pyarrow.parquet as pq
 import pytest
 
-from curation import exports
+from engine import formats
 
 
 def records(count: int) -> list[dict]:
@@ -21,8 +21,8 @@ def records(count: int) -> list[dict]:
 
 def test_many_row_groups_keep_every_row_in_order(tmp_path):
     path = tmp_path / "native.parquet"
-    rows = exports.rows_of(records=records(23), format="native")
-    assert exports.write_parquet(rows=rows, path=path, format="native", batch_size=5) == 23
+    rows = formats.rows_of(records=records(23), format="native")
+    assert formats.write_parquet(rows=rows, path=path, format="native", batch_size=5) == 23
     table = pq.read_table(path)
     assert pq.ParquetFile(path).num_row_groups == 5
     assert table.column("key").to_pylist() == [f"t-{i:03d}" for i in range(23)]
@@ -32,20 +32,20 @@ def test_many_row_groups_keep_every_row_in_order(tmp_path):
 
 def test_an_empty_export_is_a_valid_file_with_the_schema(tmp_path):
     path = tmp_path / "empty.parquet"
-    assert exports.write_parquet(rows=iter(()), path=path, format="trl") == 0
-    assert pq.read_table(path).schema.names == exports.arrow_schema("trl").names
+    assert formats.write_parquet(rows=iter(()), path=path, format="trl") == 0
+    assert pq.read_table(path).schema.names == formats.arrow_schema("trl").names
 
 
 def test_a_file_that_cannot_be_written_raises_instead_of_hanging(tmp_path):
-    rows = exports.rows_of(records=records(50), format="native")
+    rows = formats.rows_of(records=records(50), format="native")
     with pytest.raises(OSError):
-        exports.write_parquet(rows=rows, path=tmp_path / "missing-folder" / "x.parquet", format="native", batch_size=5)
+        formats.write_parquet(rows=rows, path=tmp_path / "missing-folder" / "x.parquet", format="native", batch_size=5)
 
 
 def test_a_failing_row_source_stops_the_writer_and_raises(tmp_path):
     def broken():
-        yield from exports.rows_of(records=records(7), format="native")
+        yield from formats.rows_of(records=records(7), format="native")
         raise RuntimeError("the database went away")
 
     with pytest.raises(RuntimeError, match="went away"):
-        exports.write_parquet(rows=broken(), path=tmp_path / "partial.parquet", format="native", batch_size=3)
+        formats.write_parquet(rows=broken(), path=tmp_path / "partial.parquet", format="native", batch_size=3)

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from calibration import verifiers
-from curation import exports, releases
+from curation import releases
+from engine import formats, verifiers
 from tests.curation.export_data import calibrated_environment
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +20,7 @@ trl = pytest.importorskip("trl")
 def smollm2_tokenizer():
     from transformers import AutoTokenizer
 
-    from calibration.backends import model_store
+    from engine.backends import model_store
 
     converted = sorted(model_store.model_cache_root().glob(f"{model_store.DEFAULT_MODEL_NAME}-*"))
     if converted:
@@ -47,7 +47,7 @@ def test_trl_export_trains_one_grpo_step(arithmetic, alice, tmp_path):
     model = calibrated_environment(arithmetic, alice)
     versions = releases.export_versions(environment=arithmetic, probe_model=model, band="in_band")
     path = tmp_path / "trl.parquet"
-    assert exports.write_file(
+    assert formats.write_file(
         records=releases.export_records(versions=versions, probe_model=model), format="trl", file_type="parquet", path=path
     ) == 2
     dataset = load_dataset("parquet", data_files=str(path), split="train", cache_dir=str(tmp_path / "cache"))

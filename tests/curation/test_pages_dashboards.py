@@ -6,7 +6,14 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from calibration.models import Band, Calibration, Campaign, CampaignItem, ProbeModel, Rollout
+from calibration.models import (
+    Band,
+    Calibration,
+    Campaign,
+    CampaignItem,
+    ProbeModel,
+    Rollout,
+)
 from tests.factories import import_tasks, math_task
 
 pytestmark = pytest.mark.django_db

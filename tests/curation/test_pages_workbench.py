@@ -4,9 +4,9 @@ import pytest
 from django.urls import reverse
 
 from calibration.models import Band, Calibration, Campaign, ProbeModel, Rollout
-from calibration.packing import pack_logprobs, pack_tokens
 from curation.models import TaskStatus
 from curation.services import task_transition
+from engine.packing import pack_logprobs, pack_tokens
 from tests.factories import import_tasks, math_task
 
 pytestmark = pytest.mark.django_db

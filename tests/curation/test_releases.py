@@ -149,23 +149,23 @@ def test_others_cannot_see_an_authors_release(client, alice, model, django_captu
 def test_a_failed_build_is_marked_and_a_retry_finishes_it(
     client, secret, model, django_capture_on_commit_callbacks, monkeypatch, media
 ):
-    from curation import exports
+    from engine import formats
 
     response, _ = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe")
     release_id = response.json()["id"]
-    real_write_file = exports.write_file
+    real_write_file = formats.write_file
 
     def disk_full(**kwargs):
         raise OSError("No space left on device")
 
-    monkeypatch.setattr(exports, "write_file", disk_full)
+    monkeypatch.setattr(formats, "write_file", disk_full)
     with pytest.raises(OSError):
         tasks.build_release(release_id)
     body = client.get(f"/api/v1/releases/{release_id}", **auth(secret)).json()
     assert body["status"] == "failed" and "No space left" in body["error"]
     assert not list((media / "releases").iterdir())  # no half-written folder left behind
 
-    monkeypatch.setattr(exports, "write_file", real_write_file)
+    monkeypatch.setattr(formats, "write_file", real_write_file)
     assert tasks.build_release(release_id) == "ready"
     assert Release.objects.get(pk=release_id).error == ""
 

@@ -3,7 +3,14 @@
 import pytest
 from django.utils import timezone
 
-from calibration.models import Band, Calibration, Campaign, CampaignItem, ProbeModel, Rollout
+from calibration.models import (
+    Band,
+    Calibration,
+    Campaign,
+    CampaignItem,
+    ProbeModel,
+    Rollout,
+)
 from curation.models import Review, TaskStatus
 from curation.services import task_transition
 from tests.factories import import_tasks, math_task

@@ -5,9 +5,10 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from calibration.models import ProbeModel
-from curation import exports, releases, selectors
+from curation import releases, selectors
 from curation.errors import CurationError
 from curation.models import Environment
+from engine import formats
 
 
 class Command(BaseCommand):
@@ -18,8 +19,8 @@ class Command(BaseCommand):
         parser.add_argument("--band", default="", help="Only tasks in this band under the probe model.")
         parser.add_argument("--status", default="", help="Only tasks with this status.")
         parser.add_argument("--model", default="", help="Probe model whose calibration rows carry; default: the latest used.")
-        parser.add_argument("--format", required=True, choices=exports.FORMATS)
-        parser.add_argument("--file-type", choices=exports.FILE_TYPES, help="Default: from the file name (.parquet or .jsonl).")
+        parser.add_argument("--format", required=True, choices=formats.FORMATS)
+        parser.add_argument("--file-type", choices=formats.FILE_TYPES, help="Default: from the file name (.parquet or .jsonl).")
         parser.add_argument("-o", "--output", required=True, type=Path)
 
     def handle(self, *args, environment, band, status, model, format, file_type, output, **options):
@@ -37,7 +38,7 @@ class Command(BaseCommand):
             versions = releases.export_versions(environment=env, probe_model=probe_model, band=band, status=status)
         except CurationError as error:
             raise CommandError(str(error)) from None
-        count = exports.write_file(
+        count = formats.write_file(
             records=releases.export_records(versions=versions, probe_model=probe_model),
             format=format, file_type=file_type, path=output,
         )

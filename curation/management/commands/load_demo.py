@@ -6,10 +6,10 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
 from calibration import services as calibration_services
-from calibration.episodes.backoffice_tasks import backoffice_tasks
 from calibration.models import ProbeModel
 from curation import demo, services
 from curation.models import Environment
+from engine.episodes.backoffice_tasks import backoffice_tasks
 
 ENVIRONMENTS = [
     {

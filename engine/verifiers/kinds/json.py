@@ -1,0 +1,152 @@
+"""``json``: the completion is valid JSON and satisfies a schema and/or expected values.
+
+Config (all optional; with none, valid JSON is enough)::
+
+    {"kind": "json",
+     "schema": {"type": "object", "required": ["name"]},   # JSON Schema (Draft 2020-12 unless
+                                                           #  "$schema" says otherwise)
+     "expected": {"/name": "Ada", "/tags/0": "math"},      # JSON Pointer (RFC 6901) -> value
+     "equals_answer": false,      # the whole value must equal the task's answer (parsed as JSON)
+     "extract": true}             # if the whole completion is not JSON, use the last ```json
+                                  #  block, else the outermost {...} / [...] span
+
+A completion that is already a dict or list (not chat messages) is taken as the JSON value.
+Numbers compare by value (1 == 1.0); true is not 1.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+
+from engine.verifiers.base import (
+    Check,
+    ConfigReader,
+    VerifierConfigError,
+    errored,
+    failed,
+    passed,
+    shorten,
+)
+from engine.verifiers.text import (
+    completion_text,
+    is_chat_message,
+    is_chat_messages,
+    parse_json_value,
+)
+
+KIND = "json"
+
+
+@dataclass(frozen=True)
+class JsonConfig:
+    schema: dict[str, Any] | None
+    expected: dict[str, Any]
+    equals_answer: bool
+    extract: bool
+
+
+def parse_config(raw: dict[str, Any]) -> JsonConfig:
+    reader = ConfigReader(raw, kind=KIND)
+    schema = reader.mapping("schema", None) if reader.has("schema") else None
+    if schema is not None:
+        validator_class = jsonschema.validators.validator_for(schema)
+        try:
+            validator_class.check_schema(schema)
+        except jsonschema.SchemaError as error:
+            raise VerifierConfigError("schema", f"is not a valid JSON Schema: {error.message}") from None
+    expected = reader.mapping("expected", {})
+    for pointer in expected:
+        if pointer and not pointer.startswith("/"):
+            raise VerifierConfigError("expected", f"keys are JSON Pointers starting with '/', got {pointer!r}")
+    config = JsonConfig(
+        schema=schema,
+        expected=expected,
+        equals_answer=reader.boolean("equals_answer", False),
+        extract=reader.boolean("extract", True),
+    )
+    reader.finish()
+    return config
+
+
+_MISSING = object()
+
+
+def resolve_pointer(document: Any, pointer: str) -> Any:
+    """The value at a JSON Pointer, or _MISSING."""
+    if pointer == "":
+        return document
+    current = document
+    for token in pointer[1:].split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(current, dict):
+            if token not in current:
+                return _MISSING
+            current = current[token]
+        elif isinstance(current, list):
+            if not token.isdigit() or int(token) >= len(current):
+                return _MISSING
+            current = current[int(token)]
+        else:
+            return _MISSING
+    return current
+
+
+def json_equal(left: Any, right: Any) -> bool:
+    """JSON equality: 1 == 1.0, but True != 1 and key order does not matter."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    if isinstance(left, (int, float)) and isinstance(right, (int, float)):
+        return left == right
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(json_equal(left[key], right[key]) for key in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(json_equal(a, b) for a, b in zip(left, right, strict=True))
+    return type(left) is type(right) and left == right
+
+
+def _completion_value(completion: Any, extract: bool) -> tuple[bool, Any]:
+    if isinstance(completion, (dict, list)) and not is_chat_message(completion) and not is_chat_messages(completion):
+        return True, completion
+    return parse_json_value(completion_text(completion), extract=extract)
+
+
+def check(config: JsonConfig, *, completion: Any, answer: str | None, prompt: Any = None) -> Check:
+    ok, value = _completion_value(completion, config.extract)
+    if not ok:
+        return failed(f"not valid JSON: {shorten(completion_text(completion), 60)!r}")
+    if config.schema is not None:
+        validator_class = jsonschema.validators.validator_for(config.schema)
+        error = jsonschema.exceptions.best_match(validator_class(config.schema).iter_errors(value))
+        if error is not None:
+            location = "/" + "/".join(str(part) for part in error.absolute_path)
+            return failed(f"schema violation at {location}: {shorten(error.message, 120)}")
+    for pointer, expected in config.expected.items():
+        found = resolve_pointer(value, pointer)
+        if found is _MISSING:
+            return failed(f"{pointer or '(root)'} is missing")
+        if not json_equal(found, expected):
+            got, wanted = shorten(json.dumps(found), 60), shorten(json.dumps(expected), 60)
+            return failed(f"{pointer or '(root)'} is {got}, expected {wanted}")
+    if config.equals_answer:
+        if answer is None:
+            raise VerifierConfigError("answer", "equals_answer needs the task's reference answer")
+        try:
+            reference = json.loads(answer)
+        except ValueError:
+            return errored("reference answer is not valid JSON")
+        if not json_equal(value, reference):
+            return failed(f"value {shorten(json.dumps(value), 60)} differs from the reference")
+    checks = [
+        name
+        for name, on in (
+            ("schema", config.schema is not None),
+            ("expected values", bool(config.expected)),
+            ("reference", config.equals_answer),
+        )
+        if on
+    ]
+    return passed("valid JSON" + (f"; {', '.join(checks)} satisfied" if checks else ""))

@@ -1,0 +1,189 @@
+"""llm_judge against a real HTTP server speaking the OpenAI chat-completions protocol."""
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from engine.verifiers import audit, verify
+
+
+class JudgeServer(ThreadingHTTPServer):
+    """Answers according to the SCENARIO named in the rubric; records every request."""
+
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), JudgeHandler)
+        self.requests: list[dict] = []
+        self.flaky_calls = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
+class JudgeHandler(BaseHTTPRequestHandler):
+    server: JudgeServer
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length))
+        self.server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+        if self.path != "/v1/chat/completions":
+            return self.reply(404, {"error": "not found"})
+        prompt = body["messages"][-1]["content"]
+        scenario = prompt.split("SCENARIO=")[1].split()[0] if "SCENARIO=" in prompt else "pass"
+        if scenario == "http500":
+            return self.reply(500, {"error": "overloaded"})
+        if scenario == "flaky":
+            self.server.flaky_calls += 1
+            if self.server.flaky_calls == 1:
+                return self.reply(503, {"error": "warming up"})
+            scenario = "pass"
+        if scenario == "slow":
+            time.sleep(1.5)
+            scenario = "pass"
+        if scenario == "notjson":
+            payload = b"<html>gateway</html>"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            return None
+        if scenario == "grade":
+            # A real grader: pass when the response contains the reference answer.
+            reference = prompt.split("## Reference answer\n")[1].split("\n")[0]
+            response = prompt.split("## Response to grade\n")[1].split("\n## Rubric")[0]
+            content = f"Compared.\nVERDICT: {'PASS' if reference in response else 'FAIL'}"
+        else:
+            content = {
+                "pass": "The response meets the rubric.\nVERDICT: PASS",
+                "fail": "It misses the key point.\n**VERDICT: FAIL**",
+                "garbage": "I think it is probably fine, mostly.",
+            }[scenario]
+        return self.reply(
+            200,
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            },
+        )
+
+    def reply(self, status, payload):
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def judge():
+    server = JudgeServer()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def judge_config(server, scenario, **extra):
+    return {
+        "kind": "llm_judge",
+        "base_url": server.base_url,
+        "model": "judge-model-7b@rev1",
+        "rubric": f"Pass if the response names the capital. SCENARIO={scenario}",
+        "timeout_seconds": 5,
+        **extra,
+    }
+
+
+def test_pass_and_fail(judge):
+    passing = verify(
+        verifier=judge_config(judge, "pass"), completion="Paris", answer="Paris", prompt="Capital of France?"
+    )
+    assert (passing.outcome, passing.reward) == ("pass", 1.0)
+    assert "meets the rubric" in passing.detail
+    failing = verify(verifier=judge_config(judge, "fail"), completion="Lyon", answer="Paris")
+    assert (failing.outcome, failing.reward) == ("fail", 0.0)
+
+
+def test_request_is_pinned_and_deterministic(judge, monkeypatch):
+    monkeypatch.setenv("JUDGE_KEY_FOR_TEST", "sk-test-123")
+    prompt = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Capital of France?"}]
+    verify(
+        verifier=judge_config(judge, "pass", api_key_env="JUDGE_KEY_FOR_TEST"),
+        completion="Paris",
+        answer="Paris",
+        prompt=prompt,
+    )
+    request = judge.requests[-1]
+    assert request["path"] == "/v1/chat/completions"
+    assert request["headers"]["Authorization"] == "Bearer sk-test-123"
+    body = request["body"]
+    assert body["model"] == "judge-model-7b@rev1"
+    assert body["temperature"] == 0
+    user_message = body["messages"][-1]["content"]
+    assert "Capital of France?" in user_message and "## Reference answer\nParis" in user_message
+    assert "## Response to grade\nParis" in user_message
+
+
+def test_reference_can_be_hidden(judge):
+    verify(verifier=judge_config(judge, "pass", include_reference=False), completion="Paris", answer="SECRET-REF")
+    assert "SECRET-REF" not in judge.requests[-1]["body"]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("scenario", ["garbage", "notjson", "http500"])
+def test_unusable_judge_answers_are_errors(judge, scenario):
+    verdict = verify(verifier=judge_config(judge, scenario, retries=1), completion="Paris", answer="Paris")
+    assert verdict.outcome == "error"
+    assert verdict.reward is None
+    assert verdict.detail
+
+
+def test_transient_server_error_is_retried(judge):
+    assert verify(verifier=judge_config(judge, "flaky", retries=1), completion="Paris").outcome == "pass"
+    assert judge.flaky_calls == 2
+
+
+def test_slow_judge_is_an_error(judge):
+    verdict = verify(verifier=judge_config(judge, "slow", timeout_seconds=0.3, retries=0), completion="Paris")
+    assert verdict.outcome == "error"
+    assert "unreachable" in verdict.detail
+
+
+def test_unreachable_judge_is_an_error():
+    config = {
+        "kind": "llm_judge",
+        "base_url": "http://127.0.0.1:9/v1",
+        "model": "m",
+        "rubric": "r",
+        "retries": 0,
+        "timeout_seconds": 2,
+    }
+    verdict = verify(verifier=config, completion="Paris")
+    assert verdict.outcome == "error"
+
+
+def test_missing_api_key_is_an_error(judge, monkeypatch):
+    monkeypatch.delenv("JUDGE_KEY_MISSING", raising=False)
+    verdict = verify(verifier=judge_config(judge, "pass", api_key_env="JUDGE_KEY_MISSING"), completion="Paris")
+    assert verdict.outcome == "error"
+    assert "JUDGE_KEY_MISSING" in verdict.detail
+    assert judge.requests == []
+
+
+def test_audit_with_a_grading_judge(judge):
+    assert audit(verifier=judge_config(judge, "grade"), answer="Paris") == []

@@ -1,0 +1,322 @@
+"""Hostile programs: each ends as fail, timeout or error with a reason, never pass, and the
+calling process, the host filesystem and the network are untouched.
+
+Every program defines ``solve()`` that returns 42 only if its attack worked, and the task
+asserts ``solve() == 42``: a pass would mean the attack succeeded. The same programs run under
+the kernel isolation (namespaces) when this machine allows it and under the fallback.
+"""
+
+import os
+import secrets
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.sandbox import Sandbox, SandboxLimits
+from engine.verifiers import verify
+from engine.verifiers.kinds import code as code_kind
+
+TASK = {
+    "kind": "code",
+    "style": "asserts",
+    "asserts": ["assert solve() == 42"],
+    "timeout_seconds": 3,
+    "cpu_seconds": 2,
+    "memory_mb": 256,
+}
+ISOLATIONS = ["auto", "fallback"]
+
+
+@pytest.fixture(params=ISOLATIONS)
+def sandbox(request, monkeypatch):
+    """A fresh sandbox (its server starts after the test's environment is set up)."""
+    instance = Sandbox(isolation=request.param)
+    monkeypatch.setattr(code_kind, "default_sandbox", lambda: instance)
+    yield instance
+    instance.close()
+
+
+def check_rejected(program: str, *, expected: tuple[str, ...] = ("fail", "timeout", "error")):
+    verdict = verify(verifier=TASK, completion=program)
+    assert verdict.outcome in expected, verdict
+    assert verdict.outcome != "pass"
+    assert verdict.detail
+    # The caller lives on and the sandbox still works.
+    assert verify(verifier=TASK, completion="def solve():\n    return 42\n").outcome == "pass"
+    return verdict
+
+
+def test_infinite_loop(sandbox):
+    verdict = check_rejected("def solve():\n    while True:\n        pass\n", expected=("timeout",))
+    assert "time limit" in verdict.detail
+
+
+def test_sleeping_forever(sandbox):
+    verdict = check_rejected("import time\ndef solve():\n    time.sleep(3600)\n", expected=("timeout",))
+    assert "wall-clock limit" in verdict.detail
+
+
+def test_fork_bomb(sandbox):
+    program = (
+        "import os\n"
+        "def solve():\n"
+        "    while True:\n"
+        "        try:\n"
+        "            os.fork()\n"
+        "        except OSError:\n"
+        "            pass\n"
+    )
+    check_rejected(program, expected=("timeout", "fail"))
+
+
+def test_fork_bomb_children_do_not_outlive_the_run(sandbox):
+    if sandbox.isolation()["mode"] != "namespaces":
+        pytest.skip("the fallback refuses fork outright")
+    program = (
+        "import os, time\n"
+        "def solve():\n"
+        "    for _ in range(100):\n"
+        "        try:\n"
+        "            if os.fork() == 0:\n"
+        "                os.setsid()  # escape the process group: only the pid namespace catches it\n"
+        "                time.sleep(3600)\n"
+        "        except OSError:\n"
+        "            break\n"
+        "    return 0\n"
+    )
+    verdict = verify(verifier=TASK, completion=program)
+    assert verdict.outcome == "fail"
+    deadline = time.monotonic() + 10  # teardown is asynchronous; allow it to finish
+    while _stray_processes() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _stray_processes() == []
+
+
+SPARE_PROCESSES_PER_SERVER = 2  # each idle server keeps one prepared sandbox: setup + supervisor
+
+
+def _stray_processes():
+    """Sandbox processes beyond the servers (our children) and their idle spare sandboxes.
+
+    Found by command line rather than ancestry, so a child that escaped to another parent
+    would still be counted."""
+    servers, others = [], []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if b"sandbox/server.py" not in (entry / "cmdline").read_bytes():
+                continue
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        (servers if parent == os.getpid() else others).append(int(entry.name))
+    return others if len(others) > SPARE_PROCESSES_PER_SERVER * len(servers) else []
+
+
+def test_process_limit_is_enforced_per_run(sandbox):
+    if sandbox.isolation()["mode"] != "namespaces":
+        pytest.skip("RLIMIT_NPROC needs the per-run user namespace")
+    program = (
+        "import os, time\n"
+        "def solve():\n"
+        "    children = 0\n"
+        "    for _ in range(50):\n"
+        "        try:\n"
+        "            if os.fork() == 0:\n"
+        "                time.sleep(30)\n"
+        "                os._exit(0)\n"
+        "            children += 1\n"
+        "        except OSError:\n"
+        "            break\n"
+        "    return 42 if children >= 50 else children\n"
+    )
+    verdict = check_rejected(program, expected=("fail",))
+    assert "assert 1 of 1 failed" in verdict.detail
+
+
+def test_memory_bomb(sandbox):
+    program = "def solve():\n    hoard = []\n    while True:\n        hoard.append(bytearray(50 * 1024 * 1024))\n"
+    verdict = check_rejected(program, expected=("fail",))
+    assert "MemoryError" in verdict.detail
+
+
+def test_one_hundred_megabytes_of_output(sandbox):
+    program = (
+        "import sys\n"
+        "chunk = 'x' * (1 << 20)\n"
+        "for _ in range(100):\n"
+        "    sys.stdout.write(chunk)\n"
+        "sys.stdout.flush()\n"
+        "def solve():\n"
+        "    return 42\n"
+    )
+    verdict = check_rejected(program, expected=("fail",))
+    assert "output limit" in verdict.detail
+
+
+def test_sys_exit_before_the_tests(sandbox):
+    verdict = check_rejected("import sys\nsys.exit(0)\ndef solve():\n    return 0\n", expected=("fail",))
+    assert "sys.exit" in verdict.detail
+
+
+def test_os_exit_before_the_tests(sandbox):
+    verdict = check_rejected("import os\nos._exit(0)\ndef solve():\n    return 0\n", expected=("fail",))
+    assert "before the tests finished" in verdict.detail
+
+
+def test_os_exit_inside_the_tested_function(sandbox):
+    check_rejected("import os\ndef solve():\n    os._exit(0)\n", expected=("fail",))
+
+
+def test_killing_its_parent(sandbox):
+    program = (
+        "import os\n"
+        "try:\n"
+        "    os.kill(os.getppid(), 9)\n"
+        "except Exception:\n"
+        "    pass\n"
+        "os._exit(0)  # and pretend all went well\n"
+        "def solve():\n"
+        "    return 42\n"
+    )
+    check_rejected(program, expected=("fail", "error"))
+
+
+def test_signalling_the_supervisor(sandbox):
+    program = (
+        "import os, signal, time\n"
+        "for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGKILL):\n"
+        "    for target in (1, os.getppid()):\n"
+        "        try:\n"
+        "            os.kill(target, number)\n"
+        "        except Exception:\n"
+        "            pass\n"
+        "time.sleep(0.2)\n"
+        "def solve():\n"
+        "    return 0\n"
+    )
+    verdict = check_rejected(program, expected=("fail",))
+    assert "assert 1 of 1 failed" in verdict.detail or "not allowed" in verdict.detail
+
+
+def test_killing_every_process_it_can(sandbox):
+    program = (
+        "import os, signal\n"
+        "try:\n"
+        "    os.kill(-1, signal.SIGKILL)\n"
+        "except Exception:\n"
+        "    pass\n"
+        "def solve():\n"
+        "    return 0\n"
+    )
+    check_rejected(program, expected=("fail", "error"))
+
+
+def test_reading_the_worker_environment(sandbox, monkeypatch):
+    secret = f"passband-secret-{secrets.token_hex(8)}"
+    monkeypatch.setenv("PASSBAND_TEST_SECRET", secret)
+    sandbox.close()  # the next run starts a server after the secret is set
+    program = (
+        "import os, glob\n"
+        "def solve():\n"
+        "    seen = repr(dict(os.environ))\n"
+        "    for path in glob.glob('/proc/*/environ'):\n"
+        "        try:\n"
+        "            with open(path, 'rb') as handle:\n"
+        "                seen += handle.read().decode('utf-8', 'replace')\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    print(seen)\n"
+        "    return 42 if 'passband-secret-' in seen or 'PASSBAND_TEST_SECRET' in seen else 0\n"
+    )
+    check_rejected(program, expected=("fail",))
+    run = sandbox.run_script(program=program + "solve()\n", stdin="", limits=SandboxLimits())
+    assert run.status == "exited"
+    assert secret not in run.stdout and "PASSBAND_TEST_SECRET" not in run.stdout
+
+
+def test_connecting_to_localhost(sandbox):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.2)
+    port = listener.getsockname()[1]
+    program = (
+        "import socket\n"
+        "def solve():\n"
+        f"    connection = socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+        "    connection.sendall(b'escaped')\n"
+        "    return 42\n"
+    )
+    try:
+        verdict = check_rejected(program, expected=("fail",))
+        with pytest.raises(socket.timeout):
+            listener.accept()
+    finally:
+        listener.close()
+    assert "Error" in verdict.detail
+
+
+def test_writing_outside_its_directory(sandbox, tmp_path):
+    targets = [
+        f"/tmp/passband-escape-{secrets.token_hex(6)}",
+        str(tmp_path / "passband-escape"),
+        str(Path(__file__).parent / f"passband-escape-{secrets.token_hex(6)}"),
+    ]
+    program = (
+        "def solve():\n"
+        f"    for path in {targets!r}:\n"
+        "        try:\n"
+        "            with open(path, 'w') as handle:\n"
+        "                handle.write('escaped')\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return 0\n"
+    )
+    check_rejected(program, expected=("fail",))
+    for target in targets:
+        assert not os.path.exists(target), target
+
+
+def test_the_filesystem_is_read_only_outside_tmp(sandbox):
+    if sandbox.isolation()["mode"] != "namespaces":
+        pytest.skip("the fallback has no private filesystem view")
+    program = (
+        "import os\n"
+        "def solve():\n"
+        "    written = []\n"
+        "    for directory in ['/', '/etc', '/usr', '/dev', '/proc']:\n"
+        "        try:\n"
+        "            with open(os.path.join(directory, 'escape'), 'w'):\n"
+        "                written.append(directory)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    open('/tmp/allowed', 'w').write('ok')\n"
+        "    return 42 if written else 0\n"
+    )
+    check_rejected(program, expected=("fail",))
+
+
+def test_the_host_directories_are_not_visible(sandbox):
+    if sandbox.isolation()["mode"] != "namespaces":
+        pytest.skip("the fallback has no private filesystem view")
+    repository = str(Path(__file__).resolve().parents[3])
+    program = f"import os\ndef solve():\n    return 42 if os.path.exists({repository + '/pyproject.toml'!r}) else 0\n"
+    check_rejected(program, expected=("fail",))
+
+
+def test_isolation_is_described(sandbox):
+    description = sandbox.isolation()
+    assert description["mode"] in ("namespaces", "fallback")
+    assert {"network", "filesystem", "processes", "environment", "user"} <= set(description)
+
+
+def test_signalling_itself_does_not_pose_as_a_timeout(sandbox):
+    if sandbox.isolation()["mode"] != "namespaces":
+        pytest.skip("the fallback refuses os.kill")
+    program = "import os, signal\nos.kill(os.getpid(), signal.SIGXCPU)\ndef solve():\n    return 0\n"
+    verdict = check_rejected(program, expected=("fail",))
+    assert "SIGXCPU" in verdict.detail
