@@ -11,7 +11,6 @@ and its peak memory after each export shows whether the export streamed.
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import sys
 import tempfile
@@ -79,7 +78,7 @@ def copy_rows_per_second(*, queryset) -> tuple[int, float]:
     same session settings as the export (releases.EXPORT_SESSION_SETTINGS)."""
     from django.db import connection, transaction
 
-    from curation.releases import EXPORT_SESSION_SETTINGS
+    from releases.services import EXPORT_SESSION_SETTINGS
 
     sql, params = queryset.query.sql_with_params()
     connection.ensure_connection()
@@ -108,8 +107,8 @@ def main() -> None:
 
     django_in_fresh_database(suffix="_bench_export")
 
-    from curation import releases
     from engine import formats
+    from releases import services as releases
 
     started = time.perf_counter()
     environment, model = seed(tasks=args.tasks)

@@ -1,6 +1,6 @@
 """The pipeline's steps in one process, without a broker: rollouts per second and queries per task.
 
-Runs what the workers run (`rollouts_generate`, `rollouts_verify`, `campaign_items_advance`) over a
+Runs what the workers run (`round_run`: round_generate, then round_score) over a
 campaign of one round, `--tasks-per-job` task versions per step, against the OpenAI-compatible test
 server in a thread of this process. It isolates the database and Python cost of a round from Celery.
 
@@ -58,9 +58,7 @@ def main() -> None:
             started = time.perf_counter()
             with CaptureQueriesContext(connection) as queries:
                 for job in jobs:
-                    services.rollouts_generate(campaign_id=campaign.pk, task_version_ids=job, round_index=0)
-                    services.rollouts_verify(campaign_id=campaign.pk, task_version_ids=job)
-                    services.campaign_items_advance(campaign_id=campaign.pk, task_version_ids=job, round_index=0)
+                    services.round_run(campaign_id=campaign.pk, task_version_ids=job, round_index=0)
             elapsed = time.perf_counter() - started
             print(
                 f"| {len(ids)} × {args.rollouts} | {size} | {args.samples_per_request} "

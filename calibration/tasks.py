@@ -1,6 +1,7 @@
 """Celery tasks: thin wrappers that load by id, call one service and are safe to run twice."""
 
 from celery import shared_task
+from django.conf import settings
 from django.db import transaction
 
 from calibration import services
@@ -9,9 +10,7 @@ from calibration import services
 @shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=900, time_limit=960)
 def generate_rollouts(campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
     """Queue `generate`: sample one round of some task versions, then hand it to a verify worker."""
-    stored = services.rollouts_generate(
-        campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index
-    )
+    stored = services.round_generate(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
     verify_rollouts.delay(campaign_id, task_version_ids, round_index)
     return stored
 
@@ -19,13 +18,10 @@ def generate_rollouts(campaign_id: int, task_version_ids: int | list[int], round
 @shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=300, time_limit=330)
 def verify_rollouts(campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
     """Queue `verify`: score the round, refresh the calibrations, and open the next round where needed."""
-    scored = services.rollouts_verify(campaign_id=campaign_id, task_version_ids=task_version_ids)
-    opened = services.campaign_items_advance(
-        campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index
-    )
+    opened = services.round_score(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
     if opened:
         transaction.on_commit(lambda: generate_rollouts.delay(campaign_id, opened, round_index + 1))
-    return scored
+    return len(opened)
 
 
 @shared_task(soft_time_limit=60, time_limit=90)
@@ -38,8 +34,6 @@ def reconcile_campaigns() -> int:
 @shared_task(soft_time_limit=300, time_limit=330)
 def reprobe_sample() -> int:
     """Beat: re-probe a small random share of too-hard and retired tasks; returns campaigns started."""
-    from django.conf import settings
-
     return len(
         services.reprobe_sample(probability=settings.PASSBAND_REPROBE_PROBABILITY, cap=settings.PASSBAND_REPROBE_CAP)
     )

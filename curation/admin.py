@@ -1,10 +1,8 @@
 from django.contrib import admin
 
 from curation.models import (
-    ApiToken,
     Comment,
     Environment,
-    Release,
     Review,
     StatusChange,
     Task,
@@ -39,12 +37,6 @@ class StatusChangeAdmin(admin.ModelAdmin):
     list_display = ("task", "from_status", "to_status", "changed_by", "changed_at")
 
 
-@admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ("prefix", "name", "user", "scopes", "expires_at", "revoked_at", "last_used_at")
-    readonly_fields = ("token_hash", "prefix")
-
-
 @admin.register(Review)
 class ReviewAdmin(admin.ModelAdmin):
     list_display = ("task", "decision", "reviewer", "created_at")
@@ -56,11 +48,3 @@ class ReviewAdmin(admin.ModelAdmin):
 class CommentAdmin(admin.ModelAdmin):
     list_display = ("task", "author", "parent", "resolved_at", "created_at")
     raw_id_fields = ("task", "parent")
-
-
-@admin.register(Release)
-class ReleaseAdmin(admin.ModelAdmin):
-    list_display = ("pk", "status", "created_by", "created_at")
-
-    def has_change_permission(self, request, obj=None):
-        return False  # releases are immutable

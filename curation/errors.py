@@ -1,2 +1,5 @@
-class CurationError(Exception):
+from accounts.errors import ServiceError
+
+
+class CurationError(ServiceError):
     """A request the curation services refuse; the message says what to do instead."""

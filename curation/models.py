@@ -112,28 +112,6 @@ class StatusChange(models.Model):
         ordering = ["changed_at", "id"]
 
 
-class ApiToken(models.Model):
-    """A per-user API token. Only its sha256 is stored; the secret is shown once."""
-
-    SCOPES = ("read", "export", "feedback", "verify")
-
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
-    name = models.CharField(max_length=100)
-    prefix = models.CharField(max_length=12, help_text="The first characters, to recognise a token.")
-    token_hash = models.CharField(max_length=64, unique=True)
-    scopes = models.JSONField(default=list)
-    created_at = models.DateTimeField(auto_now_add=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return f"{self.prefix}… ({self.name})"
-
-
 class Review(models.Model):
     """A reviewer's decision on one task version: approve, reject or send back, with a comment."""
 
@@ -175,52 +153,3 @@ class Comment(models.Model):
 
     def __str__(self) -> str:
         return f"comment {self.pk} on {self.task}"
-
-
-class ReleaseStatus(models.TextChoices):
-    PENDING = "pending"
-    BUILDING = "building"
-    READY = "ready"
-    FAILED = "failed"
-
-
-class Release(models.Model):
-    """An immutable export: the filter used, the task versions it pins, a manifest and its files.
-
-    Items snapshot the calibration at creation, so later rollouts or edits never change a release.
-    """
-
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="releases")
-    environment = models.ForeignKey(Environment, on_delete=models.PROTECT, null=True, blank=True, related_name="releases")
-    probe_model = models.ForeignKey("calibration.ProbeModel", on_delete=models.PROTECT, related_name="releases")
-    filter = models.JSONField(default=dict, help_text="The filter the release was made with.")
-    thresholds = models.JSONField(default=dict, help_text="Floor and retirement threshold per environment.")
-    manifest = models.JSONField(default=dict, blank=True, help_text="Counts per band and domain, files and sha256.")
-    status = models.CharField(max_length=20, choices=ReleaseStatus.choices, default=ReleaseStatus.PENDING)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    built_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-
-    def __str__(self) -> str:
-        return f"release {self.pk} ({self.status})"
-
-
-class ReleaseItem(models.Model):
-    """One pinned task version inside a release, with its calibration as it was at release time."""
-
-    release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="items")
-    task_version = models.ForeignKey(TaskVersion, on_delete=models.PROTECT, related_name="release_items")
-    attempts = models.PositiveIntegerField(null=True)
-    successes = models.PositiveIntegerField(null=True)
-    pass_rate = models.FloatField(null=True)
-    interval_low = models.FloatField(null=True)
-    interval_high = models.FloatField(null=True)
-    band = models.CharField(max_length=20, blank=True)
-    grpo_signal = models.FloatField(null=True)
-
-    class Meta:
-        ordering = ["release", "id"]
-        constraints = [models.UniqueConstraint(fields=["release", "task_version"], name="release_item_unique")]

@@ -13,9 +13,9 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from accounts.permissions import REVIEWERS, in_group
 from curation.errors import CurationError
 from curation.models import Comment, Review, Task, TaskStatus
-from curation.permissions import REVIEWERS, in_group
 from curation.services import task_transition
 
 REVIEWABLE = (TaskStatus.SUBMITTED, TaskStatus.IN_REVIEW)

@@ -1,27 +1,22 @@
-"""Reads for curation pages and the API: tasks with their current calibration."""
+"""Reads for curation: which tasks a user may see, review progress and comment threads.
+
+Reads that join calibrations (the task list, the review queue) live in calibration.selectors.
+"""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
 
-from calibration.models import Calibration, ProbeModel
-from curation.models import Environment, Task, TaskStatus
-
-SORTS = {
-    "key": "key",
-    "-key": "-key",
-    "pass_rate": F("pass_rate").asc(nulls_last=True),
-    "-pass_rate": F("pass_rate").desc(nulls_last=True),
-    "attempts": "attempts",
-    "-attempts": "-attempts",
-    "updated": "updated_at",
-    "-updated": "-updated_at",
-}
+from accounts.permissions import REVIEWERS, TRAINERS
+from curation.models import Comment, Review, Task, TaskStatus
 
 
 def user_can_see_all_tasks(user: AbstractBaseUser) -> bool:
-    return user.is_staff or user.groups.filter(name__in=["reviewers", "trainers"]).exists()
+    return user.is_staff or user.groups.filter(name__in=[REVIEWERS, TRAINERS]).exists()
 
 
 def tasks_visible_to(user: AbstractBaseUser) -> QuerySet[Task]:
@@ -32,67 +27,33 @@ def tasks_visible_to(user: AbstractBaseUser) -> QuerySet[Task]:
     return tasks.filter(Q(owner=user) | Q(status__in=[TaskStatus.APPROVED, TaskStatus.ACTIVE]))
 
 
-def default_probe_model(environment: Environment | None = None) -> ProbeModel | None:
-    """The model whose calibration a page shows when none is chosen: the one used most recently."""
-    campaigns = environment.campaigns if environment else None
-    latest = campaigns.select_related("probe_model").first() if campaigns is not None else None
-    if latest:
-        return latest.probe_model
-    return ProbeModel.objects.order_by("-created_at").first()
-
-
-def tasks_with_calibration(
-    *,
-    user: AbstractBaseUser,
-    environment: Environment | None = None,
-    probe_model: ProbeModel | None = None,
-    band: str = "",
-    status: str = "",
-    search: str = "",
-    sort: str = "key",
-    owner: AbstractBaseUser | None = None,
-    flag: str = "",
-) -> QuerySet[Task]:
-    """Tasks annotated with the current version's calibration under one probe model.
-
-    `flag` is a calibration flag (verifier_trouble, zero_variance) or audit_failed.
-    """
-    tasks = tasks_visible_to(user).select_related("environment", "current_version", "owner")
-    if owner is not None:
-        tasks = tasks.filter(owner=owner)
-    if flag == "audit_failed":
-        tasks = tasks.filter(current_version__audit_passed=False)
-    if environment is not None:
-        tasks = tasks.filter(environment=environment)
-    if status:
-        tasks = tasks.filter(status=status)
-    if search:
-        tasks = tasks.filter(Q(key__icontains=search) | Q(current_version__prompt__icontains=search))
-    calibrations = Calibration.objects.filter(task_version=OuterRef("current_version"))
-    if probe_model is not None:
-        calibrations = calibrations.filter(probe_model=probe_model)
-    calibrations = calibrations.order_by("-updated_at")
-    for field in ("pass_rate", "interval_low", "interval_high", "band", "attempts", "successes", "verifier_errors", "grpo_signal", "cost_usd", "flags"):
-        tasks = tasks.annotate(**{field: Subquery(calibrations.values(field)[:1])})
-    if band:
-        tasks = tasks.filter(band=band)
-    if flag and flag != "audit_failed":
-        flagged = Calibration.objects.filter(task_version=OuterRef("current_version"), flags__contains=[flag])
-        if probe_model is not None:
-            flagged = flagged.filter(probe_model=probe_model)
-        tasks = tasks.filter(Exists(flagged))
-    return tasks.order_by(SORTS.get(sort, "key"), "pk")
-
-
-def environments_overview(*, user: AbstractBaseUser) -> list[dict]:
-    """Each environment with its task count and tasks per band (current versions, any model)."""
-    environments = Environment.objects.annotate(task_count=Count("tasks", distinct=True))
-    band_rows = (
-        Calibration.objects.filter(task_version__task__current_version=F("task_version"))
-        .values("task_version__task__environment", "band")
-        .annotate(count=Count("task_version", distinct=True))
+def reviewer_progress(*, since_days: int = 7) -> list[dict]:
+    """Per reviewer: decisions today, in the last `since_days` days, and by kind over all time."""
+    now = timezone.now()
+    start_of_day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    rows = (
+        Review.objects.values("reviewer__username")
+        .annotate(
+            total=Count("id"),
+            today=Count("id", filter=Q(created_at__gte=start_of_day)),
+            recent=Count("id", filter=Q(created_at__gte=now - timedelta(days=since_days))),
+            approved=Count("id", filter=Q(decision=Review.Decision.APPROVE)),
+            rejected=Count("id", filter=Q(decision=Review.Decision.REJECT)),
+            sent_back=Count("id", filter=Q(decision=Review.Decision.SEND_BACK)),
+        )
+        .order_by("-today", "-total", "reviewer__username")
     )
-    bands: dict[int, dict[str, int]] = {}
-    for row in band_rows:
-        bands.setdefault(row["task_version__task__environment"], {})[row["band"]] = row["count"]
-    return [{"environment": environment, "bands": bands.get(environment.pk, {})} for environment in environments]
+    return list(rows)
+
+
+def comment_threads(*, task: Task) -> list[Comment]:
+    """Root comments of a task, oldest first, each with `thread_replies` (oldest first)."""
+    comments = list(Comment.objects.filter(task=task).select_related("author", "resolved_by"))
+    roots = [comment for comment in comments if comment.parent_id is None]
+    by_root: dict[int, list[Comment]] = {}
+    for comment in comments:
+        if comment.parent_id is not None:
+            by_root.setdefault(comment.parent_id, []).append(comment)
+    for root in roots:
+        root.thread_replies = by_root.get(root.pk, [])
+    return roots

@@ -1,22 +1,17 @@
-"""Writes for curation: environments, task import, versions, status transitions, API tokens."""
+"""Writes for curation: environments, task import, versions and status transitions."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import secrets
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.utils import timezone
 
 from curation.errors import CurationError
 from curation.models import (
-    ApiToken,
     Environment,
     StatusChange,
     Task,
@@ -24,7 +19,7 @@ from curation.models import (
     TaskVersion,
 )
 from engine import verifiers
-from engine.task_format import LineProblem, TaskDraft, parse_task_file
+from engine.task_format import LineProblem, TaskDraft, parse_task_file, validate_task_object
 
 logger = logging.getLogger(__name__)
 
@@ -228,32 +223,6 @@ def task_transition(*, task: Task, to_status: str, by: AbstractBaseUser | None, 
     return task
 
 
-def api_token_create(
-    *, user: AbstractBaseUser, name: str, scopes: list[str], expires_in_days: int | None = 90
-) -> tuple[ApiToken, str]:
-    """Create an API token. Returns the record and the secret, which is never stored or shown again."""
-    unknown = set(scopes) - set(ApiToken.SCOPES)
-    if unknown or not scopes:
-        raise CurationError(f"Scopes must be some of {', '.join(ApiToken.SCOPES)}; got {', '.join(scopes) or 'none'}.")
-    secret = "pb_" + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(
-        user=user,
-        name=name,
-        prefix=secret[:10],
-        token_hash=hashlib.sha256(secret.encode()).hexdigest(),
-        scopes=sorted(set(scopes)),
-        expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
-    )
-    return token, secret
-
-
-def api_token_revoke(*, token: ApiToken) -> ApiToken:
-    if token.revoked_at is None:
-        token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
-    return token
-
-
 EDITABLE_STATUSES = (TaskStatus.DRAFT, TaskStatus.CHANGES_REQUESTED, TaskStatus.REJECTED)
 
 
@@ -264,8 +233,6 @@ def task_version_edit(*, task: Task, by: AbstractBaseUser, content: dict, run_au
     metadata, domain, authoring_cost_usd). Raises CurationError naming the field when it is
     invalid, when nothing changed, or when the task is not the editor's or not editable now.
     """
-    from engine.task_format import validate_task_object
-
     if task.owner_id != by.pk and not by.is_staff:
         raise CurationError("Only the task's author can edit it.")
     if task.status not in EDITABLE_STATUSES:

@@ -1,6 +1,6 @@
 """Trainer formats: one task record in, one row per format out. Pure: no Django import.
 
-A *record* is a flat dict read from the database (see curation.releases.EXPORT_FIELDS): task key,
+A *record* is a flat dict read from the database (see releases.services.EXPORT_FIELDS): task key,
 environment, version number and hash, content, and the calibration under one probe model. Every
 format carries the task key, the version hash and the calibration, so a trainer can seed a
 curriculum and trace any row back to the exact version it came from.

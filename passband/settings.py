@@ -54,8 +54,12 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "accounts",
     "curation",
     "calibration",
+    "releases",
+    "web",
+    "api",
 ]
 
 MIDDLEWARE = [
@@ -195,14 +199,14 @@ CELERY_TASK_ROUTES = {
 }
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["curation.api_auth.ApiTokenAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    # Keyed by API token (see curation.api_auth.TokenRateThrottle): each token gets its own budget.
-    "DEFAULT_THROTTLE_CLASSES": ["curation.api_auth.TokenRateThrottle"],
+    # Keyed by API token (see accounts.authentication.TokenRateThrottle): each token gets its own budget.
+    "DEFAULT_THROTTLE_CLASSES": ["accounts.authentication.TokenRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"token": os.environ.get("PASSBAND_API_RATE", "6000/hour")},
 }
 SPECTACULAR_SETTINGS = {

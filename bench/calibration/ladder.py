@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import random
 import sys
 from pathlib import Path
@@ -53,8 +52,8 @@ def main() -> None:
     from django.contrib.auth import get_user_model
 
     from calibration import services
+    from calibration.demo import arithmetic_tasks
     from calibration.models import Calibration, Rollout
-    from curation.demo import arithmetic_tasks
     from curation.services import environment_create, tasks_import
     from tests.calibration.scripted import RIGHT, respond_with
     from tests.factories import jsonl

@@ -23,6 +23,7 @@ from engine.backends.base import (
     SamplingParams,
     rollout_seed,
 )
+from engine.backends.openai_backend import OpenAIBackend
 
 __all__ = [
     "BACKEND_KINDS",
@@ -116,13 +117,12 @@ def _create_backend(
     samples_per_request: int,
 ) -> Backend:
     if kind == "transformers":
+        # Imported here, not at the top: it loads torch, which API-only processes never need.
         from engine.backends.transformers_backend import TransformersBackend
 
         return TransformersBackend(model=model, revision=revision, device=device)
     if not base_url:
         raise ValueError("the openai backend needs base_url, e.g. http://gpu-1:8000/v1")
-    from engine.backends.openai_backend import OpenAIBackend
-
     return OpenAIBackend(
         base_url=base_url,
         model=model,

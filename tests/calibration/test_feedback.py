@@ -2,10 +2,11 @@
 
 import pytest
 
+from accounts.services import api_token_create
 from calibration import selectors, services
 from calibration.models import FeedbackReport
 from curation.models import StatusChange, Task, TaskStatus
-from curation.services import api_token_create, task_transition
+from curation.services import task_transition
 from engine import stats
 from tests.factories import import_tasks, math_task
 

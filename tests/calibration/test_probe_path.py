@@ -3,7 +3,7 @@
 import pytest
 
 from calibration import selectors, services
-from calibration.models import Band, Calibration, Campaign, Outcome, ProbeModel, Rollout
+from calibration.models import Band, Calibration, Campaign, Outcome, Rollout
 from engine.packing import unpack_logprobs, unpack_tokens
 from tests.factories import import_tasks, math_task
 from tests.support.workers import flush_broker, running_worker, wait_for

@@ -2,7 +2,7 @@
 
 import pytest
 
-from curation.services import api_token_create
+from accounts.services import api_token_create
 from tests.factories import import_tasks, math_task
 
 pytestmark = pytest.mark.django_db

@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from accounts.services import api_token_create, api_token_revoke
 from calibration.models import Calibration, ProbeModel
-from curation.services import api_token_create, api_token_revoke
 from tests.factories import import_tasks, math_task
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from accounts.services import api_token_create
 from calibration.models import Calibration, Campaign, Rollout
 from curation.models import Task
-from curation.services import api_token_create
 from engine import packing
 from tests.curation.export_data import calibrated_environment
 

@@ -7,7 +7,7 @@ from django.core.wsgi import get_wsgi_application
 from django.test import override_settings
 from hypothesis import HealthCheck, Phase, settings
 
-from curation.services import api_token_create
+from accounts.services import api_token_create
 from tests.curation.export_data import calibrated_environment
 
 # Schemathesis calls the app in process as host "localhost"; test settings allow only "testserver".

@@ -3,8 +3,8 @@
 import pytest
 from django.core.management import call_command
 
-from curation.models import ApiToken
-from curation.services import api_token_create
+from accounts.models import ApiToken
+from accounts.services import api_token_create
 
 pytestmark = pytest.mark.django_db
 

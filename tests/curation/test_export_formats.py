@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from curation import releases
 from engine import formats
+from releases import services as releases
 from tests.curation.export_data import calibrated_environment
 
 pytestmark = pytest.mark.django_db
@@ -105,9 +105,9 @@ def test_filters_and_unknown_values(arithmetic, alice):
     in_band = releases.export_versions(environment=arithmetic, probe_model=model, band="in_band")
     assert sorted(r["task_key"] for r in in_band) == ["product", "sum"]
     assert releases.export_versions(environment=arithmetic, probe_model=model, status="draft").count() == 0
-    from curation.errors import CurationError
+    from releases.errors import ReleaseError
 
-    with pytest.raises(CurationError, match="Unknown band 'hot'"):
+    with pytest.raises(ReleaseError, match="Unknown band 'hot'"):
         releases.export_versions(band="hot")
     with pytest.raises(formats.ExportFormatError, match="Unknown format 'csv'"):
         formats.check_format("csv")

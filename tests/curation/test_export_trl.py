@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from curation import releases
 from engine import formats, verifiers
+from releases import services as releases
 from tests.curation.export_data import calibrated_environment
 
 pytestmark = pytest.mark.django_db

@@ -38,11 +38,14 @@ def data(alice, arithmetic):
     Rollout.objects.bulk_create(
         [
             Rollout(campaign=campaign, task_version=tasks[0].current_version, probe_model=model, sample_index=index, seed=index,
-                    outcome=outcome, verify_ms=float(index + 1), verified_at=now - timedelta(minutes=5))
+                    outcome=outcome, verify_ms=float(index + 1), verified_at=now - timedelta(minutes=5), cost_usd="0.2")
             for index, outcome in enumerate(outcomes)
         ]
         + [Rollout(campaign=campaign, task_version=tasks[1].current_version, probe_model=model, sample_index=0, seed=0,
-                   outcome="pass", verify_ms=500.0, verified_at=now - timedelta(days=3))]
+                   outcome="pass", verify_ms=500.0, verified_at=now - timedelta(days=3), cost_usd="2")]
+        # Probing spend is the rollouts' cost: $2 per task in all.
+        + [Rollout(campaign=campaign, task_version=task.current_version, probe_model=model, sample_index=0, seed=0, cost_usd="2")
+           for task in tasks[2:]]
     )
     return model
 
@@ -76,7 +79,8 @@ def test_a_model_filter_counts_only_that_models_calibrations(client, alice, data
     (row,) = client.get(reverse("cost_data"), {"model": "probe"}).json()["environments"]
     assert (row["tasks"], row["in_band"], row["probing_usd"]) == (4, 2, pytest.approx(8.0))
     (row,) = client.get(reverse("cost_data"), {"model": "other"}).json()["environments"]
-    assert (row["tasks"], row["in_band"], row["probing_usd"]) == (4, 0, pytest.approx(400.0))
+    # Bands follow the chosen model; the money spent on each task is the same whichever model is shown.
+    assert (row["tasks"], row["in_band"], row["probing_usd"]) == (4, 0, pytest.approx(8.0))
     series = client.get(reverse("bands_over_time_data"), {"model": "other"}).json()["series"]
     assert [(s["band"], s["counts"][-1]) for s in series] == [("too_hard", 4)]
 

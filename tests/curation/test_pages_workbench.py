@@ -109,7 +109,7 @@ def test_probe_now_starts_a_campaign_over_one_task(client, alice, arithmetic, dj
     client.force_login(alice)
     from unittest import mock
 
-    with mock.patch("calibration.services.campaign_enqueue_pending") as enqueue, django_capture_on_commit_callbacks(execute=True):
+    with mock.patch("calibration.services.campaigns.campaign_enqueue_pending") as enqueue, django_capture_on_commit_callbacks(execute=True):
         response = client.post(reverse("task_probe", args=["arithmetic", "t-1"]), {"model": model.name, "policy": "adaptive", "rollouts": "16"})
     campaign = Campaign.objects.get()
     assert response.status_code == 302 and response.url == reverse("campaign_detail", args=[campaign.pk])

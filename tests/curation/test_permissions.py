@@ -118,7 +118,7 @@ def test_edit(client, alice, bob, dora, task):
 
 def test_probe_now(client, alice, bob, dora, task, model):
     url = reverse("task_probe", args=["arithmetic", "t-1"])
-    with mock.patch("calibration.services.campaign_enqueue_pending"):
+    with mock.patch("calibration.services.campaigns.campaign_enqueue_pending"):
         assert status_of(client, dora, "post", url, {"model": "probe"}) == 404
         assert status_of(client, bob, "post", url, {"model": "probe"}) == 403
         assert not Campaign.objects.exists()
@@ -128,7 +128,7 @@ def test_probe_now(client, alice, bob, dora, task, model):
 
 def test_environment_probe(client, alice, bob, charlie, task, model):
     url = reverse("environment_probe", args=["arithmetic"])
-    with mock.patch("calibration.services.campaign_enqueue_pending"):
+    with mock.patch("calibration.services.campaigns.campaign_enqueue_pending"):
         assert status_of(client, bob, "post", url, {"model": "probe"}) == 403
         assert status_of(client, charlie, "post", url, {"model": "probe"}) == 403
         assert not Campaign.objects.exists()

@@ -7,10 +7,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from accounts.services import api_token_create, api_token_revoke
 from calibration.models import Calibration
-from curation import tasks
-from curation.models import Release, ReleaseItem
-from curation.services import api_token_create, api_token_revoke
+from releases import tasks
+from releases.models import Release, ReleaseItem
 from tests.curation.export_data import calibrated_environment
 from tests.factories import import_tasks, math_task
 

@@ -3,8 +3,9 @@
 import pytest
 from django.urls import reverse
 
+from calibration import selectors as review_selectors
 from calibration.models import Band, Calibration, ProbeModel
-from curation import review_selectors, review_services
+from curation import review_services
 from curation.errors import CurationError
 from curation.models import Comment, Review, StatusChange, TaskStatus
 from curation.services import task_transition

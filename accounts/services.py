@@ -1,0 +1,40 @@
+"""Writes for accounts: API tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.utils import timezone
+
+from accounts.errors import ServiceError
+from accounts.models import ApiToken
+
+
+def api_token_create(
+    *, user: AbstractBaseUser, name: str, scopes: list[str], expires_in_days: int | None = 90
+) -> tuple[ApiToken, str]:
+    """Create an API token. Returns the record and the secret, which is never stored or shown again."""
+    unknown = set(scopes) - set(ApiToken.SCOPES)
+    if unknown or not scopes:
+        raise ServiceError(f"Scopes must be some of {', '.join(ApiToken.SCOPES)}; got {', '.join(scopes) or 'none'}.")
+    secret = "pb_" + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        user=user,
+        name=name,
+        prefix=secret[:10],
+        token_hash=hashlib.sha256(secret.encode()).hexdigest(),
+        scopes=sorted(set(scopes)),
+        expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
+    )
+    return token, secret
+
+
+def api_token_revoke(*, token: ApiToken) -> ApiToken:
+    """Revoke a token; revoking twice keeps the first time."""
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token

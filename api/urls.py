@@ -1,0 +1,23 @@
+"""API routes: DRF v1, its schema and its docs (mounted under /api/)."""
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from api.views import calibrations, feedback, releases, tasks, verify
+
+urlpatterns = [
+    path("v1/tasks", tasks.TaskList.as_view(), name="api_task_list"),
+    path("v1/calibrations", calibrations.CalibrationList.as_view(), name="api_calibration_list"),
+    path("v1/rollouts", calibrations.RolloutList.as_view(), name="api_rollout_list"),
+    path("v1/releases", releases.ReleaseCreate.as_view(), name="api_release_create"),
+    path("v1/releases/<int:release_id>", releases.ReleaseDetail.as_view(), name="api_release_detail"),
+    path(
+        "v1/releases/<int:release_id>/files/<str:export_format>.<str:file_type>",
+        releases.ReleaseFile.as_view(),
+        name="api_release_file",
+    ),
+    path("schema/", SpectacularAPIView.as_view(), name="api_schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
+    path("v1/verify", verify.Verify.as_view(), name="api_verify"),
+    path("v1/feedback", feedback.Feedback.as_view(), name="api_feedback"),
+]

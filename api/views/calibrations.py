@@ -1,0 +1,115 @@
+"""GET /api/v1/calibrations and /api/v1/rollouts: calibrations and rollouts with token ids and logprobs."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import IsAuthenticated
+
+from accounts.authentication import scope_required
+from api.views import base
+from calibration.models import Band, Calibration, Outcome, Rollout
+from curation import selectors
+from engine import packing
+
+
+class CalibrationSerializer(serializers.Serializer):
+    task = serializers.CharField(source="task_version.task.key")
+    environment = serializers.CharField(source="task_version.task.environment.name")
+    version = serializers.IntegerField(source="task_version.number")
+    version_hash = serializers.CharField(source="task_version.content_hash")
+    probe_model = serializers.CharField(source="probe_model.name")
+    attempts = serializers.IntegerField()
+    successes = serializers.IntegerField()
+    verifier_errors = serializers.IntegerField()
+    pass_rate = serializers.FloatField(allow_null=True)
+    interval = serializers.SerializerMethodField()
+    band = serializers.CharField()
+    decided = serializers.BooleanField()
+    grpo_signal = serializers.FloatField(allow_null=True)
+    flags = serializers.JSONField()
+    updated_at = serializers.DateTimeField()
+
+    def get_interval(self, calibration) -> list[float | None]:
+        return [calibration.interval_low, calibration.interval_high]
+
+
+class CalibrationFilters(serializers.Serializer):
+    environment = serializers.CharField(required=False)
+    model = serializers.CharField(required=False, help_text="Probe model name.")
+    band = serializers.ChoiceField(choices=Band.values, required=False)
+    task = serializers.CharField(required=False, help_text="Task key.")
+    updated_since = serializers.DateTimeField(required=False)
+
+
+@extend_schema(parameters=[CalibrationFilters])
+class CalibrationList(base.LookupFilteredList):
+    """GET /api/v1/calibrations: every (task version, probe model) calibration you may see, in id order."""
+
+    serializer_class = CalibrationSerializer
+    permission_classes = [IsAuthenticated, scope_required("read")]
+
+    filters_class = CalibrationFilters
+    lookups = {"environment": "task_version__task__environment__name", "model": "probe_model__name",
+               "band": "band", "task": "task_version__task__key", "updated_since": "updated_at__gte"}
+
+    def base_queryset(self):
+        return Calibration.objects.select_related("task_version__task__environment", "probe_model").filter(
+            task_version__task__in=selectors.tasks_visible_to(self.request.user).values("pk")
+        )
+
+
+class RolloutSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    campaign = serializers.IntegerField(source="campaign_id")
+    task = serializers.CharField(source="task_version.task.key")
+    environment = serializers.CharField(source="task_version.task.environment.name")
+    version_hash = serializers.CharField(source="task_version.content_hash")
+    probe_model = serializers.CharField(source="probe_model.name")
+    sample_index = serializers.IntegerField()
+    seed = serializers.IntegerField()
+    prompt_token_ids = serializers.SerializerMethodField()
+    completion_token_ids = serializers.SerializerMethodField()
+    logprobs = serializers.SerializerMethodField()
+    text = serializers.CharField()
+    finish_reason = serializers.CharField()
+    truncated = serializers.BooleanField()
+    outcome = serializers.CharField(allow_null=True)
+    reward = serializers.FloatField(allow_null=True)
+    detail = serializers.CharField()
+    input_tokens = serializers.IntegerField(allow_null=True)
+    output_tokens = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+    # Token ids and logprobs exactly as the backend produced them, unpacked from their stored arrays.
+    def get_prompt_token_ids(self, rollout) -> list[int] | None:
+        return packing.unpack_tokens(rollout.prompt_token_ids)
+
+    def get_completion_token_ids(self, rollout) -> list[int] | None:
+        return packing.unpack_tokens(rollout.completion_token_ids)
+
+    def get_logprobs(self, rollout) -> list[float] | None:
+        return packing.unpack_logprobs(rollout.logprobs)
+
+
+class RolloutFilters(serializers.Serializer):
+    environment = serializers.CharField(required=False)
+    task = serializers.CharField(required=False, help_text="Task key.")
+    model = serializers.CharField(required=False, help_text="Probe model name.")
+    campaign = serializers.IntegerField(required=False, min_value=1)
+    outcome = serializers.ChoiceField(choices=Outcome.values, required=False)
+
+
+@extend_schema(parameters=[RolloutFilters])
+class RolloutList(base.LookupFilteredList):
+    """GET /api/v1/rollouts: attempts with their token ids and logprobs, for offline analysis, in id order."""
+
+    serializer_class = RolloutSerializer
+    permission_classes = [IsAuthenticated, scope_required("read")]
+
+    filters_class = RolloutFilters
+    lookups = {"environment": "task_version__task__environment__name", "task": "task_version__task__key",
+               "model": "probe_model__name", "campaign": "campaign_id", "outcome": "outcome"}
+
+    def base_queryset(self):
+        return Rollout.objects.select_related("task_version__task__environment", "probe_model").filter(
+            task_version__task__in=selectors.tasks_visible_to(self.request.user).values("pk")
+        )

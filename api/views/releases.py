@@ -1,0 +1,141 @@
+"""Releases over the API: create one, read its manifest, download its files."""
+
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.authentication import scope_required
+from api.views import base
+from calibration.models import Band, ProbeModel
+from curation import selectors
+from curation.errors import CurationError
+from curation.models import Environment, TaskStatus
+from engine import formats
+from releases import services as releases
+from releases.models import Release, ReleaseStatus
+
+
+class ReleaseRequest(serializers.Serializer):
+    probe_model = serializers.CharField(help_text="Name of the probe model whose calibration selects and annotates tasks.")
+    environment = serializers.CharField(required=False, allow_blank=True, help_text="Environment name; default: all.")
+    band = serializers.ChoiceField(choices=Band.values, default=Band.IN_BAND)
+    status = serializers.ChoiceField(choices=TaskStatus.values, default=TaskStatus.APPROVED)
+    domain = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ReleaseSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=ReleaseStatus.values)
+    probe_model = serializers.CharField(source="probe_model.name")
+    filter = serializers.JSONField()
+    thresholds = serializers.JSONField()
+    manifest = serializers.JSONField()
+    error = serializers.CharField()
+    created_by = serializers.CharField(source="created_by.username")
+    created_at = serializers.DateTimeField()
+    built_at = serializers.DateTimeField(allow_null=True)
+    files = serializers.SerializerMethodField()
+
+    def get_files(self, release) -> dict[str, str]:
+        if release.status != ReleaseStatus.READY:
+            return {}
+        request = self.context["request"]
+        return {
+            f"{format}.{file_type}": request.build_absolute_uri(
+                f"/api/v1/releases/{release.pk}/files/{format}.{file_type}"
+            )
+            for format in formats.FORMATS
+            for file_type in formats.FILE_TYPES
+        }
+
+
+def release_for(request, release_id: int) -> Release:
+    """A release its creator, staff, reviewers and trainers may see; 404 for anyone else."""
+    visible = Release.objects.select_related("probe_model", "created_by")
+    if not selectors.user_can_see_all_tasks(request.user):
+        visible = visible.filter(created_by=request.user)
+    return get_object_or_404(visible, pk=release_id)
+
+
+class ReleaseCreate(base.IdOrderedList):
+    """GET /api/v1/releases: the releases you may see, newest first.
+    POST /api/v1/releases: pin the matching task versions; the files are built in the background."""
+
+    serializer_class = ReleaseSerializer
+    permission_classes = [IsAuthenticated, scope_required("export")]
+    ordering = "-pk"
+
+    def get_queryset(self):
+        visible = Release.objects.select_related("probe_model", "created_by")
+        if not selectors.user_can_see_all_tasks(self.request.user):
+            visible = visible.filter(created_by=self.request.user)
+        return visible
+
+    @extend_schema(request=ReleaseRequest, responses={202: ReleaseSerializer})
+    def post(self, request):
+        body = ReleaseRequest(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        probe_model = ProbeModel.objects.filter(name=data["probe_model"]).first()
+        if probe_model is None:
+            raise ValidationError({"probe_model": [f"No probe model named {data['probe_model']!r}."]})
+        environment = None
+        if data.get("environment"):
+            environment = Environment.objects.filter(name=data["environment"]).first()
+            if environment is None:
+                raise ValidationError({"environment": [f"No environment named {data['environment']!r}."]})
+        try:
+            release = releases.release_create(
+                user=request.user, probe_model=probe_model, environment=environment,
+                band=data["band"], status=data["status"], domain=data.get("domain", ""),
+            )
+        except CurationError as error:
+            raise ValidationError({"detail": str(error)}) from None
+        body = ReleaseSerializer(release, context={"request": request}).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": f"/api/v1/releases/{release.pk}"})
+
+
+class ReleaseDetail(APIView):
+    """GET /api/v1/releases/<id>: status, manifest and (when ready) file links."""
+
+    permission_classes = [IsAuthenticated, scope_required("export")]
+
+    @extend_schema(responses=ReleaseSerializer)
+    def get(self, request, release_id: int):
+        release = release_for(request, release_id)
+        return Response(ReleaseSerializer(release, context={"request": request}).data)
+
+
+class ReleaseFile(APIView):
+    """GET /api/v1/releases/<id>/files/<format>.<jsonl|parquet>: one built file of a ready release."""
+
+    permission_classes = [IsAuthenticated, scope_required("export")]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("export_format", str, OpenApiParameter.PATH, enum=list(formats.FORMATS)),
+            OpenApiParameter("file_type", str, OpenApiParameter.PATH, enum=list(formats.FILE_TYPES)),
+        ],
+        responses={(200, "application/octet-stream"): bytes},
+    )
+    def get(self, request, release_id: int, export_format: str, file_type: str):
+        # Not `format`: DRF reserves that URL keyword for choosing a renderer.
+        format = export_format
+        release = release_for(request, release_id)
+        if format not in formats.FORMATS or file_type not in formats.FILE_TYPES:
+            raise Http404(f"No file {format}.{file_type}; formats: {', '.join(formats.FORMATS)}; types: jsonl, parquet.")
+        if release.status != ReleaseStatus.READY:
+            return Response({"detail": f"Release {release.pk} is {release.status}, not ready."}, status=409)
+        path = releases.release_file_path(release=release, format=format, file_type=file_type)
+        if not path.exists():
+            raise Http404(f"Release {release.pk} has no file {path.name} on this server.")
+        content_type = "application/x-ndjson" if file_type == "jsonl" else "application/vnd.apache.parquet"
+        response = FileResponse(open(path, "rb"), as_attachment=True, filename=f"release-{release.pk}-{path.name}",
+                                content_type=content_type)
+        response["X-Checksum-SHA256"] = release.manifest.get("files", {}).get(path.name, {}).get("sha256", "")
+        return response

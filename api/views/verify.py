@@ -1,0 +1,61 @@
+"""POST /api/v1/verify: score completions with Passband's verifiers."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.authentication import scope_required
+from curation import selectors
+from engine import verifiers
+
+
+class VerifyRequest(serializers.Serializer):
+    task = serializers.CharField(required=False, help_text="Task key; its current version's verifier and answer are used.")
+    environment = serializers.CharField(required=False, help_text="Environment name, when a task key is ambiguous.")
+    verifier = serializers.JSONField(required=False)
+    answer = serializers.CharField(required=False, allow_blank=True, allow_null=True)
+    completion = serializers.JSONField(help_text="The text to grade, a chat message, or a list of messages.")
+
+    def validate(self, data):
+        if bool(data.get("task")) == bool(data.get("verifier")):
+            raise serializers.ValidationError("Send either 'task' or 'verifier' (with 'answer'), not both or neither.")
+        return data
+
+
+class VerdictResponse(serializers.Serializer):
+    outcome = serializers.ChoiceField(choices=["pass", "fail", "error", "timeout"])
+    reward = serializers.FloatField(allow_null=True)
+    detail = serializers.CharField()
+    latency_ms = serializers.FloatField()
+
+
+class Verify(APIView):
+    """POST /api/v1/verify: grade a completion; returns {outcome, reward, detail, latency_ms}."""
+
+    permission_classes = [IsAuthenticated, scope_required("verify")]
+
+    @extend_schema(request=VerifyRequest, responses=VerdictResponse)
+    def post(self, request):
+        body = VerifyRequest(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        if data.get("task"):
+            tasks = selectors.tasks_visible_to(request.user).filter(key=data["task"], current_version__isnull=False)
+            if data.get("environment"):
+                tasks = tasks.filter(environment__name=data["environment"])
+            matches = list(tasks.select_related("current_version")[:2])
+            if not matches:
+                return Response({"detail": f"No task {data['task']!r} visible to you."}, status=404)
+            if len(matches) > 1:
+                return Response({"detail": "That key exists in several environments; add 'environment'."}, status=400)
+            version = matches[0].current_version
+            verifier, answer = version.verifier, version.answer
+        else:
+            verifier, answer = data["verifier"], data.get("answer")
+        try:
+            verdict = verifiers.verify(verifier=verifier, completion=data["completion"], answer=answer)
+        except verifiers.VerifierConfigError as error:
+            return Response({"verifier": [str(error)]}, status=400)
+        return Response(verdict.to_dict())

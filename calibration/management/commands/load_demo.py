@@ -1,0 +1,98 @@
+import secrets
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management.base import BaseCommand
+
+from calibration import demo
+from calibration import services as calibration_services
+from calibration.models import ProbeModel
+from curation import services
+from curation.models import Environment
+from engine.episodes.backoffice_tasks import backoffice_tasks
+
+ENVIRONMENTS = [
+    {
+        "name": "arithmetic",
+        "title": "Arithmetic word problems",
+        "domain": "math",
+        "description": "A seeded ladder: one-digit sums up to multi-step word problems.",
+        "guidelines": "One question per task, an integer answer, graded by math-verify. "
+        "Say in the prompt that the final answer goes on the last line.",
+        "default_verifier": {"kind": "math"},
+        "tasks": lambda: demo.arithmetic_tasks(),
+    },
+    {
+        "name": "humaneval",
+        "title": "HumanEval",
+        "domain": "code",
+        "description": "The 164 HumanEval problems, graded by running their tests in the code sandbox.",
+        "guidelines": "A function signature and docstring; tests call check(entry_point).",
+        "default_verifier": {},
+        "tasks": lambda: demo.humaneval_tasks(),
+    },
+    {
+        "name": "backoffice",
+        "title": "Back-office workflows",
+        "domain": "workflow",
+        "description": "Tool-use episodes in a small company back office held in SQLite (customers, contacts, "
+        "deals, expense reports, policies): lookups up to multi-step updates that must respect the expense policy.",
+        "guidelines": "Declare the environment's tools; verify with state_check on the final database, never on "
+        "the model's words. The reference answer is the list of tool calls that solves the task.",
+        "default_verifier": {},
+        "tasks": lambda: backoffice_tasks(),
+    },
+]
+
+
+class Command(BaseCommand):
+    help = "Create the demo admin, the demo environments and the embedded probe model. Safe to run again."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--no-audit", action="store_true", help="Skip audits (faster).")
+        parser.add_argument("--only", default="", help="Load only this environment.")
+
+    def handle(self, *args, no_audit: bool, only: str, **options):
+        admin = self._demo_admin()
+        for spec in ENVIRONMENTS:
+            if only and spec["name"] != only:
+                continue
+            environment = Environment.objects.filter(name=spec["name"]).first()
+            if environment is None:
+                environment = services.environment_create(
+                    **{key: value for key, value in spec.items() if key != "tasks"}
+                )
+            report = services.tasks_import(
+                environment=environment,
+                owner=admin,
+                data=demo.as_jsonl(spec["tasks"]()),
+                filename=f"{spec['name']}.jsonl",
+                run_audits=not no_audit,
+            )
+            self.stdout.write(report.summary())
+        if not ProbeModel.objects.filter(name="smollm2-135m").exists():
+            calibration_services.probe_model_add(
+                name="smollm2-135m",
+                backend="transformers",
+                temperature=0.7,
+                max_new_tokens=96,
+                usd_per_gpu_hour=0.5,  # a CPU-hour, roughly; change it in the admin
+            )
+            self.stdout.write("Probe model smollm2-135m (embedded SmolLM2-135M-Instruct, transformers) added.")
+
+    def _demo_admin(self):
+        users = get_user_model().objects
+        credentials = settings.VAR_DIR / "demo-admin.txt"
+        admin = users.filter(username="admin").first()
+        if admin is None:
+            password = secrets.token_urlsafe(12)
+            admin = users.create_superuser("admin", "admin@example.invalid", password)
+            admin.groups.add(*Group.objects.filter(name__in=["authors", "reviewers"]))
+            credentials.parent.mkdir(parents=True, exist_ok=True)
+            credentials.write_text(f"admin {password}\n")
+            credentials.chmod(0o600)
+        if credentials.exists():
+            username, password = credentials.read_text().split()
+            self.stdout.write(self.style.SUCCESS(f"Demo admin: username {username}, password {password}"))
+        return admin

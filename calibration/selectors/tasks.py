@@ -1,0 +1,155 @@
+"""Tasks with their calibration: the task list, the review queue and the environment overview."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+
+from calibration.models import (
+    Band,
+    Calibration,
+    ProbeModel,
+)
+from curation.models import Environment, Task, TaskStatus
+from curation.selectors import tasks_visible_to
+
+SORTS = {
+    "key": "key",
+    "-key": "-key",
+    "pass_rate": F("pass_rate").asc(nulls_last=True),
+    "-pass_rate": F("pass_rate").desc(nulls_last=True),
+    "attempts": "attempts",
+    "-attempts": "-attempts",
+    "updated": "updated_at",
+    "-updated": "-updated_at",
+}
+
+
+def default_probe_model(environment: Environment | None = None) -> ProbeModel | None:
+    """The model whose calibration a page shows when none is chosen: the one used most recently."""
+    campaigns = environment.campaigns if environment else None
+    latest = campaigns.select_related("probe_model").first() if campaigns is not None else None
+    if latest:
+        return latest.probe_model
+    return ProbeModel.objects.order_by("-created_at").first()
+
+
+def tasks_with_calibration(
+    *,
+    user: AbstractBaseUser,
+    environment: Environment | None = None,
+    probe_model: ProbeModel | None = None,
+    band: str = "",
+    status: str = "",
+    search: str = "",
+    sort: str = "key",
+    owner: AbstractBaseUser | None = None,
+    flag: str = "",
+) -> QuerySet[Task]:
+    """Tasks annotated with the current version's calibration under one probe model.
+
+    `flag` is a calibration flag (verifier_trouble, zero_variance) or audit_failed.
+    """
+    tasks = tasks_visible_to(user).select_related("environment", "current_version", "owner")
+    if owner is not None:
+        tasks = tasks.filter(owner=owner)
+    if flag == "audit_failed":
+        tasks = tasks.filter(current_version__audit_passed=False)
+    if environment is not None:
+        tasks = tasks.filter(environment=environment)
+    if status:
+        tasks = tasks.filter(status=status)
+    if search:
+        tasks = tasks.filter(Q(key__icontains=search) | Q(current_version__prompt__icontains=search))
+    calibrations = Calibration.objects.filter(task_version=OuterRef("current_version"))
+    if probe_model is not None:
+        calibrations = calibrations.filter(probe_model=probe_model)
+    calibrations = calibrations.order_by("-updated_at")
+    for field in ("pass_rate", "interval_low", "interval_high", "band", "attempts", "successes", "verifier_errors", "grpo_signal", "cost_usd", "flags"):
+        tasks = tasks.annotate(**{field: Subquery(calibrations.values(field)[:1])})
+    if band:
+        tasks = tasks.filter(band=band)
+    if flag and flag != "audit_failed":
+        flagged = Calibration.objects.filter(task_version=OuterRef("current_version"), flags__contains=[flag])
+        if probe_model is not None:
+            flagged = flagged.filter(probe_model=probe_model)
+        tasks = tasks.filter(Exists(flagged))
+    return tasks.order_by(SORTS.get(sort, "key"), "pk")
+
+
+def environments_overview(*, user: AbstractBaseUser) -> list[dict]:
+    """Each environment with its task count and tasks per band (current versions, any model)."""
+    environments = Environment.objects.annotate(task_count=Count("tasks", distinct=True))
+    band_rows = (
+        Calibration.objects.filter(task_version__task__current_version=F("task_version"))
+        .values("task_version__task__environment", "band")
+        .annotate(count=Count("task_version", distinct=True))
+    )
+    bands: dict[int, dict[str, int]] = {}
+    for row in band_rows:
+        bands.setdefault(row["task_version__task__environment"], {})[row["band"]] = row["count"]
+    return [{"environment": environment, "bands": bands.get(environment.pk, {})} for environment in environments]
+
+
+# Lower sorts first: what most needs a human look comes first.
+PRIORITIES = [
+    ("verifier_trouble", "verifier trouble"),
+    ("audit_failed", "audit failed"),
+    ("too_easy", "too easy"),
+    ("too_hard", "too hard"),
+    ("normal", "no flag"),
+]
+
+
+FLAGS = [name for name, _ in PRIORITIES if name != "normal"]
+
+
+def _current_calibrations(**filters) -> QuerySet[Calibration]:
+    return Calibration.objects.filter(task_version=OuterRef("current_version"), **filters)
+
+
+def review_queue(
+    *,
+    user: AbstractBaseUser,
+    environment: Environment | None = None,
+    band: str = "",
+    flag: str = "",
+    search: str = "",
+) -> QuerySet[Task]:
+    """Submitted and in-review tasks, flagged first (verifier trouble, audit failures, too easy, too hard).
+
+    Each task carries its latest calibration's fields (see tasks_with_calibration) and a
+    `priority` from 0 (verifier trouble) to 4 (no flag). Ties go to the task waiting longest.
+    """
+    tasks = tasks_with_calibration(user=user, environment=environment, band=band, search=search)
+    tasks = tasks.filter(status__in=[TaskStatus.SUBMITTED, TaskStatus.IN_REVIEW]).annotate(
+        has_verifier_trouble=Exists(_current_calibrations(flags__contains=["verifier_trouble"])),
+        is_too_easy=Exists(_current_calibrations(band=Band.RETIRE)),
+        is_too_hard=Exists(_current_calibrations(band=Band.TOO_HARD)),
+    )
+    tasks = tasks.annotate(
+        priority=Case(
+            When(has_verifier_trouble=True, then=Value(0)),
+            When(current_version__audit_passed=False, then=Value(1)),
+            When(is_too_easy=True, then=Value(2)),
+            When(is_too_hard=True, then=Value(3)),
+            default=Value(4),
+            output_field=IntegerField(),
+        )
+    )
+    if flag:
+        index = [name for name, _ in PRIORITIES].index(flag) if flag in FLAGS else None
+        tasks = tasks.filter(priority=index) if index is not None else tasks.none()
+    return tasks.order_by("priority", "updated_at", "pk")

@@ -1,0 +1,101 @@
+"""Writes for calibration, one module per subject; import from here: `from calibration import services`.
+
+- probe_models: register a model, its backend and sampling parameters, the price of a rollout
+- campaigns: start, queue, reconcile, pause, resume, cancel
+- rounds: the round pipeline (round_generate, round_score, round_run) and the inline runner
+- calibrations: priors, sampling policy, thresholds, refreshing stored calibrations
+- feedback: trainer reports, drift, automatic retirement, re-probing
+- ladder: a cheap model's pass rates as the prior for a stronger one
+"""
+
+from calibration.services.calibrations import (
+    EVIDENCE,
+    PRIOR_CACHE_SECONDS,
+    calibration_refresh,
+    calibrations_refresh,
+    environment_calibrations_refresh,
+    environment_prior,
+    environment_thresholds_set,
+    policy_for,
+    thresholds_for,
+)
+from calibration.services.campaigns import (
+    BATCHED_VERIFIER_KINDS,
+    campaign_enqueue_pending,
+    campaign_finish_if_done,
+    campaign_set_status,
+    campaign_start,
+    campaigns_reconcile,
+    round_enqueue,
+    tasks_per_job,
+)
+from calibration.services.feedback import (
+    FEEDBACK_RETIRE_REASON,
+    FEEDBACK_REVIVE_REASON,
+    Drift,
+    FeedbackOutcome,
+    feedback_drift,
+    feedback_record,
+    reprobe_sample,
+)
+from calibration.services.ladder import (
+    campaign_start_ladder,
+    ladder_fit,
+)
+from calibration.services.probe_models import (
+    backend_for_probe_model,
+    probe_model_add,
+    sampling_params,
+)
+from calibration.services.rounds import (
+    campaign_items_advance,
+    campaign_run_inline,
+    is_tool_task,
+    rollouts_generate,
+    rollouts_verify,
+    round_generate,
+    round_indices,
+    round_run,
+    round_score,
+)
+
+__all__ = [
+    "BATCHED_VERIFIER_KINDS",
+    "Drift",
+    "EVIDENCE",
+    "FEEDBACK_RETIRE_REASON",
+    "FEEDBACK_REVIVE_REASON",
+    "FeedbackOutcome",
+    "PRIOR_CACHE_SECONDS",
+    "backend_for_probe_model",
+    "calibration_refresh",
+    "calibrations_refresh",
+    "campaign_enqueue_pending",
+    "campaign_finish_if_done",
+    "campaign_items_advance",
+    "campaign_run_inline",
+    "campaign_set_status",
+    "campaign_start",
+    "campaign_start_ladder",
+    "campaigns_reconcile",
+    "environment_calibrations_refresh",
+    "environment_prior",
+    "environment_thresholds_set",
+    "feedback_drift",
+    "feedback_record",
+    "is_tool_task",
+    "ladder_fit",
+    "policy_for",
+    "probe_model_add",
+    "reprobe_sample",
+    "rollouts_generate",
+    "rollouts_verify",
+    "round_enqueue",
+    "round_generate",
+    "round_indices",
+    "round_run",
+    "round_score",
+    "sampling_params",
+    "tasks_per_job",
+    "thresholds_for",
+]

@@ -1,0 +1,305 @@
+"""Calibrations: the population prior, the sampling policy, and the refresh that stores each band.
+
+The band rule itself lives in engine.stats; this module gathers the counts and stores the verdict."""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import Count, F, Q, Sum
+from django.utils import timezone
+
+from calibration.errors import CalibrationError
+from calibration.models import (
+    Band,
+    Calibration,
+    Campaign,
+    Outcome,
+    ProbeModel,
+    Rollout,
+)
+from curation.models import Environment, TaskVersion
+from engine import stats
+
+logger = logging.getLogger(__name__)
+
+# A task whose verifier errors on more than settings.PASSBAND_VERIFIER_TROUBLE_SHARE of its verdicts
+# is verifier trouble, not hard.
+EVIDENCE = (Outcome.PASS, Outcome.FAIL)
+
+
+
+
+def thresholds_for(environment: Environment) -> stats.Thresholds:
+    return stats.Thresholds.with_default_zones(floor=environment.floor, retire_at=environment.retire_at)
+
+
+def policy_for(campaign: Campaign) -> dict:
+    """The sampling policy of a campaign, as stored on the calibrations it produces."""
+    return {
+        "kind": campaign.policy,
+        "round_size": campaign.round_size,
+        "max_rollouts": campaign.max_rollouts,
+        "confidence": campaign.confidence,
+    }
+
+
+def _sampling_policy(policy: dict, *, attempts: int) -> stats.SamplingPolicy:
+    if policy.get("kind") == Campaign.Policy.ADAPTIVE:
+        cap = max(policy["max_rollouts"], policy["round_size"])
+        return stats.SamplingPolicy(
+            kind="adaptive", round_size=policy["round_size"], cap=cap, confidence=policy.get("confidence", 0.95)
+        )
+    # Fixed N, as papers do: label by the raw pass rate of the attempts there are (errors are
+    # not attempts, so a fixed-N campaign may end with fewer than N).
+    return stats.SamplingPolicy(kind="fixed", fixed_n=max(1, attempts))
+
+
+# Marks "compute the environment's population prior here" in calibration_refresh.
+_POPULATION_PRIOR = object()
+
+
+PRIOR_CACHE_SECONDS = 120
+
+
+def environment_prior(*, environment: Environment, probe_model: ProbeModel, cached: bool = False) -> stats.Beta | None:
+    """Empirical-Bayes prior of an environment's pass rates under one probe model, or None.
+
+    Fitted on the fly (stats.fit_population_prior) from the calibrations of the environment's
+    current task versions under this model; None (so Jeffreys) until PASSBAND_PRIOR_MIN_TASKS of
+    them have attempts (0 turns it off). Computed rather than stored, so it always follows the
+    latest evidence. `cached=True` (the per-round refresh) reuses a fit up to PRIOR_CACHE_SECONDS
+    old, so a large environment is not re-read after every round of every task; "no prior yet"
+    is not cached.
+    """
+    if settings.PASSBAND_PRIOR_MIN_TASKS <= 0:
+        return None
+    if cached:
+        key = f"passband:environment-prior:{environment.pk}:{probe_model.pk}:{settings.PASSBAND_PRIOR_MIN_TASKS}"
+        hit = cache.get(key)
+        if hit is not None:
+            return stats.Beta(*hit)
+        prior = environment_prior(environment=environment, probe_model=probe_model)
+        # Only a fitted prior is kept: while too few tasks have evidence, each refresh looks again
+        # (a cheap query then), so the prior starts to count as soon as the evidence is there.
+        if prior is not None:
+            cache.set(key, list(prior), PRIOR_CACHE_SECONDS)
+        return prior
+    evidence = list(
+        Calibration.objects.filter(
+            probe_model=probe_model,
+            task_version__task__environment=environment,
+            task_version__task__current_version=F("task_version"),
+            attempts__gt=0,
+        ).values_list("successes", "attempts")
+    )
+    return stats.fit_population_prior(evidence=evidence, min_tasks=settings.PASSBAND_PRIOR_MIN_TASKS)
+
+
+def calibration_refresh(
+    *,
+    task_version: TaskVersion,
+    probe_model: ProbeModel,
+    policy: dict | None = None,
+    population_prior: stats.Beta | None | object = _POPULATION_PRIOR,
+) -> Calibration:
+    """Recompute one calibration from every stored rollout of this model on this version.
+
+    `policy` is the campaign's sampling policy; None keeps the one stored on the calibration
+    (e.g. when an environment's thresholds change and bands are recomputed without inference).
+    The prior is the policy's own `prior` (a ladder prior) when it has one, else the
+    environment's population prior (pass `population_prior` to reuse one fitted already; None
+    means Jeffreys).
+    """
+    return calibrations_refresh(
+        task_versions=[task_version],
+        probe_model=probe_model,
+        policies=None if policy is None else {task_version.pk: policy},
+        population_prior=population_prior,
+    )[task_version.pk]
+
+
+_CALIBRATION_FIELDS = (
+    "attempts", "successes", "verifier_errors", "generation_errors", "pass_rate", "interval_low", "interval_high",
+    "band", "decided", "grpo_signal", "cost_usd", "flags", "policy", "updated_at",
+)
+
+
+def calibrations_refresh(
+    *,
+    task_versions: list[TaskVersion],
+    probe_model: ProbeModel,
+    policies: dict[int, dict] | None = None,
+    population_prior: stats.Beta | None | object = _POPULATION_PRIOR,
+) -> dict[int, Calibration]:
+    """`calibration_refresh` for many versions of one environment in a fixed number of queries.
+
+    `policies` maps a version id to its policy; versions without one keep their stored policy.
+    Returns the calibrations by version id.
+    """
+    if not task_versions:
+        return {}
+    ids = [version.pk for version in task_versions]
+    zero = {"successes": 0, "failures": 0, "verifier_errors": 0, "generation_errors": 0, "cost": None}
+    counts = {
+        row["task_version"]: row
+        for row in Rollout.objects.filter(task_version_id__in=ids, probe_model=probe_model)
+        .values("task_version")
+        .annotate(
+            successes=Count("id", filter=Q(outcome=Outcome.PASS)),
+            failures=Count("id", filter=Q(outcome=Outcome.FAIL)),
+            verifier_errors=Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
+            generation_errors=Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
+            cost=Sum("cost_usd"),
+        )
+        .order_by()
+    }
+    policies = dict(policies or {})
+    missing = [version_id for version_id in ids if version_id not in policies]
+    if missing:
+        stored = dict(
+            Calibration.objects.filter(task_version_id__in=missing, probe_model=probe_model).values_list(
+                "task_version_id", "policy"
+            )
+        )
+        policies.update({version_id: stored.get(version_id) or {} for version_id in missing})
+    fitted: dict[int, stats.Beta | None] = {}
+
+    def population(environment: Environment) -> stats.Beta | None:
+        if population_prior is not _POPULATION_PRIOR:
+            return population_prior
+        if environment.pk not in fitted:
+            fitted[environment.pk] = environment_prior(environment=environment, probe_model=probe_model, cached=True)
+        return fitted[environment.pk]
+
+    now = timezone.now()
+    rows = []
+    for version in task_versions:
+        policy = policies[version.pk]
+        if policy.get("prior"):
+            prior = stats.Beta(*policy["prior"])
+        else:
+            prior = population(version.task.environment) or stats.JEFFREYS_PRIOR
+        rows.append(
+            _calibration_row(
+                version=version, probe_model=probe_model, counts=counts.get(version.pk, zero), policy=policy, prior=prior, now=now
+            )
+        )
+    Calibration.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["task_version", "probe_model"],
+        update_fields=list(_CALIBRATION_FIELDS),
+    )
+    if any(row.pk is None for row in rows):  # backends that do not return ids on conflict
+        return {
+            calibration.task_version_id: calibration
+            for calibration in Calibration.objects.filter(task_version_id__in=ids, probe_model=probe_model)
+        }
+    return {row.task_version_id: row for row in rows}
+
+
+def _calibration_row(
+    *, version: TaskVersion, probe_model: ProbeModel, counts: dict, policy: dict, prior: stats.Beta, now
+) -> Calibration:
+    attempts = counts["successes"] + counts["failures"]
+    sampling_policy = _sampling_policy(policy, attempts=attempts)
+    assessment = stats.assess(
+        successes=counts["successes"],
+        attempts=attempts,
+        thresholds=thresholds_for(version.task.environment),
+        policy=sampling_policy,
+        prior=prior,
+    )
+    flags = []
+    verdicts = attempts + counts["verifier_errors"]
+    if verdicts and counts["verifier_errors"] / verdicts > settings.PASSBAND_VERIFIER_TROUBLE_SHARE:
+        flags.append("verifier_trouble")
+    if attempts and counts["successes"] in (0, attempts):
+        flags.append("zero_variance")
+    band = assessment.band
+    if (
+        band == Band.UNDECIDED
+        and sampling_policy.kind == "adaptive"
+        and attempts + counts["verifier_errors"] + counts["generation_errors"] >= sampling_policy.cap
+    ):
+        # The cap counts rollouts, errors included (the campaign spent them): undecided there is borderline.
+        band = Band.BORDERLINE
+    if "verifier_trouble" in flags and band in (Band.TOO_HARD, Band.BORDERLINE):
+        # Failing verdicts from a broken verifier are not evidence that the task is hard.
+        band = Band.UNDECIDED
+    if probe_model.strong and version.audit_passed and band == Band.TOO_HARD and counts["successes"] == 0:
+        # Its reference answer passes, yet a strong model never does: the task may be wrong or unfair.
+        flags.append("strong_model_fails")
+    return Calibration(
+        task_version=version,
+        probe_model=probe_model,
+        attempts=attempts,
+        successes=counts["successes"],
+        verifier_errors=counts["verifier_errors"],
+        generation_errors=counts["generation_errors"],
+        pass_rate=assessment.observed_rate,
+        interval_low=assessment.interval_low if attempts else None,
+        interval_high=assessment.interval_high if attempts else None,
+        band=band,
+        decided=assessment.decided,
+        grpo_signal=assessment.grpo_signal if attempts else None,
+        cost_usd=counts["cost"] or Decimal(0),
+        flags=flags,
+        policy=policy,
+        updated_at=now,
+    )
+
+
+def environment_calibrations_refresh(*, environment: Environment, chunk_size: int = 500) -> int:
+    """Recompute every calibration of the environment's task versions from stored rollouts.
+
+    No inference: each keeps its stored sampling policy (and ladder prior); the population prior
+    is fitted once per probe model, and calibrations are rewritten `chunk_size` at a time. Returns
+    how many calibrations were recomputed.
+    """
+    refreshed = 0
+    for probe_model in ProbeModel.objects.filter(calibrations__task_version__task__environment=environment).distinct():
+        prior = environment_prior(environment=environment, probe_model=probe_model)
+        version_ids = list(
+            Calibration.objects.filter(task_version__task__environment=environment, probe_model=probe_model)
+            .order_by("task_version_id")
+            .values_list("task_version_id", flat=True)
+        )
+        for start in range(0, len(version_ids), chunk_size):
+            versions = list(
+                TaskVersion.objects.filter(pk__in=version_ids[start : start + chunk_size]).select_related("task__environment")
+            )
+            refreshed += len(calibrations_refresh(task_versions=versions, probe_model=probe_model, population_prior=prior))
+    return refreshed
+
+
+def environment_thresholds_set(
+    *, environment: Environment, floor: float, retire_at: float, by: AbstractBaseUser | None
+) -> int:
+    """Change an environment's floor and retirement threshold, then re-band its tasks.
+
+    Validates 0 < floor < retire_at < 1 (CalibrationError otherwise). Bands are recomputed from
+    the stored rollouts, with no new inference. Returns how many calibrations were recomputed.
+    """
+    try:
+        floor, retire_at = float(floor), float(retire_at)
+    except (TypeError, ValueError):
+        raise CalibrationError(f"Thresholds must be numbers; got floor={floor!r}, retire_at={retire_at!r}.") from None
+    if not 0 < floor < retire_at < 1:
+        raise CalibrationError(f"Thresholds need 0 < floor < retire_at < 1; got floor={floor}, retire_at={retire_at}.")
+    with transaction.atomic():
+        previous = (environment.floor, environment.retire_at)
+        Environment.objects.filter(pk=environment.pk).update(floor=floor, retire_at=retire_at)
+        environment.floor, environment.retire_at = floor, retire_at
+        refreshed = environment_calibrations_refresh(environment=environment)
+    logger.info(
+        "thresholds of %s changed from floor=%s retire_at=%s to floor=%s retire_at=%s by %s; %d calibrations re-banded",
+        environment.name, *previous, floor, retire_at, getattr(by, "username", "system"), refreshed,
+    )
+    return refreshed

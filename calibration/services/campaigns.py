@@ -1,0 +1,176 @@
+"""Campaigns: start, queue their rounds, reconcile stalled ones, pause, resume and cancel."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from datetime import timedelta
+
+from celery import current_app
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from calibration.errors import CalibrationError
+from calibration.models import (
+    Campaign,
+    CampaignItem,
+    ProbeModel,
+)
+from curation.models import Environment, Task, TaskStatus, TaskVersion
+
+logger = logging.getLogger(__name__)
+
+
+
+def campaign_start(
+    *,
+    environment: Environment,
+    probe_model: ProbeModel,
+    created_by: AbstractBaseUser,
+    policy: str = Campaign.Policy.FIXED,
+    rollouts: int = 8,
+    round_size: int = 8,
+    confidence: float = 0.95,
+    seed: int | None = None,
+    task_versions: list[TaskVersion] | None = None,
+    enqueue: bool = True,
+) -> Campaign:
+    """Create a campaign over the environment's current task versions and queue its first rounds.
+
+    `rollouts` is N per task for the fixed policy and the cap for the adaptive one.
+    """
+    if policy not in Campaign.Policy.values:
+        raise CalibrationError(f"Unknown policy {policy!r}; use adaptive or fixed.")
+    if rollouts < 1 or round_size < 1:
+        raise CalibrationError("Rollouts and round size must be at least 1.")
+    if not 0.5 < confidence < 1:
+        raise CalibrationError(f"Confidence must lie between 0.5 and 1; got {confidence}.")
+    if task_versions is None:
+        task_versions = list(
+            TaskVersion.objects.filter(
+                pk__in=Task.objects.filter(environment=environment)
+                .exclude(status__in=[TaskStatus.REJECTED])
+                .values("current_version")
+            )
+        )
+    if not task_versions:
+        raise CalibrationError(f"Environment {environment.name!r} has no tasks to probe.")
+    with transaction.atomic():
+        campaign = Campaign.objects.create(
+            environment=environment,
+            probe_model=probe_model,
+            created_by=created_by,
+            policy=policy,
+            seed=secrets.randbits(62) if seed is None else seed,
+            round_size=round_size,
+            max_rollouts=rollouts,
+            confidence=confidence,
+        )
+        CampaignItem.objects.bulk_create(
+            [CampaignItem(campaign=campaign, task_version=version) for version in task_versions]
+        )
+        if enqueue:
+            transaction.on_commit(lambda: campaign_enqueue_pending(campaign_id=campaign.pk))
+    return campaign
+
+
+def round_enqueue(*, campaign_id: int, task_version_ids: list[int], round_index: int) -> None:
+    """Queue one round of some task versions on the `generate` queue.
+
+    By task name: the Celery task module imports this one. The registered task honours eager
+    mode and test doubles."""
+    current_app.tasks["calibration.tasks.generate_rollouts"].delay(campaign_id, task_version_ids, round_index)
+
+
+def campaign_enqueue_pending(*, campaign_id: int, stalled_for_seconds: float = 0) -> int:
+    """Queue the current round of every unfinished item (all of them, or those idle for a while).
+
+    Items at the same round go out together, up to `tasks_per_job` per job. Safe to call at any
+    time: a round that is already generated or verified is skipped by the workers. Returns how many
+    items were queued.
+    """
+    campaign = Campaign.objects.select_related("probe_model").get(pk=campaign_id)
+    items = CampaignItem.objects.filter(campaign_id=campaign_id, done=False)
+    if stalled_for_seconds:
+        items = items.filter(updated_at__lt=timezone.now() - timedelta(seconds=stalled_for_seconds))
+    pending = list(
+        items.order_by("round", "task_version_id").values_list(
+            "task_version_id", "round", "task_version__verifier", "task_version__tools"
+        )
+    )
+    groups: dict[tuple[int, int], list[int]] = {}
+    for version_id, round_index, verifier, tools in pending:
+        size = tasks_per_job(campaign.probe_model, verifier=verifier, tools=tools)
+        groups.setdefault((round_index, size), []).append(version_id)
+    for (round_index, size), version_ids in groups.items():
+        for start in range(0, len(version_ids), size):
+            round_enqueue(campaign_id=campaign_id, task_version_ids=version_ids[start : start + size], round_index=round_index)
+    return len(pending)
+
+
+# Verifiers that score a rollout in process in well under a millisecond to a few: their rounds are
+# batched. Code, judges and tool episodes take seconds per rollout and keep a job per task.
+BATCHED_VERIFIER_KINDS = frozenset({"exact", "regex", "numeric", "math", "json", "tool_calls"})
+
+
+def tasks_per_job(probe_model: ProbeModel, *, verifier: dict, tools: list | None) -> int:
+    """How many task versions one generate (and verify) job takes on.
+
+    Many, when sampling is a request to a server and scoring is cheap: the per-job costs (broker
+    messages, queries) are then shared, and the server sees the whole batch at once. One, when the
+    model runs in the worker or the verifier is slow, so no job grows past its time limit.
+    """
+    if probe_model.backend != ProbeModel.Backend.OPENAI or tools:
+        return 1
+    if (verifier or {}).get("kind") not in BATCHED_VERIFIER_KINDS:
+        return 1
+    return max(1, settings.PASSBAND_TASKS_PER_JOB)
+
+
+def campaigns_reconcile(*, stalled_for_seconds: float | None = None) -> int:
+    """Re-queue rounds of running campaigns idle for `stalled_for_seconds` (default
+    settings.PASSBAND_STALLED_AFTER); run by beat. Returns how many items were queued."""
+    if stalled_for_seconds is None:
+        stalled_for_seconds = settings.PASSBAND_STALLED_AFTER
+    queued = 0
+    for campaign_id in Campaign.objects.filter(status=Campaign.Status.RUNNING).values_list("pk", flat=True):
+        if not campaign_finish_if_done(campaign_id=campaign_id):
+            queued += campaign_enqueue_pending(campaign_id=campaign_id, stalled_for_seconds=stalled_for_seconds)
+    return queued
+
+
+def campaign_finish_if_done(*, campaign_id: int) -> bool:
+    """Mark a running campaign done when none of its items is open; True if this call did.
+
+    Run after the items' own update has committed, as one statement: of two jobs that close the
+    last items at the same moment, the one that commits last then sees every item closed. (Checked
+    inside each job's transaction, neither would see the other's items, and neither would finish.)
+    """
+    open_items = CampaignItem.objects.filter(campaign=OuterRef("pk"), done=False)
+    return bool(
+        Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.RUNNING)
+        .filter(~Exists(open_items))
+        .update(status=Campaign.Status.DONE, finished_at=timezone.now())
+    )
+
+
+def campaign_set_status(*, campaign: Campaign, status: str) -> Campaign:
+    """Pause, resume or cancel a campaign. Resuming queues the unfinished items again."""
+    allowed = {
+        Campaign.Status.PAUSED: {Campaign.Status.RUNNING},
+        Campaign.Status.RUNNING: {Campaign.Status.PAUSED},
+        Campaign.Status.CANCELLED: {Campaign.Status.RUNNING, Campaign.Status.PAUSED},
+    }
+    if campaign.status not in allowed.get(status, set()):
+        raise CalibrationError(f"A {campaign.status} campaign cannot become {status}.")
+    with transaction.atomic():
+        Campaign.objects.filter(pk=campaign.pk).update(
+            status=status, finished_at=timezone.now() if status == Campaign.Status.CANCELLED else None
+        )
+        if status == Campaign.Status.RUNNING:
+            transaction.on_commit(lambda: campaign_enqueue_pending(campaign_id=campaign.pk))
+    campaign.refresh_from_db()
+    return campaign

@@ -1,0 +1,102 @@
+"""Probe models: registering one, its backend, its sampling parameters and what a rollout costs."""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+
+from calibration.errors import CalibrationError
+from calibration.models import (
+    ProbeModel,
+)
+from engine import backends
+
+logger = logging.getLogger(__name__)
+
+
+
+def probe_model_add(
+    *,
+    name: str,
+    backend: str,
+    model: str = "",
+    revision: str = "",
+    base_url: str = "",
+    api_key_env: str = "",
+    temperature: float = 0.7,
+    top_p: float = 0.95,
+    max_new_tokens: int = 256,
+    stop: list[str] | None = None,
+    usd_per_gpu_hour: Decimal | float = 0,
+    gpus: int = 1,
+    usd_per_million_input_tokens: Decimal | float = 0,
+    usd_per_million_output_tokens: Decimal | float = 0,
+    strong: bool = False,
+    samples_per_request: int = 1,
+) -> ProbeModel:
+    """Register a probe model. Raises CalibrationError for an unknown backend or a missing URL.
+
+    `samples_per_request` > 1 (openai backend) sends a round's consecutive seeds as one request
+    with n samples; only for servers that seed choice i with seed + i, as vLLM does.
+    """
+    if backend not in ProbeModel.Backend.values:
+        raise CalibrationError(f"Unknown backend {backend!r}; use one of {', '.join(ProbeModel.Backend.values)}.")
+    if backend == ProbeModel.Backend.OPENAI and not (base_url and model):
+        raise CalibrationError("The openai backend needs --base-url and --model.")
+    if ProbeModel.objects.filter(name=name).exists():
+        raise CalibrationError(f"A probe model named {name!r} already exists.")
+    if not 0 <= temperature <= 5 or not 0 < top_p <= 1 or max_new_tokens < 1:
+        raise CalibrationError("Need 0 <= temperature <= 5, 0 < top_p <= 1 and max_new_tokens >= 1.")
+    if not 1 <= samples_per_request <= 1024:
+        raise CalibrationError(f"Samples per request must lie between 1 and 1024; got {samples_per_request}.")
+    return ProbeModel.objects.create(
+        name=name,
+        backend=backend,
+        model=model,
+        revision=revision,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        temperature=temperature,
+        top_p=top_p,
+        max_new_tokens=max_new_tokens,
+        stop=stop or [],
+        usd_per_gpu_hour=Decimal(str(usd_per_gpu_hour)),
+        gpus=gpus,
+        usd_per_million_input_tokens=Decimal(str(usd_per_million_input_tokens)),
+        usd_per_million_output_tokens=Decimal(str(usd_per_million_output_tokens)),
+        strong=strong,
+        samples_per_request=samples_per_request,
+    )
+
+
+def backend_for_probe_model(probe_model: ProbeModel) -> backends.Backend:
+    return backends.backend_for(
+        kind=probe_model.backend,
+        model=probe_model.model,
+        base_url=probe_model.base_url,
+        api_key_env=probe_model.api_key_env,
+        revision=probe_model.revision,
+        samples_per_request=probe_model.samples_per_request,
+    )
+
+
+def sampling_params(probe_model: ProbeModel) -> backends.SamplingParams:
+    return backends.SamplingParams(
+        temperature=probe_model.temperature,
+        top_p=probe_model.top_p,
+        max_new_tokens=probe_model.max_new_tokens,
+        stop=tuple(probe_model.stop),
+    )
+
+
+def _rollout_cost(probe_model: ProbeModel, *, device_ms: float | None, input_tokens, output_tokens) -> Decimal:
+    """Dollars for one rollout: its share of device time at the GPU-hour price, plus token prices."""
+    cost = Decimal(0)
+    if probe_model.usd_per_gpu_hour and device_ms:
+        hours = Decimal(str(device_ms)) / Decimal(3_600_000)
+        cost += hours * probe_model.usd_per_gpu_hour * probe_model.gpus
+    if input_tokens:
+        cost += Decimal(input_tokens) * probe_model.usd_per_million_input_tokens / Decimal(1_000_000)
+    if output_tokens:
+        cost += Decimal(output_tokens) * probe_model.usd_per_million_output_tokens / Decimal(1_000_000)
+    return cost.quantize(Decimal("0.00000001"))

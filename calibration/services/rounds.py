@@ -1,0 +1,406 @@
+"""The round pipeline, written once: generate, verify, refresh the calibrations, advance.
+
+Celery runs its two halves on two queues (round_generate on `generate`, round_score on `verify`);
+the inline runner and the benchmarks call round_run, which is both in a row."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Callable
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from calibration.models import (
+    Band,
+    Campaign,
+    CampaignItem,
+    Outcome,
+    ProbeModel,
+    Rollout,
+)
+from calibration.services.calibrations import calibrations_refresh, policy_for
+from calibration.services.campaigns import campaign_finish_if_done
+from calibration.services.probe_models import (
+    _rollout_cost,
+    backend_for_probe_model,
+    sampling_params,
+)
+from curation.models import TaskVersion
+from engine import backends, verifiers
+from engine.episodes.runner import EpisodeLimits, run_episode
+from engine.packing import pack_logprobs, pack_tokens
+
+logger = logging.getLogger(__name__)
+
+
+
+def round_indices(campaign: Campaign, round_index: int) -> range:
+    """Sample indices of one round: [round * round_size, min(next round, max_rollouts))."""
+    start = round_index * campaign.round_size
+    return range(start, min(start + campaign.round_size, campaign.max_rollouts))
+
+
+def is_tool_task(version: TaskVersion) -> bool:
+    """A task whose rollouts are tool-use episodes: it declares tools and a tool environment."""
+    return bool(version.tools) and bool((version.verifier or {}).get("environment"))
+
+
+def _episodes_generate(
+    *, version: TaskVersion, probe_model: ProbeModel, seeds: list[int], params: backends.SamplingParams
+) -> tuple[list[backends.Generation], list[dict]]:
+    """One tool-use episode per seed (engine/episodes): a Generation summary and a transcript each."""
+    backend = backend_for_probe_model(probe_model)
+    limits = EpisodeLimits(
+        max_turns=getattr(settings, "PASSBAND_EPISODE_MAX_TURNS", 6),
+        max_completion_tokens=4 * params.max_new_tokens,
+    )
+    generations, episodes = [], []
+    for seed in seeds:
+        episode = run_episode(
+            backend=backend,
+            messages=version.prompt,
+            tools=version.tools,
+            environment=version.verifier["environment"],
+            world_seed=int(version.verifier.get("seed", 0)),
+            seed=seed,
+            params=params,
+            limits=limits,
+        )
+        generations.append(episode.generation)
+        episodes.append(episode.transcript)
+    return generations, episodes
+
+
+def _version_ids(task_version_ids: int | list[int]) -> list[int]:
+    # Jobs queued before batching carry one id.
+    return [task_version_ids] if isinstance(task_version_ids, int) else list(task_version_ids)
+
+
+def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
+    """Generate one round's missing samples for task versions of a campaign. Returns how many were stored.
+
+    Only versions whose item is still open at `round_index` are sampled; samples already stored
+    are not asked for again.
+    """
+    campaign = Campaign.objects.select_related("probe_model").get(pk=campaign_id)
+    if campaign.status != Campaign.Status.RUNNING:
+        return 0
+    open_ids = set(
+        CampaignItem.objects.filter(
+            campaign=campaign, task_version_id__in=_version_ids(task_version_ids), done=False, round=round_index
+        ).values_list("task_version_id", flat=True)
+    )
+    if not open_ids:
+        return 0
+    planned = round_indices(campaign, round_index)
+    existing: dict[int, set[int]] = {}
+    for version_id, index in Rollout.objects.filter(
+        campaign=campaign, task_version_id__in=open_ids, sample_index__gte=planned.start, sample_index__lt=planned.stop
+    ).values_list("task_version_id", "sample_index"):
+        existing.setdefault(version_id, set()).add(index)
+    work = []
+    for version in TaskVersion.objects.filter(pk__in=open_ids).order_by("pk"):
+        indices = [index for index in planned if index not in existing.get(version.pk, ())]
+        if indices:
+            work.append((version, indices))
+    if not work:
+        return 0
+    probe_model = campaign.probe_model
+    params = sampling_params(probe_model)
+    sampling = {
+        "temperature": params.temperature,
+        "top_p": params.top_p,
+        "max_new_tokens": params.max_new_tokens,
+        "stop": list(params.stop),
+        "backend": probe_model.backend,
+        "model": probe_model.model or probe_model.name,
+        "revision": probe_model.revision,
+    }
+    rows = []
+    for version, indices, seeds, seconds, generations, episodes in _generate_all(
+        campaign=campaign, probe_model=probe_model, params=params, work=work
+    ):
+        # The samples of a round share the device (one batch, or concurrent requests): each rollout is
+        # charged an equal share of the round's wall time, not its own latency, so a batch is paid once.
+        device_ms_per_rollout = seconds * 1000 / max(len(generations), 1)
+        for index, seed, generation, episode in zip(indices, seeds, generations, episodes, strict=True):
+            rows.append(
+                _rollout_row(
+                    campaign=campaign, version=version, sample_index=index, seed=seed, generation=generation,
+                    episode=episode, sampling=sampling, device_ms=device_ms_per_rollout,
+                )
+            )
+    return _rollouts_insert(rows)
+
+
+# Columns a new rollout row fills, with the PostgreSQL array type each travels in (see _rollouts_insert).
+_ROLLOUT_INSERT_COLUMNS = (
+    ("campaign_id", "bigint"), ("task_version_id", "bigint"), ("probe_model_id", "bigint"), ("sample_index", "integer"),
+    ("seed", "bigint"), ("prompt_token_ids", "bytea"), ("completion_token_ids", "bytea"), ("logprobs", "bytea"),
+    ("text", "text"), ("finish_reason", "text"), ("truncated", "boolean"), ("sampling", "jsonb"),
+    ("generation_error", "text"), ("input_tokens", "integer"), ("output_tokens", "integer"),
+    ("generation_ms", "float8"), ("outcome", "text"), ("detail", "text"), ("cost_usd", "numeric"),
+    ("created_at", "timestamptz"), ("episode", "jsonb"),
+)
+
+
+def _rollouts_insert(rows: list[Rollout]) -> int:
+    """Insert new rollouts, skipping samples already stored; returns how many were inserted.
+
+    The unique (campaign, task version, sample index) makes a retried job a no-op. On PostgreSQL the
+    rows travel as one array per column through unnest(): one short statement instead of Django's
+    VALUES list of rows x columns parameters, which costs more to build than to run.
+    """
+    if not rows:
+        return 0
+    if connection.vendor != "postgresql":
+        return len(Rollout.objects.bulk_create(rows, ignore_conflicts=True))
+    now = timezone.now()
+    for row in rows:
+        row.created_at = now
+    names = [name for name, _ in _ROLLOUT_INSERT_COLUMNS]
+    columns = []
+    for name, kind in _ROLLOUT_INSERT_COLUMNS:
+        values = [getattr(row, name) for row in rows]
+        if kind == "jsonb":  # as text: SQL NULL stays NULL, a JSON value is cast below
+            values = [None if value is None else json.dumps(value) for value in values]
+        columns.append(values)
+    arrays = ", ".join(f"%s::{'text' if kind == 'jsonb' else kind}[]" for _, kind in _ROLLOUT_INSERT_COLUMNS)
+    select = ", ".join(f"{name}::jsonb" if kind == "jsonb" else name for name, kind in _ROLLOUT_INSERT_COLUMNS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {Rollout._meta.db_table} ({', '.join(names)}) "
+            f"SELECT {select} FROM unnest({arrays}) AS new({', '.join(names)}) "
+            "ON CONFLICT (campaign_id, task_version_id, sample_index) DO NOTHING",
+            columns,
+        )
+        return cursor.rowcount
+
+
+def _generate_all(
+    *, campaign: Campaign, probe_model: ProbeModel, params: backends.SamplingParams, work: list[tuple[TaskVersion, list[int]]]
+):
+    """Sample every (version, indices) of `work`; yields (version, indices, seeds, seconds, generations, episodes).
+
+    Plain prompts go to the backend together (a server sees the whole batch at once), and each
+    version is charged the batch's wall time in proportion to its samples; tool-use episodes run
+    one version after another.
+    """
+    seeds_of = {
+        version.pk: [
+            backends.rollout_seed(campaign_seed=campaign.seed, task_version_hash=version.content_hash, sample_index=index)
+            for index in indices
+        ]
+        for version, indices in work
+    }
+    plain = [(version, indices) for version, indices in work if not is_tool_task(version)]
+    episodic = [(version, indices) for version, indices in work if is_tool_task(version)]
+    if plain:
+        started = time.perf_counter()
+        results = backend_for_probe_model(probe_model).generate_many(
+            prompts=[(version.prompt, seeds_of[version.pk]) for version, _ in plain], params=params
+        )
+        elapsed, total = time.perf_counter() - started, sum(len(indices) for _, indices in plain)
+        for (version, indices), generations in zip(plain, results, strict=True):
+            seconds = elapsed * len(indices) / total
+            yield version, indices, seeds_of[version.pk], seconds, generations, [None] * len(generations)
+    for version, indices in episodic:
+        started = time.perf_counter()
+        generations, episodes = _episodes_generate(
+            version=version, probe_model=probe_model, seeds=seeds_of[version.pk], params=params
+        )
+        yield version, indices, seeds_of[version.pk], time.perf_counter() - started, generations, episodes
+
+
+def _rollout_row(
+    *,
+    campaign: Campaign,
+    version: TaskVersion,
+    sample_index: int,
+    seed: int,
+    generation: backends.Generation,
+    episode: dict | None,
+    sampling: dict,
+    device_ms: float,
+) -> Rollout:
+    """The row of one sampled rollout (not saved): what the backend produced, its cost, and for a
+    failed generation the outcome `generation_error` (an infrastructure error, never a verdict)."""
+    probe_model = campaign.probe_model
+    failed = generation.error is not None
+    return Rollout(
+        campaign=campaign,
+        task_version=version,
+        probe_model=probe_model,
+        sample_index=sample_index,
+        seed=seed,
+        prompt_token_ids=pack_tokens(generation.prompt_token_ids),
+        completion_token_ids=pack_tokens(generation.completion_token_ids),
+        logprobs=pack_logprobs(generation.logprobs),
+        text=generation.text,
+        finish_reason=generation.finish_reason,
+        truncated=generation.truncated,
+        sampling=sampling,
+        generation_error=generation.error or "",
+        input_tokens=generation.input_tokens,
+        output_tokens=generation.output_tokens,
+        generation_ms=generation.latency_ms,
+        outcome=Outcome.GENERATION_ERROR if failed else None,
+        detail=f"generation failed: {generation.error}" if failed else "",
+        episode=episode,
+        cost_usd=_rollout_cost(
+            probe_model, device_ms=device_ms, input_tokens=generation.input_tokens, output_tokens=generation.output_tokens
+        ),
+    )
+
+
+def rollouts_verify(*, campaign_id: int, task_version_ids: int | list[int]) -> int:
+    """Score every unverified rollout of some task versions in a campaign. Returns how many were scored."""
+    ids = _version_ids(task_version_ids)
+    versions = {version.pk: version for version in TaskVersion.objects.filter(pk__in=ids).only("verifier", "answer", "prompt")}
+    pending = list(
+        Rollout.objects.filter(campaign_id=campaign_id, task_version_id__in=ids, outcome__isnull=True)
+        .only("id", "task_version_id", "text", "episode")
+        .order_by("task_version_id", "sample_index")
+    )
+    now = timezone.now()
+    for rollout in pending:
+        version = versions[rollout.task_version_id]
+        # A tool task's rollout is judged by its episode (the final state), not by its words.
+        completion = rollout.episode if rollout.episode is not None else rollout.text
+        verdict = verifiers.verify(
+            verifier=version.verifier, completion=completion, answer=version.answer, prompt=version.prompt
+        )
+        rollout.outcome = verdict.outcome
+        rollout.reward = verdict.reward
+        rollout.detail = verdict.detail[:2000]
+        rollout.verify_ms = verdict.latency_ms
+        rollout.verified_at = now
+    _verdicts_save(pending)
+    return len(pending)
+
+
+def _verdicts_save(rollouts: list[Rollout]) -> None:
+    """Write verdicts in one statement. `outcome IS NULL` keeps a concurrent duplicate job from overwriting."""
+    if not rollouts:
+        return
+    if connection.vendor != "postgresql":
+        Rollout.objects.bulk_update(rollouts, ["outcome", "reward", "detail", "verify_ms", "verified_at"], batch_size=500)
+        return
+    # Django's bulk_update builds a CASE per column and row; unnest() of arrays is ~10x cheaper.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE {Rollout._meta.db_table} AS rollout
+            SET outcome = verdict.outcome, reward = verdict.reward, detail = verdict.detail,
+                verify_ms = verdict.verify_ms, verified_at = %s
+            FROM unnest(%s::bigint[], %s::text[], %s::float8[], %s::text[], %s::float8[])
+                AS verdict(id, outcome, reward, detail, verify_ms)
+            WHERE rollout.id = verdict.id AND rollout.outcome IS NULL
+            """,
+            [
+                rollouts[0].verified_at,
+                [rollout.pk for rollout in rollouts],
+                [rollout.outcome for rollout in rollouts],
+                [rollout.reward for rollout in rollouts],
+                [rollout.detail for rollout in rollouts],
+                [rollout.verify_ms for rollout in rollouts],
+            ],
+        )
+
+
+def campaign_items_advance(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> list[int]:
+    """After a round is verified: refresh the calibrations, then finish each item or open its next round.
+
+    Returns the versions whose next round this call opened (the caller queues them). Only items
+    whose round is complete move, and they move by compare-and-swap on the round, so a retried or
+    duplicated job cannot open a round twice.
+    """
+    campaign = Campaign.objects.select_related("probe_model", "environment").get(pk=campaign_id)
+    ids = _version_ids(task_version_ids)
+    versions = list(TaskVersion.objects.filter(pk__in=ids).select_related("task__environment").order_by("pk"))
+    item_priors = dict(
+        CampaignItem.objects.filter(campaign=campaign, task_version_id__in=ids).values_list("task_version_id", "prior")
+    )
+    policies = {}
+    for version in versions:
+        policies[version.pk] = policy_for(campaign)
+        if item_priors.get(version.pk):
+            policies[version.pk]["prior"] = item_priors[version.pk]  # stored on the calibration, so a threshold change keeps it
+    calibrations = calibrations_refresh(task_versions=versions, probe_model=campaign.probe_model, policies=policies)
+    planned = round_indices(campaign, round_index)
+    rounds = {
+        row["task_version"]: row
+        for row in Rollout.objects.filter(
+            campaign=campaign, task_version_id__in=ids, sample_index__gte=planned.start, sample_index__lt=planned.stop
+        )
+        .values("task_version")
+        .annotate(stored=Count("id"), unverified=Count("id", filter=Q(outcome__isnull=True)))
+        .order_by()
+    }
+    finished, unfinished = [], []
+    for version in versions:
+        row = rounds.get(version.pk)
+        if row is None or row["stored"] < len(planned) or row["unverified"]:
+            continue  # the round is not complete yet; its own jobs will come back here
+        done = planned.stop >= campaign.max_rollouts or (
+            campaign.policy == Campaign.Policy.ADAPTIVE and calibrations[version.pk].band != Band.UNDECIDED
+        )
+        (finished if done else unfinished).append(version.pk)
+    opened: list[int] = []
+    if unfinished and campaign.status == Campaign.Status.RUNNING:
+        opened = _items_next_round(campaign_id=campaign.pk, task_version_ids=unfinished, round_index=round_index)
+    if finished:
+        CampaignItem.objects.filter(
+            campaign=campaign, task_version_id__in=finished, round=round_index, done=False
+        ).update(done=True, updated_at=timezone.now())
+        campaign_finish_if_done(campaign_id=campaign.pk)
+    return opened
+
+
+def _items_next_round(*, campaign_id: int, task_version_ids: list[int], round_index: int) -> list[int]:
+    """Move items from `round_index` to the next round; returns the versions this call moved."""
+    table = CampaignItem._meta.db_table
+    placeholders = ", ".join(["%s"] * len(task_version_ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET round = round + 1, updated_at = %s "
+            f"WHERE campaign_id = %s AND round = %s AND NOT done AND task_version_id IN ({placeholders}) "
+            "RETURNING task_version_id",
+            [timezone.now(), campaign_id, round_index, *task_version_ids],
+        )
+        return sorted(row[0] for row in cursor.fetchall())
+
+
+def round_generate(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
+    """First half of a round (queue `generate`): sample and store its rollouts. Returns rollouts stored."""
+    return rollouts_generate(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
+
+
+def round_score(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> list[int]:
+    """Second half of a round (queue `verify`): score its rollouts, refresh the calibrations, and
+    finish each item or open its next round. Returns the versions whose next round opened."""
+    rollouts_verify(campaign_id=campaign_id, task_version_ids=task_version_ids)
+    return campaign_items_advance(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
+
+
+def round_run(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> list[int]:
+    """One whole round in this process: round_generate, then round_score."""
+    round_generate(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
+    return round_score(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
+
+
+def campaign_run_inline(*, campaign: Campaign, progress: Callable[[int, int], None] | None = None) -> Campaign:
+    """Run a whole campaign in this process, without a broker: the same rounds the workers run."""
+    items = list(CampaignItem.objects.filter(campaign=campaign, done=False).values_list("task_version_id", "round"))
+    for position, (version_id, round_index) in enumerate(items, start=1):
+        while round_run(campaign_id=campaign.pk, task_version_ids=[version_id], round_index=round_index):
+            round_index += 1
+        if progress:
+            progress(position, len(items))
+    campaign.refresh_from_db()
+    return campaign

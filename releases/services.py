@@ -1,0 +1,262 @@
+"""Exports and releases: streaming reads of task records, and the writes that make a release.
+
+Reads stream with `.values()` and `.iterator(chunk_size)` (a server-side cursor on PostgreSQL), so
+exporting 100,000 tasks holds one chunk in memory, never the whole table. `engine.formats` turns
+each record into a trainer's format.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+from celery import current_app
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+from django.db.models import F, FilteredRelation, Q, QuerySet
+from django.utils import timezone
+
+from calibration.models import Band, ProbeModel
+from curation.models import Environment, TaskStatus, TaskVersion
+from curation.selectors import tasks_visible_to
+from engine import formats
+from releases.errors import ReleaseError
+from releases.models import Release, ReleaseItem, ReleaseStatus
+
+logger = logging.getLogger(__name__)
+
+CHUNK_SIZE = 2000
+# Inside the export's transaction only. PostgreSQL plans a cursor for its first 10% of rows (nested
+# loops), but an export reads them all; and the ORDER BY of 100,000 wide rows spills to disk at the
+# default 4 MB of sort memory.
+EXPORT_SESSION_SETTINGS = ("SET LOCAL cursor_tuple_fraction = 1.0", "SET LOCAL work_mem = '64MB'")
+
+# What a record holds: the names engine.formats reads, mapped to database columns.
+VERSION_FIELDS = {
+    "task_key": F("task__key"),
+    "environment": F("task__environment__name"),
+    "status": F("task__status"),
+    "version": F("number"),
+    "version_hash": F("content_hash"),
+}
+CONTENT_FIELDS = ("prompt", "answer", "verifier", "tools", "metadata", "domain", "authoring_cost_usd")
+CALIBRATION_FIELDS = ("attempts", "successes", "pass_rate", "interval_low", "interval_high", "band", "grpo_signal")
+
+
+def export_versions(
+    *,
+    environment: Environment | None = None,
+    probe_model: ProbeModel | None = None,
+    band: str = "",
+    status: str = "",
+    domain: str = "",
+    user: AbstractBaseUser | None = None,
+) -> QuerySet[TaskVersion]:
+    """Current task versions matching the filter, as record dicts with the calibration under `probe_model`.
+
+    One LEFT JOIN to the calibration of that model (unique per version and model), no subqueries.
+    Without a probe model the calibration fields are null. `user` limits to tasks they may see.
+    """
+    if band and band not in Band.values:
+        raise ReleaseError(f"Unknown band {band!r}; use one of {', '.join(Band.values)}.")
+    if status and status not in TaskStatus.values:
+        raise ReleaseError(f"Unknown status {status!r}; use one of {', '.join(TaskStatus.values)}.")
+    versions = TaskVersion.objects.filter(task__current_version=F("pk"))
+    if user is not None:
+        versions = versions.filter(task__in=tasks_visible_to(user).values("pk"))
+    if environment is not None:
+        versions = versions.filter(task__environment=environment)
+    if status:
+        versions = versions.filter(task__status=status)
+    if domain:
+        versions = versions.filter(domain=domain)
+    model_id = probe_model.pk if probe_model is not None else None
+    versions = versions.annotate(
+        calibration=FilteredRelation("calibrations", condition=Q(calibrations__probe_model_id=model_id))
+    )
+    calibration_fields = {name: F(f"calibration__{name}") for name in CALIBRATION_FIELDS}
+    if band:
+        versions = versions.filter(calibration__band=band)
+    return versions.values("pk", *CONTENT_FIELDS, **VERSION_FIELDS, **calibration_fields).order_by("pk")
+
+
+def export_records(*, versions: QuerySet, probe_model: ProbeModel | None) -> Iterator[dict]:
+    """Stream the records of `export_versions` (or any `.values()` query), each tagged with the model name."""
+    name = probe_model.name if probe_model is not None else None
+    for record in _stream_values(versions):
+        record["probe_model"] = name if record["attempts"] is not None else None
+        yield record
+
+
+def _stream_values(values: QuerySet) -> Iterator[dict]:
+    """The rows of a `.values()` query, streamed.
+
+    On PostgreSQL: `COPY (query) TO STDOUT (FORMAT BINARY)`, read row by row as psycopg decodes it
+    (JSON columns with orjson). Django's own iterator streams too, but its per-value converters and
+    json.loads cost about half the export's time, and a named cursor pays a round trip per chunk;
+    COPY is ~18% faster than that. Elsewhere (SQLite for a laptop): Django's iterator.
+    """
+    if connection.vendor != "postgresql":
+        yield from values.iterator(chunk_size=CHUNK_SIZE)
+        return
+    from psycopg.types.json import set_json_loads
+
+    query = values.query
+    names = [*query.extra_select, *query.values_select, *query.annotation_select]
+    sql, params = query.sql_with_params()
+    # A named cursor lives inside a transaction; the export only reads, so nothing is held but a snapshot.
+    with transaction.atomic(using=values.db):
+        connection.ensure_connection()
+        with connection.cursor() as setup:
+            for statement in EXPORT_SESSION_SETTINGS:
+                setup.execute(statement)
+        with connection.connection.cursor() as cursor:
+            set_json_loads(orjson.loads, cursor)
+            # The column types, from the query planned with no rows; then the rows as one binary COPY,
+            # which streams without a round trip per chunk and decodes each value in C.
+            cursor.execute(f"SELECT * FROM ({sql}) AS export LIMIT 0", params)
+            if len(cursor.description) != len(names):
+                raise RuntimeError(f"export query selects {len(cursor.description)} columns, expected {names}")
+            types = [column.type_code for column in cursor.description]
+            query = cursor.mogrify(sql, params) if params else sql
+            with cursor.copy(f"COPY ({query}) TO STDOUT (FORMAT BINARY)") as copy:
+                copy.set_types(types)
+                for row in copy.rows():
+                    yield dict(zip(names, row))
+
+
+def release_records(*, release: Release) -> Iterator[dict]:
+    """Stream a release's pinned versions with the calibration snapshot taken when it was made."""
+    items = (
+        ReleaseItem.objects.filter(release=release)
+        .values(
+            *CALIBRATION_FIELDS,
+            **{name: F(f"task_version__{name}") for name in CONTENT_FIELDS},
+            task_key=F("task_version__task__key"),
+            environment=F("task_version__task__environment__name"),
+            status=F("task_version__task__status"),
+            version=F("task_version__number"),
+            version_hash=F("task_version__content_hash"),
+        )
+        .order_by("pk")
+    )
+    name = release.probe_model.name
+    for record in _stream_values(items):
+        record["probe_model"] = name if record["attempts"] is not None else None
+        yield record
+
+
+def release_create(
+    *,
+    user: AbstractBaseUser,
+    probe_model: ProbeModel,
+    environment: Environment | None = None,
+    band: str = Band.IN_BAND,
+    status: str = TaskStatus.APPROVED,
+    domain: str = "",
+) -> Release:
+    """Pin the matching current versions and their calibration; the files are built by `release_build`.
+
+    Queues the build after the commit, so the worker always finds the release.
+    """
+    versions = export_versions(
+        environment=environment, probe_model=probe_model, band=band, status=status, domain=domain, user=user
+    )
+    environments = Environment.objects.filter(pk=environment.pk) if environment else Environment.objects.all()
+    with transaction.atomic():
+        release = Release.objects.create(
+            created_by=user,
+            environment=environment,
+            probe_model=probe_model,
+            filter={
+                "environment": environment.name if environment else None,
+                "probe_model": probe_model.name,
+                "band": band or None,
+                "status": status or None,
+                "domain": domain or None,
+            },
+            thresholds={e.name: {"floor": e.floor, "retire_at": e.retire_at} for e in environments},
+        )
+        batch = []
+        for record in versions.iterator(chunk_size=CHUNK_SIZE):
+            batch.append(
+                ReleaseItem(release=release, task_version_id=record["pk"], **{n: record[n] for n in CALIBRATION_FIELDS if n != "band"}, band=record["band"] or "")
+            )
+            if len(batch) >= CHUNK_SIZE:
+                ReleaseItem.objects.bulk_create(batch)
+                batch = []
+        ReleaseItem.objects.bulk_create(batch)
+        # By name: the task module imports this one. The registered task honours eager mode and mocks.
+        transaction.on_commit(lambda: current_app.tasks["releases.tasks.build_release"].delay(release.pk))
+    return release
+
+
+def release_directory(*, release: Release) -> Path:
+    return Path(settings.MEDIA_ROOT) / "releases" / str(release.pk)
+
+
+def release_file_path(*, release: Release, format: str, file_type: str) -> Path:
+    formats.check_format(format, file_type)
+    return release_directory(release=release) / f"{format}.{file_type}"
+
+
+def release_build(*, release_id: int) -> Release:
+    """Write every format as JSONL and Parquet, then record the manifest; safe to run twice.
+
+    A ready release is left alone. Files are written to a temporary folder and moved into place,
+    so a crash mid-build never leaves a half-written file that looks finished.
+    """
+    with transaction.atomic():
+        release = Release.objects.select_for_update().select_related("probe_model", "created_by").get(pk=release_id)
+        if release.status == ReleaseStatus.READY:
+            return release
+        release.status = ReleaseStatus.BUILDING
+        release.save(update_fields=["status"])
+    target = release_directory(release=release)
+    # A folder of its own per attempt: a redelivered task running alongside cannot mix files with this one.
+    staging = target.with_name(f"{release.pk}.building-{uuid.uuid4().hex[:8]}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        files = {}
+        for format in formats.FORMATS:
+            for file_type in formats.FILE_TYPES:
+                path = staging / f"{format}.{file_type}"
+                rows = formats.write_file(
+                    records=release_records(release=release), format=format, file_type=file_type, path=path
+                )
+                files[f"{format}.{file_type}"] = {
+                    "rows": rows, "bytes": path.stat().st_size, "sha256": formats.sha256_of_file(path)
+                }
+        items = ReleaseItem.objects.filter(release=release)
+        manifest = {
+            "release": release.pk,
+            "filter": release.filter,
+            "thresholds": release.thresholds,
+            "probe_model": {"name": release.probe_model.name, "model": release.probe_model.model,
+                            "revision": release.probe_model.revision},
+            "tasks": items.count(),
+            "bands": dict(Counter(band or "uncalibrated" for band in items.values_list("band", flat=True))),
+            "domains": dict(Counter(items.values_list("task_version__domain", flat=True))),
+            "created_by": release.created_by.get_username(),
+            "created_at": release.created_at.isoformat(),
+            "files": files,
+        }
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+    except Exception as error:
+        logger.exception("release %s failed to build", release.pk)
+        shutil.rmtree(staging, ignore_errors=True)
+        Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.FAILED, error=str(error)[:2000])
+        raise
+    Release.objects.filter(pk=release.pk).update(
+        status=ReleaseStatus.READY, manifest=manifest, built_at=timezone.now(), error=""
+    )
+    release.refresh_from_db()
+    return release

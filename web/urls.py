@@ -1,0 +1,51 @@
+"""Page routes: every HTML view and the JSON behind its charts."""
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from web.views import campaigns as campaign_views
+from web.views import dashboards as dashboard_views
+from web.views import review as review_views
+from web.views import tasks as task_views
+from web.views import tokens as token_views
+from web.views import trajectories as trajectory_views
+
+urlpatterns = [
+    path("", task_views.environment_list, name="environment_list"),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("tasks/", task_views.task_list, name="task_list"),
+    path("tasks/upload/", task_views.task_upload, name="task_upload"),
+    path("tasks/<slug:environment_name>/<path:key>/submit/", task_views.task_submit, name="task_submit"),
+    path("tasks/<slug:environment_name>/<path:key>/edit/", task_views.task_edit, name="task_edit"),
+    path("tasks/<slug:environment_name>/<path:key>/probe/", task_views.task_probe, name="task_probe"),
+    path("tasks/<slug:environment_name>/<path:key>/comments/", review_views.comment_create, name="comment_create"),
+    path("comments/<int:comment_id>/resolve/", review_views.comment_resolve, name="comment_resolve"),
+    path("rollouts/", trajectory_views.trajectory_list, name="trajectory_list"),
+    path("review/", review_views.review_queue, name="review_queue"),
+    path("review/bulk/", review_views.review_bulk, name="review_bulk"),
+    path(
+        "review/<slug:environment_name>/<path:key>/<str:action>/",
+        review_views.review_action,
+        name="review_action",
+    ),
+    path("tasks/<slug:environment_name>/<path:key>/", task_views.task_detail, name="task_detail"),
+    path("environments/<slug:environment_name>/probe/", campaign_views.environment_probe, name="environment_probe"),
+    path("dashboard/", campaign_views.dashboard, name="dashboard"),
+    path("models/compare/", campaign_views.model_compare, name="model_compare"),
+    path("models/compare.json", campaign_views.model_compare_data, name="model_compare_data"),
+    path("environments/<slug:environment_name>/costs.json", campaign_views.environment_costs_data, name="environment_costs_data"),
+    path("dashboard/pass-rates.json", campaign_views.pass_rate_histogram_data, name="pass_rate_histogram_data"),
+    path("dashboard/bands-over-time.json", dashboard_views.bands_over_time_data, name="bands_over_time_data"),
+    path("dashboard/cost.json", dashboard_views.cost_data, name="cost_data"),
+    path("dashboard/verifier-latency.json", dashboard_views.verifier_latency_data, name="verifier_latency_data"),
+    path("dashboard/campaigns.json", dashboard_views.campaigns_progress_data, name="campaigns_progress_data"),
+    path("campaigns/<int:campaign_id>/", campaign_views.campaign_detail, name="campaign_detail"),
+    path(
+        "campaigns/<int:campaign_id>/<str:action>/",
+        campaign_views.campaign_control,
+        name="campaign_control",
+    ),
+    path("tokens/", token_views.token_list, name="token_list"),
+    path("tokens/<int:token_id>/revoke/", token_views.token_revoke, name="token_revoke"),
+]

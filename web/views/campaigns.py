@@ -1,0 +1,129 @@
+from django.contrib import messages
+from django.http import Http404, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts.permissions import AUTHORS, browser_user_required, group_required
+from calibration import selectors, services
+from calibration.errors import CalibrationError
+from calibration.models import Band, Campaign, ProbeModel
+from calibration.selectors import default_probe_model
+from curation.models import Environment
+
+
+@browser_user_required
+def dashboard(request):
+    environment_name = request.GET.get("environment", "")
+    environment = Environment.objects.filter(name=environment_name).first() or Environment.objects.first()
+    probe_model = ProbeModel.objects.filter(name=request.GET.get("model", "")).first()
+    probe_model = probe_model or default_probe_model(environment)
+    return render(
+        request,
+        "calibration/dashboard.html",
+        {
+            "environment": environment,
+            "environments": Environment.objects.all(),
+            "probe_model": probe_model,
+            "probe_models": ProbeModel.objects.all(),
+            "campaigns": Campaign.objects.select_related("environment", "probe_model")[:10],
+        },
+    )
+
+
+@browser_user_required
+def pass_rate_histogram_data(request):
+    environment = get_object_or_404(Environment, name=request.GET.get("environment", ""))
+    probe_model = ProbeModel.objects.filter(name=request.GET.get("model", "")).first()
+    data = selectors.pass_rate_histogram(environment=environment, probe_model=probe_model)
+    data["band_order"] = Band.values
+    return JsonResponse(data)
+
+
+@require_POST
+@group_required(AUTHORS)
+def environment_probe(request, environment_name: str):
+    environment = get_object_or_404(Environment, name=environment_name)
+    probe_model = get_object_or_404(ProbeModel, name=request.POST.get("model", ""))
+    try:
+        rollouts = int(request.POST.get("rollouts", "8"))
+        policy = request.POST.get("policy", Campaign.Policy.FIXED)
+        campaign = services.campaign_start(
+            environment=environment, probe_model=probe_model, created_by=request.user, policy=policy, rollouts=rollouts
+        )
+    except (CalibrationError, ValueError) as error:
+        messages.error(request, f"Could not start the probe: {error}")
+        return redirect("environment_list")
+    messages.success(request, f"Probing {environment.name} with {probe_model.name}: campaign {campaign.pk} started.")
+    return redirect("campaign_detail", campaign_id=campaign.pk)
+
+
+@browser_user_required
+def campaign_detail(request, campaign_id: int):
+    campaign = get_object_or_404(Campaign.objects.select_related("environment", "probe_model", "created_by"), pk=campaign_id)
+    context = {
+        "campaign": campaign,
+        "progress": selectors.campaign_progress(campaign=campaign),
+        "bands": selectors.campaign_band_table(campaign=campaign),
+    }
+    template = "calibration/_campaign_progress.html" if request.headers.get("HX-Request") else "calibration/campaign_detail.html"
+    return render(request, template, context)
+
+
+@require_POST
+@group_required(AUTHORS)
+def campaign_control(request, campaign_id: int, action: str):
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    if campaign.created_by_id != request.user.pk and not request.user.is_staff:
+        messages.error(request, "Only the person who started a campaign, or staff, can change it.")
+        return redirect("campaign_detail", campaign_id=campaign.pk)
+    status = {"pause": Campaign.Status.PAUSED, "resume": Campaign.Status.RUNNING, "cancel": Campaign.Status.CANCELLED}.get(action)
+    if status is None:
+        raise Http404(f"Unknown campaign action {action!r}.")
+    try:
+        services.campaign_set_status(campaign=campaign, status=status)
+    except CalibrationError as error:
+        messages.error(request, str(error))
+    return redirect("campaign_detail", campaign_id=campaign.pk)
+
+
+def _comparison_models(request):
+    environment = get_object_or_404(Environment, name=request.GET.get("environment", ""))
+    first = get_object_or_404(ProbeModel, name=request.GET.get("first", ""))
+    second = get_object_or_404(ProbeModel, name=request.GET.get("second", ""))
+    return environment, first, second
+
+
+@browser_user_required
+def model_compare(request):
+    """Two probe models task by task: scatter of pass rates, rank correlation, band agreement."""
+    environments = Environment.objects.all()
+    probe_models = list(ProbeModel.objects.all())
+    environment = environments.filter(name=request.GET.get("environment", "")).first() or environments.first()
+    by_name = {model.name: model for model in probe_models}
+    first = by_name.get(request.GET.get("first", "")) or (probe_models[0] if probe_models else None)
+    second = by_name.get(request.GET.get("second", "")) or (probe_models[1] if len(probe_models) > 1 else first)
+    return render(
+        request,
+        "calibration/model_compare.html",
+        {
+            "environment": environment,
+            "environments": environments,
+            "probe_models": probe_models,
+            "first": first,
+            "second": second,
+            "costs": selectors.environment_costs(environment=environment) if environment else None,
+        },
+    )
+
+
+@browser_user_required
+def model_compare_data(request):
+    environment, first, second = _comparison_models(request)
+    return JsonResponse(selectors.model_comparison(environment=environment, first=first, second=second))
+
+
+@browser_user_required
+def environment_costs_data(request, environment_name: str):
+    environment = get_object_or_404(Environment, name=environment_name)
+    probe_model = ProbeModel.objects.filter(name=request.GET.get("model", "")).first()
+    return JsonResponse(selectors.environment_costs(environment=environment, probe_model=probe_model))

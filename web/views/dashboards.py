@@ -1,0 +1,44 @@
+"""JSON endpoints behind the dashboard charts: parse the filter, call one selector, return JSON."""
+
+from django.http import JsonResponse
+
+from accounts.permissions import browser_user_required
+from calibration import selectors
+from calibration.models import Band, ProbeModel
+from curation.models import Environment
+
+
+def _filters(request) -> dict:
+    return {
+        "environment": Environment.objects.filter(name=request.GET.get("environment", "")).first(),
+        "probe_model": ProbeModel.objects.filter(name=request.GET.get("model", "")).first(),
+    }
+
+
+def _bounded(request, name: str, default: int, most: int) -> int:
+    value = request.GET.get(name, "")
+    return min(max(int(value), 1), most) if value.isdigit() else default
+
+
+@browser_user_required
+def bands_over_time_data(request):
+    data = selectors.bands_over_time(**_filters(request), days=_bounded(request, "days", 90, 730))
+    data["band_order"] = Band.values
+    return JsonResponse(data)
+
+
+@browser_user_required
+def cost_data(request):
+    data = selectors.cost_summary(**_filters(request))
+    data["band_order"] = Band.values
+    return JsonResponse(data)
+
+
+@browser_user_required
+def verifier_latency_data(request):
+    return JsonResponse(selectors.verifier_latency(**_filters(request), hours=_bounded(request, "hours", 24, 24 * 30)))
+
+
+@browser_user_required
+def campaigns_progress_data(request):
+    return JsonResponse({"campaigns": selectors.campaigns_progress(**_filters(request))})

@@ -1,0 +1,158 @@
+"""Pages for reviewers: the review queue, decisions one by one or in bulk, and comment threads."""
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from accounts.permissions import (
+    REVIEWERS,
+    browser_user_required,
+    group_required,
+    in_group,
+)
+from calibration import selectors as calibration_selectors
+from calibration.models import Band, Rollout
+from curation import review_services, selectors
+from curation.errors import CurationError
+from curation.models import Comment, Environment
+from web.views import shared
+
+QUEUE_FILTERS = ("environment", "band", "flag", "q")
+
+
+def _queue_from_request(request):
+    environment = None
+    if request.GET.get("environment"):
+        environment = get_object_or_404(Environment, name=request.GET["environment"])
+    return calibration_selectors.review_queue(
+        user=request.user,
+        environment=environment,
+        band=request.GET.get("band", ""),
+        flag=request.GET.get("flag", ""),
+        search=request.GET.get("q", "").strip(),
+    )
+
+
+def _queue_url(params, position: int) -> str:
+    query = {name: params.get(name) for name in QUEUE_FILTERS if params.get(name)}
+    query["position"] = position
+    return reverse("review_queue") + "?" + urlencode(query)
+
+
+@group_required(REVIEWERS)
+def review_queue(request):
+    queue = _queue_from_request(request)
+    total = queue.count()
+    position = int(request.GET["position"]) if request.GET.get("position", "").isdigit() else 0
+    position = min(position, max(total - 1, 0))
+    task = queue[position] if total else None
+    context = {
+        "task": task,
+        "total": total,
+        "position": position,
+        "upcoming": queue[max(position - 5, 0) : position + 15],
+        "upcoming_start": max(position - 5, 0),
+        "filters": {name: request.GET.get(name, "") for name in QUEUE_FILTERS},
+        "filter_query": urlencode({name: request.GET[name] for name in QUEUE_FILTERS if request.GET.get(name)}),
+        "environments": Environment.objects.all(),
+        "bands": Band.values,
+        "flags": calibration_selectors.PRIORITIES[:-1],
+        "progress": selectors.reviewer_progress(),
+        "previous_url": _queue_url(request.GET, position - 1) if position > 0 else "",
+        "next_url": _queue_url(request.GET, position + 1) if position + 1 < total else "",
+    }
+    if task is not None:
+        version = task.current_version
+        context.update(
+            version=version,
+            calibrations=version.calibrations.select_related("probe_model") if version else [],
+            rollouts=Rollout.objects.filter(task_version=version).select_related("probe_model").order_by("sample_index")[:12],
+            outcome_counts=Rollout.objects.filter(task_version=version).values("outcome").annotate(count=Count("id")),
+            threads=selectors.comment_threads(task=task),
+            status_changes=task.status_changes.select_related("changed_by"),
+            own_task=task.owner_id == request.user.pk and not request.user.is_staff,
+        )
+    return render(request, "curation/review_queue.html", context)
+
+
+REVIEW_ACTIONS = {
+    "claim": lambda task, reviewer, comment: review_services.review_claim(task=task, reviewer=reviewer),
+    "approve": lambda task, reviewer, comment: review_services.review_approve(task=task, reviewer=reviewer, comment=comment),
+    "reject": lambda task, reviewer, comment: review_services.review_reject(task=task, reviewer=reviewer, comment=comment),
+    "send_back": lambda task, reviewer, comment: review_services.review_send_back(task=task, reviewer=reviewer, comment=comment),
+}
+DONE_MESSAGES = {"claim": "is in review", "approve": "was approved", "reject": "was rejected", "send_back": "was sent back to its author"}
+
+
+@require_POST
+@group_required(REVIEWERS)
+def review_action(request, environment_name: str, key: str, action: str):
+    if action not in REVIEW_ACTIONS:
+        raise Http404(f"Unknown review action {action!r}.")
+    task = shared.visible_task(request, environment_name, key)
+    try:
+        REVIEW_ACTIONS[action](task, request.user, request.POST.get("comment", ""))
+        messages.success(request, f"{task.key} {DONE_MESSAGES[action]}.")
+    except CurationError as error:
+        messages.error(request, str(error))
+    if request.POST.get("next") == "task":
+        return redirect("task_detail", environment_name=environment_name, key=key)
+    position = int(request.POST["position"]) if request.POST.get("position", "").isdigit() else 0
+    return redirect(_queue_url(request.POST, position))
+
+
+@require_POST
+@group_required(REVIEWERS)
+def review_bulk(request):
+    decision = request.POST.get("decision", "")
+    # The filter travels in the query string so that "everything matching" means the same as on the page.
+    queue = _queue_from_request(request)
+    try:
+        result = review_services.reviews_bulk(
+            tasks=queue, reviewer=request.user, decision=decision, comment=request.POST.get("comment", "")
+        )
+    except CurationError as error:
+        messages.error(request, str(error))
+    else:
+        label = {"approve": "approved", "reject": "rejected", "send_back": "sent back"}[decision]
+        messages.success(request, f"{len(result.decided)} task(s) {label}; {len(result.skipped)} skipped.")
+        for line in result.skipped[:20]:
+            messages.warning(request, line)
+    return redirect(_queue_url(request.GET, 0))
+
+
+@require_POST
+@browser_user_required
+def comment_create(request, environment_name: str, key: str):
+    task = shared.visible_task(request, environment_name, key)
+    parent = None
+    if request.POST.get("parent", "").isdigit():
+        parent = get_object_or_404(Comment, pk=int(request.POST["parent"]), task=task)
+    try:
+        review_services.comment_add(task=task, author=request.user, body=request.POST.get("body", ""), parent=parent)
+    except CurationError as error:
+        if task.owner_id != request.user.pk and not in_group(request.user, REVIEWERS):
+            raise PermissionDenied(str(error)) from error
+        messages.error(request, str(error))
+    return shared.back(request, task)
+
+
+@require_POST
+@browser_user_required
+def comment_resolve(request, comment_id: int):
+    comment = get_object_or_404(
+        Comment.objects.select_related("task__environment"),
+        pk=comment_id,
+        task__in=selectors.tasks_visible_to(request.user),
+    )
+    try:
+        review_services.comment_resolve(comment=comment, by=request.user)
+    except CurationError as error:
+        raise PermissionDenied(str(error)) from error
+    return shared.back(request, comment.task)

@@ -1,0 +1,279 @@
+"""Pages for tasks: the environment list, the task list, a task, upload, edit, submit and probe."""
+
+import json
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib import messages
+from django.db.models import Count
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts.permissions import (
+    AUTHORS,
+    REVIEWERS,
+    browser_user_required,
+    group_required,
+    in_group,
+)
+from calibration import selectors as calibration_selectors
+from calibration import services as calibration_services
+from calibration.errors import CalibrationError
+from calibration.models import Band, ProbeModel, Rollout
+from curation import review_services, selectors, services
+from curation.errors import CurationError
+from curation.models import Environment, TaskStatus
+from engine.packing import unpack_logprobs, unpack_tokens
+from web.views import shared
+
+
+@browser_user_required
+def environment_list(request):
+    return render(
+        request,
+        "curation/environment_list.html",
+        {
+            "rows": calibration_selectors.environments_overview(user=request.user),
+            "probe_models": ProbeModel.objects.all(),
+            "can_author": in_group(request.user, AUTHORS),
+            "bands": Band.values,
+        },
+    )
+
+
+@browser_user_required
+def task_list(request):
+    environment = None
+    if request.GET.get("environment"):
+        environment = get_object_or_404(Environment, name=request.GET["environment"])
+    probe_model = None
+    if request.GET.get("model"):
+        probe_model = get_object_or_404(ProbeModel, name=request.GET["model"])
+    probe_model = probe_model or calibration_selectors.default_probe_model(environment)
+    sort = request.GET.get("sort", "key")
+    tasks = calibration_selectors.tasks_with_calibration(
+        user=request.user,
+        environment=environment,
+        probe_model=probe_model,
+        band=request.GET.get("band", ""),
+        status=request.GET.get("status", ""),
+        search=request.GET.get("q", "").strip(),
+        sort=sort,
+        owner=request.user if request.GET.get("mine") else None,
+        flag=request.GET.get("flag", ""),
+    )
+    page_size = 100
+    page = int(request.GET["page"]) if request.GET.get("page", "").isdigit() else 1
+    page = max(page, 1)
+    total = tasks.count()
+    return render(
+        request,
+        "curation/task_list.html",
+        {
+            "tasks": tasks[(page - 1) * page_size : page * page_size],
+            "total": total,
+            "page": page,
+            "has_next": page * page_size < total,
+            "environment": environment,
+            "environments": Environment.objects.all(),
+            "probe_model": probe_model,
+            "probe_models": ProbeModel.objects.all(),
+            "bands": Band.values,
+            "statuses": TaskStatus.values,
+            "flags": ["verifier_trouble", "zero_variance", "audit_failed"],
+            "sort": sort,
+            "query": shared.query_without(request, "sort", "page"),
+        },
+    )
+
+
+
+
+@browser_user_required
+def task_detail(request, environment_name: str, key: str):
+    task = (
+        selectors.tasks_visible_to(request.user)
+        .select_related("environment", "current_version", "owner")
+        .filter(environment__name=environment_name, key=key)
+        .first()
+    )
+    if task is None:
+        raise Http404("No such task, or it is not yours to see.")
+    version = task.current_version
+    rollouts = (
+        Rollout.objects.filter(task_version=version)
+        .select_related("probe_model")
+        .order_by("probe_model__name", "campaign_id", "sample_index")
+    )
+    outcome = request.GET.get("outcome", "")
+    if outcome:
+        rollouts = rollouts.filter(outcome=outcome)
+    rollouts = list(rollouts[:200])
+    for rollout in rollouts:
+        ids = unpack_tokens(rollout.completion_token_ids)
+        rollout.completion_tokens = len(ids) if ids is not None else None
+        logprobs = unpack_logprobs(rollout.logprobs)
+        rollout.mean_logprob = sum(logprobs) / len(logprobs) if logprobs else None
+    return render(
+        request,
+        "curation/task_detail.html",
+        {
+            "task": task,
+            "version": version,
+            "versions": task.versions.order_by("-number"),
+            "calibrations": version.calibrations.select_related("probe_model") if version else [],
+            "rollouts": rollouts,
+            "outcome_counts": Rollout.objects.filter(task_version=version).values("outcome").annotate(count=Count("id")),
+            "status_changes": task.status_changes.select_related("changed_by"),
+            "reviews": task.reviews.select_related("reviewer", "task_version"),
+            "threads": selectors.comment_threads(task=task),
+            "can_comment": task.owner_id == request.user.pk or in_group(request.user, REVIEWERS),
+            "can_review": task.status in review_services.REVIEWABLE and in_group(request.user, REVIEWERS),
+            "editable_statuses": services.EDITABLE_STATUSES,
+            "probe_models": ProbeModel.objects.all(),
+            "trajectories_query": urlencode({"environment": task.environment.name, "task": task.key}),
+            "outcome": outcome,
+            "is_owner": task.owner_id == request.user.pk,
+        },
+    )
+
+
+@group_required(AUTHORS)
+def task_upload(request):
+    environments = Environment.objects.all()
+    context = {"environments": environments, "report": None}
+    if request.method == "POST":
+        environment = get_object_or_404(Environment, name=request.POST.get("environment", ""))
+        upload = request.FILES.get("file")
+        context["selected"] = environment.name
+        if upload is None:
+            messages.error(request, "Choose a task file (.jsonl or .csv) to upload.")
+        elif upload.size > settings.PASSBAND_MAX_UPLOAD_BYTES:
+            messages.error(
+                request,
+                f"{upload.name} is {upload.size:,} bytes; the limit is {settings.PASSBAND_MAX_UPLOAD_BYTES:,}. Split it.",
+            )
+        else:
+            try:
+                report = services.tasks_import(
+                    environment=environment, owner=request.user, data=upload.read(), filename=upload.name
+                )
+                messages.success(request, report.summary())
+            except services.ImportRejected as rejected:
+                report = rejected.report
+                messages.error(request, report.summary())
+            context["report"] = report
+        status = 400 if context["report"] is None or not context["report"].ok else 200
+        return render(request, "curation/task_upload.html", context, status=status)
+    context["selected"] = request.GET.get("environment", "")
+    return render(request, "curation/task_upload.html", context)
+
+
+@group_required(AUTHORS)
+def task_submit(request, environment_name: str, key: str):
+    if request.method != "POST":
+        return redirect("task_detail", environment_name=environment_name, key=key)
+    task = get_object_or_404(selectors.tasks_visible_to(request.user), environment__name=environment_name, key=key)
+    if task.owner_id != request.user.pk and not request.user.is_staff:
+        raise Http404("Only the task's author can submit it.")
+    try:
+        services.task_transition(task=task, to_status=TaskStatus.SUBMITTED, by=request.user)
+        messages.success(request, f"{task.key} was submitted for review.")
+    except CurationError as error:
+        messages.error(request, str(error))
+    return redirect("task_detail", environment_name=environment_name, key=key)
+
+
+
+
+
+
+
+
+def _editor_content(post) -> tuple[dict, list[str]]:
+    """Parse the editor form into task fields; JSON fields that do not parse are named."""
+    problems = []
+    content: dict = {"answer": post.get("answer", "")}
+    prompt_text = post.get("prompt", "")
+    if post.get("prompt_format") == "messages":
+        try:
+            content["prompt"] = json.loads(prompt_text)
+        except json.JSONDecodeError as error:
+            problems.append(f"prompt: not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})")
+    else:
+        content["prompt"] = prompt_text
+    for name, default in (("verifier", "{}"), ("tools", "[]"), ("metadata", "{}")):
+        raw = post.get(name, "").strip() or default
+        try:
+            content[name] = json.loads(raw)
+        except json.JSONDecodeError as error:
+            problems.append(f"{name}: not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})")
+    if post.get("domain", "").strip():
+        content["domain"] = post["domain"].strip()
+    if post.get("authoring_cost_usd", "").strip():
+        content["authoring_cost_usd"] = post["authoring_cost_usd"].strip()
+    if content.get("verifier") == {}:
+        content.pop("verifier")
+    return content, problems
+
+
+@group_required(AUTHORS)
+def task_edit(request, environment_name: str, key: str):
+    task = shared.owned_task(request, environment_name, key)
+    version = task.current_version
+    single_user_prompt = len(version.prompt) == 1 and version.prompt[0]["role"] == "user"
+    form = {
+        "prompt_format": "text" if single_user_prompt else "messages",
+        "prompt": version.prompt[0]["content"] if single_user_prompt else json.dumps(version.prompt, indent=2),
+        "answer": version.answer,
+        "verifier": json.dumps(version.verifier, indent=2),
+        "tools": json.dumps(version.tools, indent=2) if version.tools else "",
+        "metadata": json.dumps(version.metadata, indent=2) if version.metadata else "",
+        "domain": version.domain,
+        "authoring_cost_usd": str(version.authoring_cost_usd),
+    }
+    status = 200
+    if request.method == "POST":
+        form.update({name: request.POST.get(name, "") for name in form})
+        content, problems = _editor_content(request.POST)
+        if not problems:
+            try:
+                new_version = services.task_version_edit(task=task, by=request.user, content=content)
+            except CurationError as error:
+                problems = [str(error)]
+            else:
+                audit = "passed its audit" if new_version.audit_passed else "FAILED its audit: " + "; ".join(new_version.audit_problems)
+                messages.success(request, f"Saved version {new_version.number} of {task.key}; it {audit}.")
+                return redirect("task_detail", environment_name=environment_name, key=key)
+        for problem in problems:
+            messages.error(request, problem)
+        status = 400
+    return render(
+        request,
+        "curation/task_edit.html",
+        {"task": task, "version": version, "form": form, "editable": task.status in services.EDITABLE_STATUSES},
+        status=status,
+    )
+
+
+@require_POST
+@group_required(AUTHORS)
+def task_probe(request, environment_name: str, key: str):
+    """Probe now: a campaign over this one task's current version."""
+    task = shared.owned_task(request, environment_name, key)
+    probe_model = get_object_or_404(ProbeModel, name=request.POST.get("model", ""))
+    try:
+        campaign = calibration_services.campaign_start(
+            environment=task.environment,
+            probe_model=probe_model,
+            created_by=request.user,
+            policy=request.POST.get("policy", "adaptive"),
+            rollouts=int(request.POST.get("rollouts", "16")),
+            task_versions=[task.current_version],
+        )
+    except (CalibrationError, ValueError) as error:
+        messages.error(request, f"Could not start the probe: {error}")
+        return redirect("task_detail", environment_name=environment_name, key=key)
+    messages.success(request, f"Probing {task.key} with {probe_model.name}: campaign {campaign.pk} started.")
+    return redirect("campaign_detail", campaign_id=campaign.pk)

@@ -1,0 +1,47 @@
+"""The signed-in user's API tokens: list, create (the secret is shown once), revoke."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts import services
+from accounts.errors import ServiceError
+from accounts.models import ApiToken
+
+EXPIRY_CHOICES = (7, 30, 90, 365)
+
+
+@login_required
+def token_list(request):
+    """GET: the user's tokens. POST: create one and show its secret on this response only."""
+    secret = None
+    if request.method == "POST":
+        try:
+            expires_in_days = int(request.POST.get("expires_in_days") or 90)
+            if expires_in_days not in EXPIRY_CHOICES:
+                raise ServiceError(f"Expiry: choose one of {', '.join(map(str, EXPIRY_CHOICES))} days.")
+            name = request.POST.get("name", "").strip()
+            if not name:
+                raise ServiceError("Name: give the token a name, e.g. the trainer or machine that will use it.")
+            token, secret = services.api_token_create(
+                user=request.user, name=name[:100], scopes=request.POST.getlist("scopes"), expires_in_days=expires_in_days
+            )
+            messages.success(request, f"Token {token.prefix}… created. Copy it now: it is not shown again.")
+        except (ServiceError, ValueError) as error:
+            messages.error(request, str(error))
+    tokens = ApiToken.objects.filter(user=request.user)
+    return render(
+        request,
+        "curation/tokens.html",
+        {"tokens": tokens, "secret": secret, "scopes": ApiToken.SCOPES, "expiry_choices": EXPIRY_CHOICES},
+    )
+
+
+@login_required
+@require_POST
+def token_revoke(request, token_id: int):
+    token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+    services.api_token_revoke(token=token)
+    messages.success(request, f"Token {token.prefix}… ({token.name}) revoked.")
+    return redirect("token_list")

@@ -1,0 +1,96 @@
+"""The trajectory viewer: every rollout of the tasks a user may see, token by token."""
+
+import math
+
+from django.db.models import Count
+from django.shortcuts import get_object_or_404, render
+
+from accounts.permissions import browser_user_required
+from calibration.models import ProbeModel
+from calibration.selectors import rollouts_for_viewer
+from curation import selectors
+from curation.models import Environment
+from engine.episodes import world as episode_world
+from engine.packing import unpack_logprobs, unpack_tokens
+from web.views import shared
+
+TOKENS_SHOWN = 2048
+
+
+def _token_rows(rollout) -> list[dict]:
+    """Completion tokens with their logprobs, for shading: low probability is darker."""
+    ids = unpack_tokens(rollout.completion_token_ids) or []
+    logprobs = unpack_logprobs(rollout.logprobs) or []
+    rows = []
+    for index, token_id in enumerate(ids[:TOKENS_SHOWN]):
+        logprob = logprobs[index] if index < len(logprobs) else None
+        probability = math.exp(logprob) if logprob is not None else None
+        rows.append(
+            {
+                "id": token_id,
+                "logprob": logprob,
+                "probability": probability,
+                # 0 (certain) .. 100 (very unlikely), as a percentage for the inline shade.
+                "shade": round(100 * (1 - probability)) if probability is not None else 0,
+            }
+        )
+    return rows
+
+
+def _episode_state_changes(episode: dict | None) -> list[dict] | None:
+    """What an episode changed in its world: the final state against a fresh reset of the same seed."""
+    if not episode or episode.get("final_state") is None:
+        return None
+    try:
+        before = episode_world.initial_state(environment=episode["environment"], seed=episode["seed"])
+    except (KeyError, ValueError):
+        return None  # an environment this server does not know: show the final state only
+    return episode_world.state_diff(before=before, after=episode["final_state"])
+
+
+@browser_user_required
+def trajectory_list(request):
+    tasks = selectors.tasks_visible_to(request.user)
+    environment = None
+    if request.GET.get("environment"):
+        environment = get_object_or_404(Environment, name=request.GET["environment"])
+        tasks = tasks.filter(environment=environment)
+    if request.GET.get("task"):
+        tasks = tasks.filter(key=request.GET["task"])
+    probe_model = ProbeModel.objects.filter(name=request.GET.get("model", "")).first()
+    outcome = request.GET.get("outcome", "")
+    search = request.GET.get("q", "").strip()
+    versions = tasks.exclude(current_version=None).values("current_version")
+    rollouts = rollouts_for_viewer(task_versions=versions, outcome=outcome, search=search, probe_model=probe_model)
+    unfiltered = rollouts_for_viewer(task_versions=versions, search=search, probe_model=probe_model)
+    outcome_counts = unfiltered.order_by().values("outcome").annotate(count=Count("id")).order_by("outcome")
+    page_size = 25
+    page = max(int(request.GET["page"]) if request.GET.get("page", "").isdigit() else 1, 1)
+    shown = list(rollouts[(page - 1) * page_size : page * page_size + 1])
+    has_next = len(shown) > page_size
+    shown = shown[:page_size]
+    for rollout in shown:
+        rollout.state_changes = _episode_state_changes(rollout.episode)
+        rollout.tokens = _token_rows(rollout)
+        rollout.token_count = len(unpack_tokens(rollout.completion_token_ids) or [])
+        rollout.prompt_token_count = len(unpack_tokens(rollout.prompt_token_ids) or [])
+    return render(
+        request,
+        "curation/trajectory_list.html",
+        {
+            "rollouts": shown,
+            "outcome_counts": outcome_counts,
+            "outcome": outcome,
+            "search": search,
+            "environment": environment,
+            "environments": Environment.objects.all(),
+            "probe_model": probe_model,
+            "probe_models": ProbeModel.objects.all(),
+            "task_key": request.GET.get("task", ""),
+            "page": page,
+            "has_next": has_next,
+            "query": shared.query_without(request, "page"),
+            "outcome_query": shared.query_without(request, "page", "outcome"),
+            "tokens_shown": TOKENS_SHOWN,
+        },
+    )
