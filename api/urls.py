@@ -1,7 +1,7 @@
 """API routes: DRF v1, its schema and its docs (mounted under /api/)."""
 
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from api.views import calibrations, feedback, releases, tasks, verify
 
@@ -17,7 +17,7 @@ urlpatterns = [
         name="api_release_file",
     ),
     path("schema/", SpectacularAPIView.as_view(), name="api_schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api_schema"), name="api_docs"),
     path("v1/verify", verify.Verify.as_view(), name="api_verify"),
     path("v1/feedback", feedback.Feedback.as_view(), name="api_feedback"),
 ]

@@ -1,5 +1,6 @@
 // Markdown (marked) with LaTeX ($…$, $$…$$, \(…\), \[…\]) by KaTeX, both vendored in static/vendor.
-// Authors' HTML is escaped first, so task text can never inject markup into the page.
+// Authors' HTML is escaped first, and marked's output goes through DOMPurify (vendored) allowing only
+// http(s), mailto and in-page links, so task text can never inject markup or script into the page.
 // Elements marked data-markdown are rendered on load; window.passbandRender renders on demand.
 (function () {
   const DELIMITERS = [
@@ -13,6 +14,8 @@
     return text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
   }
 
+  const SANITIZE = { ALLOWED_URI_REGEXP: /^(?:(?:https?|mailto):|#)/i, FORBID_TAGS: ["style", "form", "input"] };
+
   // Math is set aside before Markdown runs, so that `_` and `*` inside formulas stay LaTeX.
   const MATH = /\$\$[\s\S]+?\$\$|\\\[[\s\S]+?\\\]|\\\([\s\S]+?\\\)|\$[^$\n]+?\$/g;
 
@@ -22,7 +25,7 @@
       formulas.push(formula);
       return "%%MATH" + (formulas.length - 1) + "%%";
     });
-    const html = marked.parse(text, { breaks: true });
+    const html = DOMPurify.sanitize(marked.parse(text, { breaks: true }), SANITIZE);
     element.innerHTML = html.replace(/%%MATH(\d+)%%/g, (_, index) => formulas[Number(index)]);
     renderMathInElement(element, { delimiters: DELIMITERS, throwOnError: false });
   };
