@@ -1,0 +1,36 @@
+"""A real release, built by the app, for the trainer integration tests.
+
+The only coupling to the Django app is here: `release_dir` makes a release of the four tasks of
+tests/curation/export_data.py (every band, so the tool task is in it too) and builds its files.
+"""
+
+import importlib
+
+import pytest
+
+from tests.curation.export_data import calibrated_environment
+
+
+def _releases_module():
+    # Releases live in curation/ now and move to releases/ later; take whichever this checkout has.
+    for name in ("releases.services", "releases.releases", "curation.releases"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "release_build"):
+            return module
+    raise ImportError("no module with release_create and release_build")
+
+
+@pytest.fixture
+def release_dir(db, settings, tmp_path, arithmetic, alice, django_capture_on_commit_callbacks):
+    """The folder of a ready release: native, trl, verifiers and nemo_gym, each as .jsonl and .parquet."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    releases = _releases_module()
+    model = calibrated_environment(arithmetic, alice)
+    with django_capture_on_commit_callbacks(execute=False):  # build here, not on a Celery worker
+        release = releases.release_create(user=alice, probe_model=model, environment=arithmetic, band="")
+    release = releases.release_build(release_id=release.pk)
+    assert release.status == "ready", release.status
+    return releases.release_directory(release=release)
