@@ -4,7 +4,11 @@ The only coupling to the Django app is here: `release_dir` makes a release of th
 tests/curation/export_data.py (every band, so the tool task is in it too) and builds its files.
 """
 
+import contextlib
 import importlib
+import socket
+import threading
+import time
 
 import pytest
 
@@ -34,3 +38,26 @@ def release_dir(db, settings, tmp_path, arithmetic, alice, django_capture_on_com
     release = releases.release_build(release_id=release.pk)
     assert release.status == "ready", release.status
     return releases.release_directory(release=release)
+
+
+@contextlib.contextmanager
+def serve_app(app):
+    """Serve an ASGI app with uvicorn on a free port of 127.0.0.1 from a thread; yields its base URL."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws="websockets-sansio"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
