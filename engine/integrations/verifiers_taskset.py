@@ -23,7 +23,6 @@ install that program's dependencies.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,6 @@ __all__ = [
     "VerifierUndecided",
 ]
 
-logger = logging.getLogger(__name__)
 
 
 class VerifierUndecided(vf.TaskError):
