@@ -6,7 +6,7 @@ import pytest
 
 from engine import formats
 from releases import services as releases
-from tests.curation.export_data import calibrated_environment
+from tests.curation.export_data import TOOL, calibrated_environment
 
 pytestmark = pytest.mark.django_db
 
@@ -78,7 +78,11 @@ def test_formats_put_fields_where_each_trainer_expects_them(records):
     assert verifiers_row["task"] == "arithmetic" and verifiers_row["answer"] == "1547"
     assert json.loads(verifiers_row["info"])["metadata"] == {"source": "textbook", "page": 3}
     nemo = formats.nemo_gym_row(by_key["tool-add"])
-    assert nemo["responses_create_params"]["tools"][0]["function"]["name"] == "add"
+    # The Responses API's function tool shape, which NeMo Gym validates against.
+    assert nemo["responses_create_params"]["tools"] == [
+        {"type": "function", "name": "add", "parameters": TOOL["function"]["parameters"], "strict": False}
+    ]
+    assert formats.chat_tool(nemo["responses_create_params"]["tools"][0]) == TOOL
     assert nemo["verifier"] == {"kind": "numeric", "abs_tol": 0.5} and nemo["expected_answer"] == "4"
     assert "tools" not in formats.nemo_gym_row(by_key["sum"])["responses_create_params"]
     native = formats.native_row(by_key["sum"])
