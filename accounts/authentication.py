@@ -6,6 +6,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions, throttling
 
 from accounts.models import ApiToken
+from accounts.permissions import scopes_allowed
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
@@ -45,7 +46,9 @@ def scope_required(scope: str) -> type[permissions.BasePermission]:
 
         def has_permission(self, request, view):
             token = request.auth
-            return isinstance(token, ApiToken) and scope in token.scopes
+            # The user's role is checked again on every call: a trainer moved out of the group
+            # loses the scope at once, whatever tokens they minted before.
+            return isinstance(token, ApiToken) and scope in token.scopes and scope in scopes_allowed(token.user)
 
     HasScope.__name__ = f"HasScope_{scope}"
     return HasScope
@@ -60,3 +63,9 @@ class TokenRateThrottle(throttling.SimpleRateThrottle):
         if isinstance(request.auth, ApiToken):
             return self.cache_format % {"scope": self.scope, "ident": f"token-{request.auth.pk}"}
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+
+class FeedbackRateThrottle(TokenRateThrottle):
+    """A tighter budget per token for POST /api/v1/feedback, which can retire tasks."""
+
+    scope = "feedback"

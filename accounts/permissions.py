@@ -7,9 +7,29 @@ from django.core.exceptions import PermissionDenied
 
 AUTHORS, REVIEWERS, TRAINERS = "authors", "reviewers", "trainers"
 
+# Which roles may hold each API token scope (staff hold all). Reading is anyone's: a token reads
+# only what its user may see. Export and feedback move what trainers train on, and feedback can
+# retire tasks: trainers only. Verify runs the verifiers: trainers and reviewers.
+SCOPE_ROLES: dict[str, tuple[str, ...] | None] = {
+    "read": None,
+    "export": (TRAINERS,),
+    "feedback": (TRAINERS,),
+    "verify": (TRAINERS, REVIEWERS),
+}
+
 
 def in_group(user, *groups: str) -> bool:
     return user.is_authenticated and (user.is_staff or user.groups.filter(name__in=groups).exists())
+
+
+def scopes_allowed(user) -> list[str]:
+    """The API token scopes this user may hold, in SCOPE_ROLES order."""
+    if not user.is_authenticated or not user.is_active:
+        return []
+    if user.is_staff:
+        return list(SCOPE_ROLES)
+    groups = set(user.groups.values_list("name", flat=True))
+    return [scope for scope, roles in SCOPE_ROLES.items() if roles is None or groups.intersection(roles)]
 
 
 def group_required(*groups: str):

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from accounts.errors import ServiceError
 from accounts.models import ApiToken
+from accounts.permissions import SCOPE_ROLES, scopes_allowed
 
 
 def api_token_create(
@@ -20,6 +21,11 @@ def api_token_create(
     unknown = set(scopes) - set(ApiToken.SCOPES)
     if unknown or not scopes:
         raise ServiceError(f"Scopes must be some of {', '.join(ApiToken.SCOPES)}; got {', '.join(scopes) or 'none'}.")
+    allowed = scopes_allowed(user)
+    refused = sorted(set(scopes) - set(allowed))
+    if refused:
+        who = ", ".join(f"{scope} ({' or '.join(SCOPE_ROLES[scope] or ())} and staff)" for scope in refused)
+        raise ServiceError(f"Scopes: your role may not hold {who}. You may choose: {', '.join(allowed) or 'none'}.")
     secret = "pb_" + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
         user=user,

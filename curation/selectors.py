@@ -14,17 +14,24 @@ from django.utils import timezone
 from accounts.permissions import REVIEWERS, TRAINERS
 from curation.models import Comment, Review, Task, TaskStatus
 
+# What each role sees of the corpus. Reviewers and staff see everything (they judge it); trainers
+# see what they may train on or report about (approved, active and retired tasks), never drafts
+# or work under review; authors see their own tasks and the approved and active ones of others.
+TRAINABLE = (TaskStatus.APPROVED, TaskStatus.ACTIVE, TaskStatus.RETIRED)
+PUBLISHED = (TaskStatus.APPROVED, TaskStatus.ACTIVE)
 
-def user_can_see_all_tasks(user: AbstractBaseUser) -> bool:
-    return user.is_staff or user.groups.filter(name__in=[REVIEWERS, TRAINERS]).exists()
+
+def user_sees_every_task(user: AbstractBaseUser) -> bool:
+    return user.is_staff or user.groups.filter(name=REVIEWERS).exists()
 
 
 def tasks_visible_to(user: AbstractBaseUser) -> QuerySet[Task]:
-    """Authors see their own tasks and others' approved or active ones; reviewers and staff see all."""
+    """The tasks `user` may see, by role (see TRAINABLE and PUBLISHED above)."""
     tasks = Task.objects.all()
-    if user_can_see_all_tasks(user):
+    if user_sees_every_task(user):
         return tasks
-    return tasks.filter(Q(owner=user) | Q(status__in=[TaskStatus.APPROVED, TaskStatus.ACTIVE]))
+    statuses = TRAINABLE if user.groups.filter(name=TRAINERS).exists() else PUBLISHED
+    return tasks.filter(Q(owner=user) | Q(status__in=statuses))
 
 
 def reviewer_progress(*, since_days: int = 7) -> list[dict]:

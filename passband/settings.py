@@ -226,7 +226,10 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Keyed by API token (see accounts.authentication.TokenRateThrottle): each token gets its own budget.
     "DEFAULT_THROTTLE_CLASSES": ["accounts.authentication.TokenRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"token": os.environ.get("PASSBAND_API_RATE", "6000/hour")},
+    "DEFAULT_THROTTLE_RATES": {
+        "token": os.environ.get("PASSBAND_API_RATE", "6000/hour"),
+        "feedback": os.environ.get("PASSBAND_FEEDBACK_RATE", "600/hour"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Passband API",

@@ -7,9 +7,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.authentication import scope_required
+from accounts.authentication import FeedbackRateThrottle, TokenRateThrottle, scope_required
+from accounts.errors import ServiceError
 from calibration import services
-from calibration.errors import CalibrationError
 from curation import selectors
 
 
@@ -52,6 +52,7 @@ class Feedback(APIView):
     """
 
     permission_classes = [IsAuthenticated, scope_required("feedback")]
+    throttle_classes = [TokenRateThrottle, FeedbackRateThrottle]
     MAX_ITEMS = 1000
 
     @extend_schema(request=FeedbackItem, responses={201: FeedbackResult, 200: FeedbackResult})
@@ -88,6 +89,7 @@ class Feedback(APIView):
                         passes=item["passes"],
                         version_number=item.get("version"),
                         report_id=item.get("report_id", ""),
+                        source=f"token {request.auth.prefix}… ({request.auth.name})",
                     )
                     created_any = created_any or outcome.created
                     drift = outcome.drift
@@ -107,6 +109,6 @@ class Feedback(APIView):
                             "duplicate": not outcome.created,
                         }
                     )
-        except CalibrationError as error:
+        except ServiceError as error:
             return Response({"detail": str(error)}, status=400)
         return Response(results if many else results[0], status=201 if created_any else 200)

@@ -10,12 +10,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.authentication import scope_required
+from accounts.errors import ServiceError
 from api.views import base
 from calibration.models import Band, ProbeModel
-from curation import selectors
-from curation.errors import CurationError
 from curation.models import Environment, TaskStatus
 from engine import formats
+from releases import selectors as release_selectors
 from releases import services as releases
 from releases.models import Release, ReleaseStatus
 
@@ -56,10 +56,7 @@ class ReleaseSerializer(serializers.Serializer):
 
 def release_for(request, release_id: int) -> Release:
     """A release its creator, staff, reviewers and trainers may see; 404 for anyone else."""
-    visible = Release.objects.select_related("probe_model", "created_by")
-    if not selectors.user_can_see_all_tasks(request.user):
-        visible = visible.filter(created_by=request.user)
-    return get_object_or_404(visible, pk=release_id)
+    return get_object_or_404(release_selectors.releases_visible_to(request.user), pk=release_id)
 
 
 class ReleaseCreate(base.IdOrderedList):
@@ -71,10 +68,7 @@ class ReleaseCreate(base.IdOrderedList):
     ordering = "-pk"
 
     def get_queryset(self):
-        visible = Release.objects.select_related("probe_model", "created_by")
-        if not selectors.user_can_see_all_tasks(self.request.user):
-            visible = visible.filter(created_by=self.request.user)
-        return visible
+        return release_selectors.releases_visible_to(self.request.user)
 
     @extend_schema(request=ReleaseRequest, responses={202: ReleaseSerializer})
     def post(self, request):
@@ -94,7 +88,7 @@ class ReleaseCreate(base.IdOrderedList):
                 user=request.user, probe_model=probe_model, environment=environment,
                 band=data["band"], status=data["status"], domain=data.get("domain", ""),
             )
-        except CurationError as error:
+        except ServiceError as error:
             raise ValidationError({"detail": str(error)}) from None
         body = ReleaseSerializer(release, context={"request": request}).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": f"/api/v1/releases/{release.pk}"})

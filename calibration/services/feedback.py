@@ -108,6 +108,7 @@ def feedback_record(
     passes: int,
     version_number: int | None = None,
     report_id: str = "",
+    source: str = "",
 ) -> FeedbackOutcome:
     """Store a trainer's pass counts for one task under one policy checkpoint, and act on them.
 
@@ -115,6 +116,7 @@ def feedback_record(
     approved or active task is retired (audited through task_transition, reason
     FEEDBACK_RETIRE_REASON); a task that feedback retired and that later feedback puts back in
     band is made active again. A repeated `report_id` from the same user stores nothing twice.
+    `source` (e.g. the API token) is named in the audited reason of any status change.
     Raises CalibrationError for impossible counts or an unknown version.
     """
 
@@ -150,6 +152,7 @@ def feedback_record(
         summary = (
             f"pass rate {drift.pass_rate:.3f} [{drift.interval_low:.3f}, {drift.interval_high:.3f}] under "
             f"{drift.latest_checkpoint} (step {drift.latest_step}), reported by {reported_by.get_username()}"
+            + (f" with {source}" if source else "")
         )
         decided = about_current and drift.decided
         try:

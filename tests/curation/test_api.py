@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from accounts.services import api_token_create, api_token_revoke
 from calibration.models import Calibration, ProbeModel
+from curation.models import TaskStatus
 from tests.factories import import_tasks, math_task
 
 pytestmark = pytest.mark.django_db
@@ -47,6 +48,7 @@ def test_token_is_stored_hashed(charlie):
 
 def test_lists_tasks_with_calibration_filtered_by_band(client, token, alice, arithmetic):
     import_tasks(arithmetic, alice, math_task("easy"), math_task("hard", question="What is 91 * 17?", answer="1547"))
+    arithmetic.tasks.update(status=TaskStatus.APPROVED)  # trainers see approved, active and retired tasks
     model = ProbeModel.objects.create(name="m", backend="transformers")
     easy = arithmetic.tasks.get(key="easy").current_version
     Calibration.objects.create(

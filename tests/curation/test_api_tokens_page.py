@@ -9,12 +9,12 @@ from accounts.services import api_token_create
 pytestmark = pytest.mark.django_db
 
 
-def test_create_shows_the_secret_once_and_it_works(client, alice):
-    client.force_login(alice)
+def test_create_shows_the_secret_once_and_it_works(client, charlie):
+    client.force_login(charlie)
     response = client.post("/tokens/", {"name": "laptop", "scopes": ["read", "export"], "expires_in_days": "30"})
     secret = response.context["secret"]
     assert secret.startswith("pb_") and secret in response.content.decode()
-    token = ApiToken.objects.get(user=alice)
+    token = ApiToken.objects.get(user=charlie)
     assert token.scopes == ["export", "read"] and token.token_hash != secret
     again = client.get("/tokens/").content.decode()
     assert secret not in again and token.prefix in again
@@ -49,3 +49,12 @@ def test_command_revokes_by_prefix(alice, capsys):
     call_command("create_api_token", "alice", "--revoke", token.prefix)
     token.refresh_from_db()
     assert token.revoked_at is not None
+
+
+def test_the_form_offers_only_the_scopes_of_the_users_role(client, alice, charlie):
+    client.force_login(alice)
+    assert client.get("/tokens/").context["scopes"] == ["read"]
+    page = client.post("/tokens/", {"name": "x", "scopes": ["read", "feedback"]}, follow=True).content.decode()
+    assert "may not hold feedback" in page and not ApiToken.objects.exists()
+    client.force_login(charlie)
+    assert client.get("/tokens/").context["scopes"] == ["read", "export", "feedback", "verify"]

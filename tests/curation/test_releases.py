@@ -11,6 +11,7 @@ from accounts.services import api_token_create, api_token_revoke
 from calibration.models import Calibration
 from releases import tasks
 from releases.models import Release, ReleaseItem
+from tests.conftest import make_user
 from tests.curation.export_data import calibrated_environment
 from tests.factories import import_tasks, math_task
 
@@ -134,16 +135,17 @@ def test_missing_expired_revoked_and_wrong_scope_tokens_are_refused(
     assert Release.objects.count() == 0 and ReleaseItem.objects.count() == 0
 
 
-def test_others_cannot_see_an_authors_release(client, alice, model, django_capture_on_commit_callbacks):
-    _, alice_secret = api_token_create(user=alice, name="a", scopes=["export"])
-    response, _ = create(client, alice_secret, django_capture_on_commit_callbacks, probe_model="probe")
+def test_releases_are_for_trainers_and_staff(client, charlie, model, django_capture_on_commit_callbacks, django_user_model):
+    _, charlie_secret = api_token_create(user=charlie, name="a", scopes=["export"])
+    response, _ = create(client, charlie_secret, django_capture_on_commit_callbacks, probe_model="probe")
     release_id = response.json()["id"]
-    from django.contrib.auth import get_user_model
-
-    dave = get_user_model().objects.create_user(username="dave", password="pw-dave")
-    _, dave_secret = api_token_create(user=dave, name="d", scopes=["export"])
-    assert client.get(f"/api/v1/releases/{release_id}", **auth(dave_secret)).status_code == 404
-    assert client.get(f"/api/v1/releases/{release_id}", **auth(alice_secret)).status_code == 200
+    # Trainers share releases; authors (and users in no group) hold no export scope to read them with.
+    erin = make_user(django_user_model, "erin", "trainers")
+    _, erin_secret = api_token_create(user=erin, name="e", scopes=["export"])
+    assert client.get(f"/api/v1/releases/{release_id}", **auth(erin_secret)).status_code == 200
+    dave = make_user(django_user_model, "dave")
+    _, dave_secret = api_token_create(user=dave, name="d", scopes=["read"])
+    assert client.get(f"/api/v1/releases/{release_id}", **auth(dave_secret)).status_code == 403
 
 
 def test_a_failed_build_is_marked_and_a_retry_finishes_it(
@@ -170,10 +172,11 @@ def test_a_failed_build_is_marked_and_a_retry_finishes_it(
     assert Release.objects.get(pk=release_id).error == ""
 
 
-def test_list_shows_own_releases_newest_first(client, secret, model, alice, django_capture_on_commit_callbacks):
+def test_list_shows_own_releases_newest_first(client, secret, model, django_user_model, django_capture_on_commit_callbacks):
     first = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe")[0].json()["id"]
     second = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe", band="retire")[0].json()["id"]
     body = client.get("/api/v1/releases", **auth(secret)).json()
     assert [row["id"] for row in body["results"]] == [second, first]
-    _, alice_secret = api_token_create(user=alice, name="a", scopes=["export"])
-    assert client.get("/api/v1/releases", **auth(alice_secret)).json()["results"] == []
+    erin = make_user(django_user_model, "erin", "trainers")
+    _, erin_secret = api_token_create(user=erin, name="e", scopes=["export"])
+    assert [row["id"] for row in client.get("/api/v1/releases", **auth(erin_secret)).json()["results"]] == [second, first]

@@ -3,9 +3,9 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from accounts.errors import ServiceError
 from accounts.permissions import AUTHORS, browser_user_required, group_required
 from calibration import selectors, services
-from calibration.errors import CalibrationError
 from calibration.models import Band, Campaign, ProbeModel
 from calibration.selectors import default_probe_model
 from curation.models import Environment
@@ -50,7 +50,7 @@ def environment_probe(request, environment_name: str):
         campaign = services.campaign_start(
             environment=environment, probe_model=probe_model, created_by=request.user, policy=policy, rollouts=rollouts
         )
-    except (CalibrationError, ValueError) as error:
+    except (ServiceError, ValueError) as error:
         messages.error(request, f"Could not start the probe: {error}")
         return redirect("environment_list")
     messages.success(request, f"Probing {environment.name} with {probe_model.name}: campaign {campaign.pk} started.")
@@ -81,7 +81,7 @@ def campaign_control(request, campaign_id: int, action: str):
         raise Http404(f"Unknown campaign action {action!r}.")
     try:
         services.campaign_set_status(campaign=campaign, status=status)
-    except CalibrationError as error:
+    except ServiceError as error:
         messages.error(request, str(error))
     return redirect("campaign_detail", campaign_id=campaign.pk)
 

@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from accounts.errors import ServiceError
 from accounts.permissions import (
     REVIEWERS,
     browser_user_required,
@@ -19,7 +20,6 @@ from accounts.permissions import (
 from calibration import selectors as calibration_selectors
 from calibration.models import Band, Rollout
 from curation import review_services, selectors
-from curation.errors import CurationError
 from curation.models import Comment, Environment
 from web.views import shared
 
@@ -99,7 +99,7 @@ def review_action(request, environment_name: str, key: str, action: str):
     try:
         REVIEW_ACTIONS[action](task, request.user, request.POST.get("comment", ""))
         messages.success(request, f"{task.key} {DONE_MESSAGES[action]}.")
-    except CurationError as error:
+    except ServiceError as error:
         messages.error(request, str(error))
     if request.POST.get("next") == "task":
         return redirect("task_detail", environment_name=environment_name, key=key)
@@ -117,7 +117,7 @@ def review_bulk(request):
         result = review_services.reviews_bulk(
             tasks=queue, reviewer=request.user, decision=decision, comment=request.POST.get("comment", "")
         )
-    except CurationError as error:
+    except ServiceError as error:
         messages.error(request, str(error))
     else:
         label = {"approve": "approved", "reject": "rejected", "send_back": "sent back"}[decision]
@@ -136,7 +136,7 @@ def comment_create(request, environment_name: str, key: str):
         parent = get_object_or_404(Comment, pk=int(request.POST["parent"]), task=task)
     try:
         review_services.comment_add(task=task, author=request.user, body=request.POST.get("body", ""), parent=parent)
-    except CurationError as error:
+    except ServiceError as error:
         if task.owner_id != request.user.pk and not in_group(request.user, REVIEWERS):
             raise PermissionDenied(str(error)) from error
         messages.error(request, str(error))
@@ -153,6 +153,6 @@ def comment_resolve(request, comment_id: int):
     )
     try:
         review_services.comment_resolve(comment=comment, by=request.user)
-    except CurationError as error:
+    except ServiceError as error:
         raise PermissionDenied(str(error)) from error
     return shared.back(request, comment.task)

@@ -10,6 +10,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from accounts.errors import ServiceError
 from accounts.permissions import (
     AUTHORS,
     REVIEWERS,
@@ -19,10 +20,8 @@ from accounts.permissions import (
 )
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
-from calibration.errors import CalibrationError
 from calibration.models import Band, ProbeModel, Rollout
 from curation import review_services, selectors, services
-from curation.errors import CurationError
 from curation.models import Environment, TaskStatus
 from engine.packing import unpack_logprobs, unpack_tokens
 from web.views import shared
@@ -180,7 +179,7 @@ def task_submit(request, environment_name: str, key: str):
     try:
         services.task_transition(task=task, to_status=TaskStatus.SUBMITTED, by=request.user)
         messages.success(request, f"{task.key} was submitted for review.")
-    except CurationError as error:
+    except ServiceError as error:
         messages.error(request, str(error))
     return redirect("task_detail", environment_name=environment_name, key=key)
 
@@ -240,7 +239,7 @@ def task_edit(request, environment_name: str, key: str):
         if not problems:
             try:
                 new_version = services.task_version_edit(task=task, by=request.user, content=content)
-            except CurationError as error:
+            except ServiceError as error:
                 problems = [str(error)]
             else:
                 audit = "passed its audit" if new_version.audit_passed else "FAILED its audit: " + "; ".join(new_version.audit_problems)
@@ -272,7 +271,7 @@ def task_probe(request, environment_name: str, key: str):
             rollouts=int(request.POST.get("rollouts", "16")),
             task_versions=[task.current_version],
         )
-    except (CalibrationError, ValueError) as error:
+    except (ServiceError, ValueError) as error:
         messages.error(request, f"Could not start the probe: {error}")
         return redirect("task_detail", environment_name=environment_name, key=key)
     messages.success(request, f"Probing {task.key} with {probe_model.name}: campaign {campaign.pk} started.")

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 from accounts import services
 from accounts.errors import ServiceError
 from accounts.models import ApiToken
+from accounts.permissions import scopes_allowed
 
 EXPIRY_CHOICES = (7, 30, 90, 365)
 
@@ -34,7 +35,7 @@ def token_list(request):
     return render(
         request,
         "curation/tokens.html",
-        {"tokens": tokens, "secret": secret, "scopes": ApiToken.SCOPES, "expiry_choices": EXPIRY_CHOICES},
+        {"tokens": tokens, "secret": secret, "scopes": scopes_allowed(request.user), "expiry_choices": EXPIRY_CHOICES},
     )
 
 

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.errors import ServiceError
 from calibration import services
-from calibration.errors import CalibrationError
 
 
 class Command(BaseCommand):
@@ -51,6 +51,6 @@ class Command(BaseCommand):
                 strong=options["strong"],
                 samples_per_request=options["samples_per_request"],
             )
-        except CalibrationError as error:
+        except ServiceError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(self.style.SUCCESS(f"Probe model {model.name} ({model.backend}) added."))

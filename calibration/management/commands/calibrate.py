@@ -4,8 +4,8 @@ import time
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.errors import ServiceError
 from calibration import selectors, services
-from calibration.errors import CalibrationError
 from calibration.models import Campaign, ProbeModel
 from curation.models import Environment
 
@@ -88,7 +88,7 @@ class Command(BaseCommand):
                     task_versions=versions,
                     enqueue=not options["inline"],
                 )
-        except CalibrationError as error:
+        except ServiceError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(f"Campaign {campaign.pk}: {environment.name} × {probe_model.name}, {campaign.policy} {campaign.max_rollouts}.")
         if options["inline"]:

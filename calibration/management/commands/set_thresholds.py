@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.errors import ServiceError
 from calibration import services
-from calibration.errors import CalibrationError
 from curation.models import Environment
 
 
@@ -21,7 +21,7 @@ class Command(BaseCommand):
             refreshed = services.environment_thresholds_set(
                 environment=environment, floor=options["floor"], retire_at=options["retire_at"], by=None
             )
-        except CalibrationError as error:
+        except ServiceError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(
             self.style.SUCCESS(
