@@ -271,11 +271,11 @@ def _calibrate(
         return float(label_mass[0, edge[1]])
 
     # The least evidence each claim may ask for: the lowest level whose wrong label at its edge
-    # stays within its edge error. Bisection on log(1 - level); the claims interact a little (one
-    # band stops paths another would have taken), so sweep twice.
+    # stays within its edge error. Bisection on log(1 - level). The claims interact a little (a
+    # stricter in_band leaves more paths to too_hard), so sweep until every claim holds at once.
     levels = [0.5, 0.5, 0.5, 0.5]
     edges = _edges(thresholds)
-    for _ in range(2):
+    for _ in range(8):
         for claim, edge in enumerate(edges):
             if edge is None:
                 continue
@@ -289,6 +289,11 @@ def _calibrate(
                 else:
                     low = middle
             levels[claim] = 1.0 - math.exp(high)
+        if all(
+            edge is None or wrong_label_probability(levels, edge) <= edge_errors[claim]
+            for claim, edge in enumerate(edges)
+        ):
+            break
     return ClaimLevels(*levels)
 
 
