@@ -32,7 +32,7 @@ from scipy import stats as scipy_stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from engine import stats  # noqa: E402  (the path is set just above)
+from engine import stats
 
 THRESHOLDS = stats.Thresholds()
 GRID = np.unique(np.concatenate([[0.0], np.linspace(0.00025, 0.12, 480), np.linspace(0.12, 1.0, 353)]))
@@ -131,7 +131,7 @@ def fitted_prior(parts, rng: np.random.Generator, pilot: int = 2000) -> stats.Be
     """The previous default's prior: fitted on a pilot calibrated with Jeffreys (as the service did)."""
     rates = sample_population(parts, pilot, rng)
     table = stats.stopping_table(thresholds=THRESHOLDS, policy=stats.SamplingPolicy(rule="posterior"))
-    labels, attempts, passes = run_tables(table, rates, rng)
+    _, attempts, passes = run_tables(table, rates, rng)
     return stats.fit_population_prior(evidence=list(zip(passes.tolist(), attempts.tolist()))) or stats.JEFFREYS_PRIOR
 
 

@@ -13,13 +13,13 @@ benchmark in ``bench/calibration/`` all run the very same code. ``from engine im
 * ``optimal``: the Bayes-optimal table for a known population (the benchmark's bound).
 """
 
-from engine.stats.bands import *  # noqa: F401,F403
-from engine.stats.drift import *  # noqa: F401,F403
-from engine.stats.ladder import *  # noqa: F401,F403
-from engine.stats.optimal import *  # noqa: F401,F403
-from engine.stats.posterior import *  # noqa: F401,F403
-from engine.stats.priors import *  # noqa: F401,F403
-from engine.stats.rule import *  # noqa: F401,F403
-from engine.stats.sequential import *  # noqa: F401,F403
-from engine.stats.tables import *  # noqa: F401,F403
-from engine.stats.verdict import *  # noqa: F401,F403
+from engine.stats.bands import *
+from engine.stats.drift import *
+from engine.stats.ladder import *
+from engine.stats.optimal import *
+from engine.stats.posterior import *
+from engine.stats.priors import *
+from engine.stats.rule import *
+from engine.stats.sequential import *
+from engine.stats.tables import *
+from engine.stats.verdict import *

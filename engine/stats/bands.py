@@ -13,25 +13,25 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Sequence
 
 __all__ = [
+    "BANDS",
+    "BORDERLINE",
+    "CONTINUE",
+    "IN_BAND",
+    "LABELS",
+    "RETIRE",
+    "TOO_HARD",
+    "UNDECIDED",
     "Band",
     "Flag",
-    "TOO_HARD",
-    "IN_BAND",
-    "RETIRE",
-    "UNDECIDED",
-    "BORDERLINE",
-    "BANDS",
-    "LABELS",
-    "CONTINUE",
     "Thresholds",
-    "check_thresholds",
-    "band_for_rate",
     "acceptable_bands",
+    "band_for_rate",
+    "check_thresholds",
 ]
 
 
@@ -124,7 +124,7 @@ class Thresholds:
             )
 
     @classmethod
-    def with_default_zones(cls, *, floor: float, retire_at: float) -> "Thresholds":
+    def with_default_zones(cls, *, floor: float, retire_at: float) -> Thresholds:
         """Thresholds for an environment's own floor and retire_at, with zones scaled to them.
 
         The floor zone is [floor / 2, 2 * floor) (a factor of two either side, since pass rates

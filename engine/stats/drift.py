@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from engine.stats.bands import Thresholds
-from engine.stats.posterior import JEFFREYS_PRIOR, Beta, _check_integer_counts, _check_prior, posterior
+from engine.stats.posterior import (
+    JEFFREYS_PRIOR,
+    Beta,
+    _check_integer_counts,
+    _check_prior,
+    posterior,
+)
 from engine.stats.rule import Assessment, SamplingPolicy, _assessment
 
-__all__ = ["CheckpointEvidence", "discounted_posterior", "assess_discounted"]
+__all__ = ["CheckpointEvidence", "assess_discounted", "discounted_posterior"]
 
 
 

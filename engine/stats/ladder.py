@@ -7,24 +7,29 @@ rule, for ordering work by the cheap model's estimate, and for the model compari
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy import special
 from scipy import stats as scipy_stats
 
 from engine.stats.bands import BANDS
-from engine.stats.posterior import JEFFREYS_PRIOR, Beta, _check_integer_counts, _check_prior
+from engine.stats.posterior import (
+    JEFFREYS_PRIOR,
+    Beta,
+    _check_integer_counts,
+    _check_prior,
+)
 from engine.stats.priors import _clamp_prior
 
 __all__ = [
+    "BandAgreement",
     "LogitShift",
+    "band_agreement",
     "fit_logit_shift",
     "ladder_prior",
     "spearman_correlation",
-    "BandAgreement",
-    "band_agreement",
 ]
 
 

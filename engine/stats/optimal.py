@@ -12,7 +12,7 @@ beside the running policy. It makes no promise per task.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import special

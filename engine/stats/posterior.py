@@ -4,7 +4,8 @@ the GRPO signal. Pure (numpy and scipy only)."""
 from __future__ import annotations
 
 import math
-from typing import Literal, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
 
 import numpy as np
 from scipy import special
@@ -13,19 +14,19 @@ from scipy import stats as scipy_stats
 from engine.stats.bands import Thresholds
 
 __all__ = [
-    "Sided",
-    "Beta",
     "JEFFREYS_PRIOR",
-    "Interval",
     "BandProbabilities",
-    "posterior",
+    "Beta",
+    "Interval",
+    "Sided",
     "band_probabilities",
-    "posterior_interval",
-    "jeffreys_interval",
     "clopper_pearson_interval",
-    "wilson_interval",
-    "grpo_signal",
     "expected_grpo_signal",
+    "grpo_signal",
+    "jeffreys_interval",
+    "posterior",
+    "posterior_interval",
+    "wilson_interval",
 ]
 
 Sided = Literal["two-sided", "upper", "lower"]

@@ -7,7 +7,7 @@ with it. See docs/benchmarks-calibration.md for why.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import optimize, special

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
-from engine.stats.bands import BANDS, BORDERLINE, CONTINUE, UNDECIDED, Band, Thresholds, band_for_rate
+from engine.stats.bands import (
+    BANDS,
+    BORDERLINE,
+    CONTINUE,
+    UNDECIDED,
+    Band,
+    Thresholds,
+    band_for_rate,
+)
 from engine.stats.posterior import (
     JEFFREYS_PRIOR,
     BandProbabilities,

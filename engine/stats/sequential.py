@@ -34,19 +34,20 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, Sequence
+from typing import Literal, NamedTuple
 
 import numpy as np
 from scipy import stats as scipy_stats
 
-from engine.stats.bands import CONTINUE, LABELS, BORDERLINE, Thresholds
+from engine.stats.bands import BORDERLINE, CONTINUE, LABELS, Thresholds
 from engine.stats.posterior import JEFFREYS_PRIOR, Beta, _cdf, _sf
 
 __all__ = [
     "EDGE_ERROR_PER_DELTA",
-    "SamplingPolicy",
     "ClaimLevels",
+    "SamplingPolicy",
     "calibrated_levels",
     "decision_codes",
 ]
@@ -241,7 +242,7 @@ def propagate(
 # Which claim guards which edge: (claim index, the band it would wrongly give, the edge rate).
 def _edges(thresholds: Thresholds) -> list[tuple[int, int, float] | None]:
     (floor_low, floor_high), (retire_low, retire_high) = thresholds.floor_zone, thresholds.retire_zone
-    just_below = lambda x: math.nextafter(x, 0.0)  # noqa: E731  (a half-open zone's outside edge)
+    just_below = lambda x: math.nextafter(x, 0.0)
     return [
         (0, 0, floor_high),  # a task at floor_zone high called too_hard
         (1, 1, just_below(floor_low)) if floor_low > 0 else None,  # just under floor_zone low, in_band

@@ -8,22 +8,35 @@ vectorised ``operating_characteristic_curve`` feeds the dashboard's chart and th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
-from engine.stats.bands import BORDERLINE, CONTINUE, LABELS, Band, Thresholds, acceptable_bands, band_for_rate
+from engine.stats.bands import (
+    BORDERLINE,
+    CONTINUE,
+    LABELS,
+    Band,
+    Thresholds,
+    acceptable_bands,
+    band_for_rate,
+)
 from engine.stats.posterior import JEFFREYS_PRIOR, _check_prior
-from engine.stats.sequential import SamplingPolicy, decision_codes, propagate, round_schedule
+from engine.stats.sequential import (
+    SamplingPolicy,
+    decision_codes,
+    propagate,
+    round_schedule,
+)
 
 __all__ = [
-    "StoppingTable",
-    "stopping_table",
     "OperatingCharacteristic",
-    "operating_characteristic",
     "OperatingCharacteristicCurve",
+    "StoppingTable",
+    "operating_characteristic",
     "operating_characteristic_curve",
+    "stopping_table",
 ]
 
 

@@ -7,15 +7,23 @@ trainers and the benchmark can call the very same function.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
-from engine.stats.bands import BANDS, BORDERLINE, TOO_HARD, UNDECIDED, Band, Flag, Thresholds
+from engine.stats.bands import (
+    BANDS,
+    BORDERLINE,
+    TOO_HARD,
+    UNDECIDED,
+    Band,
+    Flag,
+    Thresholds,
+)
 from engine.stats.posterior import JEFFREYS_PRIOR, _check_prior
 from engine.stats.rule import Assessment, assess
 from engine.stats.sequential import SamplingPolicy
 
-__all__ = ["Verdict", "calibration_verdict", "VERIFIER_TROUBLE_SHARE"]
+__all__ = ["VERIFIER_TROUBLE_SHARE", "Verdict", "calibration_verdict"]
 
 VERIFIER_TROUBLE_SHARE = 0.2
 
