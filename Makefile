@@ -7,6 +7,8 @@ INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -
 # Test services: a real PostgreSQL and a real Redis (started or installed by scripts/ensure-services.sh).
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/passband
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
+# Pages and API tests, also run on SQLite (browser and worker tests need a database file shared across processes).
+SQLITE_TESTS ?= tests/curation tests/accounts
 
 .PHONY: install run test services clean
 
@@ -33,6 +35,12 @@ test: install services
 	SECRET_KEY=$${SECRET_KEY:-passband-test-only} \
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
 	$(PY) -m pytest $(PYTEST_ARGS)
+	# The pages and the API again on the embedded default, SQLite: what a user clicks works on both.
+	DATABASE_URL=sqlite:///var/test-embedded.sqlite3 \
+	CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
+	SECRET_KEY=$${SECRET_KEY:-passband-test-only} \
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+	$(PY) -m pytest $(SQLITE_TESTS) $(PYTEST_ARGS)
 
 services:
 	scripts/ensure-services.sh

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from curation.models import Environment, TaskVersion
+from engine import stats
 
 
 class ProbeModel(models.Model):
@@ -149,12 +150,11 @@ class Rollout(models.Model):
         ]
 
 
-class Band(models.TextChoices):
-    UNDECIDED = "undecided"
-    TOO_HARD = "too_hard"
-    IN_BAND = "in_band"
-    RETIRE = "retire"
-    BORDERLINE = "borderline"
+# The band column's choices, made from the one definition of the bands in engine.stats.
+Band = models.TextChoices(
+    "Band",
+    [(band.name, band.value) for band in (stats.UNDECIDED, stats.TOO_HARD, stats.IN_BAND, stats.RETIRE, stats.BORDERLINE)],
+)
 
 
 class Calibration(models.Model):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from dataclasses import dataclass, field
 
@@ -23,6 +24,8 @@ from engine.task_format import LineProblem, TaskDraft, parse_task_file, validate
 
 logger = logging.getLogger(__name__)
 
+ENVIRONMENT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,79}$")
+
 
 def environment_create(
     *,
@@ -35,7 +38,14 @@ def environment_create(
     floor: float | None = None,
     retire_at: float | None = None,
 ) -> Environment:
-    """Create an environment; thresholds default to PASSBAND_FLOOR and PASSBAND_RETIRE."""
+    """Create an environment; thresholds default to PASSBAND_FLOOR and PASSBAND_RETIRE.
+
+    `name` is a slug (it is part of every URL of the environment's tasks): CurationError otherwise.
+    """
+    if not isinstance(name, str) or not ENVIRONMENT_NAME.match(name):
+        raise CurationError(
+            f"Environment name {name!r}: use 1-80 lowercase letters, digits, - and _, starting with a letter or digit."
+        )
     floor = settings.PASSBAND_FLOOR if floor is None else floor
     retire_at = settings.PASSBAND_RETIRE if retire_at is None else retire_at
     thresholds_validate(floor=floor, retire_at=retire_at)

@@ -14,6 +14,7 @@ files of those formats load into identical `datasets` features.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -265,13 +266,25 @@ def write_parquet(*, rows: Iterable[dict], path: Path | str, format: str, batch_
 
 
 def write_file(*, records: Iterable[dict], format: str, file_type: str, path: Path | str) -> int:
-    """Write `records` in `format` as a JSONL or Parquet file at `path`; returns the row count."""
+    """Write `records` in `format` as a JSONL or Parquet file at `path`; returns the row count.
+
+    The rows go to a temporary file beside `path`, renamed over it once complete: a failure part
+    way (a bad row, a full disk) leaves no partial file behind, and readers never see one.
+    """
     check_format(format, file_type)
     rows = rows_of(records=records, format=format)
-    if file_type == "parquet":
-        return write_parquet(rows=rows, path=path, format=format)
-    with open(path, "wb") as stream:
-        return write_jsonl(rows=rows, stream=stream)
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        if file_type == "parquet":
+            count = write_parquet(rows=rows, path=partial, format=format)
+        else:
+            with open(partial, "wb") as stream:
+                count = write_jsonl(rows=rows, stream=stream)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return count
 
 
 def sha256_of_file(path: Path | str) -> str:

@@ -101,8 +101,12 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
-    # The web server and the worker share the file: wait for locks instead of failing at once.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
+    # The web server and the workers share the file: write-ahead logging lets readers run beside a
+    # writer; transactions take the write lock when they begin (IMMEDIATE), so two of them never
+    # deadlock upgrading a read lock (SQLite's instant "database is locked"); others wait up to 30 s.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 30, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
+    )
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Covering indexes (INCLUDE) are a PostgreSQL feature; SQLite, the embedded default, ignores them.
@@ -217,10 +221,13 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
+# The largest JSON body the API reads; larger ones are refused with a 400 before parsing.
+PASSBAND_API_MAX_BODY_BYTES = int(env_float("PASSBAND_API_MAX_BODY_BYTES", 10 * 1024 * 1024))
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -206,6 +206,26 @@ def release_file_path(*, release: Release, format: str, file_type: str) -> Path:
     return release_directory(release=release) / f"{format}.{file_type}"
 
 
+def release_mark_failed(*, release_id: int, reason: str) -> None:
+    """End a release that could not be built as `failed`, with the reason (a ready one stays ready)."""
+    Release.objects.filter(pk=release_id).exclude(status=ReleaseStatus.READY).update(
+        status=ReleaseStatus.FAILED, error=reason[:2000]
+    )
+
+
+def release_retry(*, release: Release) -> Release:
+    """Queue a failed release's build again (after the commit); ReleaseError unless it failed."""
+    with transaction.atomic():
+        updated = Release.objects.filter(pk=release.pk, status=ReleaseStatus.FAILED).update(
+            status=ReleaseStatus.PENDING, error=""
+        )
+        if not updated:
+            raise ReleaseError(f"Release {release.pk} is {release.status}; only a failed release can be retried.")
+        transaction.on_commit(lambda: current_app.tasks["releases.tasks.build_release"].delay(release.pk))
+    release.refresh_from_db()
+    return release
+
+
 def release_build(*, release_id: int) -> Release:
     """Write every format as JSONL and Parquet, then record the manifest; safe to run twice.
 
@@ -253,7 +273,7 @@ def release_build(*, release_id: int) -> Release:
     except Exception as error:
         logger.exception("release %s failed to build", release.pk)
         shutil.rmtree(staging, ignore_errors=True)
-        Release.objects.filter(pk=release.pk).update(status=ReleaseStatus.FAILED, error=str(error)[:2000])
+        release_mark_failed(release_id=release.pk, reason=str(error))
         raise
     Release.objects.filter(pk=release.pk).update(
         status=ReleaseStatus.READY, manifest=manifest, built_at=timezone.now(), error=""

@@ -105,6 +105,21 @@ class ReleaseDetail(APIView):
         return Response(ReleaseSerializer(release, context={"request": request}).data)
 
 
+class ReleaseRetry(APIView):
+    """POST /api/v1/releases/<id>/retry: build a failed release again."""
+
+    permission_classes = [IsAuthenticated, scope_required("export")]
+
+    @extend_schema(request=None, responses={202: ReleaseSerializer})
+    def post(self, request, release_id: int):
+        release = release_for(request, release_id)
+        try:
+            release = releases.release_retry(release=release)
+        except ServiceError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
+        return Response(ReleaseSerializer(release, context={"request": request}).data, status=status.HTTP_202_ACCEPTED)
+
+
 class ReleaseFile(APIView):
     """GET /api/v1/releases/<id>/files/<format>.<jsonl|parquet>: one built file of a ready release."""
 

@@ -10,7 +10,7 @@ from rest_framework.permissions import IsAuthenticated
 from accounts.authentication import scope_required
 from api.views import base
 from calibration import selectors as calibration_selectors
-from calibration.models import Band, Calibration, ProbeModel
+from calibration.models import Band, ProbeModel
 from curation.models import Environment, TaskStatus
 
 
@@ -101,7 +101,7 @@ class TaskList(base.IdOrderedList):
         if filters.get("updated_since"):
             tasks = tasks.filter(updated_at__gte=filters["updated_since"])
         if filters.get("flag"):
-            flagged = Calibration.objects.filter(task_version=OuterRef("current_version"), flags__contains=[filters["flag"]])
+            flagged = calibration_selectors.calibrations_flagged(filters["flag"]).filter(task_version=OuterRef("current_version"))
             if self.probe_model is not None:
                 flagged = flagged.filter(probe_model=self.probe_model)
             tasks = tasks.filter(Exists(flagged))

@@ -1,20 +1,22 @@
-"""Benchmark: rollouts spent and labels got wrong by fixed-N and adaptive calibration.
+"""Benchmark: rollouts spent and bands got wrong, per population, by fixed N and adaptive calibration.
 
-    .venv/bin/python bench/calibration/simulate.py [--tasks 100000] [--seed 0]
+    .venv/bin/python bench/calibration/simulate.py [--environments 300] [--seed 0]
 
-A population of simulated tasks with known true pass rates (35% exactly 0, 20% uniform in
-[0, 5%), 30% uniform in [5%, 70%), 15% uniform in [70%, 100%]) is calibrated by every method on
-the same outcomes: task t's attempt i passes when u[t, i] < p[t], with u drawn once. Every method
-runs the stopping table that ``engine.stats.assess`` itself produces, so the benchmark
-measures the code the service runs. Prints a Markdown table (pasted into
-docs/benchmarks-calibration.md) and, for each adaptive setting, exact error rates at the edges of
-the indifference zones.
+Every policy runs the stopping table that ``engine.stats`` produces (the code the service runs).
+For a population given as a distribution of true pass rates, the numbers are exact: the
+operating characteristic of the table (``operating_characteristic_curve``: label probabilities
+and mean rollouts at each pass rate) is averaged over the population on a fine grid; no sampling.
+Small environments (30-60 tasks, the population prior fitted while their tasks are still being
+probed) are simulated, seeded. Prints Markdown (pasted into docs/benchmarks-calibration.md).
 
 Definitions (thresholds: floor 2%, retire_at 70%, zones [1%, 4%) and [60%, 80%)):
-* misclassified: final label differs from the true band; ``borderline`` counts as wrong.
-* outside zones: the same, among tasks whose true pass rate lies outside both zones.
-* useful lost: truly in-band tasks labelled too_hard or retire (thrown away).
-* borderline: tasks that reached the cap undecided.
+* wrong: the final label is not acceptable: outside the zones anything but the true band,
+  inside a zone anything but its two neighbouring bands; ``borderline`` is always wrong.
+* error outside zones: P(wrong) among tasks whose true pass rate lies outside both zones.
+* worst slice: the largest P(wrong) over the slices of true pass rate in SLICES.
+* Bayes bound: the Bayes-optimal table for the true population (``bayes_optimal_table``), its
+  rollout cost tuned so that its error outside the zones equals the default's: the fewest mean
+  rollouts any policy could spend for that error knowing the population exactly.
 """
 
 from __future__ import annotations
@@ -26,222 +28,247 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy import stats as scipy_stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from engine.stats import (  # noqa: E402  (the path is set just above)
-    JEFFREYS_PRIOR,
-    LABELS,
-    Beta,
-    SamplingPolicy,
-    StoppingTable,
-    Thresholds,
-    fit_population_prior,
-    operating_characteristic,
-    stopping_table,
-)
+from engine import stats
 
-THRESHOLDS = Thresholds()
-BORDERLINE_CODE = LABELS.index("borderline")
-CHUNK_TASKS = 10_000
+THRESHOLDS = stats.Thresholds()
+GRID = np.unique(np.concatenate([[0.0], np.linspace(0.00025, 0.12, 480), np.linspace(0.12, 1.0, 353)]))
+SLICES = [(0.0, 0.0), (0.0, 0.01), (0.04, 0.07), (0.07, 0.10), (0.10, 0.20), (0.20, 0.40), (0.40, 0.60), (0.80, 0.90), (0.90, 1.0)]
+SLICE_NAMES = ["0", "(0, 1%)", "[4%, 7%)", "[7%, 10%)", "[10%, 20%)", "[20%, 40%)", "[40%, 60%)", "[80%, 90%)", "[90%, 100%]"]
+
+# Each population: (share, kind, a, b) parts; kind "zero" (p = 0), "uniform" on [a, b), "beta"(a, b).
+POPULATIONS = {
+    "spike at 0 + near the floor": [(0.40, "zero", 0, 0), (0.30, "uniform", 0.0, 0.10), (0.30, "uniform", 0.10, 1.0)],
+    "previous bench (35% at 0)": [
+        (0.35, "zero", 0, 0), (0.20, "uniform", 0.0, 0.05), (0.30, "uniform", 0.05, 0.70), (0.15, "uniform", 0.70, 1.0)
+    ],
+    "bimodal": [(0.5, "beta", 0.5, 15.0), (0.5, "beta", 6.0, 2.0)],
+    "uniform": [(1.0, "uniform", 0.0, 1.0)],
+    "mostly easy": [(0.8, "beta", 6.0, 1.5), (0.2, "uniform", 0.0, 1.0)],
+}
+SMALL_ENVIRONMENTS = "spike at 0 + near the floor"
 
 
 @dataclass(frozen=True)
 class Method:
     name: str
-    policy: SamplingPolicy
-    population_prior: bool = False  # fit a prior on a pilot calibrated with Jeffreys first
+    policy: stats.SamplingPolicy
+    population_prior: bool = False  # the previous default: posterior rule + empirical-Bayes prior
 
 
+DEFAULT = stats.SamplingPolicy()  # calibrated rule, confidence 0.95, cap 256, rounds of 8
 METHODS = [
-    Method("fixed N=8", SamplingPolicy(kind="fixed", fixed_n=8)),
-    Method("fixed N=16", SamplingPolicy(kind="fixed", fixed_n=16)),
-    Method("fixed N=32", SamplingPolicy(kind="fixed", fixed_n=32)),
-    Method("fixed N=64", SamplingPolicy(kind="fixed", fixed_n=64)),
-    Method("fixed N=150", SamplingPolicy(kind="fixed", fixed_n=150)),
-    Method("adaptive, defaults (confidence 0.95, cap 256)", SamplingPolicy()),
-    Method("adaptive, confidence 0.97, cap 256", SamplingPolicy(confidence=0.97)),
-    Method("adaptive, confidence 0.99, cap 256", SamplingPolicy(confidence=0.99)),
-    Method("adaptive, confidence 0.99, cap 512", SamplingPolicy(confidence=0.99, cap=512)),
-    Method("adaptive, confidence 0.995, cap 512", SamplingPolicy(confidence=0.995, cap=512)),
-    Method(
-        "adaptive + population prior, confidence 0.98, cap 256",
-        SamplingPolicy(confidence=0.98),
-        population_prior=True,
-    ),
-    Method(
-        "adaptive + population prior, confidence 0.995, cap 512",
-        SamplingPolicy(confidence=0.995, cap=512),
-        population_prior=True,
-    ),
+    Method("fixed N=16", stats.SamplingPolicy(kind="fixed", fixed_n=16)),
+    Method("fixed N=64", stats.SamplingPolicy(kind="fixed", fixed_n=64)),
+    Method("previous default (posterior rule + population prior, 0.95)", stats.SamplingPolicy(rule="posterior"), True),
+    Method("previous rule, Jeffreys, 0.99", stats.SamplingPolicy(rule="posterior", confidence=0.99)),
+    Method("**default: calibrated, 0.95, cap 256**", DEFAULT),
+    Method("calibrated, 0.97, cap 256", stats.SamplingPolicy(confidence=0.97)),
 ]
 
 
-def true_pass_rates(*, tasks: int, rng: np.random.Generator) -> np.ndarray:
-    """The population, with exact shares per segment, in random order."""
-    shares = [0.35, 0.20, 0.30, 0.15]
-    counts = [int(round(share * tasks)) for share in shares[:-1]]
-    counts.append(tasks - sum(counts))
-    pass_rates = np.concatenate(
-        [
-            np.zeros(counts[0]),
-            rng.uniform(0.0, 0.05, counts[1]),
-            rng.uniform(0.05, 0.70, counts[2]),
-            rng.uniform(0.70, 1.00, counts[3]),
-        ]
-    )
-    return rng.permutation(pass_rates)
+def population_weights(parts) -> np.ndarray:
+    """Probability mass of the population on each GRID point (cells between midpoints)."""
+    weights = np.zeros(GRID.size)
+    edges = np.concatenate([[0.0], (GRID[1:-1] + GRID[2:]) / 2.0, [1.0]])  # cells of GRID[1:]
+    low, high = edges[:-1], edges[1:]
+    for share, kind, a, b in parts:
+        if kind == "zero":
+            weights[0] += share
+        elif kind == "uniform":
+            weights[1:] += share * np.clip(np.minimum(high, b) - np.maximum(low, a), 0.0, None) / (b - a)
+        else:
+            weights[1:] += share * (scipy_stats.beta.cdf(high, a, b) - scipy_stats.beta.cdf(low, a, b))
+    return weights / weights.sum()
 
 
-def cumulative_passes(*, pass_rates: np.ndarray, max_attempts: int, rng: np.random.Generator) -> np.ndarray:
-    """passes[t, n]: passes among task t's first n attempts (column 0 is zero)."""
-    uniforms = rng.random((pass_rates.size, max_attempts), dtype=np.float32)
-    outcomes = uniforms < pass_rates.astype(np.float32)[:, None]
-    passes = np.zeros((pass_rates.size, max_attempts + 1), dtype=np.int16)
-    np.cumsum(outcomes, axis=1, dtype=np.int16, out=passes[:, 1:])
-    return passes
+def sample_population(parts, size: int, rng: np.random.Generator) -> np.ndarray:
+    shares = np.array([part[0] for part in parts])
+    which = rng.choice(len(parts), size=size, p=shares / shares.sum())
+    rates = np.zeros(size)
+    for index, (_, kind, a, b) in enumerate(parts):
+        chosen = which == index
+        if kind == "uniform":
+            rates[chosen] = rng.uniform(a, b, chosen.sum())
+        elif kind == "beta":
+            rates[chosen] = rng.beta(a, b, chosen.sum())
+    return rates
 
 
-def run_table(table: StoppingTable, passes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Labels (codes), attempts spent and passes at the stop, for each task."""
-    tasks = passes.shape[0]
-    labels = np.full(tasks, -1, dtype=np.int8)
-    attempts = np.zeros(tasks, dtype=np.int32)
-    successes = np.zeros(tasks, dtype=np.int32)
-    sampling = np.ones(tasks, dtype=bool)
-    for round_attempts, codes in zip(table.attempts, table.labels):
-        round_passes = passes[sampling, round_attempts]
-        round_codes = codes[round_passes]
-        stopped = round_codes >= 0
-        rows = np.flatnonzero(sampling)[stopped]
-        labels[rows] = round_codes[stopped]
-        attempts[rows] = round_attempts
-        successes[rows] = round_passes[stopped]
-        sampling[rows] = False
-        if not sampling.any():
-            break
-    return labels, attempts, successes
-
-
-def true_band_codes(pass_rates: np.ndarray) -> np.ndarray:
-    return np.where(pass_rates < THRESHOLDS.floor, 0, np.where(pass_rates < THRESHOLDS.retire_at, 1, 2))
-
-
-def outside_zones(pass_rates: np.ndarray) -> np.ndarray:
+def outside_zones(rates: np.ndarray) -> np.ndarray:
     (floor_low, floor_high), (retire_low, retire_high) = THRESHOLDS.floor_zone, THRESHOLDS.retire_zone
-    in_floor_zone = (pass_rates >= floor_low) & (pass_rates < floor_high)
-    in_retire_zone = (pass_rates >= retire_low) & (pass_rates < retire_high)
-    return ~(in_floor_zone | in_retire_zone)
+    return ~(((rates >= floor_low) & (rates < floor_high)) | ((rates >= retire_low) & (rates < retire_high)))
+
+
+def in_slice(rates: np.ndarray, low: float, high: float) -> np.ndarray:
+    if low == high:
+        return rates == low
+    if high >= 1.0:
+        return rates >= low
+    return (rates > low if low == 0.0 else rates >= low) & (rates < high)
+
+
+def summarise(rates, weights, wrong, rollouts) -> dict:
+    outside = outside_zones(rates)
+    per_slice = []
+    for low, high in SLICES:
+        mask = in_slice(rates, low, high) & outside
+        mass = weights[mask].sum()
+        per_slice.append(float(weights[mask] @ wrong[mask] / mass) if mass > 1e-9 else None)
+    worst = max((value, name) for value, name in zip(per_slice, SLICE_NAMES) if value is not None)
+    return {
+        "rollouts": float(weights @ rollouts),
+        "error": float(weights[outside] @ wrong[outside] / weights[outside].sum()),
+        "slices": per_slice,
+        "worst": worst,
+    }
+
+
+def fitted_prior(parts, rng: np.random.Generator, pilot: int = 2000) -> stats.Beta:
+    """The previous default's prior: fitted on a pilot calibrated with Jeffreys (as the service did)."""
+    rates = sample_population(parts, pilot, rng)
+    table = stats.stopping_table(thresholds=THRESHOLDS, policy=stats.SamplingPolicy(rule="posterior"))
+    _, attempts, passes = run_tables(table, rates, rng)
+    return stats.fit_population_prior(evidence=list(zip(passes.tolist(), attempts.tolist()))) or stats.JEFFREYS_PRIOR
+
+
+def run_tables(table: stats.StoppingTable, rates: np.ndarray, rng: np.random.Generator):
+    """Simulate tasks through one stopping table: labels, attempts and passes at the stop."""
+    schedule = table.attempts
+    outcomes = rng.random((rates.size, schedule[-1])) < rates[:, None]
+    cumulative = np.concatenate([np.zeros((rates.size, 1), dtype=int), np.cumsum(outcomes, axis=1)], axis=1)
+    labels = np.full(rates.size, -1)
+    attempts = np.zeros(rates.size, dtype=int)
+    passes = np.zeros(rates.size, dtype=int)
+    for round_attempts, codes in zip(schedule, table.labels):
+        open_tasks = np.flatnonzero(labels < 0)
+        round_passes = cumulative[open_tasks, round_attempts]
+        round_codes = codes[round_passes]
+        stopped = open_tasks[round_codes >= 0]
+        labels[stopped] = round_codes[round_codes >= 0]
+        attempts[stopped], passes[stopped] = round_attempts, round_passes[round_codes >= 0]
+    return labels, attempts, passes
+
+
+def small_environments(method: Method, count: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """Environments of 30-60 tasks probed round by round; a population prior is refitted on the
+    environment's own evidence after every round (once 30 tasks have some), as the service does."""
+    parts = POPULATIONS[SMALL_ENVIRONMENTS]
+    policy = method.policy
+    schedule = stats.stopping_table(thresholds=THRESHOLDS, policy=policy).attempts
+    all_rates, all_wrong, all_rollouts = [], [], []
+    for _ in range(count):
+        rates = sample_population(parts, int(rng.integers(30, 61)), rng)
+        outcomes = rng.random((rates.size, schedule[-1])) < rates[:, None]
+        cumulative = np.concatenate([np.zeros((rates.size, 1), dtype=int), np.cumsum(outcomes, axis=1)], axis=1)
+        labels = np.full(rates.size, -1)
+        spent = np.zeros(rates.size, dtype=int)
+        for round_attempts in schedule:
+            prior = stats.JEFFREYS_PRIOR
+            if method.population_prior:
+                done = labels >= 0
+                evidence = [(int(cumulative[t, spent[t] if done[t] else round_attempts]), int(spent[t] if done[t] else round_attempts)) for t in range(rates.size)]
+                prior = stats.fit_population_prior(evidence=evidence) or stats.JEFFREYS_PRIOR
+            open_tasks = np.flatnonzero(labels < 0)
+            if policy.kind == "fixed":
+                codes = stats.stopping_table(thresholds=THRESHOLDS, policy=policy).labels[0][cumulative[open_tasks, round_attempts]]
+            else:
+                codes = stats.decision_codes(
+                    successes=cumulative[open_tasks, round_attempts], attempts=round_attempts,
+                    thresholds=THRESHOLDS, policy=policy, prior=prior,
+                )
+                if round_attempts >= policy.cap:
+                    codes = np.where(codes < 0, stats.LABELS.index(stats.BORDERLINE), codes)
+            stopped = codes >= 0
+            labels[open_tasks[stopped]] = codes[stopped]
+            spent[open_tasks[stopped]] = round_attempts
+        right = np.array([stats.LABELS[label] in stats.acceptable_bands(pass_rate=rate, thresholds=THRESHOLDS) for label, rate in zip(labels, rates)])
+        all_rates.append(rates)
+        all_wrong.append(~right)
+        all_rollouts.append(spent)
+    return np.concatenate(all_rates), np.concatenate(all_wrong).astype(float), np.concatenate(all_rollouts).astype(float)
+
+
+def bayes_bound(weights: np.ndarray, target_error: float) -> dict:
+    """Bisect the rollout cost until the Bayes-optimal table's error outside the zones is the target."""
+    low, high = np.log(1e-6), np.log(1e-1)
+    best = None
+    for _ in range(14):
+        cost = float(np.exp((low + high) / 2.0))
+        table = stats.bayes_optimal_table(
+            thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=GRID, weights=weights, rollout_cost=cost
+        )
+        curve = stats.operating_characteristic_curve(thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=GRID, table=table)
+        result = summarise(GRID, weights, np.array(curve.wrong), np.array(curve.expected_attempts))
+        if result["error"] > target_error:
+            high = np.log(cost)
+        else:
+            low, best = np.log(cost), result
+    return best
+
+
+def percent(value) -> str:
+    return "–" if value is None else f"{value:.2%}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tasks", type=int, default=100_000)
+    parser.add_argument("--environments", type=int, default=300, help="small environments to simulate")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--pilot", type=int, default=2_000, help="tasks calibrated with Jeffreys to fit the population prior"
-    )
     arguments = parser.parse_args()
     started = time.perf_counter()
+    rng = np.random.default_rng(arguments.seed)
 
-    seeds = np.random.SeedSequence(arguments.seed)
-    population_seed, *chunk_seeds = seeds.spawn(1 + -(-arguments.tasks // CHUNK_TASKS))
-    pass_rates = true_pass_rates(tasks=arguments.tasks, rng=np.random.default_rng(population_seed))
-    max_attempts = max(
-        method.policy.cap if method.policy.kind == "adaptive" else method.policy.fixed_n for method in METHODS
-    )
-    pilot = min(arguments.pilot, arguments.tasks, CHUNK_TASKS)
+    results: dict[str, dict[str, dict]] = {}
+    for population, parts in POPULATIONS.items():
+        weights = population_weights(parts)
+        results[population] = {}
+        for method in METHODS:
+            prior = fitted_prior(parts, rng) if method.population_prior else stats.JEFFREYS_PRIOR
+            curve = stats.operating_characteristic_curve(
+                thresholds=THRESHOLDS, policy=method.policy, prior=prior, pass_rates=GRID
+            )
+            results[population][method.name] = summarise(
+                GRID, weights, np.array(curve.wrong), np.array(curve.expected_attempts)
+            )
+        target = results[population][METHODS[4].name]["error"]
+        results[population]["Bayes bound at the default's error (knows the population)"] = bayes_bound(weights, target)
+    small = f"small environments (30-60 tasks, {arguments.environments} of them, {SMALL_ENVIRONMENTS})"
+    results[small] = {}
+    for method in METHODS:
+        rates, wrong, rollouts = small_environments(method, arguments.environments, rng)
+        results[small][method.name] = summarise(rates, np.full(rates.size, 1.0 / rates.size), wrong, rollouts)
 
-    jeffreys_tables = {
-        method.name: stopping_table(thresholds=THRESHOLDS, policy=method.policy, prior=JEFFREYS_PRIOR)
-        for method in METHODS
-    }
-    # Population prior: calibrate the pilot tasks with Jeffreys, fit on their evidence, use it
-    # for every later task. The pilot's rollouts and labels count like any other task's.
-    fitted_priors: dict[str, Beta] = {}
-    first_chunk_passes = cumulative_passes(
-        pass_rates=pass_rates[:CHUNK_TASKS],
-        max_attempts=max_attempts,
-        rng=np.random.default_rng(chunk_seeds[0]),
-    )
+    print(f"Thresholds {THRESHOLDS}; seed {arguments.seed}\n")
+    print("| population | method | mean rollouts | error outside zones | worst slice |")
+    print("|---|---|---:|---:|---|")
+    for population, rows in results.items():
+        for name, row in rows.items():
+            worst_value, worst_name = row["worst"]
+            print(f"| {population} | {name} | {row['rollouts']:.1f} | {row['error']:.2%} | {worst_value:.1%} in {worst_name} |")
+
+    print("\nError by slice of true pass rate (outside the zones), the default policy:\n")
+    print("| population | " + " | ".join(SLICE_NAMES) + " |")
+    print("|---|" + "---:|" * len(SLICE_NAMES))
+    for population, rows in results.items():
+        print(f"| {population} | " + " | ".join(percent(value) for value in rows[METHODS[4].name]["slices"]) + " |")
+
+    edges = [0.0, 0.005, 0.0099, 0.04, 0.05, 0.07, 0.10, 0.30, 0.599, 0.80, 0.90]
+    print("\nOperating characteristic: P(wrong) (mean rollouts) at single true pass rates, exact:\n")
+    print("| method | " + " | ".join(f"p = {edge:g}" for edge in edges) + " |")
+    print("|---|" + "---:|" * len(edges))
     for method in METHODS:
         if method.population_prior:
-            _, attempts, successes = run_table(jeffreys_tables[method.name], first_chunk_passes[:pilot])
-            fitted = fit_population_prior(evidence=list(zip(successes.tolist(), attempts.tolist())))
-            fitted_priors[method.name] = fitted if fitted is not None else JEFFREYS_PRIOR
-    fitted_tables = {
-        name: stopping_table(thresholds=THRESHOLDS, policy=method.policy, prior=fitted_priors[name])
-        for name, method in ((m.name, m) for m in METHODS)
-        if name in fitted_priors
-    }
-
-    labels = {method.name: np.empty(arguments.tasks, dtype=np.int8) for method in METHODS}
-    spent = {method.name: np.empty(arguments.tasks, dtype=np.int32) for method in METHODS}
-    for chunk_index, chunk_start in enumerate(range(0, arguments.tasks, CHUNK_TASKS)):
-        chunk = slice(chunk_start, min(chunk_start + CHUNK_TASKS, arguments.tasks))
-        passes = (
-            first_chunk_passes
-            if chunk_index == 0
-            else cumulative_passes(
-                pass_rates=pass_rates[chunk],
-                max_attempts=max_attempts,
-                rng=np.random.default_rng(chunk_seeds[chunk_index]),
-            )
-        )
-        for method in METHODS:
-            chunk_labels, chunk_attempts, _ = run_table(jeffreys_tables[method.name], passes)
-            if method.name in fitted_tables:
-                later = slice(pilot if chunk_index == 0 else 0, None)
-                fitted_run = run_table(fitted_tables[method.name], passes[later])
-                chunk_labels[later], chunk_attempts[later] = fitted_run[0], fitted_run[1]
-            labels[method.name][chunk] = chunk_labels
-            spent[method.name][chunk] = chunk_attempts
-
-    truth = true_band_codes(pass_rates)
-    outside = outside_zones(pass_rates)
-    useful = truth == 1
-    print(f"Tasks: {arguments.tasks:,}, seed {arguments.seed}; thresholds {THRESHOLDS}")
-    print(f"Tasks outside the zones: {outside.mean():.1%}; truly in band: {useful.mean():.1%}\n")
-    print("| method | mean rollouts | misclassified | outside zones | useful lost | borderline |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for method in METHODS:
-        method_labels = labels[method.name]
-        wrong = method_labels != truth
-        lost = useful & (method_labels != 1) & (method_labels != BORDERLINE_CODE)
-        print(
-            f"| {method.name} | {spent[method.name].mean():.1f} | {wrong.mean():.2%} "
-            f"| {wrong[outside].mean():.2%} "
-            f"| {lost.sum() / useful.sum():.2%} | {(method_labels == BORDERLINE_CODE).mean():.2%} |"
-        )
-    for name, prior in fitted_priors.items():
-        print(
-            f"\nPopulation prior for '{name}' (fitted on {pilot:,} pilot tasks): "
-            f"Beta({prior.alpha:.3f}, {prior.beta:.3f})"
-        )
-
-    # Exact error for single true pass rates just outside each zone: the worst cases, since the
-    # posterior guarantee is an average over the population and the rule looks after every round.
-    edges = [0.0099, 0.04, 0.599, 0.80]
-    print("\nExact error (and mean rollouts) at the edges of the zones, from operating_characteristic:\n")
-    print("| method | " + " | ".join(f"p = {edge:g}" for edge in edges) + " | rollouts at p = 0 |")
-    print("|---|" + "---:|" * (len(edges) + 1))
-    for method in METHODS:
-        if method.policy.kind != "adaptive":
             continue
-        prior = fitted_priors.get(method.name, JEFFREYS_PRIOR)
-        table = fitted_tables.get(method.name, jeffreys_tables[method.name])
-        cells = []
-        for edge in edges:
-            characteristic = operating_characteristic(
-                pass_rate=edge, thresholds=THRESHOLDS, policy=method.policy, prior=prior, table=table
-            )
-            error = characteristic.error(thresholds=THRESHOLDS)
-            cells.append(f"{error:.1%} ({characteristic.expected_attempts:.0f})")
-        at_zero = operating_characteristic(
-            pass_rate=0.0, thresholds=THRESHOLDS, policy=method.policy, prior=prior, table=table
-        )
-        print(f"| {method.name} | " + " | ".join(cells) + f" | {at_zero.expected_attempts:.0f} |")
-    print(f"\nRan in {time.perf_counter() - started:.1f} s")
+        curve = stats.operating_characteristic_curve(thresholds=THRESHOLDS, policy=method.policy, pass_rates=edges)
+        cells = [f"{wrong:.1%} ({rollouts:.0f})" for wrong, rollouts in zip(curve.wrong, curve.expected_attempts)]
+        print(f"| {method.name} | " + " | ".join(cells) + " |")
+    levels = stats.calibrated_levels(thresholds=THRESHOLDS, policy=DEFAULT)
+    print(f"\nDefault's calibrated levels: {', '.join(f'{name} {value:.4f}' for name, value in levels._asdict().items())}")
+    print(f"\nRan in {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":

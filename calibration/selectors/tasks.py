@@ -13,9 +13,11 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
+    TextField,
     Value,
     When,
 )
+from django.db.models.functions import Cast
 
 from calibration.models import (
     Band,
@@ -24,6 +26,7 @@ from calibration.models import (
 )
 from curation.models import Environment, Task, TaskStatus
 from curation.selectors import tasks_visible_to
+from engine import stats
 
 SORTS = {
     "key": "key",
@@ -35,6 +38,15 @@ SORTS = {
     "updated": "updated_at",
     "-updated": "-updated_at",
 }
+
+
+def calibrations_flagged(flag: str) -> QuerySet[Calibration]:
+    """Calibrations whose flags include `flag`, on PostgreSQL and the embedded SQLite alike.
+
+    JSON containment (`flags__contains`) does not exist on SQLite; the flags list's JSON text
+    holds the quoted name on both.
+    """
+    return Calibration.objects.annotate(flags_text=Cast("flags", TextField())).filter(flags_text__contains=f'"{flag}"')
 
 
 def default_probe_model(environment: Environment | None = None) -> ProbeModel | None:
@@ -82,7 +94,7 @@ def tasks_with_calibration(
     if band:
         tasks = tasks.filter(band=band)
     if flag and flag != "audit_failed":
-        flagged = Calibration.objects.filter(task_version=OuterRef("current_version"), flags__contains=[flag])
+        flagged = calibrations_flagged(flag).filter(task_version=OuterRef("current_version"))
         if probe_model is not None:
             flagged = flagged.filter(probe_model=probe_model)
         tasks = tasks.filter(Exists(flagged))
@@ -105,7 +117,7 @@ def environments_overview(*, user: AbstractBaseUser) -> list[dict]:
 
 # Lower sorts first: what most needs a human look comes first.
 PRIORITIES = [
-    ("verifier_trouble", "verifier trouble"),
+    (stats.Flag.VERIFIER_TROUBLE.value, "verifier trouble"),
     ("audit_failed", "audit failed"),
     ("too_easy", "too easy"),
     ("too_hard", "too hard"),
@@ -135,7 +147,9 @@ def review_queue(
     """
     tasks = tasks_with_calibration(user=user, environment=environment, band=band, search=search)
     tasks = tasks.filter(status__in=[TaskStatus.SUBMITTED, TaskStatus.IN_REVIEW]).annotate(
-        has_verifier_trouble=Exists(_current_calibrations(flags__contains=["verifier_trouble"])),
+        has_verifier_trouble=Exists(
+            calibrations_flagged(stats.Flag.VERIFIER_TROUBLE).filter(task_version=OuterRef("current_version"))
+        ),
         is_too_easy=Exists(_current_calibrations(band=Band.RETIRE)),
         is_too_hard=Exists(_current_calibrations(band=Band.TOO_HARD)),
     )

@@ -16,7 +16,6 @@ from django.utils import timezone
 
 from calibration.errors import CalibrationError
 from calibration.models import (
-    Band,
     Calibration,
     Campaign,
     Outcome,
@@ -208,34 +207,18 @@ def _calibration_row(
     *, version: TaskVersion, probe_model: ProbeModel, counts: dict, policy: dict, prior: stats.Beta, now
 ) -> Calibration:
     attempts = counts["successes"] + counts["failures"]
-    sampling_policy = _sampling_policy(policy, attempts=attempts)
-    assessment = stats.assess(
+    verdict = stats.calibration_verdict(
         successes=counts["successes"],
         attempts=attempts,
+        verifier_errors=counts["verifier_errors"],
+        generation_errors=counts["generation_errors"],
         thresholds=thresholds_for(version.task.environment),
-        policy=sampling_policy,
+        policy=_sampling_policy(policy, attempts=attempts),
         prior=prior,
+        verifier_trouble_share=settings.PASSBAND_VERIFIER_TROUBLE_SHARE,
+        strong_model=probe_model.strong,
+        audit_passed=bool(version.audit_passed),
     )
-    flags = []
-    verdicts = attempts + counts["verifier_errors"]
-    if verdicts and counts["verifier_errors"] / verdicts > settings.PASSBAND_VERIFIER_TROUBLE_SHARE:
-        flags.append("verifier_trouble")
-    if attempts and counts["successes"] in (0, attempts):
-        flags.append("zero_variance")
-    band = assessment.band
-    if (
-        band == Band.UNDECIDED
-        and sampling_policy.kind == "adaptive"
-        and attempts + counts["verifier_errors"] + counts["generation_errors"] >= sampling_policy.cap
-    ):
-        # The cap counts rollouts, errors included (the campaign spent them): undecided there is borderline.
-        band = Band.BORDERLINE
-    if "verifier_trouble" in flags and band in (Band.TOO_HARD, Band.BORDERLINE):
-        # Failing verdicts from a broken verifier are not evidence that the task is hard.
-        band = Band.UNDECIDED
-    if probe_model.strong and version.audit_passed and band == Band.TOO_HARD and counts["successes"] == 0:
-        # Its reference answer passes, yet a strong model never does: the task may be wrong or unfair.
-        flags.append("strong_model_fails")
     return Calibration(
         task_version=version,
         probe_model=probe_model,
@@ -243,14 +226,14 @@ def _calibration_row(
         successes=counts["successes"],
         verifier_errors=counts["verifier_errors"],
         generation_errors=counts["generation_errors"],
-        pass_rate=assessment.observed_rate,
-        interval_low=assessment.interval_low if attempts else None,
-        interval_high=assessment.interval_high if attempts else None,
-        band=band,
-        decided=assessment.decided,
-        grpo_signal=assessment.grpo_signal if attempts else None,
+        pass_rate=verdict.pass_rate,
+        interval_low=verdict.interval_low,
+        interval_high=verdict.interval_high,
+        band=verdict.band,
+        decided=verdict.decided,
+        grpo_signal=verdict.grpo_signal,
         cost_usd=counts["cost"] or Decimal(0),
-        flags=flags,
+        flags=[str(flag) for flag in verdict.flags],
         policy=policy,
         updated_at=now,
     )
@@ -291,8 +274,10 @@ def environment_thresholds_set(
         floor, retire_at = float(floor), float(retire_at)
     except (TypeError, ValueError):
         raise CalibrationError(f"Thresholds must be numbers; got floor={floor!r}, retire_at={retire_at!r}.") from None
-    if not 0 < floor < retire_at < 1:
-        raise CalibrationError(f"Thresholds need 0 < floor < retire_at < 1; got floor={floor}, retire_at={retire_at}.")
+    try:
+        stats.check_thresholds(floor=floor, retire_at=retire_at)
+    except ValueError as error:
+        raise CalibrationError(f"Thresholds need 0 < floor < retire_at < 1; {error}.") from None
     with transaction.atomic():
         previous = (environment.floor, environment.retire_at)
         Environment.objects.filter(pk=environment.pk).update(floor=floor, retire_at=retire_at)

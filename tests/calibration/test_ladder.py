@@ -1,4 +1,8 @@
-"""Model ladder: a cheap model's calibration as the prior for a strong one must cut its rollouts."""
+"""Model ladder: a cheap model's calibration as the prior for a strong one.
+
+Under the default (calibrated) stopping rule a prior never decides a band, so the ladder neither
+saves nor costs rollouts: it is off the default decision path (docs/calibration.md).
+"""
 
 import math
 
@@ -28,7 +32,7 @@ def versions(environment, keys):
 
 
 @pytest.mark.django_db
-def test_ladder_prior_cuts_the_strong_models_rollouts(arithmetic, alice):
+def test_ladder_prior_leaves_the_default_rule_s_rollouts_and_bands_alone(arithmetic, alice):
     import_scripted(arithmetic, alice, CHEAP)
     keys = sorted(CHEAP)
     sample, rest = keys[::3], [key for index, key in enumerate(keys) if index % 3]
@@ -59,15 +63,11 @@ def test_ladder_prior_cuts_the_strong_models_rollouts(arithmetic, alice):
 
     ladder_rollouts = Rollout.objects.filter(campaign=with_ladder).count()
     plain_rollouts = Rollout.objects.filter(campaign=plain).count()
-    assert ladder_rollouts < plain_rollouts
+    assert ladder_rollouts == plain_rollouts
     bands = {
         model: dict(
             Calibration.objects.filter(probe_model__name=model, task_version__task__key__in=rest).values_list("task_version__task__key", "band")
         )
         for model in ("strong", "strong-plain")
     }
-    agree = sum(bands["strong"][key] == bands["strong-plain"][key] for key in rest)
-    assert agree >= len(rest) - 2  # the prior saves rollouts, not correctness
-    # The ladder prior is stored with the calibration's policy, so a threshold change keeps it.
-    calibration = Calibration.objects.filter(probe_model=strong, task_version__task__key=rest[0]).get()
-    assert len(calibration.policy["prior"]) == 2
+    assert bands["strong"] == bands["strong-plain"]

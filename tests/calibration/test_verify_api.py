@@ -20,6 +20,7 @@ def post(client, token, body):
 
 def test_grades_against_a_task_by_key(client, verify_token, alice, arithmetic):
     import_tasks(arithmetic, alice, math_task("sum", "What is 2 + 3?", "5"))
+    arithmetic.tasks.update(status="approved")  # what a trainer may see
     passed = post(client, verify_token, {"task": "sum", "completion": "2 + 3 = 5, so the answer is \\boxed{5}"}).json()
     assert passed["outcome"] == "pass" and passed["reward"] == 1.0 and passed["latency_ms"] >= 0
     failed = post(client, verify_token, {"task": "sum", "completion": "The answer is 6."}).json()
@@ -42,3 +43,30 @@ def test_needs_the_verify_scope(client, charlie):
     read_only = api_token_create(user=charlie, name="r", scopes=["read"])[1]
     assert post(client, read_only, {"verifier": {"kind": "exact"}, "answer": "a", "completion": "a"}).status_code == 403
     assert client.post(URL, {}, content_type="application/json").status_code == 401
+
+
+@pytest.mark.parametrize("body", [b"[" * 100_000 + b"]" * 100_000, b'{"a": ' * 5000 + b"1" + b"}" * 5000])
+def test_deeply_nested_json_is_a_400_not_a_crash(client, body):
+    from django.contrib.auth import get_user_model
+
+    from accounts.services import api_token_create
+    from tests.conftest import make_user
+
+    trainer = make_user(get_user_model(), "trainer-deep", "trainers")
+    secret = api_token_create(user=trainer, name="t", scopes=["verify"])[1]
+    response = client.post("/api/v1/verify", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert response.status_code == 400 and "JSON" in response.json()["detail"]
+
+
+def test_a_body_over_the_limit_is_refused_before_parsing(client, settings):
+    from django.contrib.auth import get_user_model
+
+    from accounts.services import api_token_create
+    from tests.conftest import make_user
+
+    settings.PASSBAND_API_MAX_BODY_BYTES = 1000
+    trainer = make_user(get_user_model(), "trainer-big", "trainers")
+    secret = api_token_create(user=trainer, name="t", scopes=["verify"])[1]
+    body = b'{"completion": "' + b"x" * 2000 + b'", "verifier": {"kind": "exact"}, "answer": "x"}'
+    response = client.post("/api/v1/verify", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert response.status_code == 400 and "over 1,000 bytes" in response.json()["detail"]

@@ -168,8 +168,12 @@ def test_a_failed_build_is_marked_and_a_retry_finishes_it(
     assert not list((media / "releases").iterdir())  # no half-written folder left behind
 
     monkeypatch.setattr(formats, "write_file", real_write_file)
+    with django_capture_on_commit_callbacks() as queued:
+        retried = client.post(f"/api/v1/releases/{release_id}/retry", **auth(secret))
+    assert retried.status_code == 202 and retried.json()["status"] == "pending" and len(queued) == 1
     assert tasks.build_release(release_id) == "ready"
     assert Release.objects.get(pk=release_id).error == ""
+    assert client.post(f"/api/v1/releases/{release_id}/retry", **auth(secret)).status_code == 409
 
 
 def test_list_shows_own_releases_newest_first(client, secret, model, django_user_model, django_capture_on_commit_callbacks):

@@ -23,7 +23,9 @@ from engine.stats import (
     TOO_HARD,
     UNDECIDED,
     Assessment,
+    Band,
     Beta,
+    Flag,
     LogitShift,
     SamplingPolicy,
     Thresholds,
@@ -32,6 +34,10 @@ from engine.stats import (
     band_agreement,
     band_for_rate,
     band_probabilities,
+    bayes_optimal_table,
+    calibrated_levels,
+    calibration_verdict,
+    check_thresholds,
     clopper_pearson_interval,
     discounted_posterior,
     expected_grpo_signal,
@@ -41,6 +47,7 @@ from engine.stats import (
     jeffreys_interval,
     ladder_prior,
     operating_characteristic,
+    operating_characteristic_curve,
     posterior,
     posterior_interval,
     spearman_correlation,
@@ -49,6 +56,7 @@ from engine.stats import (
 )
 
 THRESHOLDS = Thresholds()
+POSTERIOR = SamplingPolicy(rule="posterior")
 ADAPTIVE = SamplingPolicy()
 
 
@@ -253,18 +261,20 @@ def test_no_attempts_is_undecided_and_asks_for_one_round():
     assert (assessment.interval_low, assessment.interval_high) == (0.0, 1.0)
 
 
-def test_all_fail_stream_stops_too_hard_at_48_attempts():
-    # Jeffreys: P(p < 4% | 0 of 40) = 0.92 < 0.95 <= P(p < 4% | 0 of 48) = 0.95.
+def test_all_fail_stream_stops_too_hard_at_72_attempts():
+    # The calibrated rule keeps a 4% task's too_hard error within 10% at 0.95: 0.96^64 = 7.3%
+    # leaves too little room for the paths with a pass or two, 0.96^72 = 5.3% enough.
     assessment = run_stream(lambda index: False)
-    assert (assessment.band, assessment.attempts, assessment.decided) == (TOO_HARD, 48, True)
+    assert (assessment.band, assessment.attempts, assessment.decided) == (TOO_HARD, 72, True)
     assert assessment.band_probabilities.too_hard < 0.95  # decided on the zone, not on p < floor
     assert assessment.interval_low == 0.0 and assessment.observed_rate == 0.0
-    assert assess(successes=0, attempts=40, thresholds=THRESHOLDS, policy=ADAPTIVE).band == UNDECIDED
+    assert assess(successes=0, attempts=64, thresholds=THRESHOLDS, policy=ADAPTIVE).band == UNDECIDED
 
 
 def test_all_fail_stream_needs_more_attempts_at_higher_confidence():
+    # 2% at the edge: 0.96^120 = 0.7%, the rest of the 2% goes to paths with passes.
     assessment = run_stream(lambda index: False, policy=SamplingPolicy(confidence=0.99, cap=512))
-    assert (assessment.band, assessment.attempts) == (TOO_HARD, 88)
+    assert (assessment.band, assessment.attempts) == (TOO_HARD, 120)
 
 
 def test_all_pass_stream_stops_retire_after_one_round():
@@ -282,8 +292,9 @@ def test_thirty_percent_stream_decides_in_band_in_the_first_round():
 
 
 def test_sixty_five_percent_stream_in_the_retire_zone_is_decided_in_band():
+    # Inside the retire zone either band is right; 26 of 40 makes "below 80%" credible enough.
     assessment = run_stream(lambda index: (index * 13) % 20 < 13)
-    assert (assessment.band, assessment.attempts) == (IN_BAND, 16)
+    assert (assessment.band, assessment.attempts) == (IN_BAND, 40)
 
 
 def test_stream_at_the_floor_hits_a_small_cap_and_is_borderline():
@@ -301,7 +312,7 @@ def test_last_round_is_trimmed_to_the_cap():
 
 
 def test_band_is_recomputed_when_thresholds_change():
-    evidence = {"successes": 13, "attempts": 16, "policy": ADAPTIVE}
+    evidence = {"successes": 15, "attempts": 16, "policy": ADAPTIVE}
     assert assess(thresholds=THRESHOLDS, **evidence).band == RETIRE
     stricter = Thresholds.with_default_zones(floor=0.02, retire_at=0.90)
     assert assess(thresholds=stricter, **evidence).band == IN_BAND
@@ -404,7 +415,9 @@ def population_pass_rates(rng: np.random.Generator, tasks: int) -> np.ndarray:
     )
 
 
-def test_ladder_prior_reduces_rollouts_for_the_strong_model():
+def test_ladder_prior_reduces_rollouts_for_the_strong_model_under_the_posterior_rule():
+    # Under the default calibrated rule a prior never decides (next test); the posterior rule,
+    # which trusts its prior, is where the ladder saves rollouts.
     rng = np.random.default_rng(7)
     tasks, probed_by_both, cheap_attempts, true_shift = 1500, 200, 64, 1.5
     strong = population_pass_rates(rng, tasks)
@@ -433,12 +446,24 @@ def test_ladder_prior_reduces_rollouts_for_the_strong_model():
                     successes=int(cheap_successes[task]), attempts=cheap_attempts, ladder=ladder
                 )
             )
-            runs.append(run_stream(lambda index, task=task: draws[task, index] < strong[task], prior=prior))
+            runs.append(
+                run_stream(lambda index, task=task: draws[task, index] < strong[task], prior=prior, policy=POSTERIOR)
+            )
         attempts = np.mean([run.attempts for run in runs])
         error = np.mean([run.band != band for run, band in zip(runs, truth)])
         results[name] = (attempts, error)
     assert results["ladder"][0] < 0.8 * results["jeffreys"][0]
     assert results["ladder"][1] <= results["jeffreys"][1] + 0.01
+
+
+def test_a_prior_does_not_change_the_calibrated_rule_s_decisions():
+    # A population prior piled up near 0 (shape 0.2, as fitted where many tasks never pass) used to
+    # call 0 of 32 too_hard; the calibrated rule reads the evidence through Jeffreys whatever the prior.
+    piled_at_zero = (0.2, 0.56)
+    for successes, attempts in [(0, 32), (0, 56), (0, 64), (1, 8), (2, 80), (13, 16)]:
+        evidence = {"successes": successes, "attempts": attempts, "thresholds": THRESHOLDS, "policy": ADAPTIVE}
+        assert assess(prior=piled_at_zero, **evidence).band == assess(**evidence).band
+    assert assess(successes=0, attempts=32, thresholds=THRESHOLDS, policy=POSTERIOR, prior=piled_at_zero).band == TOO_HARD
 
 
 def test_ladder_prior_is_capped_and_never_decides_alone():
@@ -509,3 +534,154 @@ def test_new_checkpoint_without_rollouts_asks_for_a_round():
     assert assessment.effective_attempts == pytest.approx(32.0)
     assert assessment.band in (UNDECIDED, IN_BAND)
     assert assess_discounted(history=[], thresholds=THRESHOLDS, policy=ADAPTIVE).next_round == 8
+
+
+# --- issue 13: the calibrated rule keeps its promise per task, exactly ----------------------------
+
+
+def _error_at(pass_rate: float, policy: SamplingPolicy, thresholds: Thresholds = THRESHOLDS) -> float:
+    return operating_characteristic(pass_rate=pass_rate, thresholds=thresholds, policy=policy).error(
+        thresholds=thresholds
+    )
+
+
+def test_a_five_percent_task_is_almost_never_called_too_hard_by_the_default():
+    characteristic = operating_characteristic(pass_rate=0.05, thresholds=THRESHOLDS, policy=ADAPTIVE)
+    assert characteristic.label_probabilities[TOO_HARD] < 0.06
+    # The old default with a population prior piled at 0 (what many never-passing tasks fit)
+    # called it too_hard far more often: the failure issue 13 measured.
+    piled = operating_characteristic(pass_rate=0.05, thresholds=THRESHOLDS, policy=POSTERIOR, prior=(0.2, 0.56))
+    assert piled.label_probabilities[TOO_HARD] > 0.2
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.99])
+def test_calibrated_rule_holds_each_claim_to_its_edge_error(confidence):
+    policy = SamplingPolicy(confidence=confidence)
+    floor_low, floor_high = THRESHOLDS.floor_zone
+    retire_low, retire_high = THRESHOLDS.retire_zone
+    table = stopping_table(thresholds=THRESHOLDS, policy=policy)
+    edge_errors = policy.edge_errors
+    checks = [
+        (floor_high, TOO_HARD, edge_errors[0]),
+        (np.nextafter(floor_low, 0), IN_BAND, edge_errors[1]),
+        (retire_high, IN_BAND, edge_errors[2]),
+        (np.nextafter(retire_low, 0), RETIRE, edge_errors[3]),
+    ]
+    for pass_rate, wrong_band, allowed in checks:
+        characteristic = operating_characteristic(
+            pass_rate=float(pass_rate), thresholds=THRESHOLDS, policy=policy, table=table
+        )
+        assert characteristic.label_probabilities[wrong_band] <= allowed + 1e-9
+    assert edge_errors == pytest.approx((2 * (1 - confidence),) * 2 + (1 - confidence,) * 2)
+
+
+def test_calibrated_error_falls_away_from_the_edges_for_other_thresholds():
+    thresholds = Thresholds.with_default_zones(floor=0.03, retire_at=0.65)
+    for pass_rate in (0.0, 0.002, 0.15, 0.4, 0.95, 1.0):
+        assert _error_at(pass_rate, ADAPTIVE, thresholds) < 0.01
+    assert _error_at(0.1, ADAPTIVE, thresholds) < 0.02
+
+
+def test_calibrated_levels_are_tight():
+    levels = calibrated_levels(thresholds=THRESHOLDS, policy=ADAPTIVE)
+    assert all(0.5 < level < 1 for level in levels)
+    # Zero passes decide too_hard exactly where the level is first met: 0 of 64 is not enough.
+    zero_of = {n: assess(successes=0, attempts=n, thresholds=THRESHOLDS, policy=ADAPTIVE).band for n in (64, 72)}
+    assert zero_of == {64: UNDECIDED, 72: TOO_HARD}
+
+
+def test_operating_characteristic_curve_matches_the_pointwise_computation():
+    curve = operating_characteristic_curve(thresholds=THRESHOLDS, policy=ADAPTIVE, pass_rates=[0.0, 0.03, 0.05, 0.7])
+    assert curve.pass_rates == [0.0, 0.03, 0.05, 0.7]
+    for index, pass_rate in enumerate(curve.pass_rates):
+        single = operating_characteristic(pass_rate=pass_rate, thresholds=THRESHOLDS, policy=ADAPTIVE)
+        assert curve.expected_attempts[index] == pytest.approx(single.expected_attempts)
+        for label, probability in single.label_probabilities.items():
+            assert curve.label_probabilities[label][index] == pytest.approx(probability)
+    assert curve.wrong[1] == pytest.approx(curve.label_probabilities[BORDERLINE][1] + curve.label_probabilities[RETIRE][1])
+    assert curve.wrong[3] == pytest.approx(curve.label_probabilities[TOO_HARD][3] + curve.label_probabilities[BORDERLINE][3])
+    default = operating_characteristic_curve(thresholds=THRESHOLDS, policy=ADAPTIVE)
+    assert default.pass_rates[0] == 0.0 and default.pass_rates[-1] == 1.0 and len(default.pass_rates) > 100
+
+
+def test_bayes_optimal_table_beats_the_calibrated_rule_on_its_own_population():
+    rates = np.concatenate([[0.0], np.linspace(0.001, 0.999, 200)])
+    weights = np.concatenate([[0.4], np.full(200, 0.6 / 200)])
+    policy = SamplingPolicy(cap=128)
+    default_table = stopping_table(thresholds=THRESHOLDS, policy=policy)
+
+    def population_average(table):
+        curve = operating_characteristic_curve(thresholds=THRESHOLDS, policy=policy, pass_rates=rates, table=table)
+        return float(weights @ np.array(curve.expected_attempts)), float(weights @ np.array(curve.wrong))
+
+    default_rollouts, default_error = population_average(default_table)
+    bound = bayes_optimal_table(
+        thresholds=THRESHOLDS, policy=policy, pass_rates=rates, weights=weights, rollout_cost=3e-4
+    )
+    bound_rollouts, bound_error = population_average(bound)
+    # Knowing the population, it is at least as good on both counts... for this cost, by a margin.
+    assert bound_rollouts <= default_rollouts and bound_error <= default_error
+    assert all(code >= 0 for code in bound.labels[-1]) and 3 not in bound.labels[-1]  # never borderline
+    with pytest.raises(ValueError, match="weights"):
+        bayes_optimal_table(thresholds=THRESHOLDS, policy=policy, pass_rates=[0.1], weights=[0.5, 0.5], rollout_cost=1e-3)
+
+
+# --- bands, flags, thresholds and the whole band rule ---------------------------------------------
+
+
+def test_bands_and_flags_are_the_strings_stored_in_the_database():
+    assert [band.value for band in Band] == ["too_hard", "in_band", "retire", "undecided", "borderline"]
+    assert Band.TOO_HARD == "too_hard" and TOO_HARD is Band.TOO_HARD
+    assert [flag.value for flag in Flag] == ["verifier_trouble", "zero_variance", "strong_model_fails"]
+
+
+@pytest.mark.parametrize(
+    ("floor", "retire_at", "field"),
+    [(0.0, 0.7, "floor"), (0.02, 1.0, "retire_at"), (0.5, 0.4, "retire_at"), (float("nan"), 0.7, "floor"), (True, 0.7, "floor")],
+)
+def test_check_thresholds_is_the_one_validation(floor, retire_at, field):
+    with pytest.raises(ValueError, match=field):
+        check_thresholds(floor=floor, retire_at=retire_at)
+    with pytest.raises(ValueError, match=field):
+        Thresholds(floor=floor, retire_at=retire_at, floor_zone=(0.0, 0.0), retire_zone=(1.0, 1.0))
+    check_thresholds(floor=0.02, retire_at=0.7)
+
+
+def verdict(**overrides):
+    arguments = {"successes": 0, "attempts": 72, "thresholds": THRESHOLDS, "policy": ADAPTIVE}
+    return calibration_verdict(**{**arguments, **overrides})
+
+
+def test_verdict_decides_like_assess_and_flags_zero_variance():
+    result = verdict()
+    assert result.band == TOO_HARD and result.decided and result.flags == (Flag.ZERO_VARIANCE,)
+    assert result.pass_rate == 0.0 and result.interval_low == 0.0 and result.grpo_signal is not None
+    empty = verdict(attempts=0)
+    assert empty.band == UNDECIDED and not empty.decided and empty.interval_low is None and empty.pass_rate is None
+
+
+def test_verdict_borderline_when_rollouts_with_errors_reach_the_cap():
+    policy = SamplingPolicy(cap=64)
+    assert verdict(successes=1, attempts=56, policy=policy).band == UNDECIDED
+    capped = verdict(successes=1, attempts=56, generation_errors=8, policy=policy)
+    assert capped.band == BORDERLINE and not capped.decided
+    fixed = verdict(successes=1, attempts=3, policy=SamplingPolicy(kind="fixed", fixed_n=3))
+    assert fixed.band == IN_BAND  # a fixed policy is labelled by its raw rate, never borderline
+
+
+def test_verdict_verifier_trouble_is_never_called_hard():
+    troubled = verdict(verifier_errors=20)  # 20 of 92 verdicts > 20% (18 would be 20%)
+    assert troubled.band == UNDECIDED and not troubled.decided and Flag.VERIFIER_TROUBLE in troubled.flags
+    assert verdict(verifier_errors=18).band == TOO_HARD  # 18 of 90 = 20% is not more than 20%
+    assert verdict(verifier_errors=20, verifier_trouble_share=0.5).band == TOO_HARD
+    in_band = verdict(successes=20, attempts=64, verifier_errors=40)
+    assert in_band.band == IN_BAND and Flag.VERIFIER_TROUBLE in in_band.flags
+
+
+def test_verdict_strong_model_fails_needs_a_strong_model_an_audit_and_zero_passes():
+    assert Flag.STRONG_MODEL_FAILS in verdict(strong_model=True, audit_passed=True).flags
+    assert Flag.STRONG_MODEL_FAILS not in verdict(strong_model=True, audit_passed=False).flags
+    assert Flag.STRONG_MODEL_FAILS not in verdict(strong_model=False, audit_passed=True).flags
+    assert Flag.STRONG_MODEL_FAILS not in verdict(strong_model=True, audit_passed=True, attempts=64).flags
+    with pytest.raises(ValueError, match="verifier_errors"):
+        verdict(verifier_errors=-1)

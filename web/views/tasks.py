@@ -23,6 +23,7 @@ from calibration import services as calibration_services
 from calibration.models import Band, ProbeModel, Rollout
 from curation import review_services, selectors, services
 from curation.models import Environment, TaskStatus
+from engine import stats
 from engine.packing import unpack_logprobs, unpack_tokens
 from web.views import shared
 
@@ -80,7 +81,7 @@ def task_list(request):
             "probe_models": ProbeModel.objects.all(),
             "bands": Band.values,
             "statuses": TaskStatus.values,
-            "flags": ["verifier_trouble", "zero_variance", "audit_failed"],
+            "flags": [stats.Flag.VERIFIER_TROUBLE, stats.Flag.ZERO_VARIANCE, "audit_failed"],
             "sort": sort,
             "query": shared.query_without(request, "sort", "page"),
         },

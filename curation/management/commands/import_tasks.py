@@ -4,6 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from curation import services
+from curation.errors import CurationError
 from curation.models import Environment
 
 
@@ -29,7 +30,12 @@ class Command(BaseCommand):
         if env is None:
             if not create:
                 raise CommandError(f"No environment {environment!r}; pass --create to make it.")
-            env = services.environment_create(name=environment, domain=domain, default_verifier={"kind": "math"} if domain == "math" else None)
+            try:
+                env = services.environment_create(
+                    name=environment, domain=domain, default_verifier={"kind": "math"} if domain == "math" else None
+                )
+            except CurationError as error:
+                raise CommandError(f"--environment: {error}") from None
         try:
             report = services.tasks_import(
                 environment=env, owner=user, data=file.read_bytes(), filename=file.name, run_audits=not no_audit
