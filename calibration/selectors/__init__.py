@@ -4,7 +4,9 @@ from calibration.selectors.campaigns import (
     campaign_band_table,
     campaign_progress,
     feedback_history,
+    outcome_counts,
     rollouts_for_viewer,
+    task_version_rollouts,
 )
 from calibration.selectors.costs import cost_summary, environment_costs, task_cost
 from calibration.selectors.dashboards import (
@@ -40,10 +42,12 @@ __all__ = [
     "environments_overview",
     "feedback_history",
     "model_comparison",
+    "outcome_counts",
     "pass_rate_histogram",
     "review_queue",
     "rollouts_for_viewer",
     "task_cost",
+    "task_version_rollouts",
     "tasks_with_calibration",
     "verifier_latency",
 ]

@@ -6,6 +6,7 @@ from django.db.models import (
     Count,
     Max,
     Q,
+    QuerySet,
     Sum,
 )
 
@@ -18,6 +19,7 @@ from calibration.models import (
     ProbeModel,
     Rollout,
 )
+from curation.models import TaskVersion
 
 
 def campaign_progress(*, campaign: Campaign) -> dict:
@@ -87,3 +89,16 @@ def feedback_history(*, task_version) -> list[dict]:
         .order_by("checkpoint_step")
     )
     return [{**row, "pass_rate": row["passes"] / row["attempts"]} for row in rows]
+
+
+def outcome_counts(*, rollouts: QuerySet[Rollout]) -> list[dict]:
+    """How many of `rollouts` ended in each outcome (null: not verified yet), by outcome."""
+    return list(rollouts.order_by().values("outcome").annotate(count=Count("id")).order_by("outcome"))
+
+
+def task_version_rollouts(*, task_version: TaskVersion | None, outcome: str = "", limit: int = 200) -> list[Rollout]:
+    """A version's rollouts for its page, by model, campaign and sample; at most `limit`."""
+    rollouts = Rollout.objects.filter(task_version=task_version).select_related("probe_model")
+    if outcome:
+        rollouts = rollouts.filter(outcome=outcome)
+    return list(rollouts.order_by("probe_model__name", "campaign_id", "sample_index")[:limit])

@@ -4,7 +4,6 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -72,8 +71,8 @@ def review_queue(request):
         context.update(
             version=version,
             calibrations=version.calibrations.select_related("probe_model") if version else [],
-            rollouts=Rollout.objects.filter(task_version=version).select_related("probe_model").order_by("sample_index")[:12],
-            outcome_counts=Rollout.objects.filter(task_version=version).values("outcome").annotate(count=Count("id")),
+            rollouts=calibration_selectors.task_version_rollouts(task_version=version, limit=12),
+            outcome_counts=calibration_selectors.outcome_counts(rollouts=Rollout.objects.filter(task_version=version)),
             threads=selectors.comment_threads(task=task),
             status_changes=task.status_changes.select_related("changed_by"),
             own_task=task.owner_id == request.user.pk and not request.user.is_staff,

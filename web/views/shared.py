@@ -34,3 +34,13 @@ def query_without(request, *names: str) -> str:
     for name in names:
         params.pop(name, None)
     return params.urlencode()
+
+
+def page_of(request, items, *, size: int) -> tuple[list, int, bool]:
+    """The `?page=` slice of `items` (1-based): (rows, page number, whether a next page exists).
+
+    Fetches one row more than the page instead of counting the whole set.
+    """
+    page = max(int(request.GET["page"]) if request.GET.get("page", "").isdigit() else 1, 1)
+    rows = list(items[(page - 1) * size : page * size + 1])
+    return rows[:size], page, len(rows) > size

@@ -5,7 +5,6 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
-from django.db.models import Count
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -63,18 +62,15 @@ def task_list(request):
         owner=request.user if request.GET.get("mine") else None,
         flag=request.GET.get("flag", ""),
     )
-    page_size = 100
-    page = int(request.GET["page"]) if request.GET.get("page", "").isdigit() else 1
-    page = max(page, 1)
-    total = tasks.count()
+    shown, page, has_next = shared.page_of(request, tasks, size=100)
     return render(
         request,
         "curation/task_list.html",
         {
-            "tasks": tasks[(page - 1) * page_size : page * page_size],
-            "total": total,
+            "tasks": shown,
+            "total": tasks.count(),
             "page": page,
-            "has_next": page * page_size < total,
+            "has_next": has_next,
             "environment": environment,
             "environments": Environment.objects.all(),
             "probe_model": probe_model,
@@ -101,15 +97,8 @@ def task_detail(request, environment_name: str, key: str):
     if task is None:
         raise Http404("No such task, or it is not yours to see.")
     version = task.current_version
-    rollouts = (
-        Rollout.objects.filter(task_version=version)
-        .select_related("probe_model")
-        .order_by("probe_model__name", "campaign_id", "sample_index")
-    )
     outcome = request.GET.get("outcome", "")
-    if outcome:
-        rollouts = rollouts.filter(outcome=outcome)
-    rollouts = list(rollouts[:200])
+    rollouts = calibration_selectors.task_version_rollouts(task_version=version, outcome=outcome)
     for rollout in rollouts:
         ids = unpack_tokens(rollout.completion_token_ids)
         rollout.completion_tokens = len(ids) if ids is not None else None
@@ -124,7 +113,7 @@ def task_detail(request, environment_name: str, key: str):
             "versions": task.versions.order_by("-number"),
             "calibrations": version.calibrations.select_related("probe_model") if version else [],
             "rollouts": rollouts,
-            "outcome_counts": Rollout.objects.filter(task_version=version).values("outcome").annotate(count=Count("id")),
+            "outcome_counts": calibration_selectors.outcome_counts(rollouts=version.rollouts.all() if version else Rollout.objects.none()),
             "status_changes": task.status_changes.select_related("changed_by"),
             "reviews": task.reviews.select_related("reviewer", "task_version"),
             "threads": selectors.comment_threads(task=task),

@@ -2,10 +2,10 @@
 
 import math
 
-from django.db.models import Count
 from django.shortcuts import get_object_or_404, render
 
 from accounts.permissions import browser_user_required
+from calibration import selectors as calibration_selectors
 from calibration.models import ProbeModel
 from calibration.selectors import rollouts_for_viewer
 from curation import selectors
@@ -63,12 +63,8 @@ def trajectory_list(request):
     versions = tasks.exclude(current_version=None).values("current_version")
     rollouts = rollouts_for_viewer(task_versions=versions, outcome=outcome, search=search, probe_model=probe_model)
     unfiltered = rollouts_for_viewer(task_versions=versions, search=search, probe_model=probe_model)
-    outcome_counts = unfiltered.order_by().values("outcome").annotate(count=Count("id")).order_by("outcome")
-    page_size = 25
-    page = max(int(request.GET["page"]) if request.GET.get("page", "").isdigit() else 1, 1)
-    shown = list(rollouts[(page - 1) * page_size : page * page_size + 1])
-    has_next = len(shown) > page_size
-    shown = shown[:page_size]
+    outcome_counts = calibration_selectors.outcome_counts(rollouts=unfiltered)
+    shown, page, has_next = shared.page_of(request, rollouts, size=25)
     for rollout in shown:
         rollout.state_changes = _episode_state_changes(rollout.episode)
         rollout.tokens = _token_rows(rollout)

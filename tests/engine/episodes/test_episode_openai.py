@@ -5,12 +5,8 @@ import json
 from engine.backends import SamplingParams
 from engine.backends.openai_backend import OpenAIBackend
 from engine.episodes import backoffice
-from engine.episodes.runner import (
-    EpisodeLimits,
-    parse_text_tool_calls,
-    run_episode,
-    turn_seed,
-)
+from engine.episodes.drivers import parse_text_tool_calls, turn_seed
+from engine.episodes.runner import EpisodeLimits, run_episode
 from engine.episodes.world import SandboxedWorld
 from engine.verifiers import verify
 from tests.support.openai_server import (
