@@ -153,3 +153,42 @@ class Comment(models.Model):
 
     def __str__(self) -> str:
         return f"comment {self.pk} on {self.task}"
+
+
+class ImportJob(models.Model):
+    """A large task file imported in the background: its progress, then its report."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        VALIDATING = "validating"
+        WRITING = "writing"
+        DONE = "done"
+        REJECTED = "rejected"
+        FAILED = "failed"
+
+    environment = models.ForeignKey(Environment, on_delete=models.CASCADE, related_name="import_jobs")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="import_jobs")
+    filename = models.CharField(max_length=255)
+    path = models.CharField(max_length=500, help_text="The uploaded file, removed once the import ends.")
+    size_bytes = models.BigIntegerField()
+    run_audits = models.BooleanField(default=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    lines_read = models.PositiveIntegerField(default=0)
+    bytes_read = models.BigIntegerField(default=0)
+    report = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"import {self.pk} of {self.filename} ({self.status})"
+
+    @property
+    def percent(self) -> int:
+        """How far the first pass has read, 0-100; 100 once the import has ended."""
+        if self.finished_at is not None:
+            return 100
+        return min(99, int(100 * self.bytes_read / self.size_bytes)) if self.size_bytes else 0

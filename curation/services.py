@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -19,8 +22,8 @@ from curation.models import (
     TaskStatus,
     TaskVersion,
 )
-from engine import verifiers
-from engine.task_format import LineProblem, TaskDraft, parse_task_file, validate_task_object
+from engine import task_files, verifiers
+from engine.task_format import LineProblem, TaskDraft, validate_task_object
 
 logger = logging.getLogger(__name__)
 
@@ -83,17 +86,37 @@ class ImportReport:
     duplicates: list[str] = field(default_factory=list)
     audit_failures: list[str] = field(default_factory=list)
     problems: list[LineProblem] = field(default_factory=list)
+    problems_not_shown: int = 0  # past task_files.MAX_PROBLEMS_KEPT, problems are only counted
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and not self.problems_not_shown
 
     def summary(self) -> str:
         if not self.ok:
-            return f"{self.filename}: nothing imported; {len(self.problems)} problem(s) to fix."
+            count = len(self.problems) + self.problems_not_shown
+            return f"{self.filename}: nothing imported; {count:,} problem(s) to fix."
         return (
-            f"{self.filename}: {len(self.created)} new task(s), {len(self.new_versions)} new version(s), "
-            f"{len(self.duplicates)} duplicate(s) skipped, {len(self.audit_failures)} audit failure(s)."
+            f"{self.filename}: {len(self.created):,} new task(s), {len(self.new_versions):,} new version(s), "
+            f"{len(self.duplicates):,} duplicate(s) skipped, {len(self.audit_failures):,} audit failure(s)."
+        )
+
+    def as_dict(self) -> dict:
+        """JSON-ready, for a background import's stored report."""
+        return {
+            "filename": self.filename, "created": self.created, "new_versions": self.new_versions,
+            "duplicates": self.duplicates, "audit_failures": self.audit_failures,
+            "problems": [[p.filename, p.line, p.field, p.reason] for p in self.problems],
+            "problems_not_shown": self.problems_not_shown,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ImportReport:
+        return cls(
+            filename=data["filename"], created=data["created"], new_versions=data["new_versions"],
+            duplicates=data["duplicates"], audit_failures=data["audit_failures"],
+            problems=[LineProblem(*problem) for problem in data["problems"]],
+            problems_not_shown=data.get("problems_not_shown", 0),
         )
 
 
@@ -111,69 +134,104 @@ def _audit(draft: TaskDraft) -> list[str]:
         return [f"audit could not run: {error}"]
 
 
+# Hashes and keys are looked up this many at a time: bounded queries for files of any length.
+LOOKUP_CHUNK = 5000
+
+
+def _chunks(items: list, size: int = LOOKUP_CHUNK):
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
 def tasks_import(
-    *, environment: Environment, owner: AbstractBaseUser, data: bytes, filename: str, run_audits: bool = True
+    *,
+    environment: Environment,
+    owner: AbstractBaseUser,
+    filename: str,
+    data: bytes | None = None,
+    path: str | Path | None = None,
+    run_audits: bool = True,
+    on_line: Callable[[int, int], None] | None = None,
+    on_writing: Callable[[], None] | None = None,
 ) -> ImportReport:
-    """Import a task file into an environment, all or nothing.
+    """Import a task file (`data` in memory, or the file at `path`) into an environment, all or nothing.
 
     Returns the report when every line is valid; raises ImportRejected (with the report) and
     writes nothing when any line is bad. Content already in the environment is skipped and
     listed as a duplicate; a known key with new content becomes a new version of that task.
+    The file is read twice, a line at a time (engine.task_files): memory holds its keys and
+    hashes, never its content. `on_line(line, bytes_read)` is called as the first pass reads, and
+    `on_writing()` once the file is known good, before the write.
     """
+    if (data is None) == (path is None):
+        raise ValueError("pass data or path, not both")
     report = ImportReport(filename=filename)
-    drafts, problems = parse_task_file(
-        data,
-        filename=filename,
-        default_verifier=environment.default_verifier,
-        default_domain=environment.domain,
-        max_file_bytes=settings.PASSBAND_MAX_UPLOAD_BYTES,
-        max_line_bytes=settings.PASSBAND_MAX_LINE_BYTES,
-    )
-    report.problems = problems
-    if problems:
+    size = len(data) if data is not None else Path(path).stat().st_size
+    if size > settings.PASSBAND_MAX_UPLOAD_BYTES:
+        limit = settings.PASSBAND_MAX_UPLOAD_BYTES
+        report.problems = [LineProblem(filename, 0, "", f"file is {size:,} bytes; the limit is {limit:,}. Split it.")]
         raise ImportRejected(report)
 
-    existing_hashes = set(
-        TaskVersion.objects.filter(task__environment=environment, content_hash__in=[d.content_hash for d in drafts])
-        .values_list("content_hash", flat=True)
+    def opened():
+        return io.BytesIO(data) if data is not None else open(path, "rb")
+
+    options = dict(
+        filename=filename, default_verifier=environment.default_verifier, default_domain=environment.domain,
+        max_line_bytes=settings.PASSBAND_MAX_LINE_BYTES,
     )
-    keys = [draft.key for draft in drafts if draft.key]
-    tasks_by_key = {task.key: task for task in Task.objects.filter(environment=environment, key__in=keys)}
+    with opened() as stream:
+        scan = task_files.scan_task_file(stream, on_line=on_line, **options)
+    report.problems, report.problems_not_shown = scan.problems, scan.problems_not_kept
+    if not report.ok:
+        raise ImportRejected(report)
+
+    existing_hashes: set[str] = set()
+    for hashes in _chunks([line.content_hash for line in scan.lines]):
+        existing_hashes.update(
+            TaskVersion.objects.filter(task__environment=environment, content_hash__in=hashes)
+            .values_list("content_hash", flat=True)
+        )
+    owners_by_key: dict[str, tuple[int, int]] = {}
+    for keys in _chunks([line.key for line in scan.lines if line.key]):
+        for pk, key, owner_id in Task.objects.filter(environment=environment, key__in=keys).values_list("pk", "key", "owner_id"):
+            owners_by_key[key] = (pk, owner_id)
     seen_hashes: dict[str, int] = {}
-    to_write: list[TaskDraft] = []
-    for draft in drafts:
-        digest = draft.content_hash
-        label = draft.key or f"line {draft.line}"
-        if digest in existing_hashes:
-            report.duplicates.append(f"line {draft.line} ({label}): same content already in {environment.name}")
+    to_write: set[int] = set()
+    for line in scan.lines:
+        label = line.key or f"line {line.line}"
+        if line.content_hash in existing_hashes:
+            report.duplicates.append(f"line {line.line} ({label}): same content already in {environment.name}")
             continue
-        if digest in seen_hashes:
-            report.duplicates.append(f"line {draft.line} ({label}): same content as line {seen_hashes[digest]}")
+        if line.content_hash in seen_hashes:
+            report.duplicates.append(f"line {line.line} ({label}): same content as line {seen_hashes[line.content_hash]}")
             continue
-        seen_hashes[digest] = draft.line
-        task = tasks_by_key.get(draft.key) if draft.key else None
-        if task is not None and task.owner_id != owner.pk and not owner.is_staff:
+        seen_hashes[line.content_hash] = line.line
+        known = owners_by_key.get(line.key) if line.key else None
+        if known is not None and known[1] != owner.pk and not owner.is_staff:
             report.problems.append(
-                LineProblem(filename, draft.line, "key", f"task {draft.key!r} belongs to another author; choose a new key")
+                LineProblem(filename, line.line, "key", f"task {line.key!r} belongs to another author; choose a new key")
             )
-        to_write.append(draft)
+        to_write.add(line.line)
     if report.problems:
         raise ImportRejected(report)
 
-    audits = {draft.line: (_audit(draft) if run_audits else []) for draft in to_write}
-    with transaction.atomic():
-        for draft in to_write:
-            task = tasks_by_key.get(draft.key) if draft.key else None
-            if task is None:
-                task = Task.objects.create(
-                    environment=environment, key=draft.key or _generated_key(environment), owner=owner
-                )
+    if on_writing is not None:
+        on_writing()
+    with transaction.atomic(), opened() as stream:
+        for draft in task_files.iter_task_drafts(stream, **options):
+            if draft.line not in to_write:
+                continue
+            audit_problems = _audit(draft) if run_audits else []
+            known = owners_by_key.get(draft.key) if draft.key else None
+            if known is None:
+                task = Task.objects.create(environment=environment, key=draft.key or _generated_key(environment), owner=owner)
                 report.created.append(task.key)
             else:
+                task = Task.objects.get(pk=known[0])
                 report.new_versions.append(task.key)
-            _version_add(task=task, draft=draft, created_by=owner, audit_problems=audits[draft.line] if run_audits else None)
-            if audits[draft.line]:
-                report.audit_failures.append(f"line {draft.line} ({task.key}): " + "; ".join(audits[draft.line]))
+            _version_add(task=task, draft=draft, created_by=owner, audit_problems=audit_problems if run_audits else None)
+            if audit_problems:
+                report.audit_failures.append(f"line {draft.line} ({task.key}): " + "; ".join(audit_problems))
     return report
 
 

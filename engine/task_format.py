@@ -1,15 +1,13 @@
-"""The task file format: parse and validate JSONL or CSV task files, line by line.
+"""The task format: validate one decoded task object into a draft, or name what is wrong.
 
-Pure functions with no database access: `parse_task_file` turns bytes into validated task drafts
-and a list of problems that name the file, line and field. The import service decides what to
-write. A file with any problem imports nothing.
+Pure functions with no database access. `validate_task_object` checks one task (a JSONL line, a
+CSV row, the editor's form) and returns a draft or problems that name the file, line and field;
+engine.task_files reads whole files with it. A file with any problem imports nothing.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import re
 from dataclasses import dataclass, field
@@ -206,109 +204,3 @@ def validate_task_object(
         authoring_cost_usd=cost.quantize(Decimal("0.01")),
     )
     return draft, []
-
-
-def _decode_lines(data: bytes, *, filename: str, max_line_bytes: int) -> tuple[list[tuple[int, str]], list[LineProblem]]:
-    lines, problems = [], []
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        raw = raw.rstrip(b"\r")
-        if len(raw) > max_line_bytes:
-            problems.append(
-                LineProblem(filename, number, "", f"line is {len(raw):,} bytes; the limit is {max_line_bytes:,}")
-            )
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            problems.append(
-                LineProblem(filename, number, "", f"not UTF-8 text (byte {error.start + 1}); save the file as UTF-8")
-            )
-            continue
-        if number == 1:
-            text = text.removeprefix("\ufeff")
-        lines.append((number, text))
-    return lines, problems
-
-
-def _parse_jsonl(lines, *, filename: str) -> tuple[list[tuple[int, Any]], list[LineProblem]]:
-    objects, problems = [], []
-    for number, text in lines:
-        if not text.strip():
-            continue
-        try:
-            objects.append((number, json.loads(text)))
-        except json.JSONDecodeError as error:
-            problems.append(LineProblem(filename, number, "", f"not valid JSON: {error.msg} at column {error.colno}"))
-    return objects, problems
-
-
-CSV_JSON_COLUMNS = ("verifier", "metadata", "tools")
-
-
-def _parse_csv(lines, *, filename: str) -> tuple[list[tuple[int, Any]], list[LineProblem]]:
-    # csv needs the text back in one piece to handle quoted newlines; line numbers come from the reader.
-    text = "\n".join(line for _, line in lines)
-    reader = csv.DictReader(io.StringIO(text))
-    objects, problems = [], []
-    try:
-        for row in reader:
-            number = reader.line_num
-            obj: dict[str, Any] = {}
-            for column, value in row.items():
-                if column is None:
-                    problems.append(LineProblem(filename, number, "", "more values than header columns"))
-                    continue
-                if value is None or value == "":
-                    continue
-                if column in CSV_JSON_COLUMNS or (column == "prompt" and value.lstrip().startswith("[")):
-                    try:
-                        value = json.loads(value)
-                    except json.JSONDecodeError as error:
-                        problems.append(LineProblem(filename, number, column, f"not valid JSON: {error.msg}"))
-                        continue
-                obj[column] = value
-            objects.append((number, obj))
-    except csv.Error as error:
-        problems.append(LineProblem(filename, reader.line_num, "", f"not valid CSV: {error}"))
-    return objects, problems
-
-
-def parse_task_file(
-    data: bytes,
-    *,
-    filename: str,
-    default_verifier: dict,
-    default_domain: str,
-    max_file_bytes: int,
-    max_line_bytes: int,
-) -> tuple[list[TaskDraft], list[LineProblem]]:
-    """Parse a JSONL (or .csv) task file into drafts. Any problem means: import nothing."""
-    if len(data) > max_file_bytes:
-        return [], [
-            LineProblem(filename, 0, "", f"file is {len(data):,} bytes; the limit is {max_file_bytes:,}. Split it.")
-        ]
-    lines, problems = _decode_lines(data, filename=filename, max_line_bytes=max_line_bytes)
-    parser = _parse_csv if filename.lower().endswith(".csv") else _parse_jsonl
-    objects, parse_problems = parser(lines, filename=filename)
-    problems += parse_problems
-    drafts: list[TaskDraft] = []
-    for number, obj in objects:
-        draft, line_problems = validate_task_object(
-            obj, filename=filename, line=number, default_verifier=default_verifier, default_domain=default_domain
-        )
-        problems += line_problems
-        if draft:
-            drafts.append(draft)
-    seen_keys: dict[str, int] = {}
-    for draft in drafts:
-        if draft.key is None:
-            continue
-        if draft.key in seen_keys:
-            problems.append(
-                LineProblem(filename, draft.line, "key", f"key {draft.key!r} already used on line {seen_keys[draft.key]}")
-            )
-        seen_keys.setdefault(draft.key, draft.line)
-    if not drafts and not problems:
-        problems.append(LineProblem(filename, 0, "", "the file holds no tasks"))
-    problems.sort(key=lambda item: (item.line, item.field))
-    return drafts, problems

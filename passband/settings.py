@@ -145,6 +145,9 @@ if not DEBUG:
 # Uploads: the import reads files itself, so Django's own limit is kept just above ours.
 PASSBAND_MAX_UPLOAD_BYTES = int(os.environ.get("PASSBAND_MAX_UPLOAD_BYTES", str(64 * 1024 * 1024)))
 PASSBAND_MAX_LINE_BYTES = int(os.environ.get("PASSBAND_MAX_LINE_BYTES", str(1024 * 1024)))
+# Uploads larger than this import in the background (a Celery job with a progress page); smaller
+# ones import within the request. Workers must see MEDIA_ROOT (a shared volume in compose).
+PASSBAND_IMPORT_INLINE_BYTES = int(os.environ.get("PASSBAND_IMPORT_INLINE_BYTES", str(1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024
 

@@ -16,6 +16,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("tasks/", task_views.task_list, name="task_list"),
     path("tasks/upload/", task_views.task_upload, name="task_upload"),
+    path("tasks/upload/<int:job_id>/", task_views.import_job_detail, name="import_job_detail"),
     path("tasks/<slug:environment_name>/<path:key>/submit/", task_views.task_submit, name="task_submit"),
     path("tasks/<slug:environment_name>/<path:key>/edit/", task_views.task_edit, name="task_edit"),
     path("tasks/<slug:environment_name>/<path:key>/probe/", task_views.task_probe, name="task_probe"),

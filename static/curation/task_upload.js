@@ -1,4 +1,4 @@
-// Upload with a progress bar, then show the server's report page in place.
+// Upload with a progress bar, then show the server's report page in place (or the import's page).
 (function () {
   const form = document.getElementById("upload-form");
   const bar = document.getElementById("upload-progress");
@@ -12,6 +12,11 @@
       if (progress.lengthComputable) bar.value = Math.round((100 * progress.loaded) / progress.total);
     });
     request.addEventListener("load", function () {
+      // A large file was queued: the server redirected to the import's own page.
+      if (request.status === 200 && request.responseURL && request.responseURL !== window.location.href) {
+        window.location.assign(request.responseURL);
+        return;
+      }
       document.open();
       document.write(request.responseText);
       document.close();

@@ -20,8 +20,8 @@ from accounts.permissions import (
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
 from calibration.models import Band, ProbeModel, Rollout
-from curation import review_services, selectors, services
-from curation.models import Environment, TaskStatus
+from curation import import_jobs, review_services, selectors, services
+from curation.models import Environment, ImportJob, TaskStatus
 from engine import stats
 from engine.packing import unpack_logprobs, unpack_tokens
 from web.views import shared
@@ -131,7 +131,7 @@ def task_detail(request, environment_name: str, key: str):
 @group_required(AUTHORS)
 def task_upload(request):
     environments = Environment.objects.all()
-    context = {"environments": environments, "report": None}
+    context = {"environments": environments, "report": None, "inline_limit": settings.PASSBAND_IMPORT_INLINE_BYTES}
     if request.method == "POST":
         environment = get_object_or_404(Environment, name=request.POST.get("environment", ""))
         upload = request.FILES.get("file")
@@ -143,6 +143,9 @@ def task_upload(request):
                 request,
                 f"{upload.name} is {upload.size:,} bytes; the limit is {settings.PASSBAND_MAX_UPLOAD_BYTES:,}. Split it.",
             )
+        elif upload.size > settings.PASSBAND_IMPORT_INLINE_BYTES:
+            job = import_jobs.import_job_create(environment=environment, owner=request.user, upload=upload)
+            return redirect("import_job_detail", job_id=job.pk)
         else:
             try:
                 report = services.tasks_import(
@@ -157,6 +160,15 @@ def task_upload(request):
         return render(request, "curation/task_upload.html", context, status=status)
     context["selected"] = request.GET.get("environment", "")
     return render(request, "curation/task_upload.html", context)
+
+
+@group_required(AUTHORS)
+def import_job_detail(request, job_id: int):
+    """A background import's progress, then its report; htmx polls the fragment until it ends."""
+    job = get_object_or_404(ImportJob.objects.select_related("environment"), pk=job_id, owner=request.user)
+    report = services.ImportReport.from_dict(job.report) if job.report else None
+    template = "curation/_import_job_progress.html" if request.headers.get("HX-Request") else "curation/import_job.html"
+    return render(request, template, {"job": job, "report": report})
 
 
 @group_required(AUTHORS)

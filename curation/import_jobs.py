@@ -1,0 +1,98 @@
+"""Large task files imported in the background: the upload is stored, a worker imports it.
+
+The browser request only stores the file and queues the job, so no proxy timeout can cut a
+100,000-line import short. The worker reads the file twice, a line at a time (see
+services.tasks_import), records how many lines it has read, and stores the per-line report.
+The import itself is one transaction: a killed worker leaves nothing behind, and the job (acks
+late) runs again from the start.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from celery import current_app
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
+from django.utils import timezone
+
+from curation import services
+from curation.errors import CurationError
+from curation.models import Environment, ImportJob
+
+# How often the first pass records its progress, in lines.
+PROGRESS_EVERY = 1000
+
+
+def import_directory() -> Path:
+    return Path(settings.MEDIA_ROOT) / "imports"
+
+
+def import_job_create(
+    *, environment: Environment, owner: AbstractBaseUser, upload: UploadedFile, run_audits: bool = True
+) -> ImportJob:
+    """Store an uploaded task file and queue its import (after the commit)."""
+    if upload.size > settings.PASSBAND_MAX_UPLOAD_BYTES:
+        raise CurationError(
+            f"{upload.name} is {upload.size:,} bytes; the limit is {settings.PASSBAND_MAX_UPLOAD_BYTES:,}. Split it."
+        )
+    directory = import_directory()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{uuid.uuid4().hex}.upload"
+    with open(path, "wb") as stored:
+        for chunk in upload.chunks():
+            stored.write(chunk)
+    with transaction.atomic():
+        job = ImportJob.objects.create(
+            environment=environment, owner=owner, filename=Path(upload.name).name[:255], path=str(path),
+            size_bytes=upload.size, run_audits=run_audits,
+        )
+        transaction.on_commit(lambda: current_app.tasks["curation.tasks.import_tasks"].delay(job.pk))
+    return job
+
+
+def import_job_run(*, job_id: int) -> ImportJob:
+    """Run a queued import; a finished one is left as it is (safe to run twice)."""
+    job = ImportJob.objects.select_related("environment", "owner").get(pk=job_id)
+    if job.status in (ImportJob.Status.DONE, ImportJob.Status.REJECTED, ImportJob.Status.FAILED):
+        return job
+    ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.VALIDATING, lines_read=0, bytes_read=0)
+
+    def on_line(number: int, bytes_read: int) -> None:
+        if number % PROGRESS_EVERY == 0:
+            ImportJob.objects.filter(pk=job.pk).update(lines_read=number, bytes_read=bytes_read)
+
+    def on_writing() -> None:
+        ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.WRITING, bytes_read=job.size_bytes)
+
+    try:
+        report = services.tasks_import(
+            environment=job.environment, owner=job.owner, filename=job.filename, path=job.path,
+            run_audits=job.run_audits, on_line=on_line, on_writing=on_writing,
+        )
+        status = ImportJob.Status.DONE
+    except services.ImportRejected as rejected:
+        report, status = rejected.report, ImportJob.Status.REJECTED
+    except FileNotFoundError:
+        ImportJob.objects.filter(pk=job.pk).update(
+            status=ImportJob.Status.FAILED, error="The uploaded file is gone; upload it again.", finished_at=timezone.now()
+        )
+        job.refresh_from_db()
+        return job
+    ImportJob.objects.filter(pk=job.pk).update(
+        status=status, report=report.as_dict(), finished_at=timezone.now(),
+        bytes_read=job.size_bytes,
+    )
+    Path(job.path).unlink(missing_ok=True)
+    job.refresh_from_db()
+    return job
+
+
+def import_job_mark_failed(*, job_id: int, reason: str) -> None:
+    """End a job that could not run (its worker kept failing) with the reason."""
+    ImportJob.objects.filter(pk=job_id).exclude(status__in=[ImportJob.Status.DONE, ImportJob.Status.REJECTED]).update(
+        status=ImportJob.Status.FAILED, error=reason[:2000], finished_at=timezone.now()
+    )

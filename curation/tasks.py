@@ -1,0 +1,17 @@
+"""Celery tasks for curation: thin wrappers that load by id, call one service and are safe to run twice."""
+
+from celery import shared_task
+
+from curation import import_jobs
+
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, soft_time_limit=3600, time_limit=3660, max_retries=2)
+def import_tasks(self, job_id: int) -> str:
+    """Import a stored task file; the report is kept on the job."""
+    try:
+        return import_jobs.import_job_run(job_id=job_id).status
+    except Exception as error:
+        if self.request.retries < self.max_retries:
+            raise self.retry(exc=error, countdown=10) from error
+        import_jobs.import_job_mark_failed(job_id=job_id, reason=f"the import could not run: {error}")
+        raise
