@@ -167,9 +167,7 @@ def _copy_back(args: tuple, entry: object) -> None:
     if type(entry) is not list or len(entry) != 2 or type(entry[0]) is not int or not 0 <= entry[0] < len(args):
         return
     original, changed = args[entry[0]], entry[1]
-    if type(original) is list and type(changed) is list:
-        original[:] = changed
-    elif type(original) is bytearray and type(changed) is bytearray:
+    if type(original) is list and type(changed) is list or type(original) is bytearray and type(changed) is bytearray:
         original[:] = changed
     elif type(original) in (dict, set) and type(changed) is type(original):
         original.clear()

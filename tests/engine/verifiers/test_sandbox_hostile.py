@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.sandbox import Sandbox, SandboxLimits
+from engine.sandbox import SERVER_SCRIPT, Sandbox, SandboxLimits
 from engine.verifiers import verify
 from engine.verifiers.kinds import code as code_kind
 
@@ -100,13 +100,14 @@ def _stray_processes():
     """Sandbox processes beyond the servers (our children) and their idle spare sandboxes.
 
     Found by command line rather than ancestry, so a child that escaped to another parent
-    would still be counted."""
+    would still be counted; by this checkout's server path, so the sandboxes of other
+    checkouts' test runs on a shared machine are not."""
     servers, others = [], []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if b"sandbox/server.py" not in (entry / "cmdline").read_bytes():
+            if str(SERVER_SCRIPT).encode() not in (entry / "cmdline").read_bytes():
                 continue
             parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
