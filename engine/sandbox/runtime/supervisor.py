@@ -102,6 +102,15 @@ def await_request(channel: socket.socket, namespaced: bool, failure: str, maxima
         isolation.libc.prctl(isolation.PR_SET_DUMPABLE, 0, 0, 0, 0)
     except BaseException as error:  # noqa: BLE001
         failure = failure or f"sandbox setup failed: {error}"
+    children: dict[str, tuple[int, socket.socket]] = {}
+    if not failure:
+        try:
+            # The program and the judge are forked now, before any request exists, and wait for
+            # their descriptors: two forks off every run's latency, and nothing of a request in
+            # their memory but what each is handed.
+            children = {role: _prefork(channel, role, namespaced) for role in ("program", "judge")}
+        except BaseException as error:  # noqa: BLE001
+            failure = f"sandbox setup failed: {error}"
     try:
         message, fds, _flags, _address = socket.recv_fds(channel, 16, 8)
     except OSError:
@@ -124,39 +133,73 @@ def await_request(channel: socket.socket, namespaced: bool, failure: str, maxima
         message = str(error) if isinstance(error, SetupError) else f"sandbox setup failed: {error}"
         write_status(status_fd, event="error", message=message)
         _os_exit(1)
-    supervise(request, fds[1:], namespaced)
+    supervise(request, fds, namespaced, children)
 
 
 def read_request(fd: int) -> dict:
-    with os.fdopen(fd, "rb") as request_file:
-        request_file.seek(0)
-        return json.loads(request_file.read() or b"{}")
+    """The JSON request in a memfd (the descriptor stays open)."""
+    chunks, offset = [], 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+    return json.loads(b"".join(chunks) or b"{}")
 
 
-def supervise(request: dict, fds: list[int], namespaced: bool) -> None:
-    """Supervisor: pid 1 of the run's pid namespace. Runs the program (and the judge) under the
-    wall-clock limit and reports how each ended. Never returns."""
-    judge_request_fd, stdout_fd, stderr_fd, report_fd, status_fd = fds
+def _prefork(channel: socket.socket, role: str, namespaced: bool) -> tuple[int, socket.socket]:
+    """Fork a child that waits for its descriptors; returns its pid and the socket that hands them."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ours.close()
+            channel.close()
+            message, fds, _flags, _address = socket.recv_fds(theirs, 1 << 16, 16)
+        except BaseException:  # noqa: BLE001 - no request will come
+            _os_exit(0)
+        if not message or not fds:
+            _os_exit(0)  # the run needs no judge, or the supervisor went away
+        theirs.close()
+        setup = json.loads(message)
+        _become(setup, fds, setup["workdir"], namespaced, role=role)
+    theirs.close()
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass  # the child already did it, or is gone
+    return pid, ours
+
+
+def supervise(request: dict, fds: list[int], namespaced: bool, children: dict) -> None:
+    """Supervisor: pid 1 of the run's pid namespace. Hands the program (and the judge) their
+    descriptors, enforces the wall-clock limit and reports how each ended. Never returns."""
+    program_request_fd, judge_request_fd, stdout_fd, stderr_fd, report_fd, status_fd = fds
     limits = request["limits"]
     testing = request["mode"] == "tests"
     workdir = "/tmp"
     try:
         if not namespaced:
             workdir = tempfile.mkdtemp(prefix="passband-sandbox-")
+        setup = _json_dumps({"limits": limits, "mode": request["mode"], "workdir": workdir}).encode()
+        program_pid, program_socket = children["program"]
+        judge_pid, judge_socket = children["judge"]
         if testing:
             calls_read, calls_write = os.pipe()
             replies_read, replies_write = os.pipe()
-            program_fds = [stdout_fd, stderr_fd, calls_read, replies_write, status_fd]
-        else:
-            program_fds = [stdout_fd, stderr_fd, report_fd, status_fd]
-        program_pid = _spawn(request, program_fds, workdir, namespaced, role="program")
-        judge_pid = 0
-        if testing:
+            program_fds = [stdout_fd, stderr_fd, calls_read, replies_write, program_request_fd, status_fd]
             judge_fds = [stdout_fd, stderr_fd, report_fd, replies_read, calls_write, judge_request_fd, status_fd]
-            judge_pid = _spawn(request, judge_fds, workdir, namespaced, role="judge")
+            socket.send_fds(program_socket, [setup], program_fds)
+            socket.send_fds(judge_socket, [setup], judge_fds)
             for fd in (calls_read, calls_write, replies_read, replies_write):
                 os.close(fd)
-        for fd in (stdout_fd, stderr_fd, report_fd, judge_request_fd):
+        else:
+            socket.send_fds(program_socket, [setup], [stdout_fd, stderr_fd, report_fd, program_request_fd, status_fd])
+            judge_pid = 0
+        program_socket.close()
+        judge_socket.close()  # a judge that got nothing exits
+        for fd in (program_request_fd, judge_request_fd, stdout_fd, stderr_fd, report_fd):
             os.close(fd)
         write_status(status_fd, event="program_started", program_pid=program_pid, judge_pid=judge_pid)
         started = time.monotonic()
@@ -166,8 +209,9 @@ def supervise(request: dict, fds: list[int], namespaced: bool) -> None:
         result.update(_ending(wait_status, usage))
         if testing:
             # A judge that passed needs nothing more from the program: end it now.
-            grace = 0.0 if os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == 0 else PROGRAM_EXIT_GRACE_SECONDS
-            result.update({f"program_{key}": value for key, value in _end_program(program_pid, grace).items()})
+            passed = os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == 0
+            ending = _end_program(program_pid, 0.0 if passed else PROGRAM_EXIT_GRACE_SECONDS)
+            result.update({f"program_{key}": value for key, value in ending.items()})
         result["wall_seconds"] = round(time.monotonic() - started, 4)
         write_status(status_fd, **result)
         if not namespaced:
@@ -242,31 +286,26 @@ def _kill_group(pid: int) -> None:
             pass
 
 
-def _spawn(request: dict, fds: list[int], workdir: str, namespaced: bool, *, role: str) -> int:
-    pid = os.fork()
-    if pid == 0:
-        _become(request, fds, workdir, namespaced, role=role)
-    try:
-        os.setpgid(pid, pid)
-    except OSError:
-        pass  # the child already did it, or is gone
-    return pid
-
-
-def _become(request: dict, fds: list[int], workdir: str, namespaced: bool, *, role: str) -> None:
-    """A child of the supervisor: descriptors in place, limits, then the harness. Never returns.
+def _become(setup: dict, fds: list[int], workdir: str, namespaced: bool, *, role: str) -> None:
+    """A child of the supervisor, handed its descriptors: limits, then the harness. Never returns.
 
     Program: 0 stdin, 1 stdout, 2 stderr, then (tests) 3 calls in, 4 replies out or (script)
-    3 report. Judge: 0 empty stdin, 1 stdout, 2 stderr, 3 report, 4 replies in, 5 calls out,
-    6 its request. The status pipe comes last and is closed before any untrusted code runs.
+    3 report; it is handed its request too, read and closed here. Judge: 0 empty stdin,
+    1 stdout, 2 stderr, 3 report, 4 replies in, 5 calls out, 6 its request. The status pipe
+    comes last and is closed before any untrusted code runs.
     """
     status_target = fds[-1]  # where a setup failure is reported; moves with the others
+    request = {"mode": setup["mode"], "limits": setup["limits"]}
     try:
         os.setpgid(0, 0)
         if role == "judge":
             # Before anything secret is read: non-dumpable, so the program (same uid) cannot
             # ptrace this process or open its memory and descriptors through /proc.
             isolation.libc.prctl(isolation.PR_SET_DUMPABLE, 0, 0, 0, 0)
+        else:
+            request_fd = fds.pop(-2)
+            request = {**read_request(request_fd), **request}  # limits as the supervisor clamped them
+            os.close(request_fd)
         stdin_fd = os.memfd_create("stdin")
         os.write(stdin_fd, request.get("stdin", "").encode() if role == "program" else b"")
         os.lseek(stdin_fd, 0, os.SEEK_SET)

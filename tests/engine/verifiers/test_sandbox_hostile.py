@@ -93,7 +93,7 @@ def test_fork_bomb_children_do_not_outlive_the_run(sandbox):
     assert _stray_processes() == []
 
 
-SPARE_PROCESSES_PER_SERVER = 2  # each idle server keeps one prepared sandbox: setup + supervisor
+SPARE_PROCESSES_PER_SERVER = 4  # each idle server keeps one prepared sandbox: setup, supervisor, program, judge
 
 
 def _stray_processes():
