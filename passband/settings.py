@@ -174,6 +174,19 @@ PASSBAND_REPROBE_CAP = int(os.environ.get("PASSBAND_REPROBE_CAP", "64"))
 # messages and queries of a job are shared by all of them (see calibration.services.tasks_per_job).
 PASSBAND_TASKS_PER_JOB = int(os.environ.get("PASSBAND_TASKS_PER_JOB", "32"))
 
+# LLM judges that llm_judge tasks may name (a task names one, never a URL or a key variable):
+# JSON {"name": {"base_url": "http://judge:8000/v1", "model": "...", "api_key_env": "JUDGE_API_KEY"}}.
+# Completions longer than PASSBAND_MAX_COMPLETION_CHARS fail without being parsed.
+try:
+    from engine.verifiers import configure as _configure_verifiers
+    from engine.verifiers import parse_judges as _parse_judges
+
+    PASSBAND_JUDGES = _parse_judges(os.environ.get("PASSBAND_JUDGES", ""))
+    PASSBAND_MAX_COMPLETION_CHARS = int(os.environ.get("PASSBAND_MAX_COMPLETION_CHARS", "1000000"))
+    _configure_verifiers(judges=PASSBAND_JUDGES, max_completion_chars=PASSBAND_MAX_COMPLETION_CHARS)
+except ValueError as _error:
+    raise ImproperlyConfigured(f"Verifier settings: {_error}") from None
+
 # Where converted model weights are cached (see engine/backends).
 PASSBAND_MODEL_CACHE = os.environ.get("PASSBAND_MODEL_CACHE", "")
 

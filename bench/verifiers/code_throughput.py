@@ -105,7 +105,8 @@ def main() -> None:
         "temporary copy of the module (the 1.0.3 wheel already has it enabled), same process, same thread "
         "pool: a multiprocessing Manager plus a forked Process per check, no isolation beyond its "
         "`reliability_guard`. Passband: `verify(kind=code, style=humaneval)` through the fork "
-        "server, each check in its own user, network, mount and pid namespaces with rlimits.\n\n" + table
+        "server, each check in its own user, network, mount and pid namespaces with rlimits, the tests in a "
+        "judge process that calls the program's function over a pipe and gets its results back by value.\n\n" + table
     )
     print(table)
     if not arguments.no_write:

@@ -24,8 +24,6 @@ import logging
 import os
 import secrets
 import select
-import selectors
-import signal
 import socket
 import subprocess
 import sys
@@ -37,74 +35,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.sandbox.limits import SandboxLimits, SandboxMaxima
+from engine.sandbox.outcome import SandboxRun, collect, interpret
+
+__all__ = ["Sandbox", "SandboxLimits", "SandboxMaxima", "SandboxRun", "SandboxUnavailable", "default_sandbox"]
+
 logger = logging.getLogger(__name__)
 
 SERVER_SCRIPT = Path(__file__).with_name("server.py")
 SERVER_START_SECONDS = 30.0
 # The supervisor enforces the wall-clock limit; the caller steps in only if it did not.
 EMERGENCY_GRACE_SECONDS = 5.0
-STDERR_TAIL_BYTES = 8192
-REPORT_CAP_BYTES = 1 << 20
 ISOLATION_CHOICES = ("auto", "namespaces", "fallback")
-
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    """Limits for one run. Times in seconds, sizes in bytes."""
-
-    wall_seconds: float = 10.0  # whole run, enforced by the supervisor (process group killed)
-    cpu_seconds: float = 10.0  # RLIMIT_CPU per process, rounded up to whole seconds
-    memory_bytes: int = 1 << 30  # RLIMIT_AS per process
-    max_processes: int = 4  # the program and its children and threads (RLIMIT_NPROC)
-    max_open_files: int = 64  # RLIMIT_NOFILE
-    max_file_bytes: int = 16 << 20  # RLIMIT_FSIZE: largest file the program may write
-    tmp_bytes: int = 64 << 20  # size of the private /tmp (namespaces only)
-    max_output_bytes: int = 1 << 20  # stdout (and stderr) beyond this ends the run
-
-    def as_request(self) -> dict[str, float | int]:
-        return {
-            "wall_seconds": self.wall_seconds,
-            "cpu_seconds": self.cpu_seconds,
-            "memory_bytes": self.memory_bytes,
-            "max_processes": self.max_processes,
-            "max_open_files": self.max_open_files,
-            "max_file_bytes": self.max_file_bytes,
-            "tmp_bytes": self.tmp_bytes,
-        }
-
-
-@dataclass(frozen=True)
-class SandboxRun:
-    """What happened to one run.
-
-    status: "exited" (normal exit, see exit_code), "signaled" (killed by ``signal``), "timeout"
-    (``timeout_reason`` "wall" or "cpu"), "output_limit" (stdout/stderr over the cap) or "error"
-    (the sandbox itself failed; ``error`` says how).
-    passed: tests mode only; the harness reported success with this run's nonce and the program
-    then exited 0. An early ``sys.exit(0)`` or ``os._exit(0)`` never sets it.
-    events: the harness's reports (syntax_error, program_error, test_failed, passed). They come
-    from inside the program's process, so only a ``passed`` carrying the nonce is trusted, and
-    only to the extent documented in docs/verifiers.md.
-    """
-
-    status: str
-    exit_code: int | None = None
-    signal: int | None = None
-    timeout_reason: str = ""
-    stdout: str = ""
-    stderr: str = ""
-    events: tuple[dict[str, Any], ...] = ()
-    passed: bool = False
-    cpu_seconds: float | None = None
-    wall_seconds: float | None = None
-    error: str = ""
-
-    def event(self, name: str) -> dict[str, Any] | None:
-        """The first harness event with this name, if any."""
-        for event in self.events:
-            if event.get("event") == name:
-                return event
-        return None
 
 
 class SandboxUnavailable(RuntimeError):
@@ -127,31 +69,49 @@ class Sandbox:
     for tests and for platforms known to forbid namespaces).
     """
 
-    def __init__(self, *, isolation: str = "auto", python: str | None = None) -> None:
+    def __init__(
+        self, *, isolation: str = "auto", python: str | None = None, maxima: SandboxMaxima | None = None
+    ) -> None:
         if isolation not in ISOLATION_CHOICES:
             raise ValueError(f"isolation must be one of {ISOLATION_CHOICES}, got {isolation!r}")
         self.requested_isolation = isolation
+        self.maxima = maxima or SandboxMaxima.from_environment()
         self.python = python or sys.executable or "python3"
         self._lock = threading.Lock()
         self._server: _Server | None = None
 
     # -- public -----------------------------------------------------------------------------
 
-    def run_tests(self, *, program: str, tests: list[str], limits: SandboxLimits) -> SandboxRun:
-        """Run ``program`` as module ``solution``, then each snippet of ``tests`` in its globals.
+    def run_tests(
+        self,
+        *,
+        program: str,
+        tests: list[str],
+        limits: SandboxLimits,
+        prelude: str = "",
+        entry_point: str | None = None,
+    ) -> SandboxRun:
+        """Run ``program`` as module ``solution`` in one process and ``tests`` in another.
 
-        Raises SyntaxError when a test snippet does not compile.
+        The tests run in order in one namespace, after ``prelude`` (task code, e.g. HumanEval's
+        prompt with its helpers). With ``entry_point`` only that name is taken from the program;
+        otherwise every name it defines that does not shadow a builtin. The program's functions
+        are called over a pipe and their results come back by value, so the verdict is decided
+        outside the program's interpreter. Raises SyntaxError when a test snippet does not compile.
         """
         for index, test in enumerate(tests):
             _require_compiles(test, f"<test {index}>")  # a SyntaxError here is the task's, not the program's
+        if prelude:
+            _require_compiles(prelude, "<prelude>")
         nonce = secrets.token_hex(16)
-        request = {"mode": "tests", "program": program, "tests": list(tests), "nonce": nonce}
-        return self._run(request, limits, nonce=nonce)
+        request = {"mode": "tests", "program": program}
+        judge_request = {"tests": list(tests), "prelude": prelude, "entry_point": entry_point, "nonce": nonce}
+        return self._run(request, judge_request, limits, nonce=nonce)
 
     def run_script(self, *, program: str, stdin: str, limits: SandboxLimits) -> SandboxRun:
         """Run ``program`` as ``__main__`` with ``stdin`` as its standard input."""
         request = {"mode": "script", "program": program, "stdin": stdin}
-        return self._run(request, limits, nonce=None)
+        return self._run(request, {}, limits, nonce=None)
 
     def isolation(self) -> dict[str, Any]:
         """What protects the host in this process's server (starting it if needed)."""
@@ -188,7 +148,7 @@ class Sandbox:
     def _start(self) -> _Server:
         if self.requested_isolation in ("auto", "namespaces"):
             try:
-                server = _start_server(self.python, namespaces=True)
+                server = _start_server(self.python, namespaces=True, maxima=self.maxima)
                 _self_test(server)
                 return server
             except SandboxUnavailable as error:
@@ -198,7 +158,7 @@ class Sandbox:
                 reason = str(error)
         else:
             reason = "fallback requested"
-        server = _start_server(self.python, namespaces=False)
+        server = _start_server(self.python, namespaces=False, maxima=self.maxima)
         server.isolation["fallback_reason"] = reason
         _self_test(server)
         return server
@@ -219,36 +179,46 @@ class Sandbox:
 
     # -- one run --------------------------------------------------------------------------
 
-    def _run(self, request: dict[str, Any], limits: SandboxLimits, *, nonce: str | None) -> SandboxRun:
-        return _execute(self._send, request, limits, nonce=nonce)
+    def _run(
+        self, request: dict[str, Any], judge_request: dict[str, Any], limits: SandboxLimits, *, nonce: str | None
+    ) -> SandboxRun:
+        return _execute(self._send, request, judge_request, self.maxima.clamp(limits), nonce=nonce)
 
 
 def _execute(
-    send: Callable[[list[int]], None], request: dict[str, Any], limits: SandboxLimits, *, nonce: str | None
+    send: Callable[[list[int]], None],
+    request: dict[str, Any],
+    judge_request: dict[str, Any],
+    limits: SandboxLimits,
+    *,
+    nonce: str | None,
 ) -> SandboxRun:
-    """One run: the request in a memfd, four fresh pipes, ``send`` hands them to a server."""
+    """One run: the two requests in memfds, four fresh pipes, ``send`` hands them to a server."""
     request["limits"] = limits.as_request()
     started = time.monotonic()
-    request_fd = os.memfd_create("passband-sandbox-request", os.MFD_CLOEXEC)
+    request_fds = [os.memfd_create(name, os.MFD_CLOEXEC) for name in ("passband-program", "passband-judge")]
     pipes = [os.pipe() for _ in range(4)]  # stdout, stderr, report, status
     try:
-        _write_all(request_fd, json.dumps(request).encode())
+        _write_all(request_fds[0], json.dumps(request).encode())
+        if judge_request:
+            _write_all(request_fds[1], json.dumps(judge_request).encode())
         try:
-            send([request_fd] + [write_end for _, write_end in pipes])
+            send(request_fds + [write_end for _, write_end in pipes])
         except SandboxUnavailable as error:
             for read_end, _ in pipes:
                 os.close(read_end)
-            return SandboxRun(status="error", error=str(error))
+            return SandboxRun(status="error", error=str(error), limits=limits)
     finally:
-        os.close(request_fd)
+        for fd in request_fds:
+            os.close(fd)
         for _, write_end in pipes:
             os.close(write_end)
-    collected = _collect(
+    collected = collect(
         [read_end for read_end, _ in pipes],
         max_output_bytes=limits.max_output_bytes,
         deadline=started + limits.wall_seconds + EMERGENCY_GRACE_SECONDS,
     )
-    return _interpret(collected, limits=limits, nonce=nonce)
+    return interpret(collected, limits=limits, nonce=nonce)
 
 
 # -- process-wide default ---------------------------------------------------------------------
@@ -278,10 +248,15 @@ os.register_at_fork(after_in_child=_forget_default_after_fork)
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _start_server(python: str, *, namespaces: bool) -> _Server:
+def _start_server(python: str, *, namespaces: bool, maxima: SandboxMaxima) -> _Server:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     options = json.dumps(
-        {"control_fd": theirs.fileno(), "namespaces": namespaces, "site_packages": _site_packages(python)}
+        {
+            "control_fd": theirs.fileno(),
+            "namespaces": namespaces,
+            "site_packages": _site_packages(python),
+            "maxima": maxima.as_options(),
+        }
     )
     try:
         process = subprocess.Popen(
@@ -350,7 +325,7 @@ def _self_test(server: _Server) -> None:
             raise SandboxUnavailable(f"sandbox server unreachable: {error}") from error
 
     request = {"mode": "script", "program": "print(6 * 7)", "stdin": ""}
-    run = _execute(send, request, SandboxLimits(wall_seconds=20), nonce=None)
+    run = _execute(send, request, {}, SandboxLimits(wall_seconds=20), nonce=None)
     if run.status != "exited" or run.exit_code != 0 or run.stdout.strip() != "42":
         _stop_server(server)
         raise SandboxUnavailable(f"self-test run failed: {run.status} {run.error or run.stderr[-300:]}")
@@ -419,164 +394,3 @@ def _read_line(fd: int, *, timeout: float) -> str:
             break
         buffer += chunk
     return buffer.split(b"\n", 1)[0].decode("utf-8", "replace")
-
-
-@dataclass
-class _Collected:
-    stdout: bytearray = field(default_factory=bytearray)
-    stderr_tail: bytearray = field(default_factory=bytearray)
-    stderr_total: int = 0
-    report: bytearray = field(default_factory=bytearray)
-    status: bytearray = field(default_factory=bytearray)
-    output_exceeded: str = ""
-    emergency_killed: bool = False
-
-
-def _collect(read_ends: list[int], *, max_output_bytes: int, deadline: float) -> _Collected:
-    """Read the four pipes until the program's exit is reported, keeping outputs within caps."""
-    stdout_fd, stderr_fd, report_fd, status_fd = read_ends
-    collected = _Collected()
-    open_fds = set(read_ends)
-    status_events: list[dict[str, Any]] = []
-    exited = False
-    with selectors.DefaultSelector() as selector:
-        for fd in read_ends:
-            selector.register(fd, selectors.EVENT_READ)
-
-        def finish(fd: int) -> None:
-            selector.unregister(fd)
-            os.close(fd)
-            open_fds.discard(fd)
-
-        def read_from(fd: int) -> None:
-            nonlocal status_events, exited
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                finish(fd)
-                if fd == status_fd and not exited:
-                    exited = True  # supervisor gone without an exit event: nothing more will come
-                return
-            if fd == stdout_fd:
-                collected.stdout += chunk
-                if len(collected.stdout) > max_output_bytes:
-                    del collected.stdout[max_output_bytes:]
-                    collected.output_exceeded = "stdout"
-                    finish(fd)  # the program's next write fails with EPIPE
-            elif fd == stderr_fd:
-                collected.stderr_total += len(chunk)
-                collected.stderr_tail += chunk
-                del collected.stderr_tail[:-STDERR_TAIL_BYTES]
-                if collected.stderr_total > max_output_bytes:
-                    collected.output_exceeded = collected.output_exceeded or "stderr"
-                    finish(fd)
-            elif fd == report_fd:
-                if len(collected.report) < REPORT_CAP_BYTES:
-                    collected.report += chunk
-            else:
-                collected.status += chunk
-                status_events = _parse_lines(collected.status)
-                exited = exited or any(event.get("event") in ("exit", "error") for event in status_events)
-
-        try:
-            while open_fds:
-                if exited:
-                    # The program has exited, so what it wrote is already in the pipes: drain
-                    # them without waiting for the supervisor's own exit and namespace teardown.
-                    ready = selector.select(timeout=0)
-                    if not ready:
-                        break
-                    for key, _ in ready:
-                        read_from(key.fd)
-                    continue
-                now = time.monotonic()
-                if now >= deadline:
-                    if collected.emergency_killed:
-                        break
-                    _emergency_kill(status_events)
-                    collected.emergency_killed = True
-                    deadline = now + 2.0
-                for key, _ in selector.select(timeout=max(0.0, deadline - now)):
-                    read_from(key.fd)
-        finally:
-            for fd in list(open_fds):
-                finish(fd)
-    return collected
-
-
-def _emergency_kill(status_events: list[dict[str, Any]]) -> None:
-    """The supervisor missed its own deadline (should not happen): kill the run from outside."""
-    logger.error("sandbox run outlived its wall-clock limit; killing it from the caller")
-    namespaced = any(event.get("namespaced") for event in status_events)
-    for event in status_events:
-        try:
-            if event.get("event") == "started":
-                # The supervisor is pid 1 of the run's pid namespace: killing it ends them all.
-                os.kill(int(event["supervisor_pid"]), signal.SIGKILL)
-            elif event.get("event") == "program_started" and not namespaced:
-                os.killpg(int(event["program_pid"]), signal.SIGKILL)
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-
-
-def _parse_lines(data: bytes | bytearray) -> list[dict[str, Any]]:
-    events = []
-    for line in bytes(data).split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events
-
-
-def _interpret(collected: _Collected, *, limits: SandboxLimits, nonce: str | None) -> SandboxRun:
-    status_events = _parse_lines(collected.status)
-    report_events = tuple(_parse_lines(collected.report))
-    stdout = collected.stdout.decode("utf-8", "replace")
-    stderr = collected.stderr_tail.decode("utf-8", "replace")
-    common = {"stdout": stdout, "stderr": stderr, "events": report_events}
-    # Only the status pipe (setup process, supervisor, program before the untrusted code starts)
-    # can make a run an error; the report pipe is writable by the program.
-    errors = [event for event in status_events if event.get("event") == "error"]
-    if errors:
-        return SandboxRun(status="error", error=str(errors[0].get("message", "sandbox error")), **common)
-    exit_event = next((event for event in status_events if event.get("event") == "exit"), None)
-    if exit_event is None:
-        reason = "killed from the caller after missing its deadline" if collected.emergency_killed else "died"
-        return SandboxRun(status="error", error=f"sandbox supervisor {reason} without reporting", **common)
-    cpu_seconds = exit_event.get("cpu_seconds")
-    wall_seconds = exit_event.get("wall_seconds")
-    measured = {"cpu_seconds": cpu_seconds, "wall_seconds": wall_seconds}
-    exit_code = exit_event.get("exit_code")
-    killed_by = exit_event.get("signal")
-    if collected.output_exceeded:
-        return SandboxRun(
-            status="output_limit",
-            exit_code=exit_code,
-            signal=killed_by,
-            error=f"{collected.output_exceeded} exceeded {limits.max_output_bytes} bytes",
-            **measured,
-            **common,
-        )
-    if exit_event.get("timed_out"):
-        return SandboxRun(status="timeout", timeout_reason="wall", signal=killed_by, **measured, **common)
-    cpu_limit = max(1, -(-limits.cpu_seconds // 1))
-    # Under load, rusage can report ~10% less CPU than the kernel counted when it sent SIGXCPU
-    # (seen on a 2-vCPU VM), hence the slack; a program that signals itself to pose as a CPU
-    # timeout (and so dodge a fail) has not used most of its CPU time.
-    if killed_by in (signal.SIGXCPU, signal.SIGKILL) and (cpu_seconds or 0) >= 0.75 * cpu_limit:
-        return SandboxRun(status="timeout", timeout_reason="cpu", signal=killed_by, **measured, **common)
-    if killed_by is not None:
-        return SandboxRun(status="signaled", signal=int(killed_by), **measured, **common)
-    passed = (
-        nonce is not None
-        and exit_code == 0
-        and any(event.get("event") == "passed" and event.get("nonce") == nonce for event in report_events)
-    )
-    return SandboxRun(status="exited", exit_code=exit_code, passed=passed, **measured, **common)

@@ -35,7 +35,7 @@ class DeadlineExceeded(BaseException):
 
 
 class _Entry:
-    __slots__ = ("thread_id", "done", "fired", "lock")
+    __slots__ = ("done", "fired", "lock", "thread_id")
 
     def __init__(self, thread_id: int) -> None:
         self.thread_id = thread_id

@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from engine.verifiers.base import Check, Verdict, VerifierConfigError, shorten
+from engine.verifiers.judges import parse_judges, set_judges
 from engine.verifiers.kinds import (
     code,
     exact,
@@ -35,7 +36,16 @@ from engine.verifiers.kinds import (
 from engine.verifiers.kinds import json as json_kind
 from engine.verifiers.kinds import math as math_kind
 
-__all__ = ["KINDS", "Verdict", "VerifierConfigError", "audit", "validate_config", "verify"]
+__all__ = [
+    "KINDS",
+    "Verdict",
+    "VerifierConfigError",
+    "audit",
+    "configure",
+    "parse_judges",
+    "validate_config",
+    "verify",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +55,37 @@ _MODULES: dict[str, ModuleType] = {
 }
 KINDS: tuple[str, ...] = tuple(_MODULES)
 _REWARDS = {"pass": 1.0, "fail": 0.0}
+DEFAULT_MAX_COMPLETION_CHARS = 1_000_000
+_settings = {"max_completion_chars": DEFAULT_MAX_COMPLETION_CHARS}
+
+
+def configure(*, judges: Mapping[str, Any] | None = None, max_completion_chars: int | None = None) -> None:
+    """Process-wide verifier settings (Django feeds them from passband/settings.py).
+
+    judges: the LLM judges that ``llm_judge`` tasks may name, ``{name: {"base_url", "model",
+    "api_key_env"}}`` (see engine/verifiers/judges.py); replaces the registry.
+    max_completion_chars: completions longer than this (text, or JSON text for structured
+    completions) fail without being parsed. Raises ValueError for a bad value.
+    """
+    if judges is not None:
+        set_judges(judges)
+        _parse_cached.cache_clear()  # a config naming a judge is valid only while it is registered
+    if max_completion_chars is not None:
+        if isinstance(max_completion_chars, bool) or not isinstance(max_completion_chars, int) or max_completion_chars < 1:
+            raise ValueError(f"max_completion_chars must be a positive integer, got {max_completion_chars!r}")
+        _settings["max_completion_chars"] = max_completion_chars
+
+
+def _completion_size(completion: Any, limit: int) -> int:
+    """Characters of the completion as text (JSON text for structured ones), at most limit + 1."""
+    if completion is None:
+        return 0
+    if isinstance(completion, str):
+        return len(completion)
+    try:
+        return len(json.dumps(completion, ensure_ascii=False, default=str))
+    except (TypeError, ValueError, RecursionError):
+        return limit + 1
 
 
 def _module_for(verifier: Any) -> ModuleType:
@@ -83,11 +124,19 @@ def validate_config(verifier: dict[str, Any]) -> None:
 
 def _run_check(module: ModuleType, config: Any, *, completion: Any, answer: str | None, prompt: Any) -> Verdict:
     started = time.perf_counter()
+    limit = _settings["max_completion_chars"]
+    size = _completion_size(completion, limit)
     try:
-        result = module.check(config, completion=completion, answer=answer, prompt=prompt)
+        if size > limit:
+            # Checked before any parsing: no kind's cost may grow with an unbounded completion.
+            result = Check("fail", f"completion has {size} characters, over the limit of {limit}")
+        else:
+            result = module.check(config, completion=completion, answer=answer, prompt=prompt)
     except VerifierConfigError:
         raise
-    except Exception as error:  # noqa: BLE001 - a bad completion must never crash the caller
+    except RecursionError:
+        result = Check("fail", "completion nested too deeply to check")
+    except Exception as error:
         logger.exception("verifier %s crashed", module.KIND)
         result = Check("error", f"verifier crashed: {type(error).__name__}: {shorten(str(error), 120)}")
     latency_ms = (time.perf_counter() - started) * 1000.0
@@ -131,6 +180,10 @@ def audit(*, verifier: dict[str, Any], answer: str | None, prompt: str | list[An
     except VerifierConfigError as error:
         return [f"verifier config: {error}"]
     problems: list[str] = []
+    show_detail = getattr(module, "AUDIT_SHOWS_DETAIL", True)
+
+    def why(verdict: Verdict) -> str:
+        return f"{verdict.outcome} ({verdict.detail})" if show_detail else verdict.outcome
 
     def attempt(completion: Any) -> Verdict | None:
         try:
@@ -145,12 +198,12 @@ def audit(*, verifier: dict[str, Any], answer: str | None, prompt: str | list[An
         reference_completion = getattr(module, "reference_completion", lambda config, answer: answer)(config, answer)
         verdict = attempt(reference_completion)
         if verdict is not None and verdict.outcome != "pass":
-            problems.append(f"the reference answer does not pass its verifier: {verdict.outcome} ({verdict.detail})")
+            problems.append(f"the reference answer does not pass its verifier: {why(verdict)}")
     verdict = attempt("")
     if verdict is not None and verdict.outcome != "fail":
-        problems.append(f"an empty completion should fail but gave {verdict.outcome} ({verdict.detail})")
+        problems.append(f"an empty completion should fail but gave {why(verdict)}")
     for label, completion in getattr(module, "audit_failing_completions", lambda config, answer: [])(config, answer):
         verdict = attempt(completion)
         if verdict is not None and verdict.outcome != "fail":
-            problems.append(f"a {label} solution should fail but gave {verdict.outcome} ({verdict.detail})")
+            problems.append(f"a {label} solution should fail but gave {why(verdict)}")
     return list(dict.fromkeys(problems))

@@ -8,8 +8,8 @@ There, in a main thread, an interval timer gives a soft deadline that usually re
 "timeout"; when sympy is stuck in C where no signal reaches, the caller kills the process.
 The module imports only the standard library at import time (math-verify lazily).
 
-Request:  {"answer": str, "completion": str, "timeout_seconds": float, "float_rounding": int,
-           "numeric_precision": int, "strict": bool, "boxed_first": bool}
+Request:  {"answer": str, "completion": str, "prompt": str, "timeout_seconds": float,
+           "float_rounding": int, "numeric_precision": int, "strict": bool, "boxed_first": bool}
 Response: {"outcome": "pass" | "fail" | "error" | "timeout", "detail": str}
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import resource
 import signal
 import sys
@@ -89,6 +90,17 @@ def _compare(request: dict, math_verify) -> dict:
     predicted = parse(request["completion"], extraction_config=extraction, parsing_timeout=None)
     if not predicted:
         return {"outcome": "fail", "detail": "no final answer found"}
+    stated = predicted[-1] if isinstance(predicted[-1], str) else ""
+    problem = hedge_problem(stated, answer, predicted[0])
+    if problem:
+        return {"outcome": "fail", "detail": problem}
+    result = final_result(stated, request.get("prompt") or "", answer)
+    if result is None:
+        return {"outcome": "fail", "detail": f"answer {_shorten(stated)!r} restates the question's expression"}
+    if result != stated:
+        predicted = parse(f"${result}$", parsing_timeout=None)
+        if not predicted:
+            return {"outcome": "fail", "detail": f"no value in {_shorten(stated)!r}"}
     equal = verify(
         gold,
         predicted,
@@ -104,6 +116,80 @@ def _compare(request: dict, math_verify) -> dict:
         "outcome": "pass" if equal else "fail",
         "detail": f"answer {_shorten(shown)!r} {verb} {_shorten(expected)!r}",
     }
+
+
+# Operators math-verify reads as "keep the right-hand side": a boxed "41 \\lor 42" would match 42
+# and 41 alike. An answer using one the reference does not use is hedging between values.
+_HEDGES = re.compile(
+    r"\\(?:lor|land|vee|wedge|bigvee|bigwedge|cup|cap|bigcup|bigcap|sqcup|sqcap|uplus|setminus|smallsetminus"
+    r"|oplus|ominus|otimes|oslash|odot|mid|nmid|parallel|approx|sim|simeq|cong|equiv|propto|asymp|doteq"
+    r"|to|rightarrow|leftarrow|Rightarrow|Leftarrow|implies|impliedby|iff|leftrightarrow|Leftrightarrow"
+    r"|longrightarrow|Longrightarrow|mapsto|gets|vdash|models|lnot|neg|lor|vert|Vert|lvert|rvert|lVert|rVert"
+    r"|triangleleft|triangleright|star|diamond|bowtie|wr|amalg|perp|between|Join)(?![A-Za-z])"
+    r"|\\\\|\\or(?![A-Za-z])|\|"
+)
+
+
+def hedge_problem(stated: str, reference: str, value: object) -> str:
+    """Why the stated answer hedges between values, or "" (absolute values |x| are fine)."""
+    used = {match.group(0) for match in _HEDGES.finditer(stated)} - {match.group(0) for match in _HEDGES.finditer(reference)}
+    if used <= {"|", "\\vert", "\\lvert", "\\rvert"} and used:
+        try:
+            from sympy import Abs
+
+            if getattr(value, "has", None) is not None and value.has(Abs):
+                used = set()
+        except Exception:  # noqa: BLE001
+            pass
+    if not used:
+        return ""
+    return f"answer {_shorten(stated)!r} combines values with {sorted(used)[0]}: one final answer is needed"
+
+
+_BINARY_OPERATION = re.compile(r"[\w)\]]\s*(?:[-+*/^]|\\cdot|\\times|\\div)")
+_LAYOUT = re.compile(r"\s+|\$|\\left|\\right|\\[,;:!]|\\displaystyle|[{}]")
+
+
+def _normalize(text: str) -> str:
+    text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    text = text.replace("\\cdot", "*").replace("\\times", "*").replace("\u00d7", "*").replace("\u00b7", "*")
+    text = text.replace("\\div", "/").replace("\u00f7", "/")
+    return _LAYOUT.sub("", text)
+
+
+def _top_level_sides(stated: str) -> list[str]:
+    """``a = b = c`` split at the equals signs outside brackets (not <=, >=, !=)."""
+    sides, depth, start = [], 0, 0
+    for index, character in enumerate(stated):
+        if character in "({[":
+            depth += 1
+        elif character in ")}]":
+            depth = max(0, depth - 1)
+        elif character == "=" and depth == 0 and (index == 0 or stated[index - 1] not in "<>!:"):
+            sides.append(stated[start:index])
+            start = index + 1
+    sides.append(stated[start:])
+    return [side.strip() for side in sides if side.strip()]
+
+
+def final_result(stated: str, prompt: str, reference: str = "") -> str | None:
+    """The stated result: the last side of ``a = b = c`` that is not an unevaluated copy of an
+    expression in the question ("2 + 6" for "What is 2 + 6?"). None when every side is one."""
+    if not prompt or not stated:
+        return stated
+    question = _normalize(prompt)
+    sides = _top_level_sides(stated)
+
+    def is_copy(side: str) -> bool:
+        normalized = _normalize(side)
+        return bool(_BINARY_OPERATION.search(side)) and len(normalized) >= 3 and normalized in question
+
+    if reference and is_copy(reference):
+        return stated  # the task's answer is itself an expression from the question
+    kept = [side for side in sides if not is_copy(side)]
+    if not kept:
+        return None
+    return stated if kept[-1] == sides[-1] else kept[-1]
 
 
 def main() -> None:

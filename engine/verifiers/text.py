@@ -68,28 +68,50 @@ def prompt_text(prompt: Any) -> str:
     return completion_text(prompt)
 
 
+_BOX_OPENER = re.compile(r"\\(?:boxed|fbox)\s*\{")
+
+
 def boxed_contents(text: str) -> list[str]:
-    """Contents of every ``\\boxed{...}`` / ``\\fbox{...}`` in order, with nested braces balanced."""
+    """Contents of every ``\\boxed{...}`` / ``\\fbox{...}`` in order, with nested braces balanced.
+
+    One pass over the text (a stack of open boxes), so ``\\boxed{`` repeated thousands of times
+    without a closing brace costs linear time, not quadratic."""
+    openers = {match.end(): match.start() for match in _BOX_OPENER.finditer(text)}
+    found: list[tuple[int, str]] = []  # (start of the box, contents)
+    open_boxes: list[tuple[int, int]] = []  # (depth at which the box's brace opened, index after it)
+    depth = 0
+    for index, character in enumerate(text):
+        if character == "{":
+            depth += 1
+            if index + 1 in openers:
+                open_boxes.append((depth, index + 1))
+        elif character == "}" and depth:
+            if open_boxes and open_boxes[-1][0] == depth:
+                _, start = open_boxes.pop()
+                found.append((start, text[start:index]))
+            depth -= 1
+    found.sort()
+    return [contents for _, contents in found]
+
+
+def tag_contents(text: str, opener: str, closer: str) -> list[str]:
+    """Contents of ``<tag>...</tag>`` spans, each from an opener to the next closer (openers in
+    between are content), case-insensitive. Linear: one scan of the tag positions."""
+    pattern = re.compile(f"({re.escape(opener)})|{re.escape(closer)}", re.IGNORECASE)
     results = []
-    for match in re.finditer(r"\\(?:boxed|fbox)\s*\{", text):
-        depth = 1
-        index = match.end()
-        while index < len(text) and depth:
-            if text[index] == "{":
-                depth += 1
-            elif text[index] == "}":
-                depth -= 1
-            index += 1
-        if depth == 0:
-            results.append(text[match.end() : index - 1])
+    start = None
+    for match in pattern.finditer(text):
+        if match.group(1) is not None:
+            if start is None:
+                start = match.end()
+        elif start is not None:
+            results.append(text[start : match.start()])
+            start = None
     return results
 
 
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-
-
 def answer_tag_contents(text: str) -> list[str]:
-    return [match.group(1) for match in _ANSWER_TAG.finditer(text)]
+    return tag_contents(text, "<answer>", "</answer>")
 
 
 def last_nonempty_line(text: str) -> str:

@@ -155,29 +155,34 @@ def check(config: CodeConfig, *, completion: Any, answer: str | None = None, pro
         return failed("empty program")
     if config.style == "stdio":
         return _check_stdio(config, code)
+    sandbox = default_sandbox()
     if config.style == "humaneval":
-        program = humaneval_program(config, code)
-        tests = [f"{config.test}\n\ncheck({config.entry_point})\n"]
-        labels = ["check"]
-    else:
-        program = code
-        tests = ([config.setup] if config.setup else []) + list(config.asserts)
-        labels = (["setup"] if config.setup else []) + [
-            f"assert {i + 1} of {len(config.asserts)}" for i in range(len(config.asserts))
-        ]
-    run = default_sandbox().run_tests(program=program, tests=tests, limits=config.limits)
+        run = sandbox.run_tests(
+            program=humaneval_program(config, code),
+            tests=[f"{config.test}\n\ncheck({config.entry_point})\n"],
+            prelude=config.code_prefix,
+            entry_point=config.entry_point,
+            limits=config.limits,
+        )
+        return _judge_test_run(run, config=config, labels=["check"])
+    tests = ([config.setup] if config.setup else []) + list(config.asserts)
+    labels = (["setup"] if config.setup else []) + [
+        f"assert {i + 1} of {len(config.asserts)}" for i in range(len(config.asserts))
+    ]
+    run = sandbox.run_tests(program=code, tests=tests, limits=config.limits)
     return _judge_test_run(run, config=config, labels=labels)
 
 
 def _judge_common(run: SandboxRun, config: CodeConfig, where: str = "") -> Check | None:
     """Verdicts that do not depend on the style (sandbox error, limits, crashes)."""
     prefix = f"{where}: " if where else ""
+    limits = run.limits or config.limits  # after the sandbox's maxima clamped what the task asked
     if run.status == "error":
         return errored(f"{prefix}sandbox error: {run.error}")
     if run.status == "timeout":
         if run.timeout_reason == "cpu":
-            return timed_out(f"{prefix}CPU time limit of {config.limits.cpu_seconds:g}s exceeded")
-        return timed_out(f"{prefix}wall-clock limit of {config.limits.wall_seconds:g}s exceeded")
+            return timed_out(f"{prefix}CPU time limit of {limits.cpu_seconds:g}s exceeded")
+        return timed_out(f"{prefix}wall-clock limit of {limits.wall_seconds:g}s exceeded")
     if run.status == "output_limit":
         return failed(f"{prefix}output limit exceeded ({run.error})")
     if run.status == "signaled":
@@ -206,10 +211,14 @@ def _judge_test_run(run: SandboxRun, *, config: CodeConfig, labels: list[str]) -
     if error is not None:
         text = str(error.get("error"))
         if text.startswith("SystemExit"):
-            return failed(f"program called sys.exit ({shorten(text, 60)}) before the tests ran")
+            return failed(f"program called sys.exit ({shorten(text, 60)}) before the tests finished")
         line = f" at line {error.get('line')}" if error.get("line") else ""
         return failed(f"program raised {shorten(text, 120)}{line}")
-    return failed(f"program exited (code {run.exit_code}) before the tests finished")
+    if run.program_signal is not None:
+        return failed(f"program killed by {_signal_name(run.program_signal)} before the tests finished")
+    if run.program_exit_code is not None:
+        return failed(f"program exited (code {run.program_exit_code}) before the tests finished")
+    return failed(f"tests did not finish (exit code {run.exit_code})")
 
 
 def _check_stdio(config: CodeConfig, code: str) -> Check:

@@ -12,16 +12,24 @@ Config (all optional; with none, valid JSON is enough)::
 
 A completion that is already a dict or list (not chat messages) is taken as the JSON value.
 Numbers compare by value (1 == 1.0); true is not 1.
+
+Schema regexes (``pattern``, ``patternProperties``) run on RE2 (linear time; no backreferences
+or lookaround, checked at import), never on Python's backtracking ``re``; a schema that combines
+``patternProperties`` with ``unevaluatedProperties`` is refused, since jsonschema would match
+those patterns with ``re``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
+from jsonschema.exceptions import ValidationError
 
+from engine.verifiers.author_regex import compile_author_regex, require_author_regex
 from engine.verifiers.base import (
     Check,
     ConfigReader,
@@ -58,6 +66,7 @@ def parse_config(raw: dict[str, Any]) -> JsonConfig:
             validator_class.check_schema(schema)
         except jsonschema.SchemaError as error:
             raise VerifierConfigError("schema", f"is not a valid JSON Schema: {error.message}") from None
+        _check_schema_regexes(schema)
     expected = reader.mapping("expected", {})
     for pointer in expected:
         if pointer and not pointer.startswith("/"):
@@ -73,6 +82,71 @@ def parse_config(raw: dict[str, Any]) -> JsonConfig:
 
 
 _MISSING = object()
+
+
+def _check_schema_regexes(schema: Any) -> None:
+    """Every pattern in the schema compiles on RE2; no patternProperties with unevaluatedProperties."""
+    keywords: set[str] = set()
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, list):
+            for index, item in enumerate(node):
+                walk(item, f"{where}/{index}")
+            return
+        if not isinstance(node, dict):
+            return
+        keywords.update(key for key in node if isinstance(key, str))
+        if isinstance(node.get("pattern"), str):
+            require_author_regex(f"schema{where}/pattern", node["pattern"])
+        if isinstance(node.get("patternProperties"), dict):
+            for pattern in node["patternProperties"]:
+                require_author_regex(f"schema{where}/patternProperties", pattern)
+        for key, value in node.items():
+            walk(value, f"{where}/{key}")
+
+    walk(schema, "")
+    if "unevaluatedProperties" in keywords and "patternProperties" in keywords:
+        raise VerifierConfigError("schema", "patternProperties with unevaluatedProperties is not supported")
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: dict) -> Any:
+    if validator.is_type(instance, "string") and not compile_author_regex(pattern).search(instance):
+        yield ValidationError(f"{shorten(instance, 60)!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, pattern_properties: dict, instance: Any, schema: dict) -> Any:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in pattern_properties.items():
+        compiled = compile_author_regex(pattern)
+        for key, value in instance.items():
+            if compiled.search(key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(validator: Any, additional: Any, instance: Any, schema: dict) -> Any:
+    if not validator.is_type(instance, "object"):
+        return
+    properties = schema.get("properties", {})
+    patterns = [compile_author_regex(pattern) for pattern in schema.get("patternProperties", {})]
+    extras = [
+        key for key in instance if key not in properties and not any(pattern.search(key) for pattern in patterns)
+    ]
+    if validator.is_type(additional, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], additional, path=extra)
+    elif additional is False and extras:
+        listed = ", ".join(repr(extra) for extra in sorted(extras, key=str)[:5])
+        yield ValidationError(f"Additional properties are not allowed ({listed} unexpected)")
+
+
+@functools.lru_cache(maxsize=64)
+def _re2_validator_class(base: type) -> type:
+    """The schema's validator class with its regex keywords running on RE2."""
+    overrides = {"pattern": _pattern, "patternProperties": _pattern_properties}
+    if "additionalProperties" in base.VALIDATORS:
+        overrides["additionalProperties"] = _additional_properties
+    return jsonschema.validators.extend(base, {key: value for key, value in overrides.items() if key in base.VALIDATORS})
 
 
 def resolve_pointer(document: Any, pointer: str) -> Any:
@@ -119,7 +193,7 @@ def check(config: JsonConfig, *, completion: Any, answer: str | None, prompt: An
     if not ok:
         return failed(f"not valid JSON: {shorten(completion_text(completion), 60)!r}")
     if config.schema is not None:
-        validator_class = jsonschema.validators.validator_for(config.schema)
+        validator_class = _re2_validator_class(jsonschema.validators.validator_for(config.schema))
         error = jsonschema.exceptions.best_match(validator_class(config.schema).iter_errors(value))
         if error is not None:
             location = "/" + "/".join(str(part) for part in error.absolute_path)

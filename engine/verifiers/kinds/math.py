@@ -10,22 +10,22 @@ Config (all optional)::
      "numeric_precision": 15,        # math-verify: significant digits for numeric comparison
      "strict": true,                 # math-verify: variables matter; sets and tuples differ
      "boxed_first": true,            # prefer the last \\boxed{} over other answer patterns
-     "isolation": "auto"}            # "auto" | "process" (every verification in a helper process)
+     "isolation": "process"}         # "process" ("auto", its former default, is read as "process")
 
 The reference answer is the task's answer, LaTeX or plain (``\\frac{3}{4}``, ``0.75``,
 ``\\{1, 2\\}``, ``[0, 1)``, ``(1, 2, 3)``, ``x^2+1``); it is read as math even without ``$``.
 math-verify handles LaTeX, \\boxed{}, fractions, roots, sets, intervals, tuples, expressions.
 
-Time is bounded without signals, so it works in Celery prefork and threaded pools alike
-(math-verify's own timeouts use signal.alarm, which only works in a main thread; they are
-disabled). With ``isolation: auto``:
+Every comparison runs in a helper process (``math_worker.py``) that is killed one second after
+the deadline, so nothing a completion contains (``10^{10^{10}}``, ``\\left(9\\right)^{9^{9}}``, a
+giant factorial) can hold the calling thread or its GIL past the limit plus one second; a killed
+helper is replaced on the next call. This works in Celery prefork and threaded pools alike
+(math-verify's own signal-based timeouts are disabled: they only work in a main thread).
 
-* ordinary answers are compared in the calling thread under a watchdog deadline
-  (``deadline.py``), which interrupts any runaway Python code;
-* answers that could keep sympy busy inside C, where no interruption reaches (nested or large
-  powers, factorials, huge numbers, sums and integrals, very long expressions), and every
-  answer with ``isolation: process``, go to a helper process (``math_worker.py``) that is
-  killed 2 seconds after the deadline. A verdict always comes back in bounded time.
+Beyond math-verify's equivalence: an answer that joins values with an operator the reference
+does not use (``41 \\lor 42``, ``\\vee``, ``\\wedge``, ``\\cup``, ``|``...) fails, since math-verify
+would read it as its last value; in ``a = b = c`` the last side is the result, and a side that
+only restates an expression from the question (``2 + 6`` for "What is 2 + 6?") is not a value.
 """
 
 from __future__ import annotations
@@ -38,9 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.sandbox.deadline import DeadlineExceeded, run_with_deadline
 from engine.sandbox.worker_pool import WorkerFailed, WorkerPool, WorkerTimeout
-from engine.verifiers import math_worker
 from engine.verifiers.base import (
     Check,
     ConfigReader,
@@ -48,16 +46,17 @@ from engine.verifiers.base import (
     errored,
     timed_out,
 )
-from engine.verifiers.text import completion_text
+from engine.verifiers.text import completion_text, prompt_text
 
 KIND = "math"
 WORKER_SCRIPT = Path(__file__).resolve().parent.parent / "math_worker.py"
 WORKER_MEMORY_BYTES = 2 << 30
-HARD_LIMIT_GRACE_SECONDS = 2.0
+HARD_LIMIT_GRACE_SECONDS = 1.0
 ISOLATION_MODES = ("auto", "process")
+PROMPT_CHARS = 20_000
 
-# What can keep sympy inside one long C call (or allocate gigabytes): such answers are compared
-# in a killable helper process, never in the calling thread.
+# What can keep sympy inside one long C call (or allocate gigabytes). Every answer goes to the
+# helper now; the screen remains for callers that want to know what is risky.
 _NEEDS_PROCESS = re.compile(
     r"""
       \^\s*\{[^{}$]*\^                  # a power inside an exponent: 10^{10^{10}}
@@ -94,7 +93,7 @@ def parse_config(raw: dict[str, Any]) -> MathConfig:
         numeric_precision=reader.integer("numeric_precision", 15, minimum=1, maximum=1000),
         strict=reader.boolean("strict", True),
         boxed_first=reader.boolean("boxed_first", True),
-        isolation=reader.string("isolation", "auto", choices=ISOLATION_MODES),
+        isolation=reader.string("isolation", "process", choices=ISOLATION_MODES),
     )
     reader.finish()
     return config
@@ -142,27 +141,17 @@ def check(config: MathConfig, *, completion: Any, answer: str | None, prompt: An
     request = {
         "answer": reference,
         "completion": text,
+        "prompt": prompt_text(prompt)[:PROMPT_CHARS],
         "timeout_seconds": config.timeout_seconds,
         "float_rounding": config.float_rounding,
         "numeric_precision": config.numeric_precision,
         "strict": config.strict,
         "boxed_first": config.boxed_first,
     }
-    if config.isolation == "process" or needs_process(text) or needs_process(reference):
-        result = _in_helper_process(request, config)
-    else:
-        result = _in_this_thread(request, config)
+    result = _in_helper_process(request, config)
     if truncated and result.outcome in ("pass", "fail"):
         result = Check(result.outcome, f"{result.detail} (read the last {config.max_completion_chars} characters)")
     return result
-
-
-def _in_this_thread(request: dict[str, Any], config: MathConfig) -> Check:
-    try:
-        response = run_with_deadline(lambda: math_worker.evaluate(request), config.timeout_seconds)
-    except DeadlineExceeded:
-        return timed_out(f"math verification exceeded {config.timeout_seconds:g}s")
-    return Check(str(response.get("outcome", "error")), str(response.get("detail", "")))
 
 
 def _in_helper_process(request: dict[str, Any], config: MathConfig) -> Check:

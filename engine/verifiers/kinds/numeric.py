@@ -41,7 +41,9 @@ _PLAIN = r"(?:\d{1,3}(?:,\d{3})+(?!\d)(?:\.\d{1,400})?|\d{1,400}(?:\.\d{1,400})?
 _SIGNED = rf"[-+]?{_PLAIN}"
 _NUMBER_OR_FRACTION = re.compile(rf"(?<![\w.])({_SIGNED})(?:\s*/\s*({_SIGNED}))?(?!\.?\d)")
 _WHOLE = re.compile(rf"^\s*[$€£¥]?\s*({_SIGNED})(?:\s*/\s*({_SIGNED}))?\s*(?P<unit>[^\d\s][^\d]*)?\s*$")
-_LATEX_FRACTION = re.compile(r"\\[dt]?frac\s*\{\s*([^{}]*?)\s*\}\s*\{\s*([^{}]*?)\s*\}")
+# No lazy group next to \s* (that pair backtracks quadratically on long blank runs); the
+# groups are stripped where they are used.
+_LATEX_FRACTION = re.compile(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}")
 _CONTEXT = decimal.Context(prec=50, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, traps=[decimal.InvalidOperation])
 
 
@@ -67,7 +69,7 @@ def _clean(text: str) -> str:
     """Undo the typography that hides numbers: unicode minus, LaTeX spacing and fractions."""
     text = text.replace("\u2212", "-").replace("{,}", ",").replace("\\,", "").replace("\\!", "")
     text = text.replace("\\%", "%").replace("\\$", "$")
-    return _LATEX_FRACTION.sub(lambda match: f"{match.group(1)}/{match.group(2)}", text)
+    return _LATEX_FRACTION.sub(lambda match: f"{match.group(1).strip()}/{match.group(2).strip()}", text)
 
 
 def _to_decimal(numerator: str, denominator: str | None) -> decimal.Decimal | None:

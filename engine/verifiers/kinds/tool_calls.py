@@ -21,7 +21,6 @@ parsed; arguments that are not valid JSON fail the completion.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +35,12 @@ from engine.verifiers.base import (
     shorten,
 )
 from engine.verifiers.kinds.json import json_equal
-from engine.verifiers.text import is_chat_message, is_chat_messages, parse_json_value
+from engine.verifiers.text import (
+    is_chat_message,
+    is_chat_messages,
+    parse_json_value,
+    tag_contents,
+)
 
 KIND = "tool_calls"
 ARGUMENT_MODES = ("exact", "subset")
@@ -85,13 +89,10 @@ def parse_config(raw: dict[str, Any]) -> ToolCallsConfig:
     return config
 
 
-_HERMES = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
-
-
 def read_calls(value: Any) -> list[ToolCall]:
     """Tool calls from any of the accepted shapes; raises MalformedCalls."""
     if isinstance(value, str):
-        blocks = _HERMES.findall(value)
+        blocks = [block.strip() for block in tag_contents(value, "<tool_call>", "</tool_call>")]
         if blocks:
             calls = []
             for block in blocks:

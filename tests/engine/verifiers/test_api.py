@@ -84,12 +84,13 @@ def test_timeout_has_no_reward():
         ({"kind": "json", "expected": {"name": 1}}, "expected"),
         ({"kind": "tool_calls", "calls": [{"arguments": {}}]}, "calls"),
         ({"kind": "math", "timeout_seconds": 0}, "timeout_seconds"),
-        ({"kind": "llm_judge", "model": "m", "rubric": "r"}, "base_url"),
-        ({"kind": "llm_judge", "base_url": "ftp://x", "model": "m", "rubric": "r"}, "base_url"),
-        (
-            {"kind": "llm_judge", "base_url": "http://x/v1", "model": "m", "rubric": "r", "api_key_env": "A B"},
-            "api_key_env",
-        ),
+        ({"kind": "regex", "pattern": "(a)\\1"}, "pattern"),
+        ({"kind": "regex", "pattern": "a(?=b)"}, "pattern"),
+        ({"kind": "json", "schema": {"type": "string", "pattern": "(a)\\1"}}, "schema/pattern"),
+        ({"kind": "llm_judge", "rubric": "r"}, "judge"),
+        ({"kind": "llm_judge", "judge": "never-registered", "rubric": "r"}, "judge"),
+        # A task cannot point a worker at an address or a secret: only registered judges.
+        ({"kind": "llm_judge", "base_url": "http://169.254.169.254/v1", "model": "m", "rubric": "r"}, "judge"),
     ],
 )
 def test_validate_config_names_the_bad_field(verifier, field):
