@@ -41,6 +41,11 @@ urlpatterns = [
     path("dashboard/cost.json", dashboard_views.cost_data, name="cost_data"),
     path("dashboard/verifier-latency.json", dashboard_views.verifier_latency_data, name="verifier_latency_data"),
     path("dashboard/campaigns.json", dashboard_views.campaigns_progress_data, name="campaigns_progress_data"),
+    path(
+        "dashboard/operating-characteristic.json",
+        dashboard_views.operating_characteristic_data,
+        name="operating_characteristic_data",
+    ),
     path("campaigns/<int:campaign_id>/", campaign_views.campaign_detail, name="campaign_detail"),
     path(
         "campaigns/<int:campaign_id>/<str:action>/",

@@ -13,6 +13,7 @@ from calibration.selectors.dashboards import (
     bands_over_time,
     campaigns_progress,
     model_comparison,
+    operating_characteristic,
     pass_rate_histogram,
     verifier_latency,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "environments_overview",
     "feedback_history",
     "model_comparison",
+    "operating_characteristic",
     "outcome_counts",
     "pass_rate_histogram",
     "review_queue",

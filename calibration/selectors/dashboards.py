@@ -295,3 +295,35 @@ def campaigns_progress(*, environment: Environment | None, probe_model: ProbeMod
             }
         )
     return result
+
+
+def operating_characteristic(*, environment: Environment) -> dict:
+    """What the adaptive stopping rule promises on this environment, exactly (no simulation).
+
+    For each true pass rate: the probability of each label, of a wrong one (outside the
+    indifference zones), and the rollouts it spends on average. The policy is that of the
+    environment's latest adaptive campaign, or the default adaptive policy.
+    """
+    campaign = environment.campaigns.filter(policy=Campaign.Policy.ADAPTIVE).order_by("-created_at").first()
+    policy = (
+        stats.SamplingPolicy(
+            kind="adaptive", round_size=campaign.round_size,
+            cap=max(campaign.max_rollouts, campaign.round_size), confidence=campaign.confidence,
+        )
+        if campaign
+        else stats.SamplingPolicy(kind="adaptive")
+    )
+    thresholds = stats.Thresholds.with_default_zones(floor=environment.floor, retire_at=environment.retire_at)
+    curve = stats.operating_characteristic_curve(thresholds=thresholds, policy=policy)
+    return {
+        "environment": environment.name,
+        "policy": {"round_size": policy.round_size, "cap": policy.cap, "confidence": policy.confidence,
+                   "from_campaign": campaign.pk if campaign else None},
+        "floor": environment.floor,
+        "retire_at": environment.retire_at,
+        "zones": {"floor": list(thresholds.floor_zone), "retire": list(thresholds.retire_zone)},
+        "pass_rates": curve.pass_rates,
+        "labels": curve.label_probabilities,
+        "wrong": curve.wrong,
+        "expected_rollouts": curve.expected_attempts,
+    }

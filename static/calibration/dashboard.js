@@ -148,8 +148,37 @@ async function drawCampaigns(element) {
   element.dataset.drawn = "true";
 }
 
+async function drawOperatingCharacteristic(element) {
+  const data = await fetchJson(element);
+  if (!data) return;
+  const x = data.pass_rates.map((rate) => 100 * rate);
+  const label = (band, name) => ({ type: "scatter", mode: "lines", name, x, y: data.labels[band], line: { color: BAND_COLOURS[band] || "#666" } });
+  const zone = ([low, high]) => ({ type: "rect", xref: "x", yref: "paper", x0: 100 * low, x1: 100 * high, y0: 0, y1: 1, fillcolor: "#eef0f4", line: { width: 0 }, layer: "below" });
+  Plotly.newPlot(element, [
+    label("too_hard", "P(too hard)"), label("in_band", "P(in band)"), label("retire", "P(retire)"), label("borderline", "P(borderline at the cap)"),
+    { type: "scatter", mode: "lines", name: "P(wrong)", x, y: data.wrong, line: { color: "#b00020", dash: "dot" } },
+    { type: "scatter", mode: "lines", name: "mean rollouts", x, y: data.expected_rollouts, yaxis: "y2", line: { color: "#555", dash: "dash" } },
+  ], {
+    ...LAYOUT,
+    shapes: [zone(data.zones.floor), zone(data.zones.retire)],
+    xaxis: { title: { text: "true pass rate (%)" }, type: "log", range: [-1, 2] },
+    yaxis: { title: { text: "probability" }, range: [0, 1] },
+    yaxis2: { title: { text: "rollouts" }, overlaying: "y", side: "right", rangemode: "tozero" },
+    legend: { orientation: "h", y: -0.3 },
+  }, CONFIG);
+  element.dataset.drawn = "true";
+  const worst = Math.max(...data.wrong.filter((_, i) => {
+    const rate = data.pass_rates[i];
+    return !(rate >= data.zones.floor[0] && rate < data.zones.floor[1]) && !(rate >= data.zones.retire[0] && rate < data.zones.retire[1]);
+  }));
+  const summary = document.getElementById("oc-summary");
+  if (summary) summary.textContent = `Rounds of ${data.policy.round_size}, at most ${data.policy.cap} rollouts, confidence ${data.policy.confidence}: ` +
+    `outside the zones a label is wrong at most ${(100 * worst).toFixed(1)}% of the time.`;
+}
+
 document.addEventListener("DOMContentLoaded", () => {
-  const charts = { "bands-over-time": drawBandsOverTime, "cost-per-task": drawCost, "verifier-latency": drawLatency, "campaign-progress": drawCampaigns };
+  const charts = {
+    "operating-characteristic": drawOperatingCharacteristic, "bands-over-time": drawBandsOverTime, "cost-per-task": drawCost, "verifier-latency": drawLatency, "campaign-progress": drawCampaigns };
   for (const [id, draw] of Object.entries(charts)) {
     const element = document.getElementById(id);
     if (element) draw(element);

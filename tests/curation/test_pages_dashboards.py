@@ -114,3 +114,21 @@ def test_dashboard_page_has_every_chart(client, alice, data):
     page = client.get(reverse("dashboard")).content.decode()
     for element in ("pass-rate-histogram", "bands-over-time", "cost-per-task", "spend-by-band", "verifier-latency", "campaign-progress"):
         assert f'id="{element}"' in page
+
+
+def test_the_operating_characteristic_of_the_stopping_rule(client, alice, charlie, arithmetic):
+    url = reverse("operating_characteristic_data")
+    client.force_login(charlie)
+    assert client.get(url, {"environment": "arithmetic"}).status_code == 403  # trainers use the API
+    client.force_login(alice)
+    assert client.get(url, {"environment": "nowhere"}).status_code == 404
+    body = client.get(url, {"environment": "arithmetic"}).json()
+    rates = body["pass_rates"]
+    assert body["policy"] == {"round_size": 8, "cap": 256, "confidence": 0.95, "from_campaign": None}
+    for index, rate in enumerate(rates):
+        total = sum(body["labels"][band][index] for band in ("too_hard", "in_band", "retire", "borderline"))
+        assert total == pytest.approx(1.0, abs=1e-6)
+        assert 0 < body["expected_rollouts"][index] <= 256
+    # Far from the thresholds the rule is almost always right; tasks that never pass end too_hard.
+    assert body["labels"]["too_hard"][rates.index(0.0)] > 0.99
+    assert body["wrong"][rates.index(0.3)] < 0.01 and body["labels"]["in_band"][rates.index(0.3)] > 0.99

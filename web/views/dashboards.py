@@ -1,6 +1,7 @@
 """JSON endpoints behind the dashboard charts: parse the filter, call one selector, return JSON."""
 
 from django.http import JsonResponse
+from django.shortcuts import get_object_or_404
 
 from accounts.permissions import browser_user_required
 from calibration import selectors
@@ -42,3 +43,10 @@ def verifier_latency_data(request):
 @browser_user_required
 def campaigns_progress_data(request):
     return JsonResponse({"campaigns": selectors.campaigns_progress(**_filters(request))})
+
+
+@browser_user_required
+def operating_characteristic_data(request):
+    """The stopping rule's operating characteristic on one environment (its thresholds and policy)."""
+    environment = get_object_or_404(Environment, name=request.GET.get("environment", ""))
+    return JsonResponse(selectors.operating_characteristic(environment=environment))
