@@ -160,6 +160,7 @@ async function drawOperatingCharacteristic(element) {
     { type: "scatter", mode: "lines", name: "mean rollouts", x, y: data.expected_rollouts, yaxis: "y2", line: { color: "#555", dash: "dash" } },
   ], {
     ...LAYOUT,
+    margin: { t: 20, r: 60 },
     shapes: [zone(data.zones.floor), zone(data.zones.retire)],
     xaxis: { title: { text: "true pass rate (%)" }, type: "log", range: [-1, 2] },
     yaxis: { title: { text: "probability" }, range: [0, 1] },

@@ -80,7 +80,9 @@ def test_reviewer_approves_and_rejects_with_the_keyboard(page, live_server, sign
 def test_dashboard_draws_every_chart(page, live_server, sign_in, screenshot, bob, queue):
     sign_in(page, "bob")
     page.goto(live_server.url + "/dashboard/?environment=arithmetic&model=probe")
-    for element in ("pass-rate-histogram", "bands-over-time", "cost-per-task", "spend-by-band", "verifier-latency", "campaign-progress"):
+    for element in ("pass-rate-histogram", "bands-over-time", "cost-per-task", "spend-by-band", "verifier-latency", "campaign-progress",
+                    "operating-characteristic"):
         page.wait_for_selector(f"#{element}[data-drawn=true]")
     assert "2 calibrated tasks, 1 in band" in page.inner_text("#histogram-summary")
+    assert "wrong at most" in page.inner_text("#oc-summary")
     screenshot(page, "dashboard")
