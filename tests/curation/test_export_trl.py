@@ -1,4 +1,4 @@
-"""The `trl` export feeds TRL's GRPOTrainer: one training step on the CPU, rewarded by Passband's verifier.
+"""A release's `trl` file feeds TRL's GRPOTrainer: one training step on the CPU, rewarded by Passband's verifier.
 
 The model is tiny and randomly initialised; the tokenizer is SmolLM2's, read from the files the
 transformers backend already has on disk (no download: HF_HUB_OFFLINE=1).
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from engine import formats, verifiers
+from engine import verifiers
 from releases import services as releases
 from tests.curation.export_data import calibrated_environment
 
@@ -39,17 +39,19 @@ def passband_reward(completions, answer, verifier, **columns):
     return rewards
 
 
-def test_trl_export_trains_one_grpo_step(arithmetic, alice, tmp_path):
+def test_trl_export_trains_one_grpo_step(arithmetic, alice, tmp_path, settings, django_capture_on_commit_callbacks):
     import torch
     from datasets import load_dataset
     from transformers import LlamaConfig, LlamaForCausalLM
 
+    # A real release, as a trainer downloads it: approved, in band, built by the app.
+    settings.MEDIA_ROOT = tmp_path / "media"
     model = calibrated_environment(arithmetic, alice)
-    versions = releases.export_versions(environment=arithmetic, probe_model=model, band="in_band")
-    path = tmp_path / "trl.parquet"
-    assert formats.write_file(
-        records=releases.export_records(versions=versions, probe_model=model), format="trl", file_type="parquet", path=path
-    ) == 2
+    with django_capture_on_commit_callbacks(execute=False):  # built here rather than on a worker
+        release = releases.release_create(user=alice, probe_model=model, environment=arithmetic)
+    release = releases.release_build(release_id=release.pk)
+    assert release.status == "ready" and release.manifest["files"]["trl.parquet"]["rows"] == 2
+    path = releases.release_directory(release=release) / "trl.parquet"
     dataset = load_dataset("parquet", data_files=str(path), split="train", cache_dir=str(tmp_path / "cache"))
 
     # The reward function passes the reference answer and fails a wrong one, on the exported rows.

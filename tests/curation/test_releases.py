@@ -184,3 +184,24 @@ def test_list_shows_own_releases_newest_first(client, secret, model, django_user
     erin = make_user(django_user_model, "erin", "trainers")
     _, erin_secret = api_token_create(user=erin, name="e", scopes=["export"])
     assert [row["id"] for row in client.get("/api/v1/releases", **auth(erin_secret)).json()["results"]] == [second, first]
+
+
+def test_a_build_that_keeps_finding_the_database_busy_ends_failed_not_pending(
+    client, secret, model, django_capture_on_commit_callbacks, monkeypatch
+):
+    from django.db import OperationalError
+
+    from releases import services as release_services
+
+    response, _ = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe")
+    release_id = response.json()["id"]
+
+    def locked(**kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(release_services, "release_build", locked)
+    # The last allowed try (retries == max_retries) gives up, and says why.
+    result = tasks.build_release.apply(args=(release_id,), retries=tasks.build_release.max_retries)
+    assert result.failed()
+    release = Release.objects.get(pk=release_id)
+    assert release.status == "failed" and "database is locked" in release.error
