@@ -57,7 +57,9 @@ def generate(*, tasks: int, rollouts_per_task: int) -> None:
     from django.contrib.auth.models import Group
 
     reviewer.groups.add(Group.objects.get_or_create(name="reviewers")[0])
-    environments = [environment_create(name=name, domain="math", default_verifier={"kind": "math"}) for name in ENVIRONMENTS]
+    environments = [
+        environment_create(name=name, domain="math", default_verifier={"kind": "math"}) for name in ENVIRONMENTS
+    ]
     models = [
         ProbeModel.objects.create(name="small", backend="openai", usd_per_million_output_tokens=0.2),
         ProbeModel.objects.create(name="large", backend="openai", usd_per_million_output_tokens=2.0),
@@ -72,6 +74,7 @@ def generate(*, tasks: int, rollouts_per_task: int) -> None:
     environment_ids = "ARRAY[" + ",".join(str(environment.pk) for environment in environments) + "]"
     steps = []
     with connection.cursor() as cursor:
+
         def run(label: str, sql: str, params=()) -> None:
             started = time.perf_counter()
             cursor.execute(sql, params)
@@ -175,7 +178,10 @@ def measure(*, repeat: int) -> list[tuple[str, float, float]]:
     client = Client()
     client.force_login(get_user_model().objects.get(username="reviewer"))
     endpoints = [
-        ("pass-rate histogram (one environment, one model)", "/dashboard/pass-rates.json?environment=algebra&model=small"),
+        (
+            "pass-rate histogram (one environment, one model)",
+            "/dashboard/pass-rates.json?environment=algebra&model=small",
+        ),
         ("tasks per band over time (90 days)", "/dashboard/bands-over-time.json?days=90"),
         ("tasks per band over time (one model)", "/dashboard/bands-over-time.json?days=90&model=small"),
         ("cost per task / in-band task, spend by band", "/dashboard/cost.json"),
@@ -239,7 +245,9 @@ def main() -> None:
     print(f"Measuring over {task_count:,} tasks, {rollout_count:,} rollouts ({recent:,} verified in the last 24 h)…")
     results = measure(repeat=args.repeat)
     print()
-    print(f"| endpoint | p50 ms | p95 ms |  ({task_count:,} tasks, {rollout_count:,} rollouts, {args.repeat} requests each)")
+    print(
+        f"| endpoint | p50 ms | p95 ms |  ({task_count:,} tasks, {rollout_count:,} rollouts, {args.repeat} requests each)"
+    )
     print("|---|---:|---:|")
     for label, p50, p95 in results:
         print(f"| {label} | {p50:.0f} | {p95:.0f} |")

@@ -112,14 +112,18 @@ def main() -> None:
 
     started = time.perf_counter()
     environment, model = seed(tasks=args.tasks)
-    print(f"seeded {args.tasks} tasks with calibrations in {time.perf_counter() - started:.1f} s; "
-          f"peak RSS {peak_rss_mib():.0f} MiB")
+    print(
+        f"seeded {args.tasks} tasks with calibrations in {time.perf_counter() - started:.1f} s; "
+        f"peak RSS {peak_rss_mib():.0f} MiB"
+    )
 
     versions = releases.export_versions(environment=environment, probe_model=model)
     # The machine may be shared: each export is paired with a COPY run just before it, and each pair
     # is repeated; the table gives the best of the repeats for both.
     print(f"\n{args.repeats} paired runs each, best of each shown\n")
-    print("| format | file | rows | export s | export rows/s | COPY s | COPY rows/s | export / COPY | file MiB | peak RSS MiB |")
+    print(
+        "| format | file | rows | export s | export rows/s | COPY s | COPY rows/s | export / COPY | file MiB | peak RSS MiB |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as folder:
         for format in args.formats.split(","):
@@ -133,7 +137,9 @@ def main() -> None:
                     started = time.perf_counter()
                     rows = formats.write_file(
                         records=releases.export_records(versions=versions, probe_model=model),
-                        format=format, file_type=file_type, path=path,
+                        format=format,
+                        file_type=file_type,
+                        path=path,
                     )
                     export_times.append(time.perf_counter() - started)
                     assert rows == args.tasks
@@ -145,6 +151,7 @@ def main() -> None:
                     flush=True,
                 )
                 path.unlink()
+
 
 if __name__ == "__main__":
     main()

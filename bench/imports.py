@@ -30,14 +30,20 @@ def write_file(path: Path, lines: int, *, offset: int) -> None:
     with open(path, "w", encoding="utf-8") as stream:
         for index in range(lines):
             number = offset + index
-            stream.write(json.dumps({
-                "key": f"bench/{number:07d}",
-                "prompt": f"A shop sells {number} apples on Monday and {number % 97} more on Tuesday. " * 3 + "How many in all?",
-                "answer": str(number + number % 97),
-                "verifier": {"kind": "math"},
-                "metadata": {"source": "bench", "level": number % 5, "tags": ["arithmetic", "story"]},
-                "authoring_cost_usd": 250,
-            }) + "\n")
+            stream.write(
+                json.dumps(
+                    {
+                        "key": f"bench/{number:07d}",
+                        "prompt": f"A shop sells {number} apples on Monday and {number % 97} more on Tuesday. " * 3
+                        + "How many in all?",
+                        "answer": str(number + number % 97),
+                        "verifier": {"kind": "math"},
+                        "metadata": {"source": "bench", "level": number % 5, "tags": ["arithmetic", "story"]},
+                        "authoring_cost_usd": 250,
+                    }
+                )
+                + "\n"
+            )
 
 
 def main() -> None:
@@ -57,7 +63,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for run, lines in enumerate(args.lines):
             for source in ("path", "data"):
-                environment = environment_create(name=f"bench-{run}-{source}", domain="math", default_verifier={"kind": "math"})
+                environment = environment_create(
+                    name=f"bench-{run}-{source}", domain="math", default_verifier={"kind": "math"}
+                )
                 path = Path(folder) / f"{lines}-{source}.jsonl"
                 write_file(path, lines, offset=0)
                 size_mb = path.stat().st_size / 1e6
@@ -69,8 +77,11 @@ def main() -> None:
                 _, peak = tracemalloc.get_traced_memory()
                 tracemalloc.stop()
                 assert Task.objects.filter(environment=environment).count() == lines
-                print(f"| {lines:,} | {size_mb:.1f} | {source} | {elapsed:.1f} | {lines / elapsed:,.0f} "
-                      f"| {peak / 1e6:.1f} | {peak / 1e6 / size_mb:.2f} |", flush=True)
+                print(
+                    f"| {lines:,} | {size_mb:.1f} | {source} | {elapsed:.1f} | {lines / elapsed:,.0f} "
+                    f"| {peak / 1e6:.1f} | {peak / 1e6 / size_mb:.2f} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,12 @@ def import_job_create(
             stored.write(chunk)
     with transaction.atomic():
         job = ImportJob.objects.create(
-            environment=environment, owner=owner, filename=Path(upload.name).name[:255], path=str(path),
-            size_bytes=upload.size, run_audits=run_audits,
+            environment=environment,
+            owner=owner,
+            filename=Path(upload.name).name[:255],
+            path=str(path),
+            size_bytes=upload.size,
+            run_audits=run_audits,
         )
         transaction.on_commit(lambda: current_app.tasks["curation.tasks.import_tasks"].delay(job.pk))
     return job
@@ -70,20 +74,29 @@ def import_job_run(*, job_id: int) -> ImportJob:
 
     try:
         report = services.tasks_import(
-            environment=job.environment, owner=job.owner, filename=job.filename, path=job.path,
-            run_audits=job.run_audits, on_line=on_line, on_writing=on_writing,
+            environment=job.environment,
+            owner=job.owner,
+            filename=job.filename,
+            path=job.path,
+            run_audits=job.run_audits,
+            on_line=on_line,
+            on_writing=on_writing,
         )
         status = ImportJob.Status.DONE
     except services.ImportRejected as rejected:
         report, status = rejected.report, ImportJob.Status.REJECTED
     except FileNotFoundError:
         ImportJob.objects.filter(pk=job.pk).update(
-            status=ImportJob.Status.FAILED, error="The uploaded file is gone; upload it again.", finished_at=timezone.now()
+            status=ImportJob.Status.FAILED,
+            error="The uploaded file is gone; upload it again.",
+            finished_at=timezone.now(),
         )
         job.refresh_from_db()
         return job
     ImportJob.objects.filter(pk=job.pk).update(
-        status=status, report=report.as_dict(), finished_at=timezone.now(),
+        status=status,
+        report=report.as_dict(),
+        finished_at=timezone.now(),
         bytes_read=job.size_bytes,
     )
     Path(job.path).unlink(missing_ok=True)

@@ -5,7 +5,9 @@ from celery import shared_task
 from curation import import_jobs
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, soft_time_limit=3600, time_limit=3660, max_retries=2)
+@shared_task(
+    bind=True, acks_late=True, reject_on_worker_lost=True, soft_time_limit=3600, time_limit=3660, max_retries=2
+)
 def import_tasks(self, job_id: int) -> str:
     """Import a stored task file; the report is kept on the job."""
     try:

@@ -79,7 +79,11 @@ def _jsonl_objects(
 ) -> Iterator[tuple[int, Any, list[LineProblem]]]:
     for number, raw, length in _raw_lines(stream, max_line_bytes=max_line_bytes):
         if raw is None:
-            yield number, None, [LineProblem(filename, number, "", f"line is {length:,} bytes; the limit is {max_line_bytes:,}")]
+            yield (
+                number,
+                None,
+                [LineProblem(filename, number, "", f"line is {length:,} bytes; the limit is {max_line_bytes:,}")],
+            )
             continue
         try:
             text = raw.decode("utf-8")
@@ -94,7 +98,11 @@ def _jsonl_objects(
         try:
             yield number, json.loads(text), []
         except json.JSONDecodeError as error:
-            yield number, None, [LineProblem(filename, number, "", f"not valid JSON: {error.msg} at column {error.colno}")]
+            yield (
+                number,
+                None,
+                [LineProblem(filename, number, "", f"not valid JSON: {error.msg} at column {error.colno}")],
+            )
         except RecursionError:
             yield number, None, [LineProblem(filename, number, "", "not valid JSON: nested too deeply")]
 
@@ -168,7 +176,10 @@ def scan_task_file(
     scan = Scan(lines=[], problems=[])
     seen_keys: dict[str, int] = {}
     for number, draft, problems in _drafts(
-        stream, filename=filename, default_verifier=default_verifier, default_domain=default_domain,
+        stream,
+        filename=filename,
+        default_verifier=default_verifier,
+        default_domain=default_domain,
         max_line_bytes=max_line_bytes,
     ):
         for problem in problems:
@@ -179,7 +190,11 @@ def scan_task_file(
             continue
         if draft.key is not None:
             if draft.key in seen_keys:
-                scan.add_problem(LineProblem(filename, number, "key", f"key {draft.key!r} already used on line {seen_keys[draft.key]}"))
+                scan.add_problem(
+                    LineProblem(
+                        filename, number, "key", f"key {draft.key!r} already used on line {seen_keys[draft.key]}"
+                    )
+                )
                 continue
             seen_keys[draft.key] = number
         scan.lines.append(LineSummary(line=number, key=draft.key, content_hash=draft.content_hash))
@@ -194,7 +209,10 @@ def iter_task_drafts(
 ) -> Iterator[TaskDraft]:
     """Second pass: the drafts of the valid lines, in file order."""
     for _, draft, problems in _drafts(
-        stream, filename=filename, default_verifier=default_verifier, default_domain=default_domain,
+        stream,
+        filename=filename,
+        default_verifier=default_verifier,
+        default_domain=default_domain,
         max_line_bytes=max_line_bytes,
     ):
         if draft is not None and not problems:
@@ -212,9 +230,15 @@ def parse_task_file(
 ) -> tuple[list[TaskDraft], list[LineProblem]]:
     """Both passes over bytes in memory: (drafts, problems). Any problem means: import nothing."""
     if len(data) > max_file_bytes:
-        return [], [LineProblem(filename, 0, "", f"file is {len(data):,} bytes; the limit is {max_file_bytes:,}. Split it.")]
-    options = dict(filename=filename, default_verifier=default_verifier, default_domain=default_domain,
-                   max_line_bytes=max_line_bytes)
+        return [], [
+            LineProblem(filename, 0, "", f"file is {len(data):,} bytes; the limit is {max_file_bytes:,}. Split it.")
+        ]
+    options = dict(
+        filename=filename,
+        default_verifier=default_verifier,
+        default_domain=default_domain,
+        max_line_bytes=max_line_bytes,
+    )
     scan = scan_task_file(io.BytesIO(data), **options)
     if scan.problem_count:
         return [], scan.problems

@@ -21,7 +21,9 @@ class Release(models.Model):
     """
 
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="releases")
-    environment = models.ForeignKey(Environment, on_delete=models.PROTECT, null=True, blank=True, related_name="releases")
+    environment = models.ForeignKey(
+        Environment, on_delete=models.PROTECT, null=True, blank=True, related_name="releases"
+    )
     probe_model = models.ForeignKey(ProbeModel, on_delete=models.PROTECT, related_name="releases")
     filter = models.JSONField(default=dict, help_text="The filter the release was made with.")
     thresholds = models.JSONField(default=dict, help_text="Floor and retirement threshold per environment.")

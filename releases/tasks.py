@@ -6,7 +6,9 @@ from django.db import OperationalError
 from releases import services
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, soft_time_limit=1800, time_limit=1860, max_retries=5)
+@shared_task(
+    bind=True, acks_late=True, reject_on_worker_lost=True, soft_time_limit=1800, time_limit=1860, max_retries=5
+)
 def build_release(self, release_id: int) -> str:
     """Write a release's files; a release already built is left as it is.
 

@@ -10,8 +10,17 @@ def jsonl(*objects) -> bytes:
 
 
 def math_task(key: str, question: str = "What is 2 + 3?", answer: str = "5", **extra) -> dict:
-    return {"key": key, "prompt": question, "answer": answer, "verifier": {"kind": "math"}, "authoring_cost_usd": 250, **extra}
+    return {
+        "key": key,
+        "prompt": question,
+        "answer": answer,
+        "verifier": {"kind": "math"},
+        "authoring_cost_usd": 250,
+        **extra,
+    }
 
 
 def import_tasks(environment, owner, *objects, run_audits: bool = False):
-    return tasks_import(environment=environment, owner=owner, data=jsonl(*objects), filename="tasks.jsonl", run_audits=run_audits)
+    return tasks_import(
+        environment=environment, owner=owner, data=jsonl(*objects), filename="tasks.jsonl", run_audits=run_audits
+    )

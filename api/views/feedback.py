@@ -18,14 +18,18 @@ class FeedbackItem(serializers.Serializer):
     environment = serializers.CharField(required=False, help_text="Environment name, when a task key is ambiguous.")
     version = serializers.IntegerField(required=False, min_value=1, help_text="Task version number; default: current.")
     checkpoint = serializers.CharField(max_length=200, help_text="Policy checkpoint name.")
-    step = serializers.IntegerField(min_value=0, max_value=2**63 - 1, help_text="Orders checkpoints: the training step.")
+    step = serializers.IntegerField(
+        min_value=0, max_value=2**63 - 1, help_text="Orders checkpoints: the training step."
+    )
     attempts = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
     passes = serializers.IntegerField(min_value=0, max_value=2**31 - 1)
     report_id = serializers.CharField(required=False, allow_blank=True, max_length=100, help_text="Makes retries safe.")
 
     def validate(self, data):
         if data["passes"] > data["attempts"]:
-            raise serializers.ValidationError({"passes": f"{data['passes']} passes cannot exceed {data['attempts']} attempts."})
+            raise serializers.ValidationError(
+                {"passes": f"{data['passes']} passes cannot exceed {data['attempts']} attempts."}
+            )
         return data
 
 
@@ -74,7 +78,10 @@ class Feedback(APIView):
             if not matches:
                 return Response({"detail": f"{where}no task {item['task']!r} visible to you."}, status=404)
             if len(matches) > 1:
-                return Response({"detail": f"{where}key {item['task']!r} exists in several environments; add 'environment'."}, status=400)
+                return Response(
+                    {"detail": f"{where}key {item['task']!r} exists in several environments; add 'environment'."},
+                    status=400,
+                )
             tasks.append(matches[0])
         results, created_any = [], False
         try:

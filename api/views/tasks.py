@@ -81,7 +81,11 @@ class TaskList(base.IdOrderedList):
     @cached_property
     def probe_model(self) -> ProbeModel | None:
         name = self.filters.get("model")
-        return get_object_or_404(ProbeModel, name=name) if name else calibration_selectors.default_probe_model(self.environment)
+        return (
+            get_object_or_404(ProbeModel, name=name)
+            if name
+            else calibration_selectors.default_probe_model(self.environment)
+        )
 
     def get_queryset(self):
         filters = self.filters
@@ -101,7 +105,9 @@ class TaskList(base.IdOrderedList):
         if filters.get("updated_since"):
             tasks = tasks.filter(updated_at__gte=filters["updated_since"])
         if filters.get("flag"):
-            flagged = calibration_selectors.calibrations_flagged(filters["flag"]).filter(task_version=OuterRef("current_version"))
+            flagged = calibration_selectors.calibrations_flagged(filters["flag"]).filter(
+                task_version=OuterRef("current_version")
+            )
             if self.probe_model is not None:
                 flagged = flagged.filter(probe_model=self.probe_model)
             tasks = tasks.filter(Exists(flagged))

@@ -12,7 +12,9 @@ from engine import verifiers
 
 
 class VerifyRequest(serializers.Serializer):
-    task = serializers.CharField(required=False, help_text="Task key; its current version's verifier and answer are used.")
+    task = serializers.CharField(
+        required=False, help_text="Task key; its current version's verifier and answer are used."
+    )
     environment = serializers.CharField(required=False, help_text="Environment name, when a task key is ambiguous.")
     verifier = serializers.JSONField(required=False)
     answer = serializers.CharField(required=False, allow_blank=True, allow_null=True)

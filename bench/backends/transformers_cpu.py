@@ -163,7 +163,9 @@ def main() -> None:
         "repeats": arguments.repeats,
     }
     if arguments.json:
-        print(json.dumps({"environment": environment, "load": asdict(loads), "throughput": [asdict(r) for r in results]}))
+        print(
+            json.dumps({"environment": environment, "load": asdict(loads), "throughput": [asdict(r) for r in results]})
+        )
         return
     print(f"environment: {environment}")
     print()

@@ -231,7 +231,9 @@ def main() -> int:
         return 0
     print(f"environment: {environment}")
     print()
-    print("| model | parameters | batch | backend tokens/s | tokens per row | transformers generate tokens/s | peak GiB |")
+    print(
+        "| model | parameters | batch | backend tokens/s | tokens per row | transformers generate tokens/s | peak GiB |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for result in results:
         print(

@@ -44,7 +44,9 @@ def logit(p: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-level", type=int, default=10, help="Tasks per demo level (load_demo uses 10).")
-    parser.add_argument("--sample", type=int, default=20, help="Tasks the strong model probes first, to fit the ladder.")
+    parser.add_argument(
+        "--sample", type=int, default=20, help="Tasks the strong model probes first, to fit the ladder."
+    )
     parser.add_argument("--cap", type=int, default=256)
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
@@ -69,7 +71,14 @@ def main() -> None:
         cheap_rates[task["key"]] = expit(cheap_logit)
         strong_rates[task["key"]] = expit(cheap_logit + SHIFT + rng.gauss(0, LADDER_NOISE))
         # The scripted servers read the key from the prompt and answer RIGHT with the task's pass rate.
-        tasks.append({**task, "prompt": f"[{task['key']}] " + task["prompt"], "answer": RIGHT, "verifier": {"kind": "exact", "extract": "last_line"}})
+        tasks.append(
+            {
+                **task,
+                "prompt": f"[{task['key']}] " + task["prompt"],
+                "answer": RIGHT,
+                "verifier": {"kind": "exact", "extract": "last_line"},
+            }
+        )
     tasks_import(environment=environment, owner=user, data=jsonl(*tasks), filename="demo.jsonl", run_audits=False)
     versions = {task.key: task.current_version for task in environment.tasks.select_related("current_version")}
     keys = sorted(versions)
@@ -80,28 +89,49 @@ def main() -> None:
         return Rollout.objects.filter(campaign=campaign).count()
 
     start = dict(environment=environment, created_by=user, policy="adaptive", rollouts=args.cap, enqueue=False)
-    with OpenAITestServer(respond=respond_with(cheap_rates), record_requests=False) as cheap_server, OpenAITestServer(
-        respond=respond_with(strong_rates), record_requests=False
-    ) as strong_server:
+    with (
+        OpenAITestServer(respond=respond_with(cheap_rates), record_requests=False) as cheap_server,
+        OpenAITestServer(respond=respond_with(strong_rates), record_requests=False) as strong_server,
+    ):
         cheap = services.probe_model_add(name="cheap", backend="openai", base_url=cheap_server.base_url, model="fake")
-        strong = services.probe_model_add(name="strong", backend="openai", base_url=strong_server.base_url, model="fake")
-        plain_model = services.probe_model_add(name="strong-plain", backend="openai", base_url=strong_server.base_url, model="fake")
-        cheap_campaign = services.campaign_run_inline(campaign=services.campaign_start(probe_model=cheap, seed=1, **start))
+        strong = services.probe_model_add(
+            name="strong", backend="openai", base_url=strong_server.base_url, model="fake"
+        )
+        plain_model = services.probe_model_add(
+            name="strong-plain", backend="openai", base_url=strong_server.base_url, model="fake"
+        )
+        cheap_campaign = services.campaign_run_inline(
+            campaign=services.campaign_start(probe_model=cheap, seed=1, **start)
+        )
         sample_campaign = services.campaign_run_inline(
-            campaign=services.campaign_start(probe_model=strong, seed=2, task_versions=[versions[k] for k in sample], **start)
+            campaign=services.campaign_start(
+                probe_model=strong, seed=2, task_versions=[versions[k] for k in sample], **start
+            )
         )
         ladder = services.ladder_fit(environment=environment, cheap_model=cheap, strong_model=strong)
         with_ladder = services.campaign_run_inline(
             campaign=services.campaign_start_ladder(
-                environment=environment, probe_model=strong, cheap_model=cheap, created_by=user, rollouts=args.cap, seed=3, enqueue=False
+                environment=environment,
+                probe_model=strong,
+                cheap_model=cheap,
+                created_by=user,
+                rollouts=args.cap,
+                seed=3,
+                enqueue=False,
             )
         )
         plain = services.campaign_run_inline(
-            campaign=services.campaign_start(probe_model=plain_model, seed=3, task_versions=[versions[k] for k in rest], **start)
+            campaign=services.campaign_start(
+                probe_model=plain_model, seed=3, task_versions=[versions[k] for k in rest], **start
+            )
         )
 
     bands = {
-        name: dict(Calibration.objects.filter(probe_model__name=name, task_version__task__key__in=rest).values_list("task_version__task__key", "band"))
+        name: dict(
+            Calibration.objects.filter(probe_model__name=name, task_version__task__key__in=rest).values_list(
+                "task_version__task__key", "band"
+            )
+        )
         for name in ("strong", "strong-plain")
     }
     from engine import stats
@@ -111,20 +141,31 @@ def main() -> None:
 
     def wrong_outside_zones(model: str) -> int:
         def outside(p):
-            return not (thresholds.floor_zone[0] <= p < thresholds.floor_zone[1] or thresholds.retire_zone[0] <= p < thresholds.retire_zone[1])
+            return not (
+                thresholds.floor_zone[0] <= p < thresholds.floor_zone[1]
+                or thresholds.retire_zone[0] <= p < thresholds.retire_zone[1]
+            )
 
         return sum(1 for key in rest if outside(strong_rates[key]) and bands[model][key] != truth[key])
 
     ladder_n, plain_n, sample_n = rollouts(with_ladder), rollouts(plain), rollouts(sample_campaign)
     print(f"tasks {len(keys)} (demo levels x {args.per_level}); cheap model rollouts {rollouts(cheap_campaign)}")
-    print(f"ladder: shift {ladder.shift:.2f} logits (true {SHIFT}), spread {ladder.spread:.2f}, fitted on {ladder.tasks} tasks ({sample_n} strong rollouts)")
-    print(f"strong model on the other {len(rest)} tasks: with ladder prior {ladder_n} rollouts ({ladder_n / len(rest):.1f}/task), "
-          f"without {plain_n} ({plain_n / len(rest):.1f}/task): saved {plain_n - ladder_n} ({100 * (plain_n - ladder_n) / plain_n:.1f}%)")
-    print(f"including the fitting sample: {sample_n + ladder_n} vs {sample_n + plain_n} "
-          f"({100 * (plain_n - ladder_n) / (sample_n + plain_n):.1f}% saved overall)")
+    print(
+        f"ladder: shift {ladder.shift:.2f} logits (true {SHIFT}), spread {ladder.spread:.2f}, fitted on {ladder.tasks} tasks ({sample_n} strong rollouts)"
+    )
+    print(
+        f"strong model on the other {len(rest)} tasks: with ladder prior {ladder_n} rollouts ({ladder_n / len(rest):.1f}/task), "
+        f"without {plain_n} ({plain_n / len(rest):.1f}/task): saved {plain_n - ladder_n} ({100 * (plain_n - ladder_n) / plain_n:.1f}%)"
+    )
+    print(
+        f"including the fitting sample: {sample_n + ladder_n} vs {sample_n + plain_n} "
+        f"({100 * (plain_n - ladder_n) / (sample_n + plain_n):.1f}% saved overall)"
+    )
     same = sum(bands["strong"][key] == bands["strong-plain"][key] for key in rest)
-    print(f"same band with and without the prior: {same}/{len(rest)}; wrong outside the zones: "
-          f"with {wrong_outside_zones('strong')}, without {wrong_outside_zones('strong-plain')}")
+    print(
+        f"same band with and without the prior: {same}/{len(rest)}; wrong outside the zones: "
+        f"with {wrong_outside_zones('strong')}, without {wrong_outside_zones('strong-plain')}"
+    )
 
 
 if __name__ == "__main__":

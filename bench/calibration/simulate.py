@@ -36,14 +36,37 @@ from engine import stats
 
 THRESHOLDS = stats.Thresholds()
 GRID = np.unique(np.concatenate([[0.0], np.linspace(0.00025, 0.12, 480), np.linspace(0.12, 1.0, 353)]))
-SLICES = [(0.0, 0.0), (0.0, 0.01), (0.04, 0.07), (0.07, 0.10), (0.10, 0.20), (0.20, 0.40), (0.40, 0.60), (0.80, 0.90), (0.90, 1.0)]
-SLICE_NAMES = ["0", "(0, 1%)", "[4%, 7%)", "[7%, 10%)", "[10%, 20%)", "[20%, 40%)", "[40%, 60%)", "[80%, 90%)", "[90%, 100%]"]
+SLICES = [
+    (0.0, 0.0),
+    (0.0, 0.01),
+    (0.04, 0.07),
+    (0.07, 0.10),
+    (0.10, 0.20),
+    (0.20, 0.40),
+    (0.40, 0.60),
+    (0.80, 0.90),
+    (0.90, 1.0),
+]
+SLICE_NAMES = [
+    "0",
+    "(0, 1%)",
+    "[4%, 7%)",
+    "[7%, 10%)",
+    "[10%, 20%)",
+    "[20%, 40%)",
+    "[40%, 60%)",
+    "[80%, 90%)",
+    "[90%, 100%]",
+]
 
 # Each population: (share, kind, a, b) parts; kind "zero" (p = 0), "uniform" on [a, b), "beta"(a, b).
 POPULATIONS = {
     "spike at 0 + near the floor": [(0.40, "zero", 0, 0), (0.30, "uniform", 0.0, 0.10), (0.30, "uniform", 0.10, 1.0)],
     "previous bench (35% at 0)": [
-        (0.35, "zero", 0, 0), (0.20, "uniform", 0.0, 0.05), (0.30, "uniform", 0.05, 0.70), (0.15, "uniform", 0.70, 1.0)
+        (0.35, "zero", 0, 0),
+        (0.20, "uniform", 0.0, 0.05),
+        (0.30, "uniform", 0.05, 0.70),
+        (0.15, "uniform", 0.70, 1.0),
     ],
     "bimodal": [(0.5, "beta", 0.5, 15.0), (0.5, "beta", 6.0, 2.0)],
     "uniform": [(1.0, "uniform", 0.0, 1.0)],
@@ -170,26 +193,46 @@ def small_environments(method: Method, count: int, rng: np.random.Generator) -> 
             prior = stats.JEFFREYS_PRIOR
             if method.population_prior:
                 done = labels >= 0
-                evidence = [(int(cumulative[t, spent[t] if done[t] else round_attempts]), int(spent[t] if done[t] else round_attempts)) for t in range(rates.size)]
+                evidence = [
+                    (
+                        int(cumulative[t, spent[t] if done[t] else round_attempts]),
+                        int(spent[t] if done[t] else round_attempts),
+                    )
+                    for t in range(rates.size)
+                ]
                 prior = stats.fit_population_prior(evidence=evidence) or stats.JEFFREYS_PRIOR
             open_tasks = np.flatnonzero(labels < 0)
             if policy.kind == "fixed":
-                codes = stats.stopping_table(thresholds=THRESHOLDS, policy=policy).labels[0][cumulative[open_tasks, round_attempts]]
+                codes = stats.stopping_table(thresholds=THRESHOLDS, policy=policy).labels[0][
+                    cumulative[open_tasks, round_attempts]
+                ]
             else:
                 codes = stats.decision_codes(
-                    successes=cumulative[open_tasks, round_attempts], attempts=round_attempts,
-                    thresholds=THRESHOLDS, policy=policy, prior=prior,
+                    successes=cumulative[open_tasks, round_attempts],
+                    attempts=round_attempts,
+                    thresholds=THRESHOLDS,
+                    policy=policy,
+                    prior=prior,
                 )
                 if round_attempts >= policy.cap:
                     codes = np.where(codes < 0, stats.LABELS.index(stats.BORDERLINE), codes)
             stopped = codes >= 0
             labels[open_tasks[stopped]] = codes[stopped]
             spent[open_tasks[stopped]] = round_attempts
-        right = np.array([stats.LABELS[label] in stats.acceptable_bands(pass_rate=rate, thresholds=THRESHOLDS) for label, rate in zip(labels, rates)])
+        right = np.array(
+            [
+                stats.LABELS[label] in stats.acceptable_bands(pass_rate=rate, thresholds=THRESHOLDS)
+                for label, rate in zip(labels, rates)
+            ]
+        )
         all_rates.append(rates)
         all_wrong.append(~right)
         all_rollouts.append(spent)
-    return np.concatenate(all_rates), np.concatenate(all_wrong).astype(float), np.concatenate(all_rollouts).astype(float)
+    return (
+        np.concatenate(all_rates),
+        np.concatenate(all_wrong).astype(float),
+        np.concatenate(all_rollouts).astype(float),
+    )
 
 
 def bayes_bound(weights: np.ndarray, target_error: float) -> dict:
@@ -201,7 +244,9 @@ def bayes_bound(weights: np.ndarray, target_error: float) -> dict:
         table = stats.bayes_optimal_table(
             thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=GRID, weights=weights, rollout_cost=cost
         )
-        curve = stats.operating_characteristic_curve(thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=GRID, table=table)
+        curve = stats.operating_characteristic_curve(
+            thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=GRID, table=table
+        )
         result = summarise(GRID, weights, np.array(curve.wrong), np.array(curve.expected_attempts))
         if result["error"] > target_error:
             high = np.log(cost)
@@ -248,7 +293,9 @@ def main() -> None:
     for population, rows in results.items():
         for name, row in rows.items():
             worst_value, worst_name = row["worst"]
-            print(f"| {population} | {name} | {row['rollouts']:.1f} | {row['error']:.2%} | {worst_value:.1%} in {worst_name} |")
+            print(
+                f"| {population} | {name} | {row['rollouts']:.1f} | {row['error']:.2%} | {worst_value:.1%} in {worst_name} |"
+            )
 
     print("\nError by slice of true pass rate (outside the zones), the default policy:\n")
     print("| population | " + " | ".join(SLICE_NAMES) + " |")
@@ -267,7 +314,9 @@ def main() -> None:
         cells = [f"{wrong:.1%} ({rollouts:.0f})" for wrong, rollouts in zip(curve.wrong, curve.expected_attempts)]
         print(f"| {method.name} | " + " | ".join(cells) + " |")
     levels = stats.calibrated_levels(thresholds=THRESHOLDS, policy=DEFAULT)
-    print(f"\nDefault's calibrated levels: {', '.join(f'{name} {value:.4f}' for name, value in levels._asdict().items())}")
+    print(
+        f"\nDefault's calibrated levels: {', '.join(f'{name} {value:.4f}' for name, value in levels._asdict().items())}"
+    )
     print(f"\nRan in {time.perf_counter() - started:.0f} s")
 
 

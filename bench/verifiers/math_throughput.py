@@ -33,7 +33,9 @@ from engine.verifiers import verify
 from engine.verifiers.kinds.math import needs_process
 
 # The shared data folder sits beside the repository; it is never part of it.
-GSM8K = Path(os.environ.get("PASSBAND_GSM8K", Path(__file__).resolve().parents[3] / "shared" / "data" / "gsm8k" / "test.jsonl"))
+GSM8K = Path(
+    os.environ.get("PASSBAND_GSM8K", Path(__file__).resolve().parents[3] / "shared" / "data" / "gsm8k" / "test.jsonl")
+)
 
 
 def gsm8k_pairs(limit: int) -> list[tuple[str, str]]:

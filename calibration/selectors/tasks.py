@@ -89,7 +89,18 @@ def tasks_with_calibration(
     if probe_model is not None:
         calibrations = calibrations.filter(probe_model=probe_model)
     calibrations = calibrations.order_by("-updated_at")
-    for field in ("pass_rate", "interval_low", "interval_high", "band", "attempts", "successes", "verifier_errors", "grpo_signal", "cost_usd", "flags"):
+    for field in (
+        "pass_rate",
+        "interval_low",
+        "interval_high",
+        "band",
+        "attempts",
+        "successes",
+        "verifier_errors",
+        "grpo_signal",
+        "cost_usd",
+        "flags",
+    ):
         tasks = tasks.annotate(**{field: Subquery(calibrations.values(field)[:1])})
     if band:
         tasks = tasks.filter(band=band)

@@ -32,8 +32,6 @@ logger = logging.getLogger(__name__)
 EVIDENCE = (Outcome.PASS, Outcome.FAIL)
 
 
-
-
 def thresholds_for(environment: Environment) -> stats.Thresholds:
     return stats.Thresholds.with_default_zones(floor=environment.floor, retire_at=environment.retire_at)
 
@@ -124,8 +122,20 @@ def calibration_refresh(
 
 
 _CALIBRATION_FIELDS = (
-    "attempts", "successes", "verifier_errors", "generation_errors", "pass_rate", "interval_low", "interval_high",
-    "band", "decided", "grpo_signal", "cost_usd", "flags", "policy", "updated_at",
+    "attempts",
+    "successes",
+    "verifier_errors",
+    "generation_errors",
+    "pass_rate",
+    "interval_low",
+    "interval_high",
+    "band",
+    "decided",
+    "grpo_signal",
+    "cost_usd",
+    "flags",
+    "policy",
+    "updated_at",
 )
 
 
@@ -186,7 +196,12 @@ def calibrations_refresh(
             prior = population(version.task.environment) or stats.JEFFREYS_PRIOR
         rows.append(
             _calibration_row(
-                version=version, probe_model=probe_model, counts=counts.get(version.pk, zero), policy=policy, prior=prior, now=now
+                version=version,
+                probe_model=probe_model,
+                counts=counts.get(version.pk, zero),
+                policy=policy,
+                prior=prior,
+                now=now,
             )
         )
     Calibration.objects.bulk_create(
@@ -256,9 +271,13 @@ def environment_calibrations_refresh(*, environment: Environment, chunk_size: in
         )
         for start in range(0, len(version_ids), chunk_size):
             versions = list(
-                TaskVersion.objects.filter(pk__in=version_ids[start : start + chunk_size]).select_related("task__environment")
+                TaskVersion.objects.filter(pk__in=version_ids[start : start + chunk_size]).select_related(
+                    "task__environment"
+                )
             )
-            refreshed += len(calibrations_refresh(task_versions=versions, probe_model=probe_model, population_prior=prior))
+            refreshed += len(
+                calibrations_refresh(task_versions=versions, probe_model=probe_model, population_prior=prior)
+            )
     return refreshed
 
 
@@ -285,6 +304,11 @@ def environment_thresholds_set(
         refreshed = environment_calibrations_refresh(environment=environment)
     logger.info(
         "thresholds of %s changed from floor=%s retire_at=%s to floor=%s retire_at=%s by %s; %d calibrations re-banded",
-        environment.name, *previous, floor, retire_at, getattr(by, "username", "system"), refreshed,
+        environment.name,
+        *previous,
+        floor,
+        retire_at,
+        getattr(by, "username", "system"),
+        refreshed,
     )
     return refreshed

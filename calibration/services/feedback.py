@@ -28,7 +28,6 @@ from engine import stats
 logger = logging.getLogger(__name__)
 
 
-
 FEEDBACK_RETIRE_REASON = "feedback: retired automatically"
 
 
@@ -188,7 +187,9 @@ def reprobe_sample(
     rng = rng or random.Random()
     started = []
     for environment in Environment.objects.all():
-        latest = environment.campaigns.select_related("probe_model", "created_by").order_by("-created_at", "-pk").first()
+        latest = (
+            environment.campaigns.select_related("probe_model", "created_by").order_by("-created_at", "-pk").first()
+        )
         if latest is None or probability == 0:
             continue
         too_hard = Calibration.objects.filter(

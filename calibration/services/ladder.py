@@ -22,7 +22,6 @@ from engine import stats
 logger = logging.getLogger(__name__)
 
 
-
 def _current_evidence(*, environment: Environment, probe_model: ProbeModel) -> dict[int, tuple[int, int]]:
     """(successes, attempts) per current task version of the environment under one model."""
     rows = Calibration.objects.filter(
@@ -34,7 +33,9 @@ def _current_evidence(*, environment: Environment, probe_model: ProbeModel) -> d
     return {version_id: (successes, attempts) for version_id, successes, attempts in rows}
 
 
-def ladder_fit(*, environment: Environment, cheap_model: ProbeModel, strong_model: ProbeModel) -> stats.LogitShift | None:
+def ladder_fit(
+    *, environment: Environment, cheap_model: ProbeModel, strong_model: ProbeModel
+) -> stats.LogitShift | None:
     """The logit shift from the cheap to the strong model, fitted on tasks both have probed (or None)."""
     cheap = _current_evidence(environment=environment, probe_model=cheap_model)
     strong = _current_evidence(environment=environment, probe_model=strong_model)
@@ -102,6 +103,12 @@ def campaign_start_ladder(
             transaction.on_commit(lambda: campaign_enqueue_pending(campaign_id=campaign.pk))
     logger.info(
         "ladder campaign %s: %s from %s, shift %.2f (spread %.2f, %d tasks), %d priors",
-        campaign.pk, probe_model.name, cheap_model.name, ladder.shift, ladder.spread, ladder.tasks, len(items),
+        campaign.pk,
+        probe_model.name,
+        cheap_model.name,
+        ladder.shift,
+        ladder.spread,
+        ladder.tasks,
+        len(items),
     )
     return campaign

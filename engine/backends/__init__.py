@@ -70,7 +70,18 @@ def backend_for(
     global _backends_pid
     if kind not in BACKEND_KINDS:
         raise ValueError(f"unknown backend kind {kind!r}; expected one of {BACKEND_KINDS}")
-    key = (kind, model, base_url, api_key_env, revision, device, endpoint, timeout_s, max_concurrency, samples_per_request)
+    key = (
+        kind,
+        model,
+        base_url,
+        api_key_env,
+        revision,
+        device,
+        endpoint,
+        timeout_s,
+        max_concurrency,
+        samples_per_request,
+    )
     with _backends_lock:
         if _backends_pid != os.getpid():
             _backends.clear()

@@ -48,7 +48,9 @@ def initial_state(*, environment: str, seed: int) -> dict[str, list[dict[str, An
     return module.snapshot(module.reset(seed))
 
 
-def state_diff(*, before: dict[str, list[dict[str, Any]]], after: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def state_diff(
+    *, before: dict[str, list[dict[str, Any]]], after: dict[str, list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
     """Rows added, removed or changed between two states, by table and id, for the viewer.
 
     Each change is {"table", "id", "change": "added" | "removed" | "changed", "fields": {name: [before, after]}}.

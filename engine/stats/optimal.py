@@ -60,7 +60,10 @@ def bayes_optimal_table(
     keep = mass > 0
     rates, log_mass = rates[keep], np.log(mass[keep] / mass.sum())
     wrong = np.array(
-        [[band not in acceptable_bands(pass_rate=float(rate), thresholds=thresholds) for rate in rates] for band in LABELS[:3]],
+        [
+            [band not in acceptable_bands(pass_rate=float(rate), thresholds=thresholds) for rate in rates]
+            for band in LABELS[:3]
+        ],
         dtype=float,
     )
     schedule = round_schedule(SamplingPolicy(round_size=policy.round_size, cap=policy.cap))

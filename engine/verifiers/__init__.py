@@ -71,7 +71,11 @@ def configure(*, judges: Mapping[str, Any] | None = None, max_completion_chars: 
         set_judges(judges)
         _parse_cached.cache_clear()  # a config naming a judge is valid only while it is registered
     if max_completion_chars is not None:
-        if isinstance(max_completion_chars, bool) or not isinstance(max_completion_chars, int) or max_completion_chars < 1:
+        if (
+            isinstance(max_completion_chars, bool)
+            or not isinstance(max_completion_chars, int)
+            or max_completion_chars < 1
+        ):
             raise ValueError(f"max_completion_chars must be a positive integer, got {max_completion_chars!r}")
         _settings["max_completion_chars"] = max_completion_chars
 

@@ -132,7 +132,9 @@ _HEDGES = re.compile(
 
 def hedge_problem(stated: str, reference: str, value: object) -> str:
     """Why the stated answer hedges between values, or "" (absolute values |x| are fine)."""
-    used = {match.group(0) for match in _HEDGES.finditer(stated)} - {match.group(0) for match in _HEDGES.finditer(reference)}
+    used = {match.group(0) for match in _HEDGES.finditer(stated)} - {
+        match.group(0) for match in _HEDGES.finditer(reference)
+    }
     if used <= {"|", "\\vert", "\\lvert", "\\rvert"} and used:
         try:
             from sympy import Abs

@@ -28,7 +28,13 @@ def test_adaptive_stops_as_soon_as_the_band_is_decided(arithmetic, alice, cap):
     import_scripted(arithmetic, alice, RATES)
     with scripted_model("scripted", RATES) as (model, _server):
         campaign = services.campaign_start(
-            environment=arithmetic, probe_model=model, created_by=alice, policy="adaptive", rollouts=cap, seed=21, enqueue=False
+            environment=arithmetic,
+            probe_model=model,
+            created_by=alice,
+            policy="adaptive",
+            rollouts=cap,
+            seed=21,
+            enqueue=False,
         )
         services.campaign_run_inline(campaign=campaign)
     campaign.refresh_from_db()
@@ -41,7 +47,9 @@ def test_adaptive_stops_as_soon_as_the_band_is_decided(arithmetic, alice, cap):
             .order_by("sample_index")
             .values_list("outcome", flat=True)
         )
-        expected_rollouts, expected_band = stop_point([o == Outcome.PASS for o in stream], cap=cap, thresholds=thresholds)
+        expected_rollouts, expected_band = stop_point(
+            [o == Outcome.PASS for o in stream], cap=cap, thresholds=thresholds
+        )
         assert len(stream) == expected_rollouts == calibration.attempts
         assert calibration.band == expected_band
         assert calibration.decided == (expected_band != Band.BORDERLINE)
@@ -59,7 +67,18 @@ def test_calibrate_command_runs_adaptive_rounds(arithmetic, alice, django_user_m
     django_user_model.objects.create_superuser(username="root", password="pw-root-1234")
     import_scripted(arithmetic, alice, ["always", "half"])
     with scripted_model("scripted", RATES):
-        call_command("calibrate", "--environment", "arithmetic", "--model", "scripted", "--policy", "adaptive", "--inline", "--seed", "4")
+        call_command(
+            "calibrate",
+            "--environment",
+            "arithmetic",
+            "--model",
+            "scripted",
+            "--policy",
+            "adaptive",
+            "--inline",
+            "--seed",
+            "4",
+        )
     output = capsys.readouterr().out
     assert "adaptive 256" in output and "retire" in output and "in_band" in output
     assert Rollout.objects.count() < 2 * 256  # decided long before the cap
@@ -96,7 +115,9 @@ def test_population_prior_is_fitted_once_there_are_enough_tasks(arithmetic, alic
     cache.clear()
     services.calibration_refresh(task_version=calibration.task_version, probe_model=model)
     calibration.refresh_from_db()
-    with_prior = stats.posterior_interval(successes=calibration.successes, attempts=calibration.attempts, prior=prior, level=0.95)
+    with_prior = stats.posterior_interval(
+        successes=calibration.successes, attempts=calibration.attempts, prior=prior, level=0.95
+    )
     assert calibration.interval_high == pytest.approx(with_prior.high)
     jeffreys = stats.jeffreys_interval(successes=calibration.successes, attempts=calibration.attempts, level=0.95)
     assert calibration.interval_high != pytest.approx(jeffreys.high)

@@ -10,10 +10,19 @@ from tests.factories import import_tasks
 
 def stored_outcomes(campaign, version, outcomes):
     Rollout.objects.bulk_create(
-        Rollout(campaign=campaign, task_version=version, probe_model=campaign.probe_model, sample_index=index, seed=index, outcome=outcome)
+        Rollout(
+            campaign=campaign,
+            task_version=version,
+            probe_model=campaign.probe_model,
+            sample_index=index,
+            seed=index,
+            outcome=outcome,
+        )
         for index, outcome in enumerate(outcomes)
     )
-    return services.calibration_refresh(task_version=version, probe_model=campaign.probe_model, policy=services.policy_for(campaign))
+    return services.calibration_refresh(
+        task_version=version, probe_model=campaign.probe_model, policy=services.policy_for(campaign)
+    )
 
 
 @pytest.mark.django_db
@@ -21,7 +30,9 @@ def test_verifier_trouble_share_is_a_setting(arithmetic, alice, settings):
     import_scripted(arithmetic, alice, ["broken"])
     version = arithmetic.tasks.get().current_version
     with scripted_model("scripted", {}) as (model, _server):
-        campaign = services.campaign_start(environment=arithmetic, probe_model=model, created_by=alice, rollouts=8, enqueue=False)
+        campaign = services.campaign_start(
+            environment=arithmetic, probe_model=model, created_by=alice, rollouts=8, enqueue=False
+        )
     outcomes = [Outcome.FAIL] * 6 + [Outcome.ERROR, Outcome.TIMEOUT]  # 25% of verdicts are errors
     calibration = stored_outcomes(campaign, version, outcomes)
     assert "verifier_trouble" in calibration.flags and calibration.band == Band.UNDECIDED  # not called hard
@@ -37,8 +48,13 @@ def test_strong_model_failing_an_audited_task_flags_it_for_review(arithmetic, al
     import_tasks(arithmetic, alice, scripted_task("unfair"), scripted_task("fine"), run_audits=True)
     assert all(task.current_version.audit_passed for task in arithmetic.tasks.all())
     with scripted_model("frontier", {"unfair": 0.0, "fine": 0.5}, strong=strong) as (model, _server):
-        campaign = services.campaign_start(environment=arithmetic, probe_model=model, created_by=alice, rollouts=8, seed=1, enqueue=False)
+        campaign = services.campaign_start(
+            environment=arithmetic, probe_model=model, created_by=alice, rollouts=8, seed=1, enqueue=False
+        )
         services.campaign_run_inline(campaign=campaign)
-    flags = {c.task_version.task.key: c.flags for c in Calibration.objects.filter(probe_model=model).select_related("task_version__task")}
+    flags = {
+        c.task_version.task.key: c.flags
+        for c in Calibration.objects.filter(probe_model=model).select_related("task_version__task")
+    }
     assert ("strong_model_fails" in flags["unfair"]) == strong
     assert "strong_model_fails" not in flags["fine"]

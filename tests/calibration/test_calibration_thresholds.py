@@ -13,7 +13,10 @@ RATES = {"never": 0.0, "half": 0.5, "always": 1.0}
 
 
 def bands(model) -> dict[str, str]:
-    return {c.task_version.task.key: c.band for c in Calibration.objects.filter(probe_model=model).select_related("task_version__task")}
+    return {
+        c.task_version.task.key: c.band
+        for c in Calibration.objects.filter(probe_model=model).select_related("task_version__task")
+    }
 
 
 @pytest.mark.django_db
@@ -21,7 +24,13 @@ def test_threshold_change_rebands_without_inference(arithmetic, alice):
     import_scripted(arithmetic, alice, RATES)
     with scripted_model("scripted", RATES) as (model, server):
         campaign = services.campaign_start(
-            environment=arithmetic, probe_model=model, created_by=alice, rollouts=16, round_size=8, seed=7, enqueue=False
+            environment=arithmetic,
+            probe_model=model,
+            created_by=alice,
+            rollouts=16,
+            round_size=8,
+            seed=7,
+            enqueue=False,
         )
         services.campaign_run_inline(campaign=campaign)
         half = Calibration.objects.get(probe_model=model, task_version__task__key="half")
@@ -45,7 +54,13 @@ def test_adaptive_calibration_keeps_its_policy_when_rebanded(arithmetic, alice):
     import_scripted(arithmetic, alice, ["half"])
     with scripted_model("scripted", {"half": 0.5}) as (model, _server):
         campaign = services.campaign_start(
-            environment=arithmetic, probe_model=model, created_by=alice, policy="adaptive", rollouts=64, seed=3, enqueue=False
+            environment=arithmetic,
+            probe_model=model,
+            created_by=alice,
+            policy="adaptive",
+            rollouts=64,
+            seed=3,
+            enqueue=False,
         )
         services.campaign_run_inline(campaign=campaign)
     calibration = Calibration.objects.get(probe_model=model)

@@ -22,8 +22,12 @@ def fake_server():
 
 def start(environment, user, base_url, **kwargs):
     model = services.probe_model_add(
-        name="fake", backend="openai", base_url=base_url, model="fake-model",
-        usd_per_million_input_tokens=1000, usd_per_million_output_tokens=2000,
+        name="fake",
+        backend="openai",
+        base_url=base_url,
+        model="fake-model",
+        usd_per_million_input_tokens=1000,
+        usd_per_million_output_tokens=2000,
     )
     return services.campaign_start(environment=environment, probe_model=model, created_by=user, enqueue=False, **kwargs)
 
@@ -51,7 +55,8 @@ def test_cancelled_campaign_stops(arithmetic, alice, fake_server):
 
 def test_rollout_cost_comes_from_token_prices_and_sums_once(arithmetic, alice, fake_server):
     import_tasks(
-        arithmetic, alice,
+        arithmetic,
+        alice,
         {"key": "a", "prompt": "Say 42", "answer": "42", "verifier": {"kind": "exact"}},
         {"key": "b", "prompt": "Say 42 again", "answer": "42", "verifier": {"kind": "exact"}},
     )
@@ -63,8 +68,13 @@ def test_rollout_cost_comes_from_token_prices_and_sums_once(arithmetic, alice, f
         expected = (Decimal(rollout.input_tokens) * 1000 + Decimal(rollout.output_tokens) * 2000) / Decimal(1_000_000)
         assert rollout.cost_usd == expected.quantize(Decimal("0.00000001")) and rollout.cost_usd > 0
     total = sum(rollout.cost_usd for rollout in rollouts)
-    assert Decimal(str(selectors.campaign_progress(campaign=campaign)["cost"])).quantize(Decimal("0.0001")) == total.quantize(Decimal("0.0001"))
-    per_task = {c.task_version.task.key: c.cost_usd for c in campaign.probe_model.calibrations.select_related("task_version__task")}
+    assert Decimal(str(selectors.campaign_progress(campaign=campaign)["cost"])).quantize(
+        Decimal("0.0001")
+    ) == total.quantize(Decimal("0.0001"))
+    per_task = {
+        c.task_version.task.key: c.cost_usd
+        for c in campaign.probe_model.calibrations.select_related("task_version__task")
+    }
     assert sum(per_task.values()) == total.quantize(Decimal("0.000001"))
     # Half the samples answer 42: both tasks see passes and fails, counted as attempts.
     assert all(c.attempts == 4 for c in campaign.probe_model.calibrations.all())

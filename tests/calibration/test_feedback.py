@@ -57,7 +57,9 @@ def test_feedback_retires_an_outgrown_task_and_later_feedback_revives_it(client,
 
     history = selectors.feedback_history(task_version=active_task.current_version)
     assert [(row["checkpoint"], row["attempts"], row["passes"]) for row in history] == [
-        ("ckpt-1000", 64, 10), ("ckpt-2000", 64, 62), ("ckpt-3000", 64, 63)
+        ("ckpt-1000", 64, 10),
+        ("ckpt-2000", 64, 62),
+        ("ckpt-3000", 64, 63),
     ]
 
     # Reversible: a later checkpoint that finds it hard again brings it back, audited.
@@ -113,7 +115,9 @@ def test_beat_reprobes_too_hard_and_retired_tasks_with_a_small_probability(arith
     rates = {"never": 0.0, "half": 0.5, "outgrown": 0.5}
     import_scripted(arithmetic, alice, rates)
     with scripted_model("scripted", rates) as (model, _server):
-        campaign = services.campaign_start(environment=arithmetic, probe_model=model, created_by=alice, rollouts=8, seed=5, enqueue=False)
+        campaign = services.campaign_start(
+            environment=arithmetic, probe_model=model, created_by=alice, rollouts=8, seed=5, enqueue=False
+        )
         services.campaign_run_inline(campaign=campaign)
     assert Calibration.objects.get(task_version__task__key="never").band == Band.TOO_HARD
     Task.objects.filter(key="outgrown").update(status=TaskStatus.RETIRED)

@@ -40,9 +40,13 @@ def test_ladder_prior_leaves_the_default_rule_s_rollouts_and_bands_alone(arithme
         start = dict(environment=arithmetic, created_by=alice, policy="adaptive", rollouts=128, enqueue=False)
         services.campaign_run_inline(campaign=services.campaign_start(probe_model=cheap, seed=1, **start))
         with pytest.raises(CalibrationError, match="probe a sample"):
-            services.campaign_start_ladder(environment=arithmetic, probe_model=strong, cheap_model=cheap, created_by=alice)
+            services.campaign_start_ladder(
+                environment=arithmetic, probe_model=strong, cheap_model=cheap, created_by=alice
+            )
         services.campaign_run_inline(
-            campaign=services.campaign_start(probe_model=strong, seed=2, task_versions=versions(arithmetic, sample), **start)
+            campaign=services.campaign_start(
+                probe_model=strong, seed=2, task_versions=versions(arithmetic, sample), **start
+            )
         )
         ladder = services.ladder_fit(environment=arithmetic, cheap_model=cheap, strong_model=strong)
         # Half the sampled tasks sit at 0% or 100%, where a logit shift moves nothing: the fit lands
@@ -50,15 +54,25 @@ def test_ladder_prior_leaves_the_default_rule_s_rollouts_and_bands_alone(arithme
         assert ladder.tasks == len(sample) and 0 < ladder.shift < 3
 
         with_ladder = services.campaign_start_ladder(
-            environment=arithmetic, probe_model=strong, cheap_model=cheap, created_by=alice, rollouts=128, seed=3, enqueue=False
+            environment=arithmetic,
+            probe_model=strong,
+            cheap_model=cheap,
+            created_by=alice,
+            rollouts=128,
+            seed=3,
+            enqueue=False,
         )
         assert sorted(with_ladder.items.values_list("task_version__task__key", flat=True)) == rest
         assert not CampaignItem.objects.filter(campaign=with_ladder, prior__isnull=True).exists()
         services.campaign_run_inline(campaign=with_ladder)
 
         # The same strong model without the ladder, on the same tasks and the same outcome stream (same seed).
-        plain_model = services.probe_model_add(name="strong-plain", backend="openai", base_url=server.base_url, model="fake-model")
-        plain = services.campaign_start(probe_model=plain_model, seed=3, task_versions=versions(arithmetic, rest), **start)
+        plain_model = services.probe_model_add(
+            name="strong-plain", backend="openai", base_url=server.base_url, model="fake-model"
+        )
+        plain = services.campaign_start(
+            probe_model=plain_model, seed=3, task_versions=versions(arithmetic, rest), **start
+        )
         services.campaign_run_inline(campaign=plain)
 
     ladder_rollouts = Rollout.objects.filter(campaign=with_ladder).count()
@@ -66,7 +80,9 @@ def test_ladder_prior_leaves_the_default_rule_s_rollouts_and_bands_alone(arithme
     assert ladder_rollouts == plain_rollouts
     bands = {
         model: dict(
-            Calibration.objects.filter(probe_model__name=model, task_version__task__key__in=rest).values_list("task_version__task__key", "band")
+            Calibration.objects.filter(probe_model__name=model, task_version__task__key__in=rest).values_list(
+                "task_version__task__key", "band"
+            )
         )
         for model in ("strong", "strong-plain")
     }

@@ -18,7 +18,12 @@ def smollm2(db):
 
 @pytest.fixture
 def two_tasks(arithmetic, alice):
-    import_tasks(arithmetic, alice, math_task("easy", "What is 1 + 1?", "2"), math_task("hard", "What is 9876 * 5432?", "53646432"))
+    import_tasks(
+        arithmetic,
+        alice,
+        math_task("easy", "What is 1 + 1?", "2"),
+        math_task("hard", "What is 9876 * 5432?", "53646432"),
+    )
     return arithmetic
 
 
@@ -64,10 +69,21 @@ def test_same_seed_gives_the_same_rollout(two_tasks, smollm2, alice):
     texts = []
     for _ in range(2):
         campaign = services.campaign_start(
-            environment=two_tasks, probe_model=smollm2, created_by=alice, rollouts=2, round_size=2, seed=5, enqueue=False
+            environment=two_tasks,
+            probe_model=smollm2,
+            created_by=alice,
+            rollouts=2,
+            round_size=2,
+            seed=5,
+            enqueue=False,
         )
         services.campaign_run_inline(campaign=campaign)
-        texts.append([(r.seed, bytes(r.completion_token_ids)) for r in campaign.rollouts.order_by("task_version", "sample_index")])
+        texts.append(
+            [
+                (r.seed, bytes(r.completion_token_ids))
+                for r in campaign.rollouts.order_by("task_version", "sample_index")
+            ]
+        )
     assert texts[0] == texts[1]
 
 

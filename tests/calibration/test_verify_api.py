@@ -54,7 +54,9 @@ def test_deeply_nested_json_is_a_400_not_a_crash(client, body):
 
     trainer = make_user(get_user_model(), "trainer-deep", "trainers")
     secret = api_token_create(user=trainer, name="t", scopes=["verify"])[1]
-    response = client.post("/api/v1/verify", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    response = client.post(
+        "/api/v1/verify", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}"
+    )
     assert response.status_code == 400 and "JSON" in response.json()["detail"]
 
 
@@ -68,5 +70,7 @@ def test_a_body_over_the_limit_is_refused_before_parsing(client, settings):
     trainer = make_user(get_user_model(), "trainer-big", "trainers")
     secret = api_token_create(user=trainer, name="t", scopes=["verify"])[1]
     body = b'{"completion": "' + b"x" * 2000 + b'", "verifier": {"kind": "exact"}, "answer": "x"}'
-    response = client.post("/api/v1/verify", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    response = client.post(
+        "/api/v1/verify", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}"
+    )
     assert response.status_code == 400 and "over 1,000 bytes" in response.json()["detail"]

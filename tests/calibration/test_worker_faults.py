@@ -17,7 +17,9 @@ TASKS, ROLLOUTS, ROUND = 24, 8, 4
 def wait_until_done(campaign, *, worker, timeout: float, what: str) -> None:
     """Wait for the campaign to finish, then stop the worker (whatever happened)."""
     try:
-        wait_for(lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE, timeout=timeout, what=what)
+        wait_for(
+            lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE, timeout=timeout, what=what
+        )
     finally:
         stop_worker(worker)
 
@@ -30,12 +32,17 @@ def test_kill_minus_nine_mid_campaign_loses_and_duplicates_nothing(arithmetic, a
     import_tasks(
         arithmetic,
         alice,
-        *[{"key": f"t-{i}", "prompt": f"Say the answer number {i}.", "answer": "42", "verifier": {"kind": "exact"}} for i in range(TASKS)],
+        *[
+            {"key": f"t-{i}", "prompt": f"Say the answer number {i}.", "answer": "42", "verifier": {"kind": "exact"}}
+            for i in range(TASKS)
+        ],
     )
     # Redis hands an unacknowledged message to another worker after the visibility timeout.
     fast_redelivery = {"PASSBAND_VISIBILITY_TIMEOUT": "4", "PASSBAND_TASKS_PER_JOB": "3"}
     with serve_openai(latency_s=0.05, record_requests=False) as base_url:
-        model = services.probe_model_add(name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=16)
+        model = services.probe_model_add(
+            name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=16
+        )
         campaign = services.campaign_start(
             environment=arithmetic, probe_model=model, created_by=alice, rollouts=ROLLOUTS, round_size=ROUND, seed=1
         )
@@ -53,13 +60,20 @@ def test_kill_minus_nine_mid_campaign_loses_and_duplicates_nothing(arithmetic, a
         # the kill is gone, and beat's reconcile re-queues that round from the database.
         recovery = {**fast_redelivery, "PASSBAND_RECONCILE_EVERY": "2", "PASSBAND_STALLED_AFTER": "6"}
         second = start_worker(
-            concurrency=2, name="second", extra_env=recovery, log_path=tmp_path / "second.log",
+            concurrency=2,
+            name="second",
+            extra_env=recovery,
+            log_path=tmp_path / "second.log",
             beat_schedule=tmp_path / "beat-schedule",
         )
         wait_until_done(campaign, worker=second, timeout=240, what="the second worker to finish the campaign")
 
     assert stored_before_kill < TASKS * ROLLOUTS
-    per_task = Rollout.objects.filter(campaign=campaign).values("task_version").annotate(n=Count("id"), distinct=Count("sample_index", distinct=True))
+    per_task = (
+        Rollout.objects.filter(campaign=campaign)
+        .values("task_version")
+        .annotate(n=Count("id"), distinct=Count("sample_index", distinct=True))
+    )
     assert len(per_task) == TASKS
     assert all(row["n"] == ROLLOUTS and row["distinct"] == ROLLOUTS for row in per_task)
     assert not Rollout.objects.filter(campaign=campaign, outcome__isnull=True).exists()
@@ -74,16 +88,23 @@ def test_rounds_whose_messages_were_lost_are_queued_again_by_beat(arithmetic, al
     import_tasks(
         arithmetic,
         alice,
-        *[{"key": f"t-{i}", "prompt": f"Say it ({i}).", "answer": "42", "verifier": {"kind": "exact"}} for i in range(6)],
+        *[
+            {"key": f"t-{i}", "prompt": f"Say it ({i}).", "answer": "42", "verifier": {"kind": "exact"}}
+            for i in range(6)
+        ],
     )
     with serve_openai(record_requests=False) as base_url:
-        model = services.probe_model_add(name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=16)
+        model = services.probe_model_add(
+            name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=16
+        )
         # Not queued at all: as if every message of the campaign had been lost.
         campaign = services.campaign_start(
             environment=arithmetic, probe_model=model, created_by=alice, rollouts=4, round_size=2, seed=1, enqueue=False
         )
         recovery = {"PASSBAND_RECONCILE_EVERY": "1", "PASSBAND_STALLED_AFTER": "0"}
-        worker = start_worker(name="beat", extra_env=recovery, log_path=tmp_path / "worker.log", beat_schedule=tmp_path / "beat-schedule")
+        worker = start_worker(
+            name="beat", extra_env=recovery, log_path=tmp_path / "worker.log", beat_schedule=tmp_path / "beat-schedule"
+        )
         wait_until_done(campaign, worker=worker, timeout=120, what="beat's reconcile to drive the campaign to the end")
     per_task = Rollout.objects.filter(campaign=campaign).values("task_version").annotate(n=Count("id"))
     assert sorted(row["n"] for row in per_task) == [4] * 6

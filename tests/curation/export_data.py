@@ -4,7 +4,10 @@ from calibration.models import Calibration, ProbeModel
 from curation.models import Task, TaskStatus
 from tests.factories import import_tasks, math_task
 
-TOOL = {"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {"a": {"type": "number"}}}}}
+TOOL = {
+    "type": "function",
+    "function": {"name": "add", "parameters": {"type": "object", "properties": {"a": {"type": "number"}}}},
+}
 
 
 def calibrated_environment(environment, owner) -> ProbeModel:
@@ -14,18 +17,36 @@ def calibrated_environment(environment, owner) -> ProbeModel:
         owner,
         math_task("sum", question="What is 2 + 3?", answer="5"),
         math_task("product", question="What is 91 * 17?", answer="1547", metadata={"source": "textbook", "page": 3}),
-        {"key": "capital", "prompt": [{"role": "system", "content": "Answer in one word."},
-                                      {"role": "user", "content": "Capital of France?"}],
-         "answer": "Paris", "verifier": {"kind": "exact", "ignore_case": True}},
-        {"key": "tool-add", "prompt": "Add 2 and 2 with the tool.", "answer": "4",
-         "verifier": {"kind": "numeric", "abs_tol": 0.5}, "tools": [TOOL]},
+        {
+            "key": "capital",
+            "prompt": [
+                {"role": "system", "content": "Answer in one word."},
+                {"role": "user", "content": "Capital of France?"},
+            ],
+            "answer": "Paris",
+            "verifier": {"kind": "exact", "ignore_case": True},
+        },
+        {
+            "key": "tool-add",
+            "prompt": "Add 2 and 2 with the tool.",
+            "answer": "4",
+            "verifier": {"kind": "numeric", "abs_tol": 0.5},
+            "tools": [TOOL],
+        },
     )
     Task.objects.filter(environment=environment).update(status=TaskStatus.APPROVED)
     model = ProbeModel.objects.create(name="probe", backend="transformers", model="tiny")
     for key, successes, band in (("sum", 3, "in_band"), ("product", 2, "in_band"), ("capital", 8, "retire")):
         Calibration.objects.create(
-            task_version=environment.tasks.get(key=key).current_version, probe_model=model, attempts=8,
-            successes=successes, pass_rate=successes / 8, interval_low=0.1, interval_high=0.9, band=band,
-            grpo_signal=0.5, decided=True,
+            task_version=environment.tasks.get(key=key).current_version,
+            probe_model=model,
+            attempts=8,
+            successes=successes,
+            pass_rate=successes / 8,
+            interval_low=0.1,
+            interval_high=0.9,
+            band=band,
+            grpo_signal=0.5,
+            decided=True,
         )
     return model

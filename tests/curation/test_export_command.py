@@ -21,13 +21,28 @@ def test_without_filters_every_task_of_the_environment(model, tmp_path):
     call_command("export", "--environment", "arithmetic", "--format", "native", "-o", str(out), "--model", "probe")
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(row["key"] for row in rows) == ["capital", "product", "sum", "tool-add"]
-    assert {row["key"]: row["calibration"]["band"] if row["calibration"] else None for row in rows}["capital"] == "retire"
+    assert {row["key"]: row["calibration"]["band"] if row["calibration"] else None for row in rows}[
+        "capital"
+    ] == "retire"
 
 
 def test_band_and_status_filters_and_parquet(model, tmp_path):
     out = tmp_path / "in_band.parquet"
-    call_command("export", "--environment", "arithmetic", "--band", "in_band", "--status", "approved",
-                 "--format", "trl", "-o", str(out), "--model", "probe")
+    call_command(
+        "export",
+        "--environment",
+        "arithmetic",
+        "--band",
+        "in_band",
+        "--status",
+        "approved",
+        "--format",
+        "trl",
+        "-o",
+        str(out),
+        "--model",
+        "probe",
+    )
     table = pq.read_table(out)
     assert sorted(table.column("task_key").to_pylist()) == ["product", "sum"]
     assert {row["band"] for row in table.column("calibration").to_pylist()} == {"in_band"}

@@ -43,7 +43,10 @@ def test_every_format_loads_with_datasets_and_round_trips(records, format, file_
     path = tmp_path / f"{format}.{file_type}"
     assert formats.write_file(records=records, format=format, file_type=file_type, path=path) == 4
     loaded = datasets.load_dataset(
-        "json" if file_type == "jsonl" else "parquet", data_files=str(path), split="train", cache_dir=str(tmp_path / "cache")
+        "json" if file_type == "jsonl" else "parquet",
+        data_files=str(path),
+        split="train",
+        cache_dir=str(tmp_path / "cache"),
     )
     expected = expected_rows(records, format, file_type)
     assert loaded.num_rows == len(expected)
@@ -58,13 +61,20 @@ def test_every_format_loads_with_datasets_and_round_trips(records, format, file_
 def test_every_row_carries_key_hash_and_calibration(records):
     by_key = {record["task_key"]: record for record in records}
     for format in formats.FORMATS:
-        for record, row in zip(records, formats.rows_of(records=[dict(r) for r in records], format=format), strict=True):
+        for record, row in zip(
+            records, formats.rows_of(records=[dict(r) for r in records], format=format), strict=True
+        ):
             text = json.dumps(row)
             assert record["task_key"] in text and record["version_hash"] in text
     row = formats.trl_row(by_key["sum"])
     assert row["calibration"] == {
-        "probe_model": "probe", "attempts": 8, "successes": 3, "pass_rate": 3 / 8, "interval": [0.1, 0.9],
-        "band": "in_band", "grpo_signal": 0.5,
+        "probe_model": "probe",
+        "attempts": 8,
+        "successes": 3,
+        "pass_rate": 3 / 8,
+        "interval": [0.1, 0.9],
+        "band": "in_band",
+        "grpo_signal": 0.5,
     }
     assert formats.trl_row(by_key["tool-add"])["calibration"] is None
 
@@ -101,7 +111,9 @@ def test_native_jsonl_imports_back(records, tmp_path, alice):
     ).encode()
     report = tasks_import(environment=copy, owner=alice, data=data, filename="native.jsonl")
     assert report.ok, report.summary()
-    assert sorted(copy.tasks.values_list("current_version__content_hash", flat=True)) == sorted(r["version_hash"] for r in records)
+    assert sorted(copy.tasks.values_list("current_version__content_hash", flat=True)) == sorted(
+        r["version_hash"] for r in records
+    )
 
 
 def test_filters_and_unknown_values(arithmetic, alice):

@@ -46,7 +46,11 @@ def test_missing_field_and_wrong_type_are_named(arithmetic, alice):
     problems = rejected_problems(
         arithmetic,
         alice,
-        jsonl({"key": "no-prompt", "answer": "1"}, math_task("bad-cost", authoring_cost_usd="lots"), math_task("bad-meta", metadata=[1])),
+        jsonl(
+            {"key": "no-prompt", "answer": "1"},
+            math_task("bad-cost", authoring_cost_usd="lots"),
+            math_task("bad-meta", metadata=[1]),
+        ),
     )
     assert (1, "prompt", "missing required field") in problems
     assert any(line == 2 and field == "authoring_cost_usd" for line, field, _ in problems)
@@ -68,7 +72,9 @@ def test_unknown_field_is_an_error(arithmetic, alice):
 
 def test_duplicate_content_is_reported_not_imported_twice(arithmetic, alice):
     import_tasks(arithmetic, alice, math_task("first"))
-    report = import_tasks(arithmetic, alice, math_task("again"), math_task("new", question="What is 3 + 4?", answer="7"))
+    report = import_tasks(
+        arithmetic, alice, math_task("again"), math_task("new", question="What is 3 + 4?", answer="7")
+    )
     assert report.created == ["new"]
     assert len(report.duplicates) == 1 and "line 1" in report.duplicates[0]
     assert Task.objects.count() == 2

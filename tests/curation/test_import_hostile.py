@@ -28,7 +28,9 @@ def test_keys_that_a_browser_would_normalise_are_refused(arithmetic, alice, key)
 
 @pytest.mark.parametrize("key", ["gsm8k/test/0001", "a.b:c-d_e", "A1", "v2/x.y"])
 def test_keys_with_segments_are_fine(arithmetic, alice, key):
-    report = tasks_import(environment=arithmetic, owner=alice, data=jsonl(math_task(key)), filename="t.jsonl", run_audits=False)
+    report = tasks_import(
+        environment=arithmetic, owner=alice, data=jsonl(math_task(key)), filename="t.jsonl", run_audits=False
+    )
     assert report.created == [key]
 
 
@@ -48,10 +50,18 @@ def test_lone_surrogates_are_refused_per_line_and_field(arithmetic, alice):
 def test_the_editor_refuses_a_lone_surrogate(client, alice, arithmetic):
     tasks_import(environment=arithmetic, owner=alice, data=jsonl(math_task("t")), filename="t.jsonl", run_audits=False)
     client.force_login(alice)
-    response = client.post("/tasks/arithmetic/t/edit/", {
-        "prompt": "What is 1 + 1?", "answer": "2", "verifier": '{"kind": "math"}', "metadata": '{"note": "\\ud800"}',
-        "tools": "[]", "domain": "math", "authoring_cost_usd": "0",
-    })
+    response = client.post(
+        "/tasks/arithmetic/t/edit/",
+        {
+            "prompt": "What is 1 + 1?",
+            "answer": "2",
+            "verifier": '{"kind": "math"}',
+            "metadata": '{"note": "\\ud800"}',
+            "tools": "[]",
+            "domain": "math",
+            "authoring_cost_usd": "0",
+        },
+    )
     assert response.status_code in (200, 400)
     assert Task.objects.get(key="t").versions.count() == 1
 
@@ -69,9 +79,20 @@ def test_environment_names_must_be_slugs_everywhere(name, alice, tmp_path):
 
 def test_an_export_that_fails_part_way_leaves_no_file(tmp_path):
     def records():
-        yield {"task_key": "a", "environment": "e", "status": "approved", "version": 1, "version_hash": "h",
-               "prompt": [{"role": "user", "content": "x"}], "answer": "1", "verifier": {"kind": "exact"},
-               "tools": [], "metadata": {}, "domain": "math", "authoring_cost_usd": "0"}
+        yield {
+            "task_key": "a",
+            "environment": "e",
+            "status": "approved",
+            "version": 1,
+            "version_hash": "h",
+            "prompt": [{"role": "user", "content": "x"}],
+            "answer": "1",
+            "verifier": {"kind": "exact"},
+            "tools": [],
+            "metadata": {},
+            "domain": "math",
+            "authoring_cost_usd": "0",
+        }
         raise OSError("No space left on device")
 
     target = tmp_path / "out.jsonl"

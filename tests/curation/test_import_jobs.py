@@ -19,8 +19,14 @@ def task_lines(count: int, *, bad: set[int] = frozenset()) -> bytes:
         if index in bad:
             rows.append('{"key": "broken", "prompt": 7}')
         else:
-            rows.append({"key": f"sum/{index:05d}", "prompt": f"What is {index} + 1?", "answer": str(index + 1),
-                         "verifier": {"kind": "exact"}})
+            rows.append(
+                {
+                    "key": f"sum/{index:05d}",
+                    "prompt": f"What is {index} + 1?",
+                    "answer": str(index + 1),
+                    "verifier": {"kind": "exact"},
+                }
+            )
     return jsonl(*rows)
 
 
@@ -39,7 +45,9 @@ def queue(environment, owner, data: bytes, django_capture_on_commit_callbacks, n
     return job
 
 
-def test_a_large_file_imports_in_the_background_with_progress(arithmetic, alice, media, django_capture_on_commit_callbacks):
+def test_a_large_file_imports_in_the_background_with_progress(
+    arithmetic, alice, media, django_capture_on_commit_callbacks
+):
     job = queue(arithmetic, alice, task_lines(5000), django_capture_on_commit_callbacks)
     assert job.status == ImportJob.Status.QUEUED and not Task.objects.exists()
     job = import_jobs.import_job_run(job_id=job.pk)
@@ -52,7 +60,9 @@ def test_a_large_file_imports_in_the_background_with_progress(arithmetic, alice,
     assert Task.objects.count() == 5000
 
 
-def test_a_bad_line_deep_in_the_file_imports_nothing_and_names_the_line(arithmetic, alice, media, django_capture_on_commit_callbacks):
+def test_a_bad_line_deep_in_the_file_imports_nothing_and_names_the_line(
+    arithmetic, alice, media, django_capture_on_commit_callbacks
+):
     job = queue(arithmetic, alice, task_lines(3000, bad={2718}), django_capture_on_commit_callbacks)
     job = import_jobs.import_job_run(job_id=job.pk)
     assert job.status == ImportJob.Status.REJECTED and not Task.objects.exists()
@@ -67,8 +77,9 @@ def test_a_wholly_wrong_file_keeps_a_bounded_report(arithmetic, alice, media, dj
     assert job.report["problems_not_shown"] == lines - task_files.MAX_PROBLEMS_KEPT
 
 
-def test_the_upload_page_hands_big_files_to_a_job_and_shows_its_page(client, alice, bob, arithmetic, media, settings,
-                                                                     django_capture_on_commit_callbacks):
+def test_the_upload_page_hands_big_files_to_a_job_and_shows_its_page(
+    client, alice, bob, arithmetic, media, settings, django_capture_on_commit_callbacks
+):
     settings.PASSBAND_IMPORT_INLINE_BYTES = 1000
     client.force_login(alice)
     upload = SimpleUploadedFile("many.jsonl", task_lines(50))
@@ -87,13 +98,16 @@ def test_the_upload_page_hands_big_files_to_a_job_and_shows_its_page(client, ali
 
 def test_small_files_still_import_within_the_request(client, alice, arithmetic, media):
     client.force_login(alice)
-    response = client.post("/tasks/upload/", {"environment": "arithmetic", "file": SimpleUploadedFile("few.jsonl", task_lines(3))})
+    response = client.post(
+        "/tasks/upload/", {"environment": "arithmetic", "file": SimpleUploadedFile("few.jsonl", task_lines(3))}
+    )
     assert response.status_code == 200 and Task.objects.count() == 3 and not ImportJob.objects.exists()
 
 
 def test_csv_rows_stream_too(arithmetic, alice, media, django_capture_on_commit_callbacks):
     rows = "key,prompt,answer,verifier\n" + "".join(
-        f'c{i},"What is {i}, plus one?",{i + 1},"{json.dumps({"kind": "exact"}).replace(chr(34), chr(34) * 2)}"\n' for i in range(200)
+        f'c{i},"What is {i}, plus one?",{i + 1},"{json.dumps({"kind": "exact"}).replace(chr(34), chr(34) * 2)}"\n'
+        for i in range(200)
     )
     job = queue(arithmetic, alice, rows.encode(), django_capture_on_commit_callbacks, name="rows.csv")
     assert import_jobs.import_job_run(job_id=job.pk).status == ImportJob.Status.DONE

@@ -63,7 +63,9 @@ def test_release_defaults_to_approved_in_band_tasks_and_builds_files(
     assert manifest["filter"]["band"] == "in_band" and manifest["filter"]["status"] == "approved"
     assert manifest["thresholds"]["arithmetic"] == {"floor": 0.02, "retire_at": 0.7}
     assert manifest["created_by"] == "charlie" and manifest["probe_model"]["name"] == "probe"
-    assert set(body["files"]) == {f"{f}.{t}" for f in ("native", "trl", "verifiers", "nemo_gym") for t in ("jsonl", "parquet")}
+    assert set(body["files"]) == {
+        f"{f}.{t}" for f in ("native", "trl", "verifiers", "nemo_gym") for t in ("jsonl", "parquet")
+    }
 
     for name, info in manifest["files"].items():
         download = client.get(f"/api/v1/releases/{release.pk}/files/{name}", **auth(secret))
@@ -122,7 +124,9 @@ def test_missing_expired_revoked_and_wrong_scope_tokens_are_refused(
     client, charlie, model, django_capture_on_commit_callbacks
 ):
     assert client.post("/api/v1/releases", {"probe_model": "probe"}, content_type="application/json").status_code == 401
-    assert create(client, "pb_not-a-token", django_capture_on_commit_callbacks, probe_model="probe")[0].status_code == 401
+    assert (
+        create(client, "pb_not-a-token", django_capture_on_commit_callbacks, probe_model="probe")[0].status_code == 401
+    )
     token, secret = api_token_create(user=charlie, name="t", scopes=["export"])
     token.expires_at = timezone.now() - timedelta(seconds=1)
     token.save()
@@ -135,7 +139,9 @@ def test_missing_expired_revoked_and_wrong_scope_tokens_are_refused(
     assert Release.objects.count() == 0 and ReleaseItem.objects.count() == 0
 
 
-def test_releases_are_for_trainers_and_staff(client, charlie, model, django_capture_on_commit_callbacks, django_user_model):
+def test_releases_are_for_trainers_and_staff(
+    client, charlie, model, django_capture_on_commit_callbacks, django_user_model
+):
     _, charlie_secret = api_token_create(user=charlie, name="a", scopes=["export"])
     response, _ = create(client, charlie_secret, django_capture_on_commit_callbacks, probe_model="probe")
     release_id = response.json()["id"]
@@ -176,14 +182,21 @@ def test_a_failed_build_is_marked_and_a_retry_finishes_it(
     assert client.post(f"/api/v1/releases/{release_id}/retry", **auth(secret)).status_code == 409
 
 
-def test_list_shows_own_releases_newest_first(client, secret, model, django_user_model, django_capture_on_commit_callbacks):
+def test_list_shows_own_releases_newest_first(
+    client, secret, model, django_user_model, django_capture_on_commit_callbacks
+):
     first = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe")[0].json()["id"]
-    second = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe", band="retire")[0].json()["id"]
+    second = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe", band="retire")[0].json()[
+        "id"
+    ]
     body = client.get("/api/v1/releases", **auth(secret)).json()
     assert [row["id"] for row in body["results"]] == [second, first]
     erin = make_user(django_user_model, "erin", "trainers")
     _, erin_secret = api_token_create(user=erin, name="e", scopes=["export"])
-    assert [row["id"] for row in client.get("/api/v1/releases", **auth(erin_secret)).json()["results"]] == [second, first]
+    assert [row["id"] for row in client.get("/api/v1/releases", **auth(erin_secret)).json()["results"]] == [
+        second,
+        first,
+    ]
 
 
 def test_a_build_that_keeps_finding_the_database_busy_ends_failed_not_pending(

@@ -15,7 +15,14 @@ pytestmark = pytest.mark.django_db
 
 
 def submitted(environment, owner, *keys):
-    import_tasks(environment, owner, *[math_task(key, question=f"{key}: what is {index} + 1?", answer=str(index + 1)) for index, key in enumerate(keys)])
+    import_tasks(
+        environment,
+        owner,
+        *[
+            math_task(key, question=f"{key}: what is {index} + 1?", answer=str(index + 1))
+            for index, key in enumerate(keys)
+        ],
+    )
     tasks = []
     for key in keys:
         task = environment.tasks.get(key=key)
@@ -29,7 +36,11 @@ def test_approve_claims_then_approves_and_audits_both_steps(alice, bob, arithmet
     task.refresh_from_db()
     assert task.status == TaskStatus.APPROVED and review.decision == Review.Decision.APPROVE
     steps = list(task.status_changes.values_list("from_status", "to_status", "changed_by__username"))
-    assert steps == [("draft", "submitted", "alice"), ("submitted", "in_review", "bob"), ("in_review", "approved", "bob")]
+    assert steps == [
+        ("draft", "submitted", "alice"),
+        ("submitted", "in_review", "bob"),
+        ("in_review", "approved", "bob"),
+    ]
 
 
 @pytest.mark.parametrize("service", [review_services.review_reject, review_services.review_send_back])
@@ -82,7 +93,9 @@ def test_decided_tasks_cannot_be_decided_again(alice, bob, arithmetic):
 
 
 def _calibrate(task, probe_model, *, band, flags=()):
-    Calibration.objects.create(task_version=task.current_version, probe_model=probe_model, band=band, flags=list(flags), attempts=8)
+    Calibration.objects.create(
+        task_version=task.current_version, probe_model=probe_model, band=band, flags=list(flags), attempts=8
+    )
 
 
 def test_queue_puts_flagged_tasks_first(alice, bob, arithmetic):

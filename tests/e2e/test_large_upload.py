@@ -14,7 +14,9 @@ def test_a_thousand_tasks_import_in_the_background_and_the_page_follows(
 ):
     settings.PASSBAND_IMPORT_INLINE_BYTES = 10_000  # this file is ~130 KB: it goes to a worker
     upload = tmp_path / "thousand.jsonl"
-    upload.write_bytes(jsonl(*[math_task(f"gen/{i:04d}", question=f"What is {i} + {i}?", answer=str(2 * i)) for i in range(1000)]))
+    upload.write_bytes(
+        jsonl(*[math_task(f"gen/{i:04d}", question=f"What is {i} + {i}?", answer=str(2 * i)) for i in range(1000)])
+    )
 
     flush_broker()
     with running_worker(queues="default", concurrency=1):

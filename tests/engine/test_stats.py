@@ -70,9 +70,7 @@ def run_stream(
     """Drive assess the way the calibration service does: request next_round rollouts until 0."""
     successes = attempts = 0
     while True:
-        assessment = assess(
-            successes=successes, attempts=attempts, thresholds=thresholds, policy=policy, prior=prior
-        )
+        assessment = assess(successes=successes, attempts=attempts, thresholds=thresholds, policy=policy, prior=prior)
         if assessment.next_round == 0:
             return assessment
         successes += sum(bool(passes(index)) for index in range(attempts, attempts + assessment.next_round))
@@ -185,9 +183,7 @@ def test_grpo_signal_known_values():
 
 def test_expected_grpo_signal_is_the_posterior_average():
     alpha, beta = 3.5, 5.5
-    numeric, _ = integrate.quad(
-        lambda p: (1 - p**8 - (1 - p) ** 8) * scipy_stats.beta.pdf(p, alpha, beta), 0.0, 1.0
-    )
+    numeric, _ = integrate.quad(lambda p: (1 - p**8 - (1 - p) ** 8) * scipy_stats.beta.pdf(p, alpha, beta), 0.0, 1.0)
     assert expected_grpo_signal(posterior=(alpha, beta), group_size=8) == pytest.approx(numeric, rel=1e-7)
 
 
@@ -339,9 +335,7 @@ def test_operating_characteristic_is_exact_and_matches_simulation():
     characteristic = operating_characteristic(pass_rate=0.05, thresholds=THRESHOLDS, policy=policy)
     assert sum(characteristic.label_probabilities.values()) == pytest.approx(1.0)
     rng = np.random.default_rng(11)
-    runs = [
-        run_stream(lambda index, draws=rng.random(128): draws[index] < 0.05, policy=policy) for _ in range(3000)
-    ]
+    runs = [run_stream(lambda index, draws=rng.random(128): draws[index] < 0.05, policy=policy) for _ in range(3000)]
     simulated_in_band = np.mean([run.band == IN_BAND for run in runs])
     simulated_attempts = np.mean([run.attempts for run in runs])
     assert simulated_in_band == pytest.approx(characteristic.label_probabilities[IN_BAND], abs=0.03)
@@ -442,9 +436,7 @@ def test_ladder_prior_reduces_rollouts_for_the_strong_model_under_the_posterior_
             prior = (
                 JEFFREYS_PRIOR
                 if name == "jeffreys"
-                else ladder_prior(
-                    successes=int(cheap_successes[task]), attempts=cheap_attempts, ladder=ladder
-                )
+                else ladder_prior(successes=int(cheap_successes[task]), attempts=cheap_attempts, ladder=ladder)
             )
             runs.append(
                 run_stream(lambda index, task=task: draws[task, index] < strong[task], prior=prior, policy=POSTERIOR)
@@ -463,7 +455,9 @@ def test_a_prior_does_not_change_the_calibrated_rule_s_decisions():
     for successes, attempts in [(0, 32), (0, 56), (0, 64), (1, 8), (2, 80), (13, 16)]:
         evidence = {"successes": successes, "attempts": attempts, "thresholds": THRESHOLDS, "policy": ADAPTIVE}
         assert assess(prior=piled_at_zero, **evidence).band == assess(**evidence).band
-    assert assess(successes=0, attempts=32, thresholds=THRESHOLDS, policy=POSTERIOR, prior=piled_at_zero).band == TOO_HARD
+    assert (
+        assess(successes=0, attempts=32, thresholds=THRESHOLDS, policy=POSTERIOR, prior=piled_at_zero).band == TOO_HARD
+    )
 
 
 def test_ladder_prior_is_capped_and_never_decides_alone():
@@ -598,8 +592,12 @@ def test_operating_characteristic_curve_matches_the_pointwise_computation():
         assert curve.expected_attempts[index] == pytest.approx(single.expected_attempts)
         for label, probability in single.label_probabilities.items():
             assert curve.label_probabilities[label][index] == pytest.approx(probability)
-    assert curve.wrong[1] == pytest.approx(curve.label_probabilities[BORDERLINE][1] + curve.label_probabilities[RETIRE][1])
-    assert curve.wrong[3] == pytest.approx(curve.label_probabilities[TOO_HARD][3] + curve.label_probabilities[BORDERLINE][3])
+    assert curve.wrong[1] == pytest.approx(
+        curve.label_probabilities[BORDERLINE][1] + curve.label_probabilities[RETIRE][1]
+    )
+    assert curve.wrong[3] == pytest.approx(
+        curve.label_probabilities[TOO_HARD][3] + curve.label_probabilities[BORDERLINE][3]
+    )
     default = operating_characteristic_curve(thresholds=THRESHOLDS, policy=ADAPTIVE)
     assert default.pass_rates[0] == 0.0 and default.pass_rates[-1] == 1.0 and len(default.pass_rates) > 100
 
@@ -623,7 +621,9 @@ def test_bayes_optimal_table_beats_the_calibrated_rule_on_its_own_population():
     assert bound_rollouts <= default_rollouts and bound_error <= default_error
     assert all(code >= 0 for code in bound.labels[-1]) and 3 not in bound.labels[-1]  # never borderline
     with pytest.raises(ValueError, match="weights"):
-        bayes_optimal_table(thresholds=THRESHOLDS, policy=policy, pass_rates=[0.1], weights=[0.5, 0.5], rollout_cost=1e-3)
+        bayes_optimal_table(
+            thresholds=THRESHOLDS, policy=policy, pass_rates=[0.1], weights=[0.5, 0.5], rollout_cost=1e-3
+        )
 
 
 # --- bands, flags, thresholds and the whole band rule ---------------------------------------------
@@ -637,7 +637,13 @@ def test_bands_and_flags_are_the_strings_stored_in_the_database():
 
 @pytest.mark.parametrize(
     ("floor", "retire_at", "field"),
-    [(0.0, 0.7, "floor"), (0.02, 1.0, "retire_at"), (0.5, 0.4, "retire_at"), (float("nan"), 0.7, "floor"), (True, 0.7, "floor")],
+    [
+        (0.0, 0.7, "floor"),
+        (0.02, 1.0, "retire_at"),
+        (0.5, 0.4, "retire_at"),
+        (float("nan"), 0.7, "floor"),
+        (True, 0.7, "floor"),
+    ],
 )
 def test_check_thresholds_is_the_one_validation(floor, retire_at, field):
     with pytest.raises(ValueError, match=field):

@@ -82,11 +82,22 @@ def review_queue(request):
 
 REVIEW_ACTIONS = {
     "claim": lambda task, reviewer, comment: review_services.review_claim(task=task, reviewer=reviewer),
-    "approve": lambda task, reviewer, comment: review_services.review_approve(task=task, reviewer=reviewer, comment=comment),
-    "reject": lambda task, reviewer, comment: review_services.review_reject(task=task, reviewer=reviewer, comment=comment),
-    "send_back": lambda task, reviewer, comment: review_services.review_send_back(task=task, reviewer=reviewer, comment=comment),
+    "approve": lambda task, reviewer, comment: review_services.review_approve(
+        task=task, reviewer=reviewer, comment=comment
+    ),
+    "reject": lambda task, reviewer, comment: review_services.review_reject(
+        task=task, reviewer=reviewer, comment=comment
+    ),
+    "send_back": lambda task, reviewer, comment: review_services.review_send_back(
+        task=task, reviewer=reviewer, comment=comment
+    ),
 }
-DONE_MESSAGES = {"claim": "is in review", "approve": "was approved", "reject": "was rejected", "send_back": "was sent back to its author"}
+DONE_MESSAGES = {
+    "claim": "is in review",
+    "approve": "was approved",
+    "reject": "was rejected",
+    "send_back": "was sent back to its author",
+}
 
 
 @require_POST

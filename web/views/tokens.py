@@ -26,7 +26,10 @@ def token_list(request):
             if not name:
                 raise ServiceError("Name: give the token a name, e.g. the trainer or machine that will use it.")
             token, secret = services.api_token_create(
-                user=request.user, name=name[:100], scopes=request.POST.getlist("scopes"), expires_in_days=expires_in_days
+                user=request.user,
+                name=name[:100],
+                scopes=request.POST.getlist("scopes"),
+                expires_in_days=expires_in_days,
             )
             messages.success(request, f"Token {token.prefix}… created. Copy it now: it is not shown again.")
         except (ServiceError, ValueError) as error:

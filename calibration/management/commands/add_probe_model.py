@@ -10,9 +10,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("name")
         parser.add_argument("--backend", required=True, choices=["transformers", "openai"])
-        parser.add_argument("--model", default="", help="Model id, or a Hugging Face model directory (default: embedded SmolLM2).")
+        parser.add_argument(
+            "--model", default="", help="Model id, or a Hugging Face model directory (default: embedded SmolLM2)."
+        )
         parser.add_argument("--revision", default="")
-        parser.add_argument("--base-url", default="", help="Server URL for the openai backend, e.g. http://gpu-1:8000/v1")
+        parser.add_argument(
+            "--base-url", default="", help="Server URL for the openai backend, e.g. http://gpu-1:8000/v1"
+        )
         parser.add_argument("--api-key-env", default="", help="Name of the environment variable holding the API key.")
         parser.add_argument("--temperature", type=float, default=0.7)
         parser.add_argument("--top-p", type=float, default=0.95)
@@ -23,7 +27,9 @@ class Command(BaseCommand):
         parser.add_argument("--usd-per-million-input-tokens", type=float, default=0)
         parser.add_argument("--usd-per-million-output-tokens", type=float, default=0)
         parser.add_argument(
-            "--samples-per-request", type=int, default=1,
+            "--samples-per-request",
+            type=int,
+            default=1,
             help="openai: send up to this many consecutive seeds as one request (n); only for servers that "
             "seed choice i with seed + i, as vLLM does.",
         )

@@ -11,7 +11,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("environment")
         parser.add_argument("--floor", type=float, required=True, help="Pass rates below this are too hard, e.g. 0.02.")
-        parser.add_argument("--retire-at", type=float, required=True, help="Pass rates at or above this retire, e.g. 0.70.")
+        parser.add_argument(
+            "--retire-at", type=float, required=True, help="Pass rates at or above this retire, e.g. 0.70."
+        )
 
     def handle(self, *args, **options):
         environment = Environment.objects.filter(name=options["environment"]).first()

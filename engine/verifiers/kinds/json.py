@@ -129,9 +129,7 @@ def _additional_properties(validator: Any, additional: Any, instance: Any, schem
         return
     properties = schema.get("properties", {})
     patterns = [compile_author_regex(pattern) for pattern in schema.get("patternProperties", {})]
-    extras = [
-        key for key in instance if key not in properties and not any(pattern.search(key) for pattern in patterns)
-    ]
+    extras = [key for key in instance if key not in properties and not any(pattern.search(key) for pattern in patterns)]
     if validator.is_type(additional, "object"):
         for extra in extras:
             yield from validator.descend(instance[extra], additional, path=extra)
@@ -146,7 +144,9 @@ def _re2_validator_class(base: type) -> type:
     overrides = {"pattern": _pattern, "patternProperties": _pattern_properties}
     if "additionalProperties" in base.VALIDATORS:
         overrides["additionalProperties"] = _additional_properties
-    return jsonschema.validators.extend(base, {key: value for key, value in overrides.items() if key in base.VALIDATORS})
+    return jsonschema.validators.extend(
+        base, {key: value for key, value in overrides.items() if key in base.VALIDATORS}
+    )
 
 
 def resolve_pointer(document: Any, pointer: str) -> Any:

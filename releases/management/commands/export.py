@@ -19,9 +19,13 @@ class Command(BaseCommand):
         parser.add_argument("--environment", required=True)
         parser.add_argument("--band", default="", help="Only tasks in this band under the probe model.")
         parser.add_argument("--status", default="", help="Only tasks with this status.")
-        parser.add_argument("--model", default="", help="Probe model whose calibration rows carry; default: the latest used.")
+        parser.add_argument(
+            "--model", default="", help="Probe model whose calibration rows carry; default: the latest used."
+        )
         parser.add_argument("--format", required=True, choices=formats.FORMATS)
-        parser.add_argument("--file-type", choices=formats.FILE_TYPES, help="Default: from the file name (.parquet or .jsonl).")
+        parser.add_argument(
+            "--file-type", choices=formats.FILE_TYPES, help="Default: from the file name (.parquet or .jsonl)."
+        )
         parser.add_argument("-o", "--output", required=True, type=Path)
 
     def handle(self, *args, environment, band, status, model, format, file_type, output, **options):
@@ -41,6 +45,8 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         count = formats.write_file(
             records=releases.export_records(versions=versions, probe_model=probe_model),
-            format=format, file_type=file_type, path=output,
+            format=format,
+            file_type=file_type,
+            path=output,
         )
         self.stderr.write(f"Wrote {count} tasks of {env.name} as {format} {file_type} to {output}.")

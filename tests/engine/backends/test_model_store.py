@@ -59,7 +59,10 @@ def test_two_writers_at_once_publish_one_complete_folder(tmp_path):
         time.sleep(0.05)
         (folder / "model.safetensors").write_bytes(b"weights")
 
-    threads = [threading.Thread(target=lambda: results.append(publish_atomically(target=target, write=write))) for _ in range(2)]
+    threads = [
+        threading.Thread(target=lambda: results.append(publish_atomically(target=target, write=write)))
+        for _ in range(2)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -96,7 +96,9 @@ def test_consecutive_seeds_share_a_request_and_match_one_request_per_seed(server
     seeds = [10, 11, 12, 13, 14, 15, 40, 41]
     one_each = make_backend(server.base_url).generate(messages=MESSAGES, seeds=seeds, params=PARAMS)
     server.requests.clear()
-    shared = make_backend(server.base_url, samples_per_request=4).generate(messages=MESSAGES, seeds=seeds, params=PARAMS)
+    shared = make_backend(server.base_url, samples_per_request=4).generate(
+        messages=MESSAGES, seeds=seeds, params=PARAMS
+    )
     asked = sorted((request.body["seed"], request.body["n"]) for request in server.requests)
     assert asked == [(10, 4), (14, 2), (40, 2)]
     assert [generation.seed for generation in shared] == seeds
@@ -123,7 +125,9 @@ def test_a_server_that_ignores_n_gives_error_generations_not_misattributed_sampl
     with OpenAITestServer(ignores_n=True) as server:
         backend = make_backend(server.base_url, max_retries=0, samples_per_request=3)
         generations = backend.generate(messages=MESSAGES, seeds=[7, 8, 9], params=PARAMS)
-    assert all(generation.finish_reason == "error" and "asked for 3 choices" in generation.error for generation in generations)
+    assert all(
+        generation.finish_reason == "error" and "asked for 3 choices" in generation.error for generation in generations
+    )
 
 
 @pytest.mark.parametrize("failure", [429, 500, 503, "drop"])

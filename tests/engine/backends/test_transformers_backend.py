@@ -58,7 +58,9 @@ def test_completion_ids_decode_to_the_text_and_logprobs_are_valid(backend, token
 
 def test_logprobs_are_the_raw_logprobs_of_the_sampled_tokens(backend):
     """Recompute with one forward pass over prompt + completion: the raw (untempered) log-softmax."""
-    [generation] = backend.generate(messages=QUESTION, seeds=[4], params=SamplingParams(temperature=1.3, max_new_tokens=8))
+    [generation] = backend.generate(
+        messages=QUESTION, seeds=[4], params=SamplingParams(temperature=1.3, max_new_tokens=8)
+    )
     ids = generation.prompt_token_ids + generation.completion_token_ids
     with torch.inference_mode():
         logits = backend._model(input_ids=torch.tensor([ids])).logits[0].float()
@@ -165,9 +167,7 @@ def test_stop_strings_in_a_batch_end_each_row_on_its_own(backend):
 
 
 def test_a_prompt_too_long_for_the_context_gives_error_generations(backend):
-    generations = backend.generate(
-        messages=QUESTION, seeds=[1, 2], params=SamplingParams(max_new_tokens=1_000_000)
-    )
+    generations = backend.generate(messages=QUESTION, seeds=[1, 2], params=SamplingParams(max_new_tokens=1_000_000))
     assert [generation.finish_reason for generation in generations] == ["error", "error"]
     assert "exceeds the context" in generations[0].error
 
@@ -196,7 +196,9 @@ def test_sampling_follows_the_tempered_distribution():
     counts = [0, 0]
     for seed in range(2000):
         tokens, _ = sample_next_tokens(
-            logits=logits, generators=[torch.Generator().manual_seed(seed)], params=SamplingParams(top_p=1.0, temperature=1.0)
+            logits=logits,
+            generators=[torch.Generator().manual_seed(seed)],
+            params=SamplingParams(top_p=1.0, temperature=1.0),
         )
         counts[tokens.item()] += 1
     assert 0.21 < counts[0] / 2000 < 0.29

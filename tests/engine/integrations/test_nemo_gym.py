@@ -21,10 +21,23 @@ vf = pytest.importorskip("verifiers.v1")
 def response_saying(text):
     """A Responses API response whose output is one assistant message, as a NeMo Gym agent sends it."""
     return {
-        "id": "resp_1", "object": "response", "created_at": 0, "model": "policy", "status": "completed",
-        "output": [{"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
-                    "content": [{"type": "output_text", "text": text, "annotations": []}]}],
-        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 0,
+        "model": "policy",
+        "status": "completed",
+        "output": [
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        ],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
     }
 
 
@@ -40,10 +53,13 @@ def test_nemo_gym_export_loads_checks_and_scores(release_dir, tmp_path):
     assert by_key["tool-add"]["responses_create_params"]["tools"][0]["name"] == "add"
 
     # Chat Completions tool schemas (what the export wrote before) are not Responses API tools.
-    bad = dict(by_key["tool-add"], responses_create_params={
-        "input": by_key["tool-add"]["responses_create_params"]["input"],
-        "tools": [{"type": "function", "function": {"name": "add", "parameters": {}}}],
-    })
+    bad = dict(
+        by_key["tool-add"],
+        responses_create_params={
+            "input": by_key["tool-add"]["responses_create_params"]["input"],
+            "tools": [{"type": "function", "function": {"name": "add", "parameters": {}}}],
+        },
+    )
     (tmp_path / "bad.jsonl").write_text(json.dumps(bad) + "\n")
     with pytest.raises(ReleaseFileError, match="row 1: responses_create_params"):
         load_rows(tmp_path / "bad.jsonl")
@@ -61,6 +77,9 @@ def test_nemo_gym_export_loads_checks_and_scores(release_dir, tmp_path):
             for text in ("So 91 * 17 = \\boxed{1547}.", "\\boxed{1548}")
         ]
         refused = client.post("/seed_session", json=bad)
-    assert [(v["reward"], v["outcome"], v["mask_sample"]) for v in verdicts] == [(1.0, "pass", False), (0.0, "fail", False)]
+    assert [(v["reward"], v["outcome"], v["mask_sample"]) for v in verdicts] == [
+        (1.0, "pass", False),
+        (0.0, "fail", False),
+    ]
     assert all(v["task_key"] == "product" and "responses_create_params" in v and "response" in v for v in verdicts)
     assert refused.status_code == 422 and "responses_create_params" in refused.json()["detail"]

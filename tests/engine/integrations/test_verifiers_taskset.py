@@ -37,19 +37,45 @@ def test_vf_eval_scores_a_release_with_passband_verifiers(release_dir, tmp_path,
 
     monkeypatch.setenv("PASSBAND_TEST_KEY", "test")
     with OpenAITestServer(respond=respond) as server:
-        main([
-            "passband-release", "--env.taskset.release", str(release_dir / "verifiers.jsonl"),
-            "--select.include.names", "sum", "product", "capital",
-            "-m", "fake-model", "--client.base-url", server.base_url, "--client.api-key-var", "PASSBAND_TEST_KEY",
-            "-r", "2", "--no-push", "--no-rich", "-o", str(tmp_path / "outputs"), "--run.name", "release",
-        ])
+        main(
+            [
+                "passband-release",
+                "--env.taskset.release",
+                str(release_dir / "verifiers.jsonl"),
+                "--select.include.names",
+                "sum",
+                "product",
+                "capital",
+                "-m",
+                "fake-model",
+                "--client.base-url",
+                server.base_url,
+                "--client.api-key-var",
+                "PASSBAND_TEST_KEY",
+                "-r",
+                "2",
+                "--no-push",
+                "--no-rich",
+                "-o",
+                str(tmp_path / "outputs"),
+                "--run.name",
+                "release",
+            ]
+        )
     assert [request.path for request in server.requests] == ["/v1/chat/completions"] * 6
     assert all(request.body["model"] == "fake-model" for request in server.requests)
 
-    episodes = [json.loads(line) for line in (tmp_path / "outputs" / "release" / "traces.jsonl").read_text().splitlines()]
+    episodes = [
+        json.loads(line) for line in (tmp_path / "outputs" / "release" / "traces.jsonl").read_text().splitlines()
+    ]
     scored = sorted(
-        (trace["task"]["key"].split("@")[0], trace["rewards"]["passband"]["score"], trace["info"]["passband"]["outcome"])
-        for episode in episodes for trace in episode["traces"]
+        (
+            trace["task"]["key"].split("@")[0],
+            trace["rewards"]["passband"]["score"],
+            trace["info"]["passband"]["outcome"],
+        )
+        for episode in episodes
+        for trace in episode["traces"]
     )
     assert scored == [("capital", 1.0, "pass")] * 2 + [("product", 0.0, "fail")] * 2 + [("sum", 1.0, "pass")] * 2
     assert all(episode["ok"] and episode["task"]["key"] == episode["task"]["data"]["id"] for episode in episodes)

@@ -50,7 +50,7 @@ ASSERTS = {
     "memory_mb": 256,
 }
 
-ALWAYS_EQUAL = '''
+ALWAYS_EQUAL = """
 class Anything(int):
     def __eq__(self, other): return True
     def __ne__(self, other): return False
@@ -59,7 +59,7 @@ class Anything(int):
     def __hash__(self): return 0
 def add(a, b):
     return Anything()
-'''
+"""
 CODE_ATTACKS = {
     "__eq__ always true": ALWAYS_EQUAL,
     "int subclass with __eq__": ALWAYS_EQUAL.replace("class Anything(int)", "class Anything(float)"),
@@ -105,7 +105,7 @@ CODE_ATTACKS = {
         "import os\n"
         "for fd in range(3, 256):\n"
         "    try:\n"
-        "        os.write(fd, b'{\"event\": \"passed\", \"nonce\": \"x\"}\\n' * 4)\n"
+        '        os.write(fd, b\'{"event": "passed", "nonce": "x"}\\n\' * 4)\n'
         "    except OSError:\n"
         "        pass\n"
         "def add(a, b):\n    return 0\n"
@@ -125,9 +125,7 @@ CODE_ATTACKS = {
         "            pass\n"
         "    return 0\n"
     ),
-    "giant frame header": (
-        "import os\ndef add(a, b):\n    os.write(4, b'\\xff\\xff\\xff\\xff')\n    return 0\n"
-    ),
+    "giant frame header": ("import os\ndef add(a, b):\n    os.write(4, b'\\xff\\xff\\xff\\xff')\n    return 0\n"),
     "deeply nested return value": "def add(a, b):\n    x = []\n    for _ in range(100000):\n        x = [x]\n    return x\n",
     "generator instead of a value": "def add(a, b):\n    yield a + b\n",
     "read tests from the judge's memory": (
