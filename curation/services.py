@@ -13,6 +13,7 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 
 from curation.errors import CurationError
 from curation.models import (
@@ -253,13 +254,13 @@ def _tasks_create(
     tasks = Task.objects.bulk_create(
         [Task(environment=environment, key=draft.key or _generated_key(environment), owner=owner) for draft, _ in batch]
     )
-    versions = TaskVersion.objects.bulk_create(
+    TaskVersion.objects.bulk_create(
         [_version_row(task=task, draft=draft, number=1, created_by=owner, audit_problems=problems if audited else None)
          for task, (draft, problems) in zip(tasks, batch)]
     )
-    for task, version in zip(tasks, versions):
-        task.current_version = version
-    Task.objects.bulk_update(tasks, ["current_version"])
+    # One statement points every new task at its first version (bulk_update would build a CASE per row).
+    first_version = TaskVersion.objects.filter(task=OuterRef("pk"), number=1).values("pk")[:1]
+    Task.objects.filter(pk__in=[task.pk for task in tasks]).update(current_version=Subquery(first_version))
     return [task.key for task in tasks]
 
 
