@@ -86,12 +86,16 @@ class CampaignItem(models.Model):
     # The round being worked on; moved forward by compare-and-swap so a retried job cannot fork it.
     round = models.PositiveIntegerField(default=0)
     done = models.BooleanField(default=False)
+    # When a job for this item was put in the broker; null: not yet (the campaign's window was full).
+    queued_at = models.DateTimeField(null=True, blank=True)
     # Beta prior [alpha, beta] for this task, e.g. from a cheaper model (model ladder); null: the default.
     prior = models.JSONField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["campaign", "task_version"], name="campaign_item_unique")]
+        # Filling the window reads a campaign's open items that are queued, or not yet.
+        indexes = [models.Index(fields=["campaign", "done", "queued_at"], name="campaign_item_open")]
 
 
 class Outcome(models.TextChoices):

@@ -164,6 +164,11 @@ PASSBAND_REPROBE_CAP = int(os.environ.get("PASSBAND_REPROBE_CAP", "64"))
 # Task versions per generate/verify job when a server samples and the verifier is cheap: the broker
 # messages and queries of a job are shared by all of them (see calibration.services.tasks_per_job).
 PASSBAND_TASKS_PER_JOB = int(os.environ.get("PASSBAND_TASKS_PER_JOB", "32"))
+# Jobs each running campaign keeps queued; each finished job queues the next. A window, not the whole
+# campaign, sits in the broker: a cancelled campaign leaves at most this many jobs to discard, and two
+# campaigns share the workers instead of one waiting behind the other. Keep it above the number of
+# generate worker processes.
+PASSBAND_JOBS_PER_CAMPAIGN = int(os.environ.get("PASSBAND_JOBS_PER_CAMPAIGN", "16"))
 
 # Where converted model weights are cached (see engine/backends).
 PASSBAND_MODEL_CACHE = os.environ.get("PASSBAND_MODEL_CACHE", "")
@@ -179,6 +184,8 @@ if CELERY_BROKER_URL == "filesystem://":
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
+        # kombu polls the folder once a second by default, and a worker waits a poll between jobs.
+        "polling_interval": 0.1,
     }
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.db.models import (
     Count,
     Max,
+    Min,
     Q,
     Sum,
 )
+from django.utils import timezone
 
 from calibration.models import (
     Calibration,
@@ -34,13 +38,43 @@ def campaign_progress(*, campaign: Campaign) -> dict:
         unverified=Count("id", filter=Q(outcome__isnull=True)),
         cost=Sum("cost_usd"),
     )
+    open_items = items["total"] - items["done"]
+    cancelled = campaign.status == Campaign.Status.CANCELLED
+    rate, eta = _campaign_rate(campaign=campaign, to_do=0 if cancelled else open_items)
     return {
+        "rollouts_per_minute": rate,
+        "eta_seconds": eta,
         "items_total": items["total"],
         "items_done": items["done"],
+        # A cancelled campaign has nothing left to do: its open items are dropped, not waiting.
+        "items_to_do": 0 if cancelled else open_items,
+        "items_dropped": open_items if cancelled else 0,
         "percent": round(100 * items["done"] / items["total"]) if items["total"] else 100,
         **rollouts,
         "cost": float(rollouts["cost"] or 0),
     }
+
+
+RATE_WINDOW = timedelta(minutes=5)
+
+
+def _campaign_rate(*, campaign: Campaign, to_do: int) -> tuple[float | None, float | None]:
+    """Rollouts per minute over the last five minutes (or since the first rollout, if later), and
+    the seconds left at that rate for the open items' remaining rollouts (adaptive: up to the cap)."""
+    if campaign.status not in (Campaign.Status.RUNNING, Campaign.Status.PAUSED):
+        return None, None
+    now = timezone.now()
+    recent = Rollout.objects.filter(campaign=campaign, created_at__gte=now - RATE_WINDOW).aggregate(
+        count=Count("id"), first=Min("created_at")
+    )
+    if not recent["count"]:
+        return 0.0, None
+    minutes = max((now - recent["first"]).total_seconds(), 1.0) / 60
+    rate = recent["count"] / minutes
+    open_versions = CampaignItem.objects.filter(campaign=campaign, done=False).values("task_version")
+    stored_open = Rollout.objects.filter(campaign=campaign, task_version__in=open_versions).count()
+    remaining = max(to_do * campaign.max_rollouts - stored_open, 0)
+    return rate, 60 * remaining / rate
 
 
 def campaign_band_table(*, campaign: Campaign) -> list[tuple[str, int]]:

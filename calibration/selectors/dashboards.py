@@ -256,7 +256,9 @@ def verifier_latency(
 
 
 def campaigns_progress(*, environment: Environment | None, probe_model: ProbeModel | None, limit: int = 12) -> list[dict]:
-    """The most recent campaigns with items done / total: one GROUP BY over their items."""
+    """The most recent campaigns with items done / to do / dropped: one GROUP BY over their items.
+
+    A cancelled campaign has nothing to do: its unfinished items count as `items_dropped`."""
     campaigns = Campaign.objects.select_related("environment", "probe_model")
     if environment is not None:
         campaigns = campaigns.filter(environment=environment)
@@ -273,6 +275,8 @@ def campaigns_progress(*, environment: Environment | None, probe_model: ProbeMod
     result = []
     for campaign in campaigns:
         row = counts.get(campaign.pk, {"total": 0, "done": 0})
+        open_items = row["total"] - row["done"]
+        cancelled = campaign.status == Campaign.Status.CANCELLED
         result.append(
             {
                 "id": campaign.pk,
@@ -280,6 +284,8 @@ def campaigns_progress(*, environment: Environment | None, probe_model: ProbeMod
                 "status": campaign.status,
                 "items_total": row["total"],
                 "items_done": row["done"],
+                "items_to_do": 0 if cancelled else open_items,
+                "items_dropped": open_items if cancelled else 0,
                 "percent": round(100 * row["done"] / row["total"]) if row["total"] else 100,
             }
         )

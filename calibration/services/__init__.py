@@ -23,6 +23,7 @@ from calibration.services.campaigns import (
     BATCHED_VERIFIER_KINDS,
     campaign_enqueue_pending,
     campaign_finish_if_done,
+    campaign_is_running,
     campaign_set_status,
     campaign_start,
     campaigns_reconcile,
@@ -57,6 +58,7 @@ from calibration.services.rounds import (
     round_indices,
     round_run,
     round_score,
+    round_score_and_continue,
 )
 
 __all__ = [
@@ -72,6 +74,7 @@ __all__ = [
     "calibrations_refresh",
     "campaign_enqueue_pending",
     "campaign_finish_if_done",
+    "campaign_is_running",
     "campaign_items_advance",
     "campaign_run_inline",
     "campaign_set_status",
@@ -95,6 +98,7 @@ __all__ = [
     "round_indices",
     "round_run",
     "round_score",
+    "round_score_and_continue",
     "sampling_params",
     "tasks_per_job",
     "thresholds_for",

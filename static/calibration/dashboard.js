@@ -143,7 +143,8 @@ async function drawCampaigns(element) {
   const rows = data.campaigns.slice().reverse();
   Plotly.newPlot(element, [
     { type: "bar", orientation: "h", name: "done", y: rows.map((c) => c.label), x: rows.map((c) => c.items_done), marker: { color: BAND_COLOURS.in_band } },
-    { type: "bar", orientation: "h", name: "to do", y: rows.map((c) => c.label), x: rows.map((c) => c.items_total - c.items_done), marker: { color: "#d9dde5" } },
+    { type: "bar", orientation: "h", name: "to do", y: rows.map((c) => c.label), x: rows.map((c) => c.items_to_do), marker: { color: "#d9dde5" } },
+    { type: "bar", orientation: "h", name: "cancelled", y: rows.map((c) => c.label), x: rows.map((c) => c.items_dropped), marker: { color: "#f3e3e3", pattern: { shape: "/" } } },
   ], { ...LAYOUT, barmode: "stack", margin: { t: 20, l: 220 }, legend: { orientation: "h", y: -0.3 }, xaxis: { title: { text: "task versions" } } }, CONFIG);
   element.dataset.drawn = "true";
 }

@@ -60,13 +60,26 @@ def environment_probe(request, environment_name: str):
 @browser_user_required
 def campaign_detail(request, campaign_id: int):
     campaign = get_object_or_404(Campaign.objects.select_related("environment", "probe_model", "created_by"), pk=campaign_id)
+    progress = selectors.campaign_progress(campaign=campaign)
     context = {
         "campaign": campaign,
-        "progress": selectors.campaign_progress(campaign=campaign),
+        "progress": progress,
+        "eta": _duration(progress["eta_seconds"]),
         "bands": selectors.campaign_band_table(campaign=campaign),
     }
     template = "calibration/_campaign_progress.html" if request.headers.get("HX-Request") else "calibration/campaign_detail.html"
     return render(request, template, context)
+
+
+def _duration(seconds: float | None) -> str:
+    """A rough, readable duration: "40 s", "12 min", "3.5 h"; empty for None."""
+    if seconds is None:
+        return ""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 @require_POST
