@@ -68,6 +68,9 @@ class Campaign(models.Model):
     max_rollouts = models.PositiveIntegerField(default=8, help_text="Per task: fixed N, or the adaptive cap.")
     confidence = models.FloatField(default=0.95, help_text="Adaptive: stop when one band is this probable.")
     budget_usd = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
+    # The completion budget of every rollout, fixed at start (the form's, else the environment's
+    # default, else the probe model's); null on campaigns from before it was recorded.
+    max_new_tokens = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

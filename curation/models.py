@@ -18,6 +18,10 @@ class Environment(models.Model):
     default_verifier = models.JSONField(default=dict, blank=True)
     floor = models.FloatField(validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     retire_at = models.FloatField(validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    max_new_tokens = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(32768)],
+        help_text="Default completion budget for probes of this environment; blank: the probe model's.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -154,6 +154,9 @@ PASSBAND_VERIFIER_TROUBLE_SHARE = env_float("PASSBAND_VERIFIER_TROUBLE_SHARE", 0
 # Calibrated tasks (per environment and probe model) needed before an empirical-Bayes prior replaces
 # Jeffreys; 0 keeps Jeffreys always.
 PASSBAND_PRIOR_MIN_TASKS = int(os.environ.get("PASSBAND_PRIOR_MIN_TASKS", "30"))
+# Campaign and task pages warn when more than this share of generated rollouts hit the completion
+# budget (finish reason "length"): they were graded as they stood, so raise max new tokens.
+PASSBAND_TRUNCATION_WARN_SHARE = env_float("PASSBAND_TRUNCATION_WARN_SHARE", 0.10)
 # Trainer feedback: evidence k checkpoints older than the latest counts discount**k.
 PASSBAND_FEEDBACK_DISCOUNT = env_float("PASSBAND_FEEDBACK_DISCOUNT", 0.5)
 # Feedback retires a task when P(pass rate in the retire band) reaches this.
@@ -197,6 +200,10 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A cold shutdown (a second signal, or SIGQUIT) gives the job in hand 10 s, then ends it: its message
+# is handed out again (acks late), so nothing is lost, and stopping never hangs on a long job.
+CELERY_WORKER_SOFT_SHUTDOWN_TIMEOUT = env_float("CELERY_WORKER_SOFT_SHUTDOWN_TIMEOUT", 10.0)
+CELERY_WORKER_ENABLE_SOFT_SHUTDOWN_ON_IDLE = True
 CELERY_TASK_SOFT_TIME_LIMIT = 600
 CELERY_TASK_TIME_LIMIT = 660
 CELERY_TASK_DEFAULT_QUEUE = "default"

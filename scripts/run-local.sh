@@ -1,14 +1,29 @@
 #!/usr/bin/env bash
-# Start the Celery workers and the web server on port 8000; stop them all on Ctrl-C.
+# Start the Celery workers, beat and the web server on port 8000; stop them all on Ctrl-C.
 # As in docker-compose.yml: one model process on `generate` (an in-process model uses every core;
-# two would fight over them), and CPU workers for `verify` and `default`.
+# two would fight over them), CPU workers for `verify` and `default`, and beat, which re-queues
+# rounds that stalled (a lost message, a killed worker).
 set -euo pipefail
 PY=${1:-.venv/bin/python}
 PORT=${PORT:-8000}
+mkdir -p var
 "$PY" -m celery -A passband worker -Q generate --concurrency 1 --hostname "generate@%h" --loglevel INFO &
 generate_worker=$!
 "$PY" -m celery -A passband worker -Q verify,default --concurrency 2 --hostname "cpu@%h" --loglevel INFO &
 cpu_worker=$!
-trap 'kill $generate_worker $cpu_worker 2>/dev/null; wait $generate_worker $cpu_worker 2>/dev/null' EXIT INT TERM
-echo "Passband on http://127.0.0.1:$PORT/ (credentials above; Ctrl-C stops the server and the workers)"
+"$PY" -m celery -A passband beat --schedule var/celerybeat-schedule --loglevel INFO &
+beat=$!
+stop() {
+  # Warm shutdown first (finish the job in hand); a model job can take a while, so after 10 s
+  # shut down cold: acknowledged-late jobs are handed out again, and beat re-queues the rest.
+  kill -TERM $generate_worker $cpu_worker $beat 2>/dev/null || true
+  for _ in $(seq 20); do
+    kill -0 $generate_worker 2>/dev/null || kill -0 $cpu_worker 2>/dev/null || break
+    sleep 0.5
+  done
+  kill -QUIT $generate_worker $cpu_worker 2>/dev/null || true
+  wait $generate_worker $cpu_worker $beat 2>/dev/null || true
+}
+trap stop EXIT INT TERM
+echo "Passband on http://127.0.0.1:$PORT/ (credentials above; Ctrl-C stops the server, the workers and beat)"
 "$PY" manage.py runserver "0.0.0.0:$PORT"

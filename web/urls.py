@@ -5,6 +5,7 @@ from django.urls import path
 
 from web.views import campaigns as campaign_views
 from web.views import dashboards as dashboard_views
+from web.views import probes as probe_views
 from web.views import review as review_views
 from web.views import tasks as task_views
 from web.views import tokens as token_views
@@ -30,9 +31,10 @@ urlpatterns = [
         name="review_action",
     ),
     path("tasks/<slug:environment_name>/<path:key>/", task_views.task_detail, name="task_detail"),
-    path("environments/<slug:environment_name>/probe/", campaign_views.environment_probe, name="environment_probe"),
+    path("environments/<slug:environment_name>/probe/", probe_views.environment_probe, name="environment_probe"),
     path("dashboard/", campaign_views.dashboard, name="dashboard"),
     path("models/compare/", campaign_views.model_compare, name="model_compare"),
+    path("models/<slug:name>/edit/", campaign_views.probe_model_edit, name="probe_model_edit"),
     path("models/compare.json", campaign_views.model_compare_data, name="model_compare_data"),
     path("environments/<slug:environment_name>/costs.json", campaign_views.environment_costs_data, name="environment_costs_data"),
     path("dashboard/pass-rates.json", campaign_views.pass_rate_histogram_data, name="pass_rate_histogram_data"),

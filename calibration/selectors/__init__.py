@@ -5,6 +5,7 @@ from calibration.selectors.campaigns import (
     campaign_progress,
     feedback_history,
     rollouts_for_viewer,
+    truncation_by_model,
 )
 from calibration.selectors.costs import cost_summary, environment_costs, task_cost
 from calibration.selectors.dashboards import (
@@ -14,6 +15,7 @@ from calibration.selectors.dashboards import (
     pass_rate_histogram,
     verifier_latency,
 )
+from calibration.selectors.probes import SCOPES, probe_estimate, probe_task_versions, probes_running
 from calibration.selectors.tasks import (
     FLAGS,
     PRIORITIES,
@@ -27,6 +29,7 @@ from calibration.selectors.tasks import (
 __all__ = [
     "FLAGS",
     "PRIORITIES",
+    "SCOPES",
     "SORTS",
     "bands_over_time",
     "campaign_band_table",
@@ -39,9 +42,13 @@ __all__ = [
     "feedback_history",
     "model_comparison",
     "pass_rate_histogram",
+    "probe_estimate",
+    "probe_task_versions",
+    "probes_running",
     "review_queue",
     "rollouts_for_viewer",
     "task_cost",
     "tasks_with_calibration",
+    "truncation_by_model",
     "verifier_latency",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.db.models import (
     Count,
     Max,
@@ -36,8 +37,11 @@ def campaign_progress(*, campaign: Campaign) -> dict:
         verifier_errors=Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
         generation_errors=Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
         unverified=Count("id", filter=Q(outcome__isnull=True)),
+        truncated=Count("id", filter=Q(truncated=True)),
         cost=Sum("cost_usd"),
     )
+    generated = rollouts["stored"] - rollouts["generation_errors"]
+    truncated_share = rollouts["truncated"] / generated if generated else None
     open_items = items["total"] - items["done"]
     cancelled = campaign.status == Campaign.Status.CANCELLED
     rate, eta = _campaign_rate(campaign=campaign, to_do=0 if cancelled else open_items)
@@ -52,6 +56,25 @@ def campaign_progress(*, campaign: Campaign) -> dict:
         "percent": round(100 * items["done"] / items["total"]) if items["total"] else 100,
         **rollouts,
         "cost": float(rollouts["cost"] or 0),
+        "truncated_share": truncated_share,
+        "truncated_percent": None if truncated_share is None else round(100 * truncated_share, 1),
+        "truncation_warning": truncated_share is not None and truncated_share > settings.PASSBAND_TRUNCATION_WARN_SHARE,
+    }
+
+
+def truncation_by_model(*, task_version) -> dict[int, dict]:
+    """Per probe model: rollouts of one task version that were generated, and how many of them hit
+    the completion budget (truncated), with the share; keyed by probe model id."""
+    rows = (
+        Rollout.objects.filter(task_version=task_version)
+        .exclude(outcome=Outcome.GENERATION_ERROR)
+        .values("probe_model")
+        .annotate(generated=Count("id"), truncated=Count("id", filter=Q(truncated=True)))
+        .order_by()
+    )
+    return {
+        row["probe_model"]: {**row, "share": row["truncated"] / row["generated"] if row["generated"] else None}
+        for row in rows
     }
 
 

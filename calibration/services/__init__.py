@@ -46,6 +46,7 @@ from calibration.services.ladder import (
 from calibration.services.probe_models import (
     backend_for_probe_model,
     probe_model_add,
+    probe_model_update,
     sampling_params,
 )
 from calibration.services.rounds import (
@@ -90,6 +91,7 @@ __all__ = [
     "ladder_fit",
     "policy_for",
     "probe_model_add",
+    "probe_model_update",
     "reprobe_sample",
     "rollouts_generate",
     "rollouts_verify",

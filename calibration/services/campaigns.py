@@ -28,6 +28,8 @@ from curation.models import Environment, Task, TaskStatus, TaskVersion
 
 logger = logging.getLogger(__name__)
 
+MAX_NEW_TOKENS_LIMIT = 32768
+
 
 
 def campaign_start(
@@ -42,10 +44,13 @@ def campaign_start(
     seed: int | None = None,
     task_versions: list[TaskVersion] | None = None,
     enqueue: bool = True,
+    max_new_tokens: int | None = None,
 ) -> Campaign:
     """Create a campaign over the environment's current task versions and queue its first rounds.
 
     `rollouts` is N per task for the fixed policy and the cap for the adaptive one.
+    `max_new_tokens` is each rollout's completion budget; None takes the environment's default,
+    else the probe model's.
     """
     if policy not in Campaign.Policy.values:
         raise CalibrationError(f"Unknown policy {policy!r}; use adaptive or fixed.")
@@ -53,6 +58,10 @@ def campaign_start(
         raise CalibrationError("Rollouts and round size must be at least 1.")
     if not 0.5 < confidence < 1:
         raise CalibrationError(f"Confidence must lie between 0.5 and 1; got {confidence}.")
+    if max_new_tokens is None:
+        max_new_tokens = environment.max_new_tokens or probe_model.max_new_tokens
+    if not 1 <= max_new_tokens <= MAX_NEW_TOKENS_LIMIT:
+        raise CalibrationError(f"Max new tokens must lie between 1 and {MAX_NEW_TOKENS_LIMIT}; got {max_new_tokens}.")
     if task_versions is None:
         task_versions = list(
             TaskVersion.objects.filter(
@@ -73,6 +82,7 @@ def campaign_start(
             round_size=round_size,
             max_rollouts=rollouts,
             confidence=confidence,
+            max_new_tokens=max_new_tokens,
         )
         CampaignItem.objects.bulk_create(
             [CampaignItem(campaign=campaign, task_version=version) for version in task_versions]

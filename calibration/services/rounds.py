@@ -116,7 +116,7 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
     if not work:
         return 0
     probe_model = campaign.probe_model
-    params = sampling_params(probe_model)
+    params = sampling_params(probe_model, max_new_tokens=campaign.max_new_tokens)
     sampling = {
         "temperature": params.temperature,
         "top_p": params.top_p,

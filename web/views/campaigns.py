@@ -1,4 +1,5 @@
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -37,24 +38,6 @@ def pass_rate_histogram_data(request):
     data = selectors.pass_rate_histogram(environment=environment, probe_model=probe_model)
     data["band_order"] = Band.values
     return JsonResponse(data)
-
-
-@require_POST
-@group_required(AUTHORS)
-def environment_probe(request, environment_name: str):
-    environment = get_object_or_404(Environment, name=environment_name)
-    probe_model = get_object_or_404(ProbeModel, name=request.POST.get("model", ""))
-    try:
-        rollouts = int(request.POST.get("rollouts", "8"))
-        policy = request.POST.get("policy", Campaign.Policy.FIXED)
-        campaign = services.campaign_start(
-            environment=environment, probe_model=probe_model, created_by=request.user, policy=policy, rollouts=rollouts
-        )
-    except (CalibrationError, ValueError) as error:
-        messages.error(request, f"Could not start the probe: {error}")
-        return redirect("environment_list")
-    messages.success(request, f"Probing {environment.name} with {probe_model.name}: campaign {campaign.pk} started.")
-    return redirect("campaign_detail", campaign_id=campaign.pk)
 
 
 @browser_user_required
@@ -127,6 +110,25 @@ def model_compare(request):
             "costs": selectors.environment_costs(environment=environment) if environment else None,
         },
     )
+
+
+@require_POST
+@browser_user_required
+def probe_model_edit(request, name: str):
+    """Staff change a probe model's temperature and default completion budget."""
+    if not request.user.is_staff:
+        raise PermissionDenied("Only staff change probe models.")
+    probe_model = get_object_or_404(ProbeModel, name=name)
+    try:
+        services.probe_model_update(
+            probe_model=probe_model,
+            max_new_tokens=int(request.POST.get("max_new_tokens", "")),
+            temperature=float(request.POST.get("temperature", probe_model.temperature)),
+        )
+        messages.success(request, f"{probe_model.name}: max new tokens {probe_model.max_new_tokens}, temperature {probe_model.temperature}.")
+    except (CalibrationError, ValueError) as error:
+        messages.error(request, f"Could not change {probe_model.name}: {error}")
+    return redirect("model_compare")
 
 
 @browser_user_required

@@ -20,7 +20,7 @@ from accounts.permissions import (
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
 from calibration.errors import CalibrationError
-from calibration.models import Band, ProbeModel, Rollout
+from calibration.models import Band, Campaign, ProbeModel, Rollout
 from curation import review_services, selectors, services
 from curation.errors import CurationError
 from curation.models import Environment, TaskStatus
@@ -67,6 +67,7 @@ def task_list(request):
     page = int(request.GET["page"]) if request.GET.get("page", "").isdigit() else 1
     page = max(page, 1)
     total = tasks.count()
+    calibrated_count = tasks.filter(band__isnull=False).count() if probe_model and total else 0
     return render(
         request,
         "curation/task_list.html",
@@ -84,6 +85,10 @@ def task_list(request):
             "flags": ["verifier_trouble", "zero_variance", "audit_failed"],
             "sort": sort,
             "query": shared.query_without(request, "sort", "page"),
+            "calibrated_count": calibrated_count,
+            "can_author": in_group(request.user, AUTHORS),
+            # The Probe form's "matching this filter" carries the list's filter.
+            "probe_filters": {name: request.GET.get(name, "") for name in ("band", "status", "q", "flag", "mine")},
         },
     )
 
@@ -110,6 +115,10 @@ def task_detail(request, environment_name: str, key: str):
     if outcome:
         rollouts = rollouts.filter(outcome=outcome)
     rollouts = list(rollouts[:200])
+    calibrations = list(version.calibrations.select_related("probe_model")) if version else []
+    truncation = calibration_selectors.truncation_by_model(task_version=version) if version else {}
+    for calibration in calibrations:
+        calibration.truncation = truncation.get(calibration.probe_model_id)
     for rollout in rollouts:
         ids = unpack_tokens(rollout.completion_token_ids)
         rollout.completion_tokens = len(ids) if ids is not None else None
@@ -122,7 +131,9 @@ def task_detail(request, environment_name: str, key: str):
             "task": task,
             "version": version,
             "versions": task.versions.order_by("-number"),
-            "calibrations": version.calibrations.select_related("probe_model") if version else [],
+            "calibrations": calibrations,
+            "truncation_warn_share": settings.PASSBAND_TRUNCATION_WARN_SHARE,
+            "verifier_json": json.dumps(version.verifier, indent=2, ensure_ascii=False) if version else "",
             "rollouts": rollouts,
             "outcome_counts": Rollout.objects.filter(task_version=version).values("outcome").annotate(count=Count("id")),
             "status_changes": task.status_changes.select_related("changed_by"),
@@ -268,8 +279,9 @@ def task_probe(request, environment_name: str, key: str):
             environment=task.environment,
             probe_model=probe_model,
             created_by=request.user,
-            policy=request.POST.get("policy", "adaptive"),
-            rollouts=int(request.POST.get("rollouts", "16")),
+            policy=request.POST.get("policy", Campaign.Policy.FIXED),
+            rollouts=int(request.POST.get("rollouts", "8")),
+            max_new_tokens=int(request.POST["max_new_tokens"]) if request.POST.get("max_new_tokens", "").strip() else None,
             task_versions=[task.current_version],
         )
     except (CalibrationError, ValueError) as error:
