@@ -37,6 +37,7 @@ def environment_list(request):
             "rows": calibration_selectors.environments_overview(user=request.user),
             "probe_models": ProbeModel.objects.all(),
             "can_author": in_group(request.user, AUTHORS),
+            "can_manage": in_group(request.user, REVIEWERS),
             "bands": Band.values,
         },
     )
@@ -87,6 +88,7 @@ def task_list(request):
             "query": shared.query_without(request, "sort", "page"),
             "calibrated_count": calibrated_count,
             "can_author": in_group(request.user, AUTHORS),
+            "can_review": in_group(request.user, REVIEWERS),
             # The Probe form's "matching this filter" carries the list's filter.
             "probe_filters": {name: request.GET.get(name, "") for name in ("band", "status", "q", "flag", "mine")},
         },
