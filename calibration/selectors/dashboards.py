@@ -174,7 +174,8 @@ def _environment_names() -> dict[int, str]:
 def bands_over_time(*, environment: Environment | None, probe_model: ProbeModel | None, days: int = 90) -> dict:
     """Cumulative tasks per band per environment by day, dated by when each calibration last changed.
 
-    Returns {"days": [...iso dates], "series": [{"environment", "band", "counts": [...]}, ...]}.
+    Returns {"days": [...iso dates], "series": [{"environment", "band", "counts": [...]}, ...]}; the
+    days run from the day before the first change in the window (at most `days` back) to today.
     Tasks whose calibration last changed before the window count from its first day. One
     GROUP BY query over the calibrations; the running totals are summed over the few groups.
     """
@@ -189,6 +190,10 @@ def bands_over_time(*, environment: Environment | None, probe_model: ProbeModel 
         .annotate(count=Count(CALIBRATION + "id"))
         .order_by()
     )
+    rows = list(rows)
+    # The axis fits the data: from the day before the first change (at most `days` back) to today.
+    if rows:
+        start = max(start, min(row["day"] for row in rows) - timedelta(days=1))
     day_list = []
     cursor = start
     while cursor <= timezone.now():
@@ -252,7 +257,12 @@ def verifier_latency(
         for name in totals:
             totals[name] += row[name]
     overall_error_rate = (totals["errors"] + totals["timeouts"]) / totals["verdicts"] if totals["verdicts"] else None
-    return {"hours": hours_list, **series, **totals, "error_rate_overall": overall_error_rate, "window_hours": hours}
+    return {
+        "hours": hours_list, **series, **totals, "error_rate_overall": overall_error_rate, "window_hours": hours,
+        # The chart's time axis: the whole window, whole hours, so ticks read as times of day.
+        "since": since.replace(minute=0, second=0, microsecond=0).isoformat(),
+        "until": (timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)).isoformat(),
+    }
 
 
 def campaigns_progress(*, environment: Environment | None, probe_model: ProbeModel | None, limit: int = 12) -> list[dict]:

@@ -26,7 +26,7 @@ def dashboard(request):
             "environments": Environment.objects.all(),
             "probe_model": probe_model,
             "probe_models": ProbeModel.objects.all(),
-            "campaigns": Campaign.objects.select_related("environment", "probe_model")[:10],
+            "campaigns": Campaign.objects.filter(environment=environment).select_related("environment", "probe_model")[:10],
         },
     )
 
