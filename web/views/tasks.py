@@ -135,7 +135,6 @@ def task_detail(request, environment_name: str, key: str):
             "versions": task.versions.order_by("-number"),
             "calibrations": calibrations,
             "truncation_warn_share": settings.PASSBAND_TRUNCATION_WARN_SHARE,
-            "verifier_json": json.dumps(version.verifier, indent=2, ensure_ascii=False) if version else "",
             "rollouts": rollouts,
             "outcome_counts": Rollout.objects.filter(task_version=version).values("outcome").annotate(count=Count("id")),
             "status_changes": task.status_changes.select_related("changed_by"),
