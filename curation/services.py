@@ -177,9 +177,11 @@ def tasks_import(
     if problems:
         raise ImportRejected(report)
 
-    existing_hashes = set(
+    # Content already in the environment, and the task that holds it (named in the report).
+    existing_hashes = dict(
         TaskVersion.objects.filter(task__environment=environment, content_hash__in=[d.content_hash for d in drafts])
-        .values_list("content_hash", flat=True)
+        .order_by("-task__current_version_id", "pk")
+        .values_list("content_hash", "task__key")
     )
     keys = [draft.key for draft in drafts if draft.key]
     tasks_by_key = {task.key: task for task in Task.objects.filter(environment=environment, key__in=keys)}
@@ -189,7 +191,9 @@ def tasks_import(
         digest = draft.content_hash
         label = draft.key or f"line {draft.line}"
         if digest in existing_hashes:
-            report.duplicates.append(f"line {draft.line} ({label}): same content already in {environment.name}")
+            report.duplicates.append(
+                f"line {draft.line} ({label}): same content as task {existing_hashes[digest]} in {environment.name}"
+            )
             continue
         if digest in seen_hashes:
             report.duplicates.append(f"line {draft.line} ({label}): same content as line {seen_hashes[digest]}")

@@ -208,7 +208,7 @@ def _parse_jsonl(lines, *, filename: str) -> tuple[list[tuple[int, Any]], list[L
         try:
             objects.append((number, json.loads(text)))
         except json.JSONDecodeError as error:
-            problems.append(LineProblem(filename, number, "", f"not valid JSON: {error.msg} at column {error.colno}"))
+            problems.append(LineProblem(filename, number, "", f"not valid JSON: {error.msg.removesuffix(' at')} at column {error.colno}"))
     return objects, problems
 
 
