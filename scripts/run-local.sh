@@ -7,18 +7,23 @@ set -euo pipefail
 PY=${1:-.venv/bin/python}
 PORT=${PORT:-8000}
 mkdir -p var
-"$PY" -m celery -A passband worker -Q generate --concurrency 1 --hostname "generate@%h" --loglevel INFO &
+# Each worker in a session of its own: Ctrl-C then reaches only this script, which stops the main
+# processes in order. A signal sent to a worker's pool processes directly can leave its main process
+# waiting for a child that is gone, ignoring SIGTERM.
+setsid "$PY" -m celery -A passband worker -Q generate --concurrency 1 --hostname "generate@%h" --loglevel INFO &
 generate_worker=$!
-"$PY" -m celery -A passband worker -Q verify,default --concurrency 2 --hostname "cpu@%h" --loglevel INFO &
+setsid "$PY" -m celery -A passband worker -Q verify,default --concurrency 2 --hostname "cpu@%h" --loglevel INFO &
 cpu_worker=$!
-"$PY" -m celery -A passband beat --schedule var/celerybeat-schedule --loglevel INFO &
+setsid "$PY" -m celery -A passband beat --schedule var/celerybeat-schedule --loglevel INFO &
 beat=$!
+# Alive and not a zombie (an exited child stays one until `wait`, and kill -0 still finds it).
+running() { ps -o stat= -p "$1" 2>/dev/null | grep -qv Z; }
 stop() {
   # Warm shutdown first (finish the job in hand); a model job can take a while, so after 10 s
   # shut down cold: acknowledged-late jobs are handed out again, and beat re-queues the rest.
   kill -TERM $generate_worker $cpu_worker $beat 2>/dev/null || true
   for _ in $(seq 20); do
-    kill -0 $generate_worker 2>/dev/null || kill -0 $cpu_worker 2>/dev/null || break
+    running $generate_worker || running $cpu_worker || break
     sleep 0.5
   done
   kill -QUIT $generate_worker $cpu_worker 2>/dev/null || true

@@ -75,3 +75,8 @@ def test_the_task_list_offers_the_filter_and_does_not_claim_a_calibration_before
     page = client.get(reverse("task_list"), {"environment": "arithmetic", "status": "submitted"}).content.decode()
     assert "none probed with probe yet" in page and "calibrated by" not in page
     assert 'value="filter"' in page and 'name="status" value="submitted"' in page
+
+
+def test_back_links_stay_on_this_site(client, alice, arithmetic, tasks, model):
+    response = post(client, alice, scope="sample", sample_size="0", next="https://elsewhere.example/")
+    assert response.status_code == 302 and response.url == "/"

@@ -49,3 +49,5 @@ def test_per_task_probe_defaults_match_the_environments(client, alice, arithmeti
 def test_make_run_starts_beat_and_stops_workers_without_hanging():
     script = (ROOT / "scripts" / "run-local.sh").read_text()
     assert "celery -A passband beat" in script and "kill -QUIT" in script
+    # Workers in sessions of their own: Ctrl-C never reaches their pool processes directly.
+    assert script.count("setsid ") == 3

@@ -6,6 +6,7 @@ import secrets
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from accounts.permissions import AUTHORS, group_required
@@ -27,7 +28,9 @@ def _int(post, name: str, default: int | None) -> int | None:
 def environment_probe(request, environment_name: str):
     environment = get_object_or_404(Environment, name=environment_name)
     probe_model = get_object_or_404(ProbeModel, name=request.POST.get("model", ""))
-    back = request.POST.get("next") or "/"
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        back = "/"
     try:
         rollouts = _int(request.POST, "rollouts", 8)
         max_new_tokens = _int(request.POST, "max_new_tokens", None) or environment.max_new_tokens or probe_model.max_new_tokens
