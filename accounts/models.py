@@ -7,7 +7,7 @@ from django.db import models
 class ApiToken(models.Model):
     """A per-user API token. Only its sha256 is stored; the secret is shown once."""
 
-    SCOPES = ("read", "export", "feedback", "verify")
+    SCOPES = ("read", "export", "feedback", "verify", "curate")
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100)

@@ -9,12 +9,14 @@ AUTHORS, REVIEWERS, TRAINERS = "authors", "reviewers", "trainers"
 
 # Which roles may hold each API token scope (staff hold all). Reading is anyone's: a token reads
 # only what its user may see. Export and feedback move what trainers train on, and feedback can
-# retire tasks: trainers only. Verify runs the verifiers: trainers and reviewers.
+# retire tasks: trainers only. Verify runs the verifiers: trainers and reviewers. Curate changes
+# task status in bulk (authors submit their own, reviewers decide): authors and reviewers.
 SCOPE_ROLES: dict[str, tuple[str, ...] | None] = {
     "read": None,
     "export": (TRAINERS,),
     "feedback": (TRAINERS,),
     "verify": (TRAINERS, REVIEWERS),
+    "curate": (AUTHORS, REVIEWERS),
 }
 
 

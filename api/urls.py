@@ -3,10 +3,11 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api.views import calibrations, feedback, releases, tasks, verify
+from api.views import bulk, calibrations, feedback, releases, tasks, verify
 
 urlpatterns = [
     path("v1/tasks", tasks.TaskList.as_view(), name="api_task_list"),
+    path("v1/tasks/bulk", bulk.TaskBulk.as_view(), name="api_task_bulk"),
     path("v1/calibrations", calibrations.CalibrationList.as_view(), name="api_calibration_list"),
     path("v1/rollouts", calibrations.RolloutList.as_view(), name="api_rollout_list"),
     path("v1/releases", releases.ReleaseCreate.as_view(), name="api_release_create"),

@@ -69,6 +69,9 @@ class Campaign(models.Model):
     max_rollouts = models.PositiveIntegerField(default=8, help_text="Per task: fixed N, or the adaptive cap.")
     confidence = models.FloatField(default=0.95, help_text="Adaptive: stop when one band is this probable.")
     budget_usd = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
+    # The completion budget of every rollout, fixed at start (the form's, else the environment's
+    # default, else the probe model's); null on campaigns from before it was recorded.
+    max_new_tokens = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -87,12 +90,16 @@ class CampaignItem(models.Model):
     # The round being worked on; moved forward by compare-and-swap so a retried job cannot fork it.
     round = models.PositiveIntegerField(default=0)
     done = models.BooleanField(default=False)
+    # When a job for this item was put in the broker; null: not yet (the campaign's window was full).
+    queued_at = models.DateTimeField(null=True, blank=True)
     # Beta prior [alpha, beta] for this task, e.g. from a cheaper model (model ladder); null: the default.
     prior = models.JSONField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["campaign", "task_version"], name="campaign_item_unique")]
+        # Filling the window reads a campaign's open items that are queued, or not yet.
+        indexes = [models.Index(fields=["campaign", "done", "queued_at"], name="campaign_item_open")]
 
 
 class Outcome(models.TextChoices):

@@ -2,7 +2,6 @@
 
 from celery import shared_task
 from django.conf import settings
-from django.db import transaction
 
 from calibration import services
 
@@ -11,6 +10,8 @@ from calibration import services
 def generate_rollouts(campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
     """Queue `generate`: sample one round of some task versions, then hand it to a verify worker."""
     stored = services.round_generate(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
+    if stored is None:  # the campaign was paused or cancelled: drop the job
+        return 0
     verify_rollouts.delay(campaign_id, task_version_ids, round_index)
     return stored
 
@@ -18,10 +19,9 @@ def generate_rollouts(campaign_id: int, task_version_ids: int | list[int], round
 @shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=300, time_limit=330)
 def verify_rollouts(campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
     """Queue `verify`: score the round, refresh the calibrations, and open the next round where needed."""
-    opened = services.round_score(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
-    if opened:
-        transaction.on_commit(lambda: generate_rollouts.delay(campaign_id, opened, round_index + 1))
-    return len(opened)
+    return services.round_score_and_continue(
+        campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index
+    )
 
 
 @shared_task(soft_time_limit=60, time_limit=90)

@@ -7,6 +7,16 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 
+def default_floor() -> float:
+    """New environments start from the deployment's floor (PASSBAND_FLOOR)."""
+    return settings.PASSBAND_FLOOR
+
+
+def default_retire_at() -> float:
+    """New environments start from the deployment's retirement threshold (PASSBAND_RETIRE)."""
+    return settings.PASSBAND_RETIRE
+
+
 class Environment(models.Model):
     """A named collection of tasks with its own verifier default and thresholds."""
 
@@ -16,8 +26,12 @@ class Environment(models.Model):
     description = models.TextField(blank=True)
     guidelines = models.TextField(blank=True, help_text="What authors should know before writing tasks.")
     default_verifier = models.JSONField(default=dict, blank=True)
-    floor = models.FloatField(validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
-    retire_at = models.FloatField(validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    floor = models.FloatField(default=default_floor, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    retire_at = models.FloatField(default=default_retire_at, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    max_new_tokens = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(32768)],
+        help_text="Default completion budget for probes of this environment; blank: the probe model's.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from accounts.permissions import REVIEWERS, in_group
+from accounts.permissions import AUTHORS, REVIEWERS, in_group
 from curation.errors import CurationError
 from curation.models import Comment, Review, Task, TaskStatus
 from curation.services import task_transition
@@ -119,6 +119,42 @@ def reviews_bulk(*, tasks: QuerySet[Task], reviewer: AbstractBaseUser, decision:
         except CurationError as error:
             result.skipped.append(f"{task.key}: {error}")
     return result
+
+
+def tasks_submit_bulk(*, tasks: QuerySet[Task], author: AbstractBaseUser) -> BulkReviewResult:
+    """Submit every task in `tasks` for review (draft or sent back -> submitted).
+
+    Authors submit their own tasks (staff any); each task moves in its own transaction, and tasks
+    that cannot move (someone else's, failed audit, wrong status) are listed as skipped with the reason.
+    """
+    if not (in_group(author, AUTHORS) or author.is_staff):
+        raise CurationError("Only authors and staff can submit tasks.")
+    result = BulkReviewResult()
+    for task in tasks.select_related("current_version").order_by("pk").iterator(chunk_size=500):
+        if task.owner_id != author.pk and not author.is_staff:
+            result.skipped.append(f"{task.key}: not your task")
+            continue
+        try:
+            task_transition(task=task, to_status=TaskStatus.SUBMITTED, by=author, reason="bulk submit")
+            result.decided.append(task.key)
+        except CurationError as error:
+            result.skipped.append(f"{task.key}: {error}")
+    return result
+
+
+BULK_ACTIONS = ("submit", *DECISIONS)
+
+
+def tasks_bulk_action(*, tasks: QuerySet[Task], user: AbstractBaseUser, action: str, comment: str = "") -> BulkReviewResult:
+    """One status change for every task in `tasks`: `submit` (authors) or a review decision,
+    `approve`, `reject` or `send_back` (reviewers; reject and send back need a comment)."""
+    if action == "submit":
+        return tasks_submit_bulk(tasks=tasks, author=user)
+    if action not in DECISIONS:
+        raise CurationError(f"Unknown action {action!r}; use one of {', '.join(BULK_ACTIONS)}.")
+    if not in_group(user, REVIEWERS):
+        raise CurationError("Only reviewers and staff can review tasks.")
+    return reviews_bulk(tasks=tasks, reviewer=user, decision=action, comment=comment)
 
 
 def _can_discuss(*, task: Task, user: AbstractBaseUser) -> bool:

@@ -41,10 +41,12 @@ def environment_create(
     default_verifier: dict | None = None,
     floor: float | None = None,
     retire_at: float | None = None,
+    max_new_tokens: int | None = None,
 ) -> Environment:
     """Create an environment; thresholds default to PASSBAND_FLOOR and PASSBAND_RETIRE.
 
     `name` is a slug (it is part of every URL of the environment's tasks): CurationError otherwise.
+    `max_new_tokens` is the completion budget its probes use by default (None: the probe model's).
     """
     if not isinstance(name, str) or not ENVIRONMENT_NAME.match(name):
         raise CurationError(
@@ -53,11 +55,7 @@ def environment_create(
     floor = settings.PASSBAND_FLOOR if floor is None else floor
     retire_at = settings.PASSBAND_RETIRE if retire_at is None else retire_at
     thresholds_validate(floor=floor, retire_at=retire_at)
-    if default_verifier:
-        try:
-            verifiers.validate_config(default_verifier)
-        except verifiers.VerifierConfigError as error:
-            raise CurationError(f"default verifier: {error}") from error
+    _environment_fields_validate(name=name, domain=domain, default_verifier=default_verifier, max_new_tokens=max_new_tokens)
     if Environment.objects.filter(name=name).exists():
         raise CurationError(f"An environment named {name!r} already exists.")
     return Environment.objects.create(
@@ -69,7 +67,60 @@ def environment_create(
         default_verifier=default_verifier or {},
         floor=floor,
         retire_at=retire_at,
+        max_new_tokens=max_new_tokens,
     )
+
+
+ENVIRONMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
+
+
+def _environment_fields_validate(*, name: str, domain: str, default_verifier: dict | None, max_new_tokens: int | None) -> None:
+    if not ENVIRONMENT_NAME.match(name or ""):
+        raise CurationError(
+            f"name: {name!r} is not a valid name; use 1-80 letters, digits, '-' or '_', starting with a letter or digit."
+        )
+    if not (domain or "").strip():
+        raise CurationError("domain: required (math, code, tool use, workflow...).")
+    if default_verifier:
+        try:
+            verifiers.validate_config(default_verifier)
+        except verifiers.VerifierConfigError as error:
+            raise CurationError(f"default verifier: {error}") from error
+    if max_new_tokens is not None and not 1 <= max_new_tokens <= 32768:
+        raise CurationError(f"max new tokens: must lie between 1 and 32768; got {max_new_tokens}.")
+
+
+def environment_update(
+    *,
+    environment: Environment,
+    title: str | None = None,
+    domain: str | None = None,
+    description: str | None = None,
+    guidelines: str | None = None,
+    default_verifier: dict | None = None,
+    max_new_tokens: int | None = None,
+    clear_max_new_tokens: bool = False,
+) -> Environment:
+    """Change an environment's descriptive fields, default verifier and default completion budget
+    (the arguments given; `clear_max_new_tokens` goes back to the probe model's). Thresholds change
+    through calibration's environment_thresholds_set, which re-bands the tasks."""
+    changes = {
+        "title": title, "domain": domain, "description": description, "guidelines": guidelines,
+        "default_verifier": default_verifier, "max_new_tokens": max_new_tokens,
+    }
+    changes = {name: value for name, value in changes.items() if value is not None}
+    if clear_max_new_tokens:
+        changes["max_new_tokens"] = None
+    _environment_fields_validate(
+        name=environment.name,
+        domain=changes.get("domain", environment.domain),
+        default_verifier=changes.get("default_verifier"),
+        max_new_tokens=changes.get("max_new_tokens"),
+    )
+    for name, value in changes.items():
+        setattr(environment, name, value)
+    environment.save(update_fields=list(changes) or None)
+    return environment
 
 
 def thresholds_validate(*, floor: float, retire_at: float) -> None:
@@ -186,12 +237,17 @@ def tasks_import(
     if not report.ok:
         raise ImportRejected(report)
 
-    existing_hashes: set[str] = set()
+    # Content already in the environment, and the task that holds it (named in the report): the
+    # current version's task first, so a match names the task that shows this content now.
+    existing_hashes: dict[str, str] = {}
     for hashes in _chunks([line.content_hash for line in scan.lines]):
-        existing_hashes.update(
+        rows = (
             TaskVersion.objects.filter(task__environment=environment, content_hash__in=hashes)
-            .values_list("content_hash", flat=True)
+            .order_by("-task__current_version_id", "pk")
+            .values_list("content_hash", "task__key")
         )
+        for digest, key in rows:
+            existing_hashes.setdefault(digest, key)
     owners_by_key: dict[str, tuple[int, int]] = {}
     for keys in _chunks([line.key for line in scan.lines if line.key]):
         for pk, key, owner_id in Task.objects.filter(environment=environment, key__in=keys).values_list("pk", "key", "owner_id"):
@@ -201,7 +257,9 @@ def tasks_import(
     for line in scan.lines:
         label = line.key or f"line {line.line}"
         if line.content_hash in existing_hashes:
-            report.duplicates.append(f"line {line.line} ({label}): same content already in {environment.name}")
+            report.duplicates.append(
+                f"line {line.line} ({label}): same content as task {existing_hashes[line.content_hash]} in {environment.name}"
+            )
             continue
         if line.content_hash in seen_hashes:
             report.duplicates.append(f"line {line.line} ({label}): same content as line {seen_hashes[line.content_hash]}")

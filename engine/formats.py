@@ -259,7 +259,9 @@ def write_parquet(*, rows: Iterable[dict], path: Path | str, format: str, batch_
                 writer.write_table(pa.Table.from_pylist(batch, schema=schema))
                 count += len(batch)
                 batch = []
-        if batch or count == 0:
+        # No rows: the schema and no row group at all. A row group of zero rows makes readers that size
+        # their batches by the first row group (🤗 datasets) ask for batches of 0 and fail.
+        if batch:
             writer.write_table(pa.Table.from_pylist(batch, schema=schema))
             count += len(batch)
     return count

@@ -163,6 +163,9 @@ PASSBAND_VERIFIER_TROUBLE_SHARE = env_float("PASSBAND_VERIFIER_TROUBLE_SHARE", 0
 # Calibrated tasks (per environment and probe model) needed before an empirical-Bayes prior replaces
 # Jeffreys; 0 keeps Jeffreys always.
 PASSBAND_PRIOR_MIN_TASKS = int(os.environ.get("PASSBAND_PRIOR_MIN_TASKS", "30"))
+# Campaign and task pages warn when more than this share of generated rollouts hit the completion
+# budget (finish reason "length"): they were graded as they stood, so raise max new tokens.
+PASSBAND_TRUNCATION_WARN_SHARE = env_float("PASSBAND_TRUNCATION_WARN_SHARE", 0.10)
 # Trainer feedback: evidence k checkpoints older than the latest counts discount**k.
 PASSBAND_FEEDBACK_DISCOUNT = env_float("PASSBAND_FEEDBACK_DISCOUNT", 0.5)
 # Feedback retires a task when P(pass rate in the retire band) reaches this.
@@ -173,6 +176,11 @@ PASSBAND_REPROBE_CAP = int(os.environ.get("PASSBAND_REPROBE_CAP", "64"))
 # Task versions per generate/verify job when a server samples and the verifier is cheap: the broker
 # messages and queries of a job are shared by all of them (see calibration.services.tasks_per_job).
 PASSBAND_TASKS_PER_JOB = int(os.environ.get("PASSBAND_TASKS_PER_JOB", "32"))
+# Jobs each running campaign keeps queued; each finished job queues the next. A window, not the whole
+# campaign, sits in the broker: a cancelled campaign leaves at most this many jobs to discard, and two
+# campaigns share the workers instead of one waiting behind the other. Keep it above the number of
+# generate worker processes.
+PASSBAND_JOBS_PER_CAMPAIGN = int(os.environ.get("PASSBAND_JOBS_PER_CAMPAIGN", "16"))
 
 # LLM judges that llm_judge tasks may name (a task names one, never a URL or a key variable):
 # JSON {"name": {"base_url": "http://judge:8000/v1", "model": "...", "api_key_env": "JUDGE_API_KEY"}}.
@@ -201,6 +209,8 @@ if CELERY_BROKER_URL == "filesystem://":
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
+        # kombu polls the folder once a second by default, and a worker waits a poll between jobs.
+        "polling_interval": 0.1,
     }
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
@@ -212,6 +222,10 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A cold shutdown (a second signal, or SIGQUIT) gives the job in hand 10 s, then ends it: its message
+# is handed out again (acks late), so nothing is lost, and stopping never hangs on a long job.
+CELERY_WORKER_SOFT_SHUTDOWN_TIMEOUT = env_float("CELERY_WORKER_SOFT_SHUTDOWN_TIMEOUT", 10.0)
+CELERY_WORKER_ENABLE_SOFT_SHUTDOWN_ON_IDLE = True
 CELERY_TASK_SOFT_TIME_LIMIT = 600
 CELERY_TASK_TIME_LIMIT = 660
 CELERY_TASK_DEFAULT_QUEUE = "default"

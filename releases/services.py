@@ -160,14 +160,21 @@ def release_create(
     band: str = Band.IN_BAND,
     status: str = TaskStatus.APPROVED,
     domain: str = "",
+    allow_empty: bool = False,
 ) -> Release:
     """Pin the matching current versions and their calibration; the files are built by `release_build`.
 
-    Queues the build after the commit, so the worker always finds the release.
+    Queues the build after the commit, so the worker always finds the release. Raises ReleaseError
+    when no task matches, unless `allow_empty` (an empty release is then built, with a warning).
     """
     versions = export_versions(
         environment=environment, probe_model=probe_model, band=band, status=status, domain=domain, user=user
     )
+    if not allow_empty and not versions.exists():
+        raise ReleaseError(
+            f"No task matches ({_filter_text(environment=environment, probe_model=probe_model, band=band, status=status, domain=domain)}): "
+            "nothing to release. Approve or probe tasks first, or ask for an empty release explicitly."
+        )
     environments = Environment.objects.filter(pk=environment.pk) if environment else Environment.objects.all()
     with transaction.atomic():
         release = Release.objects.create(
@@ -195,6 +202,14 @@ def release_create(
         # By name: the task module imports this one. The registered task honours eager mode and mocks.
         transaction.on_commit(lambda: current_app.tasks["releases.tasks.build_release"].delay(release.pk))
     return release
+
+
+def _filter_text(*, environment, probe_model, band, status, domain) -> str:
+    parts = [f"status {status}" if status else "any status", f"band {band} under {probe_model.name}" if band else "any band"]
+    parts.append(f"environment {environment.name}" if environment else "every environment")
+    if domain:
+        parts.append(f"domain {domain}")
+    return ", ".join(parts)
 
 
 def release_directory(*, release: Release) -> Path:
@@ -267,7 +282,13 @@ def release_build(*, release_id: int) -> Release:
             "created_by": release.created_by.get_username(),
             "created_at": release.created_at.isoformat(),
             "files": files,
+            "warnings": [],
         }
+        if not manifest["tasks"]:
+            manifest["warnings"].append(
+                "This release is empty: no task matched its filter when it was pinned. Its files hold no rows "
+                "(Parquet: the schema and no row group); 🤗 datasets refuses to load a split with no rows."
+            )
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
     except Exception as error:

@@ -1,14 +1,34 @@
 #!/usr/bin/env bash
-# Start the Celery workers and the web server on port 8000; stop them all on Ctrl-C.
+# Start the Celery workers, beat and the web server on port 8000; stop them all on Ctrl-C.
 # As in docker-compose.yml: one model process on `generate` (an in-process model uses every core;
-# two would fight over them), and CPU workers for `verify` and `default`.
+# two would fight over them), CPU workers for `verify` and `default`, and beat, which re-queues
+# rounds that stalled (a lost message, a killed worker).
 set -euo pipefail
 PY=${1:-.venv/bin/python}
 PORT=${PORT:-8000}
-"$PY" -m celery -A passband worker -Q generate --concurrency 1 --hostname "generate@%h" --loglevel INFO &
+mkdir -p var
+# Each worker in a session of its own: Ctrl-C then reaches only this script, which stops the main
+# processes in order. A signal sent to a worker's pool processes directly can leave its main process
+# waiting for a child that is gone, ignoring SIGTERM.
+setsid "$PY" -m celery -A passband worker -Q generate --concurrency 1 --hostname "generate@%h" --loglevel INFO &
 generate_worker=$!
-"$PY" -m celery -A passband worker -Q verify,default --concurrency 2 --hostname "cpu@%h" --loglevel INFO &
+setsid "$PY" -m celery -A passband worker -Q verify,default --concurrency 2 --hostname "cpu@%h" --loglevel INFO &
 cpu_worker=$!
-trap 'kill $generate_worker $cpu_worker 2>/dev/null; wait $generate_worker $cpu_worker 2>/dev/null' EXIT INT TERM
-echo "Passband on http://127.0.0.1:$PORT/ (credentials above; Ctrl-C stops the server and the workers)"
+setsid "$PY" -m celery -A passband beat --schedule var/celerybeat-schedule --loglevel INFO &
+beat=$!
+# Alive and not a zombie (an exited child stays one until `wait`, and kill -0 still finds it).
+running() { ps -o stat= -p "$1" 2>/dev/null | grep -qv Z; }
+stop() {
+  # Warm shutdown first (finish the job in hand); a model job can take a while, so after 10 s
+  # shut down cold: acknowledged-late jobs are handed out again, and beat re-queues the rest.
+  kill -TERM $generate_worker $cpu_worker $beat 2>/dev/null || true
+  for _ in $(seq 20); do
+    running $generate_worker || running $cpu_worker || break
+    sleep 0.5
+  done
+  kill -QUIT $generate_worker $cpu_worker 2>/dev/null || true
+  wait $generate_worker $cpu_worker $beat 2>/dev/null || true
+}
+trap stop EXIT INT TERM
+echo "Passband on http://127.0.0.1:$PORT/ (credentials above; Ctrl-C stops the server, the workers and beat)"
 "$PY" manage.py runserver "0.0.0.0:$PORT"

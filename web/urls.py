@@ -1,20 +1,27 @@
 """Page routes: every HTML view and the JSON behind its charts."""
 
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import path
+from django.views.generic import RedirectView
 
+from web.views import bulk as bulk_views
 from web.views import campaigns as campaign_views
 from web.views import dashboards as dashboard_views
+from web.views import environments as environment_views
+from web.views import probes as probe_views
 from web.views import review as review_views
 from web.views import tasks as task_views
 from web.views import tokens as token_views
 from web.views import trajectories as trajectory_views
 
 urlpatterns = [
+    path("favicon.ico", RedirectView.as_view(url=static("web/favicon.svg"), permanent=True)),
     path("", task_views.environment_list, name="environment_list"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("tasks/", task_views.task_list, name="task_list"),
+    path("tasks/bulk/", bulk_views.task_bulk, name="task_bulk"),
     path("tasks/upload/", task_views.task_upload, name="task_upload"),
     path("tasks/upload/<int:job_id>/", task_views.import_job_detail, name="import_job_detail"),
     path("tasks/<slug:environment_name>/<path:key>/submit/", task_views.task_submit, name="task_submit"),
@@ -31,9 +38,12 @@ urlpatterns = [
         name="review_action",
     ),
     path("tasks/<slug:environment_name>/<path:key>/", task_views.task_detail, name="task_detail"),
-    path("environments/<slug:environment_name>/probe/", campaign_views.environment_probe, name="environment_probe"),
+    path("environments/new/", environment_views.environment_create, name="environment_create"),
+    path("environments/<slug:environment_name>/edit/", environment_views.environment_edit, name="environment_edit"),
+    path("environments/<slug:environment_name>/probe/", probe_views.environment_probe, name="environment_probe"),
     path("dashboard/", campaign_views.dashboard, name="dashboard"),
     path("models/compare/", campaign_views.model_compare, name="model_compare"),
+    path("models/<slug:name>/edit/", campaign_views.probe_model_edit, name="probe_model_edit"),
     path("models/compare.json", campaign_views.model_compare_data, name="model_compare_data"),
     path("environments/<slug:environment_name>/costs.json", campaign_views.environment_costs_data, name="environment_costs_data"),
     path("dashboard/pass-rates.json", campaign_views.pass_rate_histogram_data, name="pass_rate_histogram_data"),

@@ -26,6 +26,9 @@ class ReleaseRequest(serializers.Serializer):
     band = serializers.ChoiceField(choices=Band.values, default=Band.IN_BAND)
     status = serializers.ChoiceField(choices=TaskStatus.values, default=TaskStatus.APPROVED)
     domain = serializers.CharField(required=False, allow_blank=True, default="")
+    allow_empty = serializers.BooleanField(
+        default=False, help_text="Build a release even when no task matches (its files hold no rows); default: refuse."
+    )
 
 
 class ReleaseSerializer(serializers.Serializer):
@@ -40,6 +43,10 @@ class ReleaseSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     built_at = serializers.DateTimeField(allow_null=True)
     files = serializers.SerializerMethodField()
+    warnings = serializers.SerializerMethodField()
+
+    def get_warnings(self, release) -> list[str]:
+        return list(release.manifest.get("warnings", [])) if release.manifest else []
 
     def get_files(self, release) -> dict[str, str]:
         if release.status != ReleaseStatus.READY:
@@ -87,6 +94,7 @@ class ReleaseCreate(base.IdOrderedList):
             release = releases.release_create(
                 user=request.user, probe_model=probe_model, environment=environment,
                 band=data["band"], status=data["status"], domain=data.get("domain", ""),
+                allow_empty=data["allow_empty"],
             )
         except ServiceError as error:
             raise ValidationError({"detail": str(error)}) from None

@@ -7,6 +7,7 @@ from calibration.selectors.campaigns import (
     outcome_counts,
     rollouts_for_viewer,
     task_version_rollouts,
+    truncation_by_model,
 )
 from calibration.selectors.costs import cost_summary, environment_costs, task_cost
 from calibration.selectors.dashboards import (
@@ -17,6 +18,7 @@ from calibration.selectors.dashboards import (
     pass_rate_histogram,
     verifier_latency,
 )
+from calibration.selectors.probes import SCOPES, probe_estimate, probe_task_versions, probes_running
 from calibration.selectors.tasks import (
     FLAGS,
     PRIORITIES,
@@ -31,6 +33,7 @@ from calibration.selectors.tasks import (
 __all__ = [
     "FLAGS",
     "PRIORITIES",
+    "SCOPES",
     "SORTS",
     "bands_over_time",
     "campaign_band_table",
@@ -46,10 +49,14 @@ __all__ = [
     "operating_characteristic",
     "outcome_counts",
     "pass_rate_histogram",
+    "probe_estimate",
+    "probe_task_versions",
+    "probes_running",
     "review_queue",
     "rollouts_for_viewer",
     "task_cost",
     "task_version_rollouts",
     "tasks_with_calibration",
+    "truncation_by_model",
     "verifier_latency",
 ]

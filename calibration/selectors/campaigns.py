@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.db.models import (
     Count,
     Max,
+    Min,
     Q,
     QuerySet,
     Sum,
 )
+from django.utils import timezone
 
 from calibration.models import (
     Calibration,
@@ -34,15 +39,67 @@ def campaign_progress(*, campaign: Campaign) -> dict:
         verifier_errors=Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
         generation_errors=Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
         unverified=Count("id", filter=Q(outcome__isnull=True)),
+        truncated=Count("id", filter=Q(truncated=True)),
         cost=Sum("cost_usd"),
     )
+    generated = rollouts["stored"] - rollouts["generation_errors"]
+    truncated_share = rollouts["truncated"] / generated if generated else None
+    open_items = items["total"] - items["done"]
+    cancelled = campaign.status == Campaign.Status.CANCELLED
+    rate, eta = _campaign_rate(campaign=campaign, to_do=0 if cancelled else open_items)
     return {
+        "rollouts_per_minute": rate,
+        "eta_seconds": eta,
         "items_total": items["total"],
         "items_done": items["done"],
+        # A cancelled campaign has nothing left to do: its open items are dropped, not waiting.
+        "items_to_do": 0 if cancelled else open_items,
+        "items_dropped": open_items if cancelled else 0,
         "percent": round(100 * items["done"] / items["total"]) if items["total"] else 100,
         **rollouts,
         "cost": float(rollouts["cost"] or 0),
+        "truncated_share": truncated_share,
+        "truncated_percent": None if truncated_share is None else round(100 * truncated_share, 1),
+        "truncation_warning": truncated_share is not None and truncated_share > settings.PASSBAND_TRUNCATION_WARN_SHARE,
     }
+
+
+def truncation_by_model(*, task_version) -> dict[int, dict]:
+    """Per probe model: rollouts of one task version that were generated, and how many of them hit
+    the completion budget (truncated), with the share; keyed by probe model id."""
+    rows = (
+        Rollout.objects.filter(task_version=task_version)
+        .exclude(outcome=Outcome.GENERATION_ERROR)
+        .values("probe_model")
+        .annotate(generated=Count("id"), truncated=Count("id", filter=Q(truncated=True)))
+        .order_by()
+    )
+    return {
+        row["probe_model"]: {**row, "share": row["truncated"] / row["generated"] if row["generated"] else None}
+        for row in rows
+    }
+
+
+RATE_WINDOW = timedelta(minutes=5)
+
+
+def _campaign_rate(*, campaign: Campaign, to_do: int) -> tuple[float | None, float | None]:
+    """Rollouts per minute over the last five minutes (or since the first rollout, if later), and
+    the seconds left at that rate for the open items' remaining rollouts (adaptive: up to the cap)."""
+    if campaign.status not in (Campaign.Status.RUNNING, Campaign.Status.PAUSED):
+        return None, None
+    now = timezone.now()
+    recent = Rollout.objects.filter(campaign=campaign, created_at__gte=now - RATE_WINDOW).aggregate(
+        count=Count("id"), first=Min("created_at")
+    )
+    if not recent["count"]:
+        return 0.0, None
+    minutes = max((now - recent["first"]).total_seconds(), 1.0) / 60
+    rate = recent["count"] / minutes
+    open_versions = CampaignItem.objects.filter(campaign=campaign, done=False).values("task_version")
+    stored_open = Rollout.objects.filter(campaign=campaign, task_version__in=open_versions).count()
+    remaining = max(to_do * campaign.max_rollouts - stored_open, 0)
+    return rate, 60 * remaining / rate
 
 
 def campaign_band_table(*, campaign: Campaign) -> list[tuple[str, int]]:

@@ -179,7 +179,8 @@ def _environment_names() -> dict[int, str]:
 def bands_over_time(*, environment: Environment | None, probe_model: ProbeModel | None, days: int = 90) -> dict:
     """Cumulative tasks per band per environment by day, dated by when each calibration last changed.
 
-    Returns {"days": [...iso dates], "series": [{"environment", "band", "counts": [...]}, ...]}.
+    Returns {"days": [...iso dates], "series": [{"environment", "band", "counts": [...]}, ...]}; the
+    days run from the day before the first change in the window (at most `days` back) to today.
     Tasks whose calibration last changed before the window count from its first day. One
     GROUP BY query over the calibrations; the running totals are summed over the few groups.
     """
@@ -194,6 +195,10 @@ def bands_over_time(*, environment: Environment | None, probe_model: ProbeModel 
         .annotate(count=Count(CALIBRATION + "id"))
         .order_by()
     )
+    rows = list(rows)
+    # The axis fits the data: from the day before the first change (at most `days` back) to today.
+    if rows:
+        start = max(start, min(row["day"] for row in rows) - timedelta(days=1))
     day_list = []
     cursor = start
     while cursor <= timezone.now():
@@ -263,11 +268,18 @@ def verifier_latency(
         for name in totals:
             totals[name] += row[name]
     overall_error_rate = (totals["errors"] + totals["timeouts"]) / totals["verdicts"] if totals["verdicts"] else None
-    return {"hours": hours_list, **series, **totals, "error_rate_overall": overall_error_rate, "window_hours": hours}
+    return {
+        "hours": hours_list, **series, **totals, "error_rate_overall": overall_error_rate, "window_hours": hours,
+        # The chart's time axis: the whole window, whole hours, so ticks read as times of day.
+        "since": since.replace(minute=0, second=0, microsecond=0).isoformat(),
+        "until": (timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)).isoformat(),
+    }
 
 
 def campaigns_progress(*, environment: Environment | None, probe_model: ProbeModel | None, limit: int = 12) -> list[dict]:
-    """The most recent campaigns with items done / total: one GROUP BY over their items."""
+    """The most recent campaigns with items done / to do / dropped: one GROUP BY over their items.
+
+    A cancelled campaign has nothing to do: its unfinished items count as `items_dropped`."""
     campaigns = Campaign.objects.select_related("environment", "probe_model")
     if environment is not None:
         campaigns = campaigns.filter(environment=environment)
@@ -284,6 +296,8 @@ def campaigns_progress(*, environment: Environment | None, probe_model: ProbeMod
     result = []
     for campaign in campaigns:
         row = counts.get(campaign.pk, {"total": 0, "done": 0})
+        open_items = row["total"] - row["done"]
+        cancelled = campaign.status == Campaign.Status.CANCELLED
         result.append(
             {
                 "id": campaign.pk,
@@ -291,6 +305,8 @@ def campaigns_progress(*, environment: Environment | None, probe_model: ProbeMod
                 "status": campaign.status,
                 "items_total": row["total"],
                 "items_done": row["done"],
+                "items_to_do": 0 if cancelled else open_items,
+                "items_dropped": open_items if cancelled else 0,
                 "percent": round(100 * row["done"] / row["total"]) if row["total"] else 100,
             }
         )

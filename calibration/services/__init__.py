@@ -23,6 +23,7 @@ from calibration.services.campaigns import (
     BATCHED_VERIFIER_KINDS,
     campaign_enqueue_pending,
     campaign_finish_if_done,
+    campaign_is_running,
     campaign_set_status,
     campaign_start,
     campaigns_reconcile,
@@ -45,6 +46,7 @@ from calibration.services.ladder import (
 from calibration.services.probe_models import (
     backend_for_probe_model,
     probe_model_add,
+    probe_model_update,
     sampling_params,
 )
 from calibration.services.rounds import (
@@ -57,6 +59,7 @@ from calibration.services.rounds import (
     round_indices,
     round_run,
     round_score,
+    round_score_and_continue,
 )
 
 __all__ = [
@@ -72,6 +75,7 @@ __all__ = [
     "calibrations_refresh",
     "campaign_enqueue_pending",
     "campaign_finish_if_done",
+    "campaign_is_running",
     "campaign_items_advance",
     "campaign_run_inline",
     "campaign_set_status",
@@ -87,6 +91,7 @@ __all__ = [
     "ladder_fit",
     "policy_for",
     "probe_model_add",
+    "probe_model_update",
     "reprobe_sample",
     "rollouts_generate",
     "rollouts_verify",
@@ -95,6 +100,7 @@ __all__ = [
     "round_indices",
     "round_run",
     "round_score",
+    "round_score_and_continue",
     "sampling_params",
     "tasks_per_job",
     "thresholds_for",

@@ -1,8 +1,13 @@
-"""Campaigns: start, queue their rounds, reconcile stalled ones, pause, resume and cancel."""
+"""Campaigns: start, queue their rounds, reconcile stalled ones, pause, resume and cancel.
+
+A running campaign keeps a window of jobs in the broker (PASSBAND_JOBS_PER_CAMPAIGN), refilled as
+its items finish; cancelling or pausing leaves at most that window behind, and each of those jobs
+returns after one primary-key lookup (campaign_is_running)."""
 
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 from datetime import timedelta
 
@@ -23,6 +28,8 @@ from curation.models import Environment, Task, TaskStatus, TaskVersion
 
 logger = logging.getLogger(__name__)
 
+MAX_NEW_TOKENS_LIMIT = 32768
+
 
 
 def campaign_start(
@@ -37,10 +44,13 @@ def campaign_start(
     seed: int | None = None,
     task_versions: list[TaskVersion] | None = None,
     enqueue: bool = True,
+    max_new_tokens: int | None = None,
 ) -> Campaign:
     """Create a campaign over the environment's current task versions and queue its first rounds.
 
     `rollouts` is N per task for the fixed policy and the cap for the adaptive one.
+    `max_new_tokens` is each rollout's completion budget; None takes the environment's default,
+    else the probe model's.
     """
     if policy not in Campaign.Policy.values:
         raise CalibrationError(f"Unknown policy {policy!r}; use adaptive or fixed.")
@@ -48,6 +58,10 @@ def campaign_start(
         raise CalibrationError("Rollouts and round size must be at least 1.")
     if not 0.5 < confidence < 1:
         raise CalibrationError(f"Confidence must lie between 0.5 and 1; got {confidence}.")
+    if max_new_tokens is None:
+        max_new_tokens = environment.max_new_tokens or probe_model.max_new_tokens
+    if not 1 <= max_new_tokens <= MAX_NEW_TOKENS_LIMIT:
+        raise CalibrationError(f"Max new tokens must lie between 1 and {MAX_NEW_TOKENS_LIMIT}; got {max_new_tokens}.")
     if task_versions is None:
         task_versions = list(
             TaskVersion.objects.filter(
@@ -68,6 +82,7 @@ def campaign_start(
             round_size=round_size,
             max_rollouts=rollouts,
             confidence=confidence,
+            max_new_tokens=max_new_tokens,
         )
         CampaignItem.objects.bulk_create(
             [CampaignItem(campaign=campaign, task_version=version) for version in task_versions]
@@ -85,30 +100,85 @@ def round_enqueue(*, campaign_id: int, task_version_ids: list[int], round_index:
     current_app.tasks["calibration.tasks.generate_rollouts"].delay(campaign_id, task_version_ids, round_index)
 
 
-def campaign_enqueue_pending(*, campaign_id: int, stalled_for_seconds: float = 0) -> int:
-    """Queue the current round of every unfinished item (all of them, or those idle for a while).
+def campaign_enqueue_pending(*, campaign_id: int, stalled_for_seconds: float | None = None) -> int:
+    """Keep the campaign's window of jobs in the broker; returns how many items this call queued.
 
-    Items at the same round go out together, up to `tasks_per_job` per job. Safe to call at any
-    time: a round that is already generated or verified is skipped by the workers. Returns how many
-    items were queued.
+    With `stalled_for_seconds`, first queue again the rounds of queued items idle that long (a lost
+    message or a dead worker). Then fill the window: items not yet queued go out, in order, until
+    the campaign has `PASSBAND_JOBS_PER_CAMPAIGN` jobs out. Items at the same round go out
+    together, up to `tasks_per_job` per job. Safe to call at any time: a round that is already
+    generated or verified is skipped by the workers, and a campaign that is not running queues
+    nothing.
     """
     campaign = Campaign.objects.select_related("probe_model").get(pk=campaign_id)
-    items = CampaignItem.objects.filter(campaign_id=campaign_id, done=False)
-    if stalled_for_seconds:
-        items = items.filter(updated_at__lt=timezone.now() - timedelta(seconds=stalled_for_seconds))
-    pending = list(
-        items.order_by("round", "task_version_id").values_list(
-            "task_version_id", "round", "task_version__verifier", "task_version__tools"
+    if campaign.status != Campaign.Status.RUNNING:
+        return 0
+    queued = 0
+    if stalled_for_seconds is not None:
+        stalled = list(
+            CampaignItem.objects.filter(
+                campaign_id=campaign_id, done=False, queued_at__isnull=False,
+                updated_at__lt=timezone.now() - timedelta(seconds=stalled_for_seconds),
+            )
+            .order_by("round", "task_version_id")
+            .values_list("task_version_id", "round", "task_version__verifier", "task_version__tools")
         )
-    )
+        for round_index, version_ids in _jobs(campaign.probe_model, stalled):
+            # Touched, so the next reconcile gives this message its own stall time before another.
+            CampaignItem.objects.filter(campaign_id=campaign_id, task_version_id__in=version_ids).update(updated_at=timezone.now())
+            round_enqueue(campaign_id=campaign_id, task_version_ids=version_ids, round_index=round_index)
+            queued += len(version_ids)
+    return queued + _window_fill(campaign)
+
+
+def _jobs(probe_model: ProbeModel, rows: list[tuple], *, limit: int | None = None) -> list[tuple[int, list[int]]]:
+    """(round, task version ids) per job for rows of (version id, round, verifier, tools), at most `limit` jobs."""
     groups: dict[tuple[int, int], list[int]] = {}
-    for version_id, round_index, verifier, tools in pending:
-        size = tasks_per_job(campaign.probe_model, verifier=verifier, tools=tools)
+    for version_id, round_index, verifier, tools in rows:
+        size = tasks_per_job(probe_model, verifier=verifier, tools=tools)
         groups.setdefault((round_index, size), []).append(version_id)
+    jobs = []
     for (round_index, size), version_ids in groups.items():
         for start in range(0, len(version_ids), size):
-            round_enqueue(campaign_id=campaign_id, task_version_ids=version_ids[start : start + size], round_index=round_index)
-    return len(pending)
+            jobs.append((round_index, version_ids[start : start + size]))
+    return jobs if limit is None else jobs[:limit]
+
+
+def _window_fill(campaign: Campaign) -> int:
+    """Queue items not yet queued until the campaign has its window of jobs out; returns items queued."""
+    items = CampaignItem.objects.filter(campaign=campaign, done=False)
+    out = sum(
+        1 / tasks_per_job(campaign.probe_model, verifier=verifier, tools=tools)
+        for verifier, tools in items.filter(queued_at__isnull=False).values_list("task_version__verifier", "task_version__tools")
+    )
+    free = settings.PASSBAND_JOBS_PER_CAMPAIGN - math.ceil(out - 1e-9)
+    if free <= 0:
+        return 0
+    with transaction.atomic():
+        # Two jobs finishing at once both fill: locked rows are skipped, so neither queues the other's.
+        candidates = list(
+            items.filter(queued_at__isnull=True)
+            .select_for_update(skip_locked=True, of=("self",))
+            .order_by("round", "task_version_id")
+            .values_list("task_version_id", "round", "task_version__verifier", "task_version__tools")[
+                : free * max(1, settings.PASSBAND_TASKS_PER_JOB)
+            ]
+        )
+        jobs = _jobs(campaign.probe_model, candidates, limit=free)
+        version_ids = [version_id for _, job in jobs for version_id in job]
+        items.filter(task_version_id__in=version_ids).update(queued_at=timezone.now())
+        for round_index, job in jobs:
+            transaction.on_commit(
+                lambda job=job, round_index=round_index: round_enqueue(
+                    campaign_id=campaign.pk, task_version_ids=job, round_index=round_index
+                )
+            )
+    return len(version_ids)
+
+
+def campaign_is_running(*, campaign_id: int) -> bool:
+    """One primary-key lookup: what a worker asks before it takes on a job of the campaign."""
+    return Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.RUNNING).exists()
 
 
 # Verifiers that score a rollout in process in well under a millisecond to a few: their rounds are
@@ -158,7 +228,8 @@ def campaign_finish_if_done(*, campaign_id: int) -> bool:
 
 
 def campaign_set_status(*, campaign: Campaign, status: str) -> Campaign:
-    """Pause, resume or cancel a campaign. Resuming queues the unfinished items again."""
+    """Pause, resume or cancel a campaign. Resuming queues the unfinished items again (their jobs
+    were discarded while the campaign was not running)."""
     allowed = {
         Campaign.Status.PAUSED: {Campaign.Status.RUNNING},
         Campaign.Status.RUNNING: {Campaign.Status.PAUSED},
@@ -171,6 +242,7 @@ def campaign_set_status(*, campaign: Campaign, status: str) -> Campaign:
             status=status, finished_at=timezone.now() if status == Campaign.Status.CANCELLED else None
         )
         if status == Campaign.Status.RUNNING:
+            CampaignItem.objects.filter(campaign=campaign, done=False).update(queued_at=None)
             transaction.on_commit(lambda: campaign_enqueue_pending(campaign_id=campaign.pk))
     campaign.refresh_from_db()
     return campaign

@@ -69,6 +69,20 @@ def probe_model_add(
     )
 
 
+def probe_model_update(*, probe_model: ProbeModel, max_new_tokens: int, temperature: float | None = None) -> ProbeModel:
+    """Change a probe model's default completion budget (and temperature). Campaigns already
+    started keep the budget they started with."""
+    temperature = probe_model.temperature if temperature is None else temperature
+    if not 1 <= max_new_tokens <= 32768:
+        raise CalibrationError(f"Max new tokens must lie between 1 and 32768; got {max_new_tokens}.")
+    if not 0 <= temperature <= 5:
+        raise CalibrationError(f"Temperature must lie between 0 and 5; got {temperature}.")
+    probe_model.max_new_tokens = max_new_tokens
+    probe_model.temperature = temperature
+    probe_model.save(update_fields=["max_new_tokens", "temperature"])
+    return probe_model
+
+
 def backend_for_probe_model(probe_model: ProbeModel) -> backends.Backend:
     return backends.backend_for(
         kind=probe_model.backend,
@@ -80,11 +94,12 @@ def backend_for_probe_model(probe_model: ProbeModel) -> backends.Backend:
     )
 
 
-def sampling_params(probe_model: ProbeModel) -> backends.SamplingParams:
+def sampling_params(probe_model: ProbeModel, *, max_new_tokens: int | None = None) -> backends.SamplingParams:
+    """The model's sampling parameters; `max_new_tokens` (a campaign's budget) overrides its own."""
     return backends.SamplingParams(
         temperature=probe_model.temperature,
         top_p=probe_model.top_p,
-        max_new_tokens=probe_model.max_new_tokens,
+        max_new_tokens=max_new_tokens or probe_model.max_new_tokens,
         stop=tuple(probe_model.stop),
     )
 

@@ -11,7 +11,7 @@ import time
 from typing import Callable
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -24,7 +24,12 @@ from calibration.models import (
     Rollout,
 )
 from calibration.services.calibrations import calibrations_refresh, policy_for
-from calibration.services.campaigns import campaign_finish_if_done
+from calibration.services.campaigns import (
+    campaign_enqueue_pending,
+    campaign_finish_if_done,
+    campaign_is_running,
+    round_enqueue,
+)
 from calibration.services.probe_models import (
     _rollout_cost,
     backend_for_probe_model,
@@ -111,7 +116,7 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
     if not work:
         return 0
     probe_model = campaign.probe_model
-    params = sampling_params(probe_model)
+    params = sampling_params(probe_model, max_new_tokens=campaign.max_new_tokens)
     sampling = {
         "temperature": params.temperature,
         "top_p": params.top_p,
@@ -376,22 +381,42 @@ def _items_next_round(*, campaign_id: int, task_version_ids: list[int], round_in
         return sorted(row[0] for row in cursor.fetchall())
 
 
-def round_generate(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
-    """First half of a round (queue `generate`): sample and store its rollouts. Returns rollouts stored."""
+def round_generate(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int | None:
+    """First half of a round (queue `generate`): sample and store its rollouts. Returns rollouts
+    stored, or None when the campaign is not running (the job is dropped after one lookup)."""
+    if not campaign_is_running(campaign_id=campaign_id):
+        return None
     return rollouts_generate(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
 
 
-def round_score(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> list[int]:
+def round_score(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> list[int] | None:
     """Second half of a round (queue `verify`): score its rollouts, refresh the calibrations, and
-    finish each item or open its next round. Returns the versions whose next round opened."""
+    finish each item or open its next round. Returns the versions whose next round opened, or None
+    when the campaign is not running: a cancelled campaign leaves unprobed tasks as they were."""
+    if not campaign_is_running(campaign_id=campaign_id):
+        return None
     rollouts_verify(campaign_id=campaign_id, task_version_ids=task_version_ids)
     return campaign_items_advance(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
+
+
+def round_score_and_continue(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
+    """round_score, then queue the rounds it opened and refill the campaign's window of jobs with
+    items not yet started (the Celery path). Returns how many versions had their next round opened."""
+    opened = round_score(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
+    if opened is None:
+        return 0
+    if opened:
+        transaction.on_commit(
+            lambda: round_enqueue(campaign_id=campaign_id, task_version_ids=opened, round_index=round_index + 1)
+        )
+    transaction.on_commit(lambda: campaign_enqueue_pending(campaign_id=campaign_id))
+    return len(opened)
 
 
 def round_run(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> list[int]:
     """One whole round in this process: round_generate, then round_score."""
     round_generate(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
-    return round_score(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
+    return round_score(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index) or []
 
 
 def campaign_run_inline(*, campaign: Campaign, progress: Callable[[int, int], None] | None = None) -> Campaign:

@@ -79,10 +79,17 @@ async function drawBandsOverTime(element) {
   const dashes = ["solid", "dot", "dash", "longdash", "dashdot"];
   const environments = [...new Set(data.series.map((s) => s.environment))];
   const traces = data.series.map((s) => ({
-    type: "scatter", mode: "lines", name: s.environment + " · " + s.band, x: data.days, y: s.counts,
-    line: { color: BAND_COLOURS[s.band] || "#666", dash: dashes[environments.indexOf(s.environment) % dashes.length] },
+    type: "scatter", mode: "lines+markers", name: s.environment + " · " + s.band, x: data.days, y: s.counts,
+    line: { shape: "hv", color: BAND_COLOURS[s.band] || "#666", dash: dashes[environments.indexOf(s.environment) % dashes.length] },
   }));
-  Plotly.newPlot(element, traces, { ...LAYOUT, yaxis: { title: { text: "tasks" } } }, CONFIG);
+  // Whole days, from the first to the last with half a day either side, so the last point is inside the axis.
+  const days = data.days.map((day) => new Date(day + "T00:00:00Z").getTime());
+  const halfDay = 12 * 3600 * 1000;
+  const xaxis = days.length
+    ? { type: "date", range: [new Date(days[0] - halfDay).toISOString(), new Date(days[days.length - 1] + halfDay).toISOString()], tickformat: "%b %d",
+        ...(days.length <= 14 ? { dtick: 24 * 3600 * 1000 } : {}) }
+    : {};
+  Plotly.newPlot(element, traces, { ...LAYOUT, xaxis: xaxis, yaxis: { title: { text: "tasks" }, rangemode: "tozero" } }, CONFIG);
   element.dataset.drawn = "true";
 }
 
@@ -126,6 +133,10 @@ async function drawLatency(element) {
     { type: "bar", name: "error rate", x: data.hours, y: data.error_rate, yaxis: "y2", marker: { color: "rgba(178,59,59,0.25)" } },
   ], {
     ...LAYOUT,
+    // The whole window in whole hours (a single point no longer zooms the axis to milliseconds), and
+    // room on the right for the error-rate axis.
+    margin: { t: 20, r: 70 },
+    xaxis: { type: "date", range: [data.since, data.until], tickformat: "%H:%M<br>%b %d" },
     yaxis: { title: { text: "verify ms" }, rangemode: "tozero" },
     yaxis2: { title: { text: "error rate" }, overlaying: "y", side: "right", range: [0, 1], tickformat: ".0%" },
   }, CONFIG);
@@ -143,7 +154,8 @@ async function drawCampaigns(element) {
   const rows = data.campaigns.slice().reverse();
   Plotly.newPlot(element, [
     { type: "bar", orientation: "h", name: "done", y: rows.map((c) => c.label), x: rows.map((c) => c.items_done), marker: { color: BAND_COLOURS.in_band } },
-    { type: "bar", orientation: "h", name: "to do", y: rows.map((c) => c.label), x: rows.map((c) => c.items_total - c.items_done), marker: { color: "#d9dde5" } },
+    { type: "bar", orientation: "h", name: "to do", y: rows.map((c) => c.label), x: rows.map((c) => c.items_to_do), marker: { color: "#d9dde5" } },
+    { type: "bar", orientation: "h", name: "cancelled", y: rows.map((c) => c.label), x: rows.map((c) => c.items_dropped), marker: { color: "#f3e3e3", pattern: { shape: "/" } } },
   ], { ...LAYOUT, barmode: "stack", margin: { t: 20, l: 220 }, legend: { orientation: "h", y: -0.3 }, xaxis: { title: { text: "task versions" } } }, CONFIG);
   element.dataset.drawn = "true";
 }

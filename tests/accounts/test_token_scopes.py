@@ -35,8 +35,8 @@ def feedback(client, secret, passes=64, step=1):
 
 @pytest.mark.parametrize(
     "user, allowed",
-    [("dave", {"read"}), ("alice", {"read"}), ("bob", {"read", "verify"}),
-     ("charlie", {"read", "verify", "export", "feedback"}), ("staff", {"read", "verify", "export", "feedback"})],
+    [("dave", {"read"}), ("alice", {"read", "curate"}), ("bob", {"read", "verify", "curate"}),
+     ("charlie", {"read", "verify", "export", "feedback"}), ("staff", {"read", "verify", "export", "feedback", "curate"})],
 )
 def test_each_role_mints_only_its_scopes(request, user, allowed):
     user = request.getfixturevalue(user)

@@ -124,7 +124,7 @@ def test_a_batch_samples_only_the_items_still_open_at_its_round(arithmetic, alic
 
 
 @pytest.mark.django_db
-def test_jobs_batch_server_rounds_with_cheap_verifiers_only(arithmetic, alice, server_url, settings):
+def test_jobs_batch_server_rounds_with_cheap_verifiers_only(arithmetic, alice, server_url, settings, django_capture_on_commit_callbacks):
     settings.PASSBAND_TASKS_PER_JOB = 5
     import_tasks(arithmetic, alice, *word_tasks(12))
     import_tasks(
@@ -135,7 +135,7 @@ def test_jobs_batch_server_rounds_with_cheap_verifiers_only(arithmetic, alice, s
     in_process = services.probe_model_add(name="local", backend="transformers")
     for model, expected in ((server, [5, 5, 2, 1, 1]), (in_process, [1] * 14)):
         campaign = services.campaign_start(environment=arithmetic, probe_model=model, created_by=alice, enqueue=False)
-        with mock.patch("calibration.tasks.generate_rollouts.delay") as delay:
+        with mock.patch("calibration.tasks.generate_rollouts.delay") as delay, django_capture_on_commit_callbacks(execute=True):
             assert services.campaign_enqueue_pending(campaign_id=campaign.pk) == 14
         assert sorted((len(call.args[1]) for call in delay.call_args_list), reverse=True) == expected
         queued = [version_id for call in delay.call_args_list for version_id in call.args[1]]
@@ -171,6 +171,7 @@ def test_reconcile_requeues_rounds_idle_past_the_stall_time_only(arithmetic, ali
     campaign = services.campaign_start(environment=arithmetic, probe_model=openai_model(server_url), created_by=alice, enqueue=False)
     items = list(CampaignItem.objects.filter(campaign=campaign).order_by("task_version_id"))
     # Two rounds whose message was lost an hour ago, one still moving, one done.
+    CampaignItem.objects.filter(campaign=campaign).update(queued_at=timezone.now() - timedelta(hours=1))
     CampaignItem.objects.filter(pk__in=[items[0].pk, items[1].pk]).update(updated_at=timezone.now() - timedelta(hours=1))
     CampaignItem.objects.filter(pk=items[3].pk).update(done=True, updated_at=timezone.now() - timedelta(hours=1))
     with mock.patch("calibration.tasks.generate_rollouts.delay") as delay:

@@ -53,7 +53,7 @@ def test_command_revokes_by_prefix(alice, capsys):
 
 def test_the_form_offers_only_the_scopes_of_the_users_role(client, alice, charlie):
     client.force_login(alice)
-    assert client.get("/tokens/").context["scopes"] == ["read"]
+    assert client.get("/tokens/").context["scopes"] == ["read", "curate"]
     page = client.post("/tokens/", {"name": "x", "scopes": ["read", "feedback"]}, follow=True).content.decode()
     assert "may not hold feedback" in page and not ApiToken.objects.exists()
     client.force_login(charlie)

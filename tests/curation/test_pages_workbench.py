@@ -124,7 +124,7 @@ def test_trajectory_viewer_groups_filters_and_searches(client, alice, arithmetic
     client.force_login(alice)
     page = client.get(reverse("trajectory_list"), {"environment": "arithmetic"}).content.decode()
     assert "arithmetic/t-1" in page and "arithmetic/t-2" in page
-    assert 'class="token"' in page and "logprob -2.500" in page and "expected 5, got 1" in page
+    assert 'class="token' in page and "logprob -2.500" in page and "expected 5, got 1" in page
     page = client.get(reverse("trajectory_list"), {"environment": "arithmetic", "outcome": "error"}).content.decode()
     assert "The answer is 2 (error)" in page and "(pass)" not in page
     page = client.get(reverse("trajectory_list"), {"q": "is 1 (fail)"}).content.decode()

@@ -132,8 +132,21 @@ def test_environment_probe(client, alice, bob, charlie, task, model):
         assert status_of(client, bob, "post", url, {"model": "probe"}) == 403
         assert status_of(client, charlie, "post", url, {"model": "probe"}) == 403
         assert not Campaign.objects.exists()
-        assert status_of(client, alice, "post", url, {"model": "probe"}) == 302
+        # The first POST shows the estimate; the confirming one starts the campaign.
+        assert status_of(client, alice, "post", url, {"model": "probe"}) == 200
+        assert not Campaign.objects.exists()
+        assert status_of(client, alice, "post", url, {"model": "probe", "confirm": "1"}) == 302
     assert Campaign.objects.count() == 1
+
+
+def test_probe_model_edit_is_for_staff(client, alice, staff, model):
+    url = reverse("probe_model_edit", args=[model.name])
+    assert status_of(client, alice, "post", url, {"max_new_tokens": "64"}) == 403
+    model.refresh_from_db()
+    assert model.max_new_tokens != 64
+    assert status_of(client, staff, "post", url, {"max_new_tokens": "64", "temperature": "0.5"}) == 302
+    model.refresh_from_db()
+    assert (model.max_new_tokens, model.temperature) == (64, 0.5)
 
 
 def test_campaign_control(client, alice, bob, dora, campaign):

@@ -55,6 +55,9 @@ def test_upload_fix_probe_and_see_bands(page, live_server, sign_in, screenshot, 
         card.locator("select[name=policy]").select_option("fixed")
         card.locator("input[name=rollouts]").fill("8")
         card.locator("button", has_text="Probe").click()
+        # The estimate comes first; starting is a second, deliberate click.
+        page.wait_for_selector("#probe-estimate")
+        page.click("#probe-start")
         page.wait_for_url("**/campaigns/*/")
         # htmx polls the progress fragment; the bands appear without a reload.
         page.wait_for_selector("#campaign-progress [data-status=done]", timeout=180_000)

@@ -1,4 +1,5 @@
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -25,7 +26,7 @@ def dashboard(request):
             "environments": Environment.objects.all(),
             "probe_model": probe_model,
             "probe_models": ProbeModel.objects.all(),
-            "campaigns": Campaign.objects.select_related("environment", "probe_model")[:10],
+            "campaigns": Campaign.objects.filter(environment=environment).select_related("environment", "probe_model")[:10],
         },
     )
 
@@ -39,34 +40,29 @@ def pass_rate_histogram_data(request):
     return JsonResponse(data)
 
 
-@require_POST
-@group_required(AUTHORS)
-def environment_probe(request, environment_name: str):
-    environment = get_object_or_404(Environment, name=environment_name)
-    probe_model = get_object_or_404(ProbeModel, name=request.POST.get("model", ""))
-    try:
-        rollouts = int(request.POST.get("rollouts", "8"))
-        policy = request.POST.get("policy", Campaign.Policy.FIXED)
-        campaign = services.campaign_start(
-            environment=environment, probe_model=probe_model, created_by=request.user, policy=policy, rollouts=rollouts
-        )
-    except (ServiceError, ValueError) as error:
-        messages.error(request, f"Could not start the probe: {error}")
-        return redirect("environment_list")
-    messages.success(request, f"Probing {environment.name} with {probe_model.name}: campaign {campaign.pk} started.")
-    return redirect("campaign_detail", campaign_id=campaign.pk)
-
-
 @browser_user_required
 def campaign_detail(request, campaign_id: int):
     campaign = get_object_or_404(Campaign.objects.select_related("environment", "probe_model", "created_by"), pk=campaign_id)
+    progress = selectors.campaign_progress(campaign=campaign)
     context = {
         "campaign": campaign,
-        "progress": selectors.campaign_progress(campaign=campaign),
+        "progress": progress,
+        "eta": _duration(progress["eta_seconds"]),
         "bands": selectors.campaign_band_table(campaign=campaign),
     }
     template = "calibration/_campaign_progress.html" if request.headers.get("HX-Request") else "calibration/campaign_detail.html"
     return render(request, template, context)
+
+
+def _duration(seconds: float | None) -> str:
+    """A rough, readable duration: "40 s", "12 min", "3.5 h"; empty for None."""
+    if seconds is None:
+        return ""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 @require_POST
@@ -114,6 +110,25 @@ def model_compare(request):
             "costs": selectors.environment_costs(environment=environment) if environment else None,
         },
     )
+
+
+@require_POST
+@browser_user_required
+def probe_model_edit(request, name: str):
+    """Staff change a probe model's temperature and default completion budget."""
+    if not request.user.is_staff:
+        raise PermissionDenied("Only staff change probe models.")
+    probe_model = get_object_or_404(ProbeModel, name=name)
+    try:
+        services.probe_model_update(
+            probe_model=probe_model,
+            max_new_tokens=int(request.POST.get("max_new_tokens", "")),
+            temperature=float(request.POST.get("temperature", probe_model.temperature)),
+        )
+        messages.success(request, f"{probe_model.name}: max new tokens {probe_model.max_new_tokens}, temperature {probe_model.temperature}.")
+    except (ServiceError, ValueError) as error:
+        messages.error(request, f"Could not change {probe_model.name}: {error}")
+    return redirect("model_compare")
 
 
 @browser_user_required

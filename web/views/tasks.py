@@ -19,7 +19,7 @@ from accounts.permissions import (
 )
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
-from calibration.models import Band, ProbeModel, Rollout
+from calibration.models import Band, Campaign, ProbeModel, Rollout
 from curation import import_jobs, review_services, selectors, services
 from curation.models import Environment, ImportJob, TaskStatus
 from engine import stats
@@ -36,6 +36,7 @@ def environment_list(request):
             "rows": calibration_selectors.environments_overview(user=request.user),
             "probe_models": ProbeModel.objects.all(),
             "can_author": in_group(request.user, AUTHORS),
+            "can_manage": in_group(request.user, REVIEWERS),
             "bands": Band.values,
         },
     )
@@ -63,6 +64,7 @@ def task_list(request):
         flag=request.GET.get("flag", ""),
     )
     shown, page, has_next = shared.page_of(request, tasks, size=100)
+    calibrated_count = tasks.filter(band__isnull=False).count() if probe_model and shown else 0
     return render(
         request,
         "curation/task_list.html",
@@ -80,6 +82,11 @@ def task_list(request):
             "flags": [stats.Flag.VERIFIER_TROUBLE, stats.Flag.ZERO_VARIANCE, "audit_failed"],
             "sort": sort,
             "query": shared.query_without(request, "sort", "page"),
+            "calibrated_count": calibrated_count,
+            "can_author": in_group(request.user, AUTHORS),
+            "can_review": in_group(request.user, REVIEWERS),
+            # The Probe form's "matching this filter" carries the list's filter.
+            "probe_filters": {name: request.GET.get(name, "") for name in ("band", "status", "q", "flag", "mine")},
         },
     )
 
@@ -99,6 +106,10 @@ def task_detail(request, environment_name: str, key: str):
     version = task.current_version
     outcome = request.GET.get("outcome", "")
     rollouts = calibration_selectors.task_version_rollouts(task_version=version, outcome=outcome)
+    calibrations = list(version.calibrations.select_related("probe_model")) if version else []
+    truncation = calibration_selectors.truncation_by_model(task_version=version) if version else {}
+    for calibration in calibrations:
+        calibration.truncation = truncation.get(calibration.probe_model_id)
     for rollout in rollouts:
         ids = unpack_tokens(rollout.completion_token_ids)
         rollout.completion_tokens = len(ids) if ids is not None else None
@@ -111,7 +122,8 @@ def task_detail(request, environment_name: str, key: str):
             "task": task,
             "version": version,
             "versions": task.versions.order_by("-number"),
-            "calibrations": version.calibrations.select_related("probe_model") if version else [],
+            "calibrations": calibrations,
+            "truncation_warn_share": settings.PASSBAND_TRUNCATION_WARN_SHARE,
             "rollouts": rollouts,
             "outcome_counts": calibration_selectors.outcome_counts(rollouts=version.rollouts.all() if version else Rollout.objects.none()),
             "status_changes": task.status_changes.select_related("changed_by"),
@@ -168,7 +180,7 @@ def import_job_detail(request, job_id: int):
     job = get_object_or_404(ImportJob.objects.select_related("environment"), pk=job_id, owner=request.user)
     report = services.ImportReport.from_dict(job.report) if job.report else None
     template = "curation/_import_job_progress.html" if request.headers.get("HX-Request") else "curation/import_job.html"
-    return render(request, template, {"job": job, "report": report})
+    return render(request, template, {"job": job, "report": report, "selected": job.environment.name})
 
 
 @group_required(AUTHORS)
@@ -269,8 +281,9 @@ def task_probe(request, environment_name: str, key: str):
             environment=task.environment,
             probe_model=probe_model,
             created_by=request.user,
-            policy=request.POST.get("policy", "adaptive"),
-            rollouts=int(request.POST.get("rollouts", "16")),
+            policy=request.POST.get("policy", Campaign.Policy.FIXED),
+            rollouts=int(request.POST.get("rollouts", "8")),
+            max_new_tokens=int(request.POST["max_new_tokens"]) if request.POST.get("max_new_tokens", "").strip() else None,
             task_versions=[task.current_version],
         )
     except (ServiceError, ValueError) as error:

@@ -10,6 +10,7 @@ from calibration.models import ProbeModel
 from calibration.selectors import rollouts_for_viewer
 from curation import selectors
 from curation.models import Environment
+from engine.backends.tokenizers import token_pieces
 from engine.episodes import world as episode_world
 from engine.packing import unpack_logprobs, unpack_tokens
 from web.views import shared
@@ -18,9 +19,16 @@ TOKENS_SHOWN = 2048
 
 
 def _token_rows(rollout) -> list[dict]:
-    """Completion tokens with their logprobs, for shading: low probability is darker."""
+    """Completion tokens with their text and logprobs, for shading: low probability is darker.
+
+    The text of each token comes from the probe model's tokenizer when this machine has it; else
+    the row carries only the id."""
     ids = unpack_tokens(rollout.completion_token_ids) or []
     logprobs = unpack_logprobs(rollout.logprobs) or []
+    pieces = None
+    if ids:
+        probe_model = rollout.probe_model
+        pieces = token_pieces(kind=probe_model.backend, model=probe_model.model, ids=ids[:TOKENS_SHOWN])
     rows = []
     for index, token_id in enumerate(ids[:TOKENS_SHOWN]):
         logprob = logprobs[index] if index < len(logprobs) else None
@@ -28,10 +36,12 @@ def _token_rows(rollout) -> list[dict]:
         rows.append(
             {
                 "id": token_id,
+                "text": pieces[index] if pieces is not None else None,
                 "logprob": logprob,
                 "probability": probability,
                 # 0 (certain) .. 100 (very unlikely), as a percentage for the inline shade.
                 "shade": round(100 * (1 - probability)) if probability is not None else 0,
+                "dark": probability is not None and probability < 0.4,
             }
         )
     return rows

@@ -30,6 +30,10 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=None)
         parser.add_argument("--limit", type=int, default=None, help="Probe only the first N tasks (by key).")
         parser.add_argument(
+            "--max-new-tokens", type=int, default=None,
+            help="Completion budget per rollout; default: the environment's, else the model's.",
+        )
+        parser.add_argument(
             "--prior-from",
             default=None,
             metavar="CHEAP_MODEL",
@@ -87,10 +91,11 @@ class Command(BaseCommand):
                     seed=options["seed"],
                     task_versions=versions,
                     enqueue=not options["inline"],
+                    max_new_tokens=options["max_new_tokens"],
                 )
         except ServiceError as error:
             raise CommandError(str(error)) from None
-        self.stdout.write(f"Campaign {campaign.pk}: {environment.name} × {probe_model.name}, {campaign.policy} {campaign.max_rollouts}.")
+        self.stdout.write(f"Campaign {campaign.pk}: {environment.name} × {probe_model.name}, {campaign.policy} {campaign.max_rollouts}, max {campaign.max_new_tokens} new tokens.")
         if options["inline"]:
             services.campaign_run_inline(campaign=campaign, progress=self._show_progress)
             self.stdout.write("")

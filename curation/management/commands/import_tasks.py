@@ -44,8 +44,10 @@ class Command(BaseCommand):
             for problem in rejected.report.problems:
                 self.stderr.write(str(problem))
             raise CommandError(rejected.report.summary()) from None
-        for line in report.duplicates:
+        for line in report.duplicates[:10]:
             self.stdout.write(f"duplicate: {line}")
+        if len(report.duplicates) > 10:
+            self.stdout.write(f"… and {len(report.duplicates) - 10} more duplicates (the same content was already there).")
         for line in report.audit_failures:
             self.stdout.write(f"audit failed: {line}")
         self.stdout.write(self.style.SUCCESS(report.summary()))

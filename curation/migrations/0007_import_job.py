@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('curation', '0005_tokens_and_releases_move_out'),
+        ('curation', '0006_environment_defaults_and_max_new_tokens'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

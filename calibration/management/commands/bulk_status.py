@@ -1,0 +1,65 @@
+"""Change the status of many tasks at once: submit them for review, or approve, reject or send back."""
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from calibration import selectors
+from calibration.models import Band, ProbeModel
+from curation import review_services
+from curation.errors import CurationError
+from curation.models import Environment, TaskStatus
+
+
+class Command(BaseCommand):
+    help = (
+        "Submit tasks for review (as an author: own tasks) or decide them (as a reviewer), every task of an "
+        "environment matching the filters. Each change is audited under --user."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("action", choices=review_services.BULK_ACTIONS)
+        parser.add_argument("--environment", required=True)
+        parser.add_argument("--user", required=True, help="Who makes the change (an author to submit, a reviewer to decide).")
+        parser.add_argument("--status", choices=TaskStatus.values, default="")
+        parser.add_argument("--band", choices=Band.values, default="")
+        parser.add_argument("--model", default="", help="The probe model --band refers to (default: the latest used).")
+        parser.add_argument("--keys-from", default="", metavar="FILE", help="Only the task keys listed in FILE, one a line.")
+        parser.add_argument("--mine", action="store_true", help="Only tasks --user owns.")
+        parser.add_argument("--comment", default="", help="Required to reject or send back.")
+        parser.add_argument("--dry-run", action="store_true", help="List the matching tasks; change nothing.")
+
+    def handle(self, *args, **options):
+        user = get_user_model().objects.filter(username=options["user"]).first()
+        if user is None:
+            raise CommandError(f"No user {options['user']!r}.")
+        environment = Environment.objects.filter(name=options["environment"]).first()
+        if environment is None:
+            raise CommandError(f"No environment {options['environment']!r}.")
+        probe_model = None
+        if options["model"]:
+            probe_model = ProbeModel.objects.filter(name=options["model"]).first()
+            if probe_model is None:
+                raise CommandError(f"No probe model {options['model']!r}.")
+        tasks = selectors.tasks_with_calibration(
+            user=user,
+            environment=environment,
+            probe_model=probe_model or selectors.default_probe_model(environment),
+            band=options["band"],
+            status=options["status"],
+            owner=user if options["mine"] else None,
+        )
+        if options["keys_from"]:
+            with open(options["keys_from"], encoding="utf-8") as handle:
+                tasks = tasks.filter(key__in=[line.strip() for line in handle if line.strip()])
+        if options["dry_run"]:
+            keys = list(tasks.values_list("key", flat=True))
+            self.stdout.write("\n".join(keys))
+            self.stdout.write(f"{len(keys)} task(s) match; nothing changed (--dry-run).")
+            return
+        try:
+            result = review_services.tasks_bulk_action(tasks=tasks, user=user, action=options["action"], comment=options["comment"])
+        except CurationError as error:
+            raise CommandError(str(error)) from None
+        for line in result.skipped:
+            self.stderr.write(f"skipped {line}")
+        self.stdout.write(f"{options['action']}: {len(result.decided)} task(s) changed, {len(result.skipped)} skipped.")

@@ -1,0 +1,53 @@
+"""Small things a new user met: verifiers shown as JSON, a favicon, Revoke asks first, the
+per-task Probe defaults match the environment's, and `make run` starts beat."""
+
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from accounts.services import api_token_create
+from calibration.models import ProbeModel
+from tests.factories import import_tasks, math_task
+
+pytestmark = pytest.mark.django_db
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_verifiers_show_as_json_not_python(client, alice, bob, arithmetic):
+    import_tasks(arithmetic, alice, math_task("t", verifier={"kind": "math", "strict": True}))
+    client.force_login(alice)
+    page = client.get(reverse("task_detail", args=["arithmetic", "t"])).content.decode()
+    assert "&quot;kind&quot;: &quot;math&quot;" in page and "&quot;strict&quot;: true" in page and "&#x27;kind&#x27;" not in page
+
+
+def test_favicon_is_linked_and_served(client, alice):
+    client.force_login(alice)
+    assert 'rel="icon"' in client.get(reverse("environment_list")).content.decode()
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response.url.endswith("web/favicon.svg")
+
+
+def test_revoke_asks_for_confirmation(client, alice):
+    api_token_create(user=alice, name="ci's token", scopes=["read"])
+    client.force_login(alice)
+    page = client.get(reverse("token_list")).content.decode()
+    assert "return confirm('Revoke ci\\u0027s token?" in page
+
+
+def test_per_task_probe_defaults_match_the_environments(client, alice, arithmetic):
+    import_tasks(arithmetic, alice, math_task("t"))
+    ProbeModel.objects.create(name="probe", backend="openai", base_url="http://127.0.0.1:9/v1")
+    client.force_login(alice)
+    task_page = client.get(reverse("task_detail", args=["arithmetic", "t"])).content.decode()
+    environment_page = client.get(reverse("environment_list")).content.decode()
+    for page in (task_page, environment_page):
+        assert '<option value="fixed">fixed N</option><option value="adaptive">adaptive</option>' in page
+        assert 'name="rollouts" type="number" min="1" max="1024" value="8"' in page
+
+
+def test_make_run_starts_beat_and_stops_workers_without_hanging():
+    script = (ROOT / "scripts" / "run-local.sh").read_text()
+    assert "celery -A passband beat" in script and "kill -QUIT" in script
+    # Workers in sessions of their own: Ctrl-C never reaches their pool processes directly.
+    assert script.count("setsid ") == 3

@@ -1,0 +1,13 @@
+"""Template filters for showing stored values to people."""
+
+import json
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def as_json(value, indent: int | None = None) -> str:
+    """A JSON value (a verifier config, metadata) as JSON text, not Python's repr of a dict."""
+    return json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=False)

@@ -1,0 +1,102 @@
+"""Create and edit environments in the app: name, domain, texts, default verifier, thresholds (with
+the deployment's defaults filled in) and the default completion budget of their probes."""
+
+import json
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.db import transaction
+from django.shortcuts import get_object_or_404, redirect, render
+
+from accounts.errors import ServiceError
+from accounts.permissions import REVIEWERS, group_required
+from calibration import services as calibration_services
+from curation import services
+from curation.models import Environment
+
+
+class EnvironmentForm(forms.Form):
+    name = forms.SlugField(max_length=80, help_text="Letters, digits, '-' and '_'; used in URLs and the API. Fixed once created.")
+    title = forms.CharField(max_length=200, required=False)
+    domain = forms.CharField(max_length=40, initial="math", help_text="math, code, tool use, workflow…")
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False, help_text="What authors should know.")
+    default_verifier = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), required=False,
+        help_text='JSON, e.g. {"kind": "math"}; tasks without a verifier use it. Blank: none.',
+    )
+    floor = forms.FloatField(min_value=0, max_value=1, help_text="Below it a task is too hard.")
+    retire_at = forms.FloatField(min_value=0, max_value=1, help_text="At or above it a task is retired.")
+    max_new_tokens = forms.IntegerField(
+        min_value=1, max_value=32768, required=False, help_text="Default completion budget of its probes; blank: the probe model's."
+    )
+
+    def clean_default_verifier(self) -> dict:
+        text = self.cleaned_data["default_verifier"].strip()
+        if not text:
+            return {}
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise forms.ValidationError(f"Not JSON: {error.msg} at line {error.lineno}, column {error.colno}.") from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError('A JSON object, e.g. {"kind": "math"}.')
+        return value
+
+    def clean(self):
+        data = super().clean()
+        floor, retire_at = data.get("floor"), data.get("retire_at")
+        if floor is not None and retire_at is not None and not 0 < floor < retire_at < 1:
+            raise forms.ValidationError("Thresholds need 0 < floor < retire at < 1.")
+        return data
+
+
+@group_required(REVIEWERS)
+def environment_create(request):
+    form = EnvironmentForm(
+        request.POST or None, initial={"floor": settings.PASSBAND_FLOOR, "retire_at": settings.PASSBAND_RETIRE}
+    )
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            environment = services.environment_create(**data)
+        except ServiceError as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(request, f"Environment {environment.name} created: upload tasks to it next.")
+            return redirect("environment_list")
+    return render(request, "curation/environment_form.html", {"form": form, "environment": None})
+
+
+@group_required(REVIEWERS)
+def environment_edit(request, environment_name: str):
+    environment = get_object_or_404(Environment, name=environment_name)
+    initial = {
+        field: getattr(environment, field)
+        for field in ("name", "title", "domain", "description", "guidelines", "floor", "retire_at", "max_new_tokens")
+    }
+    initial["default_verifier"] = json.dumps(environment.default_verifier) if environment.default_verifier else ""
+    form = EnvironmentForm(request.POST or None, initial=initial)
+    form.fields["name"].disabled = True
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            with transaction.atomic():
+                services.environment_update(
+                    environment=environment, title=data["title"], domain=data["domain"], description=data["description"],
+                    guidelines=data["guidelines"], default_verifier=data["default_verifier"],
+                    max_new_tokens=data["max_new_tokens"], clear_max_new_tokens=data["max_new_tokens"] is None,
+                )
+                rebanded = None
+                if (data["floor"], data["retire_at"]) != (environment.floor, environment.retire_at):
+                    rebanded = calibration_services.environment_thresholds_set(
+                        environment=environment, floor=data["floor"], retire_at=data["retire_at"], by=request.user
+                    )
+        except ServiceError as error:
+            form.add_error(None, str(error))
+        else:
+            note = f"; {rebanded} calibrations re-banded from stored rollouts" if rebanded is not None else ""
+            messages.success(request, f"Environment {environment.name} saved{note}.")
+            return redirect("environment_list")
+    return render(request, "curation/environment_form.html", {"form": form, "environment": environment})
