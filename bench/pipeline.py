@@ -89,7 +89,7 @@ def main() -> None:
                    "--", *command]
     load_before = os.getloadavg()
     worker = subprocess.Popen(command, cwd=ROOT, env=os.environ.copy())
-    watch = ProcessWatch(worker.pid)
+    watch = ProcessWatch(worker.pid, database=connection.settings_dict["NAME"])
     try:
         time.sleep(6)  # let the worker start and connect; startup is not what is measured
         watch.start()
@@ -157,13 +157,17 @@ def main() -> None:
 class ProcessWatch:
     """Peak memory (RSS) and CPU time of the worker's processes, sampled every 0.2 s while it runs."""
 
-    def __init__(self, root_pid: int) -> None:
+    def __init__(self, root_pid: int, *, database: str) -> None:
         import psutil
 
         self.root = psutil.Process(root_pid)
+        self.database = database
         self.peak_rss: dict[int, int] = {}
         self.cpu_start: dict[int, float] = {}
         self.cpu_end: dict[int, float] = {}
+        self.db_start: dict[int, float] = {}
+        self.db_end: dict[int, float] = {}
+        self.own_start = self.own_end = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -182,7 +186,18 @@ class ProcessWatch:
         processes = self.processes()
         return min(process.pid for process in processes) if processes else None
 
-    def _sample(self, target: dict[int, float]) -> None:
+    def backends(self):
+        """PostgreSQL's server processes for the benchmark's database ("postgres: [cluster:] user db host state")."""
+        import psutil
+
+        found = []
+        for process in psutil.process_iter(["cmdline"]):
+            words = " ".join(process.info["cmdline"] or []).split()
+            if words[:1] == ["postgres:"] and self.database in words[1:4]:
+                found.append(process)
+        return found
+
+    def _sample(self, target: dict[int, float], databases: dict[int, float] | None = None) -> None:
         for process in self.processes():
             try:
                 times = process.cpu_times()
@@ -190,26 +205,42 @@ class ProcessWatch:
                 self.peak_rss[process.pid] = max(self.peak_rss.get(process.pid, 0), process.memory_info().rss)
             except Exception:  # noqa: BLE001 - a process that just exited
                 pass
+        if databases is not None:
+            for process in self.backends():
+                try:
+                    times = process.cpu_times()
+                    databases[process.pid] = times.user + times.system
+                except Exception:  # noqa: BLE001
+                    pass
+        times = os.times()
+        own = times.user + times.system
+        if target is self.cpu_start:
+            self.own_start = own
+        else:
+            self.own_end = own
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):
-            self._sample(self.cpu_end)
+            self._sample(self.cpu_end, self.db_end)
 
     def start(self) -> None:
-        self._sample(self.cpu_start)
+        self._sample(self.cpu_start, self.db_start)
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
-        self._sample(self.cpu_end)
+        self._sample(self.cpu_end, self.db_end)
 
     def report(self, *, elapsed: float) -> str:
         rss = ", ".join(f"{value / 2**20:.0f}" for _, value in sorted(self.peak_rss.items()))
         cpu = sum(self.cpu_end.get(pid, 0.0) - self.cpu_start.get(pid, 0.0) for pid in self.cpu_end)
+        database = sum(self.db_end.get(pid, 0.0) - self.db_start.get(pid, 0.0) for pid in self.db_end)
+        own = self.own_end - self.own_start
         return (
-            f"worker processes (main first): peak RSS {rss} MiB; CPU {cpu:.1f} s in {elapsed:.1f} s "
-            f"({cpu / elapsed:.2f} cores busy)"
+            f"worker processes (main first): peak RSS {rss} MiB\n"
+            f"CPU seconds in {elapsed:.1f} s: worker {cpu:.1f}, PostgreSQL (this database) {database:.1f}, "
+            f"this process (model server, polling) {own:.1f}; cores busy {(cpu + database + own) / elapsed:.2f} of 2"
         )
 
 
