@@ -64,6 +64,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "web.middleware.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -166,6 +167,14 @@ PASSBAND_REPROBE_CAP = int(os.environ.get("PASSBAND_REPROBE_CAP", "64"))
 # Task versions per generate/verify job when a server samples and the verifier is cheap: the broker
 # messages and queries of a job are shared by all of them (see calibration.services.tasks_per_job).
 PASSBAND_TASKS_PER_JOB = int(os.environ.get("PASSBAND_TASKS_PER_JOB", "32"))
+
+# Metrics (calibration/metrics.py). Celery's prefork children and gunicorn's workers write their samples
+# to PROMETHEUS_MULTIPROC_DIR, a folder every process of a host shares, emptied when the stack starts;
+# /metrics adds them up. /metrics answers staff and `Authorization: Bearer <PASSBAND_METRICS_TOKEN>`.
+PASSBAND_METRICS_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+if PASSBAND_METRICS_DIR:
+    Path(PASSBAND_METRICS_DIR).mkdir(parents=True, exist_ok=True)
+PASSBAND_METRICS_TOKEN = os.environ.get("PASSBAND_METRICS_TOKEN", "")
 
 # Where converted model weights are cached (see engine/backends).
 PASSBAND_MODEL_CACHE = os.environ.get("PASSBAND_MODEL_CACHE", "")

@@ -16,6 +16,7 @@ from django.db import connection
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from calibration import metrics
 from calibration.models import (
     Band,
     Campaign,
@@ -136,7 +137,9 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
                     episode=episode, sampling=sampling, device_ms=device_ms_per_rollout,
                 )
             )
-    return _rollouts_insert(rows)
+    stored = _rollouts_insert(rows)
+    metrics.rollouts_generated(model=probe_model.name, count=stored)
+    return stored
 
 
 # Columns a new rollout row fills, with the PostgreSQL array type each travels in (see _rollouts_insert).
@@ -279,14 +282,16 @@ def rollouts_verify(*, campaign_id: int, task_version_ids: int | list[int]) -> i
         .order_by("task_version_id", "sample_index")
         .values_list("id", "task_version_id", "text", "episode")
     )
-    verdicts = []
+    verdicts, kinds = [], []
     for rollout_id, version_id, text, episode in pending:
         version = versions[version_id]
         # A tool task's rollout is judged by its episode (the final state), not by its words.
         completion = episode if episode is not None else text
         verdict = verifiers.verify(verifier=version.verifier, completion=completion, answer=version.answer, prompt=version.prompt)
         verdicts.append((rollout_id, verdict.outcome, verdict.reward, verdict.detail[:2000], verdict.latency_ms))
+        kinds.append((version.verifier or {}).get("kind", ""))
     _verdicts_save(verdicts, verified_at=timezone.now())
+    metrics.rollouts_verified(verdicts=[(kind, outcome, ms) for kind, (_, outcome, _, _, ms) in zip(kinds, verdicts)])
     return len(verdicts)
 
 

@@ -42,12 +42,26 @@ _RETRY_STATUSES = frozenset({408, 425, 429}) | frozenset(range(500, 600))
 _TOKEN_ID_PREFIX = "token_id:"
 
 
-class _RetryableError(Exception):
-    """A failure worth another try (429, 5xx, timeout, dropped connection)."""
+# Observers of requests, for metrics: each is called as hook(event, labels) with event "request"
+# (labels server, result: ok, retry or error) or "retry" (labels server, reason). Errors in a hook are logged.
+EVENT_HOOKS: list[Callable[[str, dict[str, str]], None]] = []
 
-    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
+
+def _emit(event: str, **labels: str) -> None:
+    for hook in EVENT_HOOKS:
+        try:
+            hook(event, labels)
+        except Exception:  # noqa: BLE001 - observing must never break sampling
+            logger.exception("openai backend event hook failed")
+
+
+class _RetryableError(Exception):
+    """A failure worth another try (429, 5xx, timeout, dropped connection); `reason` names its kind."""
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None, reason: str = "other") -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+        self.reason = reason
 
 
 class _FinalError(Exception):
@@ -183,6 +197,7 @@ class OpenAIBackend:
                 latency_ms = (time.perf_counter() - started) * 1000
                 for generation in generations:
                     generation.latency_ms = latency_ms
+                _emit("request", server=self.base_url, result="ok")
                 return generations
             except _FinalError as error:
                 failures.append(str(error))
@@ -191,7 +206,10 @@ class OpenAIBackend:
                 failures.append(str(error))
                 if attempt == self.max_retries:
                     break
+                _emit("request", server=self.base_url, result="retry")
+                _emit("retry", server=self.base_url, reason=error.reason)
                 time.sleep(self._backoff_s(attempt=attempt, retry_after_s=error.retry_after_s))
+        _emit("request", server=self.base_url, result="error")
         message = f"{self.base_url} failed after {len(failures)} tries: " + "; ".join(failures[-3:])
         logger.warning("openai generation failed (model %s, seeds %d..%d): %s", self.model, seeds[0], seeds[-1], message)
         latency_ms = (time.perf_counter() - started) * 1000
@@ -206,11 +224,12 @@ class OpenAIBackend:
         try:
             response = self._client.post(url, content=orjson.dumps(body))
         except httpx.TransportError as error:  # timeouts, refused and dropped connections
-            raise _RetryableError(f"{type(error).__name__}: {error}") from error
+            raise _RetryableError(f"{type(error).__name__}: {error}", reason="transport") from error
         if response.status_code in _RETRY_STATUSES:
             raise _RetryableError(
                 f"HTTP {response.status_code}: {_error_text(response)}",
                 retry_after_s=_retry_after_s(response),
+                reason=f"http_{response.status_code}",
             )
         if response.status_code >= 400:
             raise _FinalError(f"HTTP {response.status_code}: {_error_text(response)}")
@@ -308,7 +327,7 @@ def _generation(parts: openai_wire.ChoiceParts, *, seed: int, usage: dict[str, A
     elif server_finish in ("stop", "tool_calls", "function_call", "eos"):
         finish_reason = "stop"
     else:  # "abort", None or anything unknown: the server did not finish this sample
-        raise _RetryableError(f"server finished the sample with finish_reason={server_finish!r}")
+        raise _RetryableError(f"server finished the sample with finish_reason={server_finish!r}", reason="aborted")
     # The server's own ids, in order of preference: vLLM's `token_ids`, an id in each logprob entry
     # (llama.cpp's server), vLLM's "token_id:<id>" token names.
     completion_token_ids = parts.token_ids
@@ -386,7 +405,7 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     try:
         payload = orjson.loads(raw)
     except orjson.JSONDecodeError as error:
-        raise _RetryableError(f"response is not JSON: {raw[:200].decode(errors='replace')!r}") from error
+        raise _RetryableError(f"response is not JSON: {raw[:200].decode(errors='replace')!r}", reason="invalid_json") from error
     if not isinstance(payload, dict):
         raise _FinalError(f"response is not a JSON object: {raw[:200].decode(errors='replace')!r}")
     return payload
