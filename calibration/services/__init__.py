@@ -47,6 +47,7 @@ from calibration.services.probe_models import (
     probe_model_add,
     sampling_params,
 )
+from calibration.services.retention import rollouts_prune
 from calibration.services.rounds import (
     campaign_items_advance,
     campaign_run_inline,
@@ -89,6 +90,7 @@ __all__ = [
     "probe_model_add",
     "reprobe_sample",
     "rollouts_generate",
+    "rollouts_prune",
     "rollouts_verify",
     "round_enqueue",
     "round_generate",
