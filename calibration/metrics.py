@@ -13,15 +13,21 @@ broker and the database, so any web process answers them exactly.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from collections.abc import Iterator
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Histogram, values
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from engine.backends import openai_backend
 
 logger = logging.getLogger(__name__)
+
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    # Name each process's files by host and pid: containers sharing the folder reuse the same small pids.
+    values.ValueClass = values.MultiProcessValue(process_identifier=lambda: f"{socket.gethostname()}-{os.getpid()}")
 
 ROLLOUTS_GENERATED = Counter(
     "passband_rollouts_generated", "Rollouts sampled and stored (generation errors included).", ["model"]
