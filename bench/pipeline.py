@@ -85,7 +85,7 @@ def main() -> None:
                "--concurrency", str(args.concurrency), "--without-heartbeat", "--without-gossip", "--without-mingle",
                "--loglevel", "WARNING"]
     if args.profile:
-        command = [args.py_spy, "record", "--subprocesses", "--rate", "50", "--format", "raw", "--output", args.profile,
+        command = [args.py_spy, "record", "--subprocesses", "--gil", "--rate", "50", "--format", "raw", "--output", args.profile,
                    "--", *command]
     load_before = os.getloadavg()
     worker = subprocess.Popen(command, cwd=ROOT, env=os.environ.copy())

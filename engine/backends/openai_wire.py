@@ -26,9 +26,19 @@ class _Entry(msgspec.Struct):
     token: str | None = None
 
 
+class _LeanEntry(msgspec.Struct):
+    # When the choice has vLLM's `token_ids`, an entry's id and name are never read: not even decoded.
+    logprob: float | None = None
+
+
 class _Logprobs(msgspec.Struct):
     content: list[_Entry] | None = None  # chat (and llama.cpp's completions)
     tokens: list[Any] | None = None  # legacy completions
+    token_logprobs: list[float] | None = None
+
+
+class _LeanLogprobs(msgspec.Struct):
+    content: list[_LeanEntry] | None = None
     token_logprobs: list[float] | None = None
 
 
@@ -46,13 +56,30 @@ class _Choice(msgspec.Struct):
     prompt_token_ids: list[int] | None | UnsetType = UNSET
 
 
+class _LeanChoice(msgspec.Struct):
+    index: Any = None
+    message: _Message | None = None
+    text: str | None = None
+    logprobs: _LeanLogprobs | None = None
+    finish_reason: Any = None
+    token_ids: list[int] | None = None
+    prompt_token_ids: list[int] | None | UnsetType = UNSET
+
+
 class Response(msgspec.Struct):
     choices: list[_Choice] | None = None
     usage: dict[str, Any] | None = None
     prompt_token_ids: list[int] | None | UnsetType = UNSET
 
 
+class _LeanResponse(msgspec.Struct):
+    choices: list[_LeanChoice] | None = None
+    usage: dict[str, Any] | None = None
+    prompt_token_ids: list[int] | None | UnsetType = UNSET
+
+
 _DECODER = msgspec.json.Decoder(Response)
+_LEAN_DECODER = msgspec.json.Decoder(_LeanResponse)
 
 
 @dataclass(frozen=True)
@@ -70,16 +97,21 @@ class ChoiceParts:
     checked: bool = False
 
 
-def decode_response(raw: bytes) -> Response | None:
-    """The answer as typed Structs, or None when it is not exactly of that shape (see the module)."""
+def decode_response(raw: bytes) -> Response | _LeanResponse | None:
+    """The answer as typed Structs, or None when it is not exactly of that shape (see the module).
+
+    First without the logprob entries' ids and names, which vLLM's `token_ids` make unneeded; only a
+    choice without `token_ids` (other servers) makes it decode the answer again with them."""
     try:
-        response = _DECODER.decode(raw)
+        response = _LEAN_DECODER.decode(raw)
+        if response.choices and any(choice.token_ids is None and choice.logprobs is not None for choice in response.choices):
+            response = _DECODER.decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
     return response if response.choices else None
 
 
-def choice_parts(*, response: Response, choice: _Choice, endpoint: str) -> ChoiceParts:
+def choice_parts(*, response: Response | _LeanResponse, choice: _Choice | _LeanChoice, endpoint: str) -> ChoiceParts:
     """The parts of one typed choice, read with the same precedence as the generic path."""
     if endpoint == "chat":
         text = (choice.message.content if choice.message is not None else None) or ""
@@ -97,12 +129,14 @@ def choice_parts(*, response: Response, choice: _Choice, endpoint: str) -> Choic
         if entries is not None:
             values = [entry.logprob for entry in entries]
             logprobs = None if None in values else values
-            ids = [entry.id for entry in entries]
-            entry_ids = None if not entries or None in ids else ids
-            if choice.token_ids is None and entry_ids is None:  # only then are the names read
-                token_names = [entry.token for entry in entries]
+            if choice.token_ids is None:  # only then are ids and names read (and decoded: see decode_response)
+                ids = [entry.id for entry in entries]
+                entry_ids = None if not entries or None in ids else ids
+                if entry_ids is None:
+                    token_names = [entry.token for entry in entries]
         else:
-            logprobs, token_names = choice.logprobs.token_logprobs, choice.logprobs.tokens
+            logprobs = choice.logprobs.token_logprobs
+            token_names = getattr(choice.logprobs, "tokens", None)
     return ChoiceParts(
         finish_reason=choice.finish_reason,
         text=text,
