@@ -7,7 +7,9 @@ server in a thread of this process. It isolates the database and Python cost of 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/passband \
         .venv/bin/python bench/pipeline_steps.py --tasks 480 --tasks-per-job 1 32
 
-It works in its own database (<name>_steps), created afresh each run.
+"queries per task" counts the queries made through Django; the rollout insert (one per job) runs on a
+psycopg cursor of its own and is not in it. It works in its own database (<name>_steps), created
+afresh each run.
 """
 
 from __future__ import annotations

@@ -45,9 +45,12 @@ def main() -> None:
     parser.add_argument("--out", default="", help="Folder for locust's CSV files (default: a temporary one).")
     args = parser.parse_args()
 
-    os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/13")
-    django_in_fresh_database(suffix="_load")
     import tempfile
+
+    os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/13")
+    # Release files of earlier runs would clash with this run's (the fresh database numbers releases from 1).
+    os.environ["PASSBAND_VAR_DIR"] = tempfile.mkdtemp(prefix="passband-load-var-")
+    django_in_fresh_database(suffix="_load")
 
     import redis
     from django.conf import settings
@@ -59,7 +62,8 @@ def main() -> None:
     from calibration import services
     from calibration.models import Campaign, Rollout
     from curation.models import Task, TaskStatus
-    from releases.services import release_build, release_create
+    from releases.models import Release, ReleaseStatus
+    from releases.services import release_create
 
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
     user, environment = exact_match_environment(tasks=args.tasks, verifier={"kind": "exact", "extract": "last_line"})
@@ -83,8 +87,12 @@ def main() -> None:
         campaign = services.campaign_start(environment=environment, probe_model=first, created_by=user, rollouts=16, round_size=16, seed=1)
         _wait_done(Campaign, campaign.pk, timeout=600)
         Task.objects.filter(environment=environment).update(status=TaskStatus.APPROVED)
-        release = release_create(user=user, probe_model=first, environment=environment, band="")
-        release_build(release_id=release.pk)
+        release = release_create(user=user, probe_model=first, environment=environment, band="")  # the worker builds it
+        started = time.perf_counter()
+        while Release.objects.get(pk=release.pk).status != ReleaseStatus.READY:
+            if time.perf_counter() - started > 120:
+                sys.exit(f"release {release.pk} was not built within 120 s")
+            time.sleep(0.5)
         keys = list(Task.objects.filter(environment=environment).values_list("key", flat=True)[:200])
 
         web = subprocess.Popen(
