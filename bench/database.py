@@ -38,15 +38,17 @@ def django_in_fresh_database(*, suffix: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-def exact_match_environment(*, tasks: int):
-    """A superuser and an environment of `tasks` exact-match tasks ("Say 42"); returns (user, environment)."""
+def exact_match_environment(*, tasks: int, verifier: dict | None = None):
+    """A superuser and an environment of `tasks` exact-match tasks ("Say 42"); returns (user, environment).
+
+    `verifier` replaces the environment's default, {"kind": "exact"}."""
     from django.contrib.auth import get_user_model
 
     from curation.services import environment_create, tasks_import
     from tests.factories import jsonl
 
     user = get_user_model().objects.create_superuser("bench", "bench@example.invalid", "bench")
-    environment = environment_create(name="bench", domain="text", default_verifier={"kind": "exact"})
+    environment = environment_create(name="bench", domain="text", default_verifier=verifier or {"kind": "exact"})
     tasks_import(
         environment=environment,
         owner=user,

@@ -141,6 +141,9 @@ class Rollout(models.Model):
     # Tool tasks only: the episode transcript (turns, tool calls, observations, final state; see
     # docs/episodes.md). The token fields above then hold the whole episode as one sequence.
     episode = models.JSONField(null=True, blank=True)
+    # Set by rollouts_prune (retention): token ids, logprobs, text and episode were dropped; the verdict,
+    # reward, token counts and cost stay, so counts and calibrations are unchanged.
+    pruned_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["task_version", "sample_index"]

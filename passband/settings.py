@@ -64,6 +64,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "web.middleware.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -194,6 +195,14 @@ try:
     _configure_verifiers(judges=PASSBAND_JUDGES, max_completion_chars=PASSBAND_MAX_COMPLETION_CHARS)
 except ValueError as _error:
     raise ImproperlyConfigured(f"Verifier settings: {_error}") from None
+
+# Metrics (calibration/metrics.py). Celery's prefork children and gunicorn's workers write their samples
+# to PROMETHEUS_MULTIPROC_DIR, a folder every process of a host shares, emptied when the stack starts;
+# /metrics adds them up. /metrics answers staff and `Authorization: Bearer <PASSBAND_METRICS_TOKEN>`.
+PASSBAND_METRICS_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+if PASSBAND_METRICS_DIR:
+    Path(PASSBAND_METRICS_DIR).mkdir(parents=True, exist_ok=True)
+PASSBAND_METRICS_TOKEN = os.environ.get("PASSBAND_METRICS_TOKEN", "")
 
 # Where converted model weights are cached (see engine/backends).
 PASSBAND_MODEL_CACHE = os.environ.get("PASSBAND_MODEL_CACHE", "")

@@ -9,6 +9,7 @@ from web.views import bulk as bulk_views
 from web.views import campaigns as campaign_views
 from web.views import dashboards as dashboard_views
 from web.views import environments as environment_views
+from web.views import ops as ops_views
 from web.views import probes as probe_views
 from web.views import review as review_views
 from web.views import tasks as task_views
@@ -16,6 +17,9 @@ from web.views import tokens as token_views
 from web.views import trajectories as trajectory_views
 
 urlpatterns = [
+    # For Prometheus and for load balancers and compose health checks.
+    path("metrics", ops_views.metrics_view, name="metrics"),
+    path("healthz", ops_views.healthz_view, name="healthz"),
     path("favicon.ico", RedirectView.as_view(url=static("web/favicon.svg"), permanent=True)),
     path("", task_views.environment_list, name="environment_list"),
     path("login/", auth_views.LoginView.as_view(), name="login"),

@@ -49,6 +49,7 @@ from calibration.services.probe_models import (
     probe_model_update,
     sampling_params,
 )
+from calibration.services.retention import rollouts_prune
 from calibration.services.rounds import (
     campaign_items_advance,
     campaign_run_inline,
@@ -94,6 +95,7 @@ __all__ = [
     "probe_model_update",
     "reprobe_sample",
     "rollouts_generate",
+    "rollouts_prune",
     "rollouts_verify",
     "round_enqueue",
     "round_generate",

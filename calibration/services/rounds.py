@@ -10,11 +10,13 @@ import logging
 import time
 from typing import Callable
 
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from calibration import metrics
 from calibration.models import (
     Band,
     Campaign,
@@ -126,7 +128,7 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
         "model": probe_model.model or probe_model.name,
         "revision": probe_model.revision,
     }
-    rows = []
+    rows: list[dict] = []
     for version, indices, seeds, seconds, generations, episodes in _generate_all(
         campaign=campaign, probe_model=probe_model, params=params, work=work
     ):
@@ -140,7 +142,9 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
                     episode=episode, sampling=sampling, device_ms=device_ms_per_rollout,
                 )
             )
-    return _rollouts_insert(rows)
+    stored = _rollouts_insert(rows)
+    metrics.rollouts_generated(model=probe_model.name, count=stored)
+    return stored
 
 
 # Columns a new rollout row fills, with the PostgreSQL array type each travels in (see _rollouts_insert).
@@ -154,30 +158,40 @@ _ROLLOUT_INSERT_COLUMNS = (
 )
 
 
-def _rollouts_insert(rows: list[Rollout]) -> int:
-    """Insert new rollouts, skipping samples already stored; returns how many were inserted.
+def _rollouts_insert(rows: list[dict]) -> int:
+    """Insert new rollouts (column name -> value, as _rollout_row makes them), skipping samples already
+    stored; returns how many were inserted.
 
     The unique (campaign, task version, sample index) makes a retried job a no-op. On PostgreSQL the
     rows travel as one array per column through unnest(): one short statement instead of Django's
-    VALUES list of rows x columns parameters, which costs more to build than to run.
+    VALUES list of rows x columns parameters, which costs more to build than to run. The arrays go
+    in PostgreSQL's binary format on a server-side-binding cursor: token ids and logprobs travel as
+    the bytes they are, not as hex text that Django's client-side binding would quote into the SQL.
     """
     if not rows:
         return 0
-    if connection.vendor != "postgresql":
-        return len(Rollout.objects.bulk_create(rows, ignore_conflicts=True))
     now = timezone.now()
-    for row in rows:
-        row.created_at = now
+    if connection.vendor != "postgresql":
+        return len(Rollout.objects.bulk_create([Rollout(**row, created_at=now) for row in rows], ignore_conflicts=True))
     names = [name for name, _ in _ROLLOUT_INSERT_COLUMNS]
     columns = []
     for name, kind in _ROLLOUT_INSERT_COLUMNS:
-        values = [getattr(row, name) for row in rows]
-        if kind == "jsonb":  # as text: SQL NULL stays NULL, a JSON value is cast below
-            values = [None if value is None else json.dumps(value) for value in values]
+        if name == "created_at":
+            values = [now] * len(rows)
+        elif kind == "jsonb":  # as text: SQL NULL stays NULL, a JSON value is cast below
+            texts: dict[int, str] = {}  # one sampling dict is shared by a job's rows: encode it once
+            values = [
+                None if row[name] is None else texts.get(id(row[name])) or texts.setdefault(id(row[name]), json.dumps(row[name]))
+                for row in rows
+            ]
+        else:
+            values = [row[name] for row in rows]
         columns.append(values)
-    arrays = ", ".join(f"%s::{'text' if kind == 'jsonb' else kind}[]" for _, kind in _ROLLOUT_INSERT_COLUMNS)
+    # %b: each array parameter in PostgreSQL's binary format.
+    arrays = ", ".join(f"%b::{'text' if kind == 'jsonb' else kind}[]" for _, kind in _ROLLOUT_INSERT_COLUMNS)
     select = ", ".join(f"{name}::jsonb" if kind == "jsonb" else name for name, kind in _ROLLOUT_INSERT_COLUMNS)
-    with connection.cursor() as cursor:
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(
             f"INSERT INTO {Rollout._meta.db_table} ({', '.join(names)}) "
             f"SELECT {select} FROM unnest({arrays}) AS new({', '.join(names)}) "
@@ -232,71 +246,74 @@ def _rollout_row(
     episode: dict | None,
     sampling: dict,
     device_ms: float,
-) -> Rollout:
-    """The row of one sampled rollout (not saved): what the backend produced, its cost, and for a
-    failed generation the outcome `generation_error` (an infrastructure error, never a verdict)."""
+) -> dict:
+    """The columns of one sampled rollout (not saved): what the backend produced, its cost, and for a
+    failed generation the outcome `generation_error` (an infrastructure error, never a verdict).
+    A dict rather than a Rollout: building 500 model instances a job cost more than inserting them."""
     probe_model = campaign.probe_model
     failed = generation.error is not None
-    return Rollout(
-        campaign=campaign,
-        task_version=version,
-        probe_model=probe_model,
-        sample_index=sample_index,
-        seed=seed,
-        prompt_token_ids=pack_tokens(generation.prompt_token_ids),
-        completion_token_ids=pack_tokens(generation.completion_token_ids),
-        logprobs=pack_logprobs(generation.logprobs),
-        text=generation.text,
-        finish_reason=generation.finish_reason,
-        truncated=generation.truncated,
-        sampling=sampling,
-        generation_error=generation.error or "",
-        input_tokens=generation.input_tokens,
-        output_tokens=generation.output_tokens,
-        generation_ms=generation.latency_ms,
-        outcome=Outcome.GENERATION_ERROR if failed else None,
-        detail=f"generation failed: {generation.error}" if failed else "",
-        episode=episode,
-        cost_usd=_rollout_cost(
+    return {
+        "campaign_id": campaign.pk,
+        "task_version_id": version.pk,
+        "probe_model_id": probe_model.pk,
+        "sample_index": sample_index,
+        "seed": seed,
+        "prompt_token_ids": pack_tokens(generation.prompt_token_ids),
+        "completion_token_ids": pack_tokens(generation.completion_token_ids),
+        "logprobs": pack_logprobs(generation.logprobs),
+        "text": generation.text,
+        "finish_reason": generation.finish_reason,
+        "truncated": generation.truncated,
+        "sampling": sampling,
+        "generation_error": generation.error or "",
+        "input_tokens": generation.input_tokens,
+        "output_tokens": generation.output_tokens,
+        "generation_ms": generation.latency_ms,
+        "outcome": Outcome.GENERATION_ERROR if failed else None,
+        "detail": f"generation failed: {generation.error}" if failed else "",
+        "episode": episode,
+        "cost_usd": _rollout_cost(
             probe_model, device_ms=device_ms, input_tokens=generation.input_tokens, output_tokens=generation.output_tokens
         ),
-    )
+    }
 
 
 def rollouts_verify(*, campaign_id: int, task_version_ids: int | list[int]) -> int:
     """Score every unverified rollout of some task versions in a campaign. Returns how many were scored."""
     ids = _version_ids(task_version_ids)
     versions = {version.pk: version for version in TaskVersion.objects.filter(pk__in=ids).only("verifier", "answer", "prompt")}
-    pending = list(
+    pending = (
         Rollout.objects.filter(campaign_id=campaign_id, task_version_id__in=ids, outcome__isnull=True)
-        .only("id", "task_version_id", "text", "episode")
         .order_by("task_version_id", "sample_index")
+        .values_list("id", "task_version_id", "text", "episode")
     )
-    now = timezone.now()
-    for rollout in pending:
-        version = versions[rollout.task_version_id]
+    verdicts, kinds = [], []
+    for rollout_id, version_id, text, episode in pending:
+        version = versions[version_id]
         # A tool task's rollout is judged by its episode (the final state), not by its words.
-        completion = rollout.episode if rollout.episode is not None else rollout.text
-        verdict = verifiers.verify(
-            verifier=version.verifier, completion=completion, answer=version.answer, prompt=version.prompt
-        )
-        rollout.outcome = verdict.outcome
-        rollout.reward = verdict.reward
-        rollout.detail = verdict.detail[:2000]
-        rollout.verify_ms = verdict.latency_ms
-        rollout.verified_at = now
-    _verdicts_save(pending)
-    return len(pending)
+        completion = episode if episode is not None else text
+        verdict = verifiers.verify(verifier=version.verifier, completion=completion, answer=version.answer, prompt=version.prompt)
+        verdicts.append((rollout_id, verdict.outcome, verdict.reward, verdict.detail[:2000], verdict.latency_ms))
+        kinds.append((version.verifier or {}).get("kind", ""))
+    _verdicts_save(verdicts, verified_at=timezone.now())
+    metrics.rollouts_verified(verdicts=[(kind, outcome, ms) for kind, (_, outcome, _, _, ms) in zip(kinds, verdicts)])
+    return len(verdicts)
 
 
-def _verdicts_save(rollouts: list[Rollout]) -> None:
-    """Write verdicts in one statement. `outcome IS NULL` keeps a concurrent duplicate job from overwriting."""
-    if not rollouts:
+def _verdicts_save(verdicts: list[tuple], *, verified_at) -> None:
+    """Write (rollout id, outcome, reward, detail, verify_ms) verdicts in one statement. `outcome IS NULL`
+    keeps a concurrent duplicate job from overwriting."""
+    if not verdicts:
         return
     if connection.vendor != "postgresql":
+        rollouts = [
+            Rollout(pk=pk, outcome=outcome, reward=reward, detail=detail, verify_ms=verify_ms, verified_at=verified_at)
+            for pk, outcome, reward, detail, verify_ms in verdicts
+        ]
         Rollout.objects.bulk_update(rollouts, ["outcome", "reward", "detail", "verify_ms", "verified_at"], batch_size=500)
         return
     # Django's bulk_update builds a CASE per column and row; unnest() of arrays is ~10x cheaper.
+    pks, outcomes, rewards, details, latencies = (list(column) for column in zip(*verdicts))
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
@@ -307,14 +324,7 @@ def _verdicts_save(rollouts: list[Rollout]) -> None:
                 AS verdict(id, outcome, reward, detail, verify_ms)
             WHERE rollout.id = verdict.id AND rollout.outcome IS NULL
             """,
-            [
-                rollouts[0].verified_at,
-                [rollout.pk for rollout in rollouts],
-                [rollout.outcome for rollout in rollouts],
-                [rollout.reward for rollout in rollouts],
-                [rollout.detail for rollout in rollouts],
-                [rollout.verify_ms for rollout in rollouts],
-            ],
+            [verified_at, pks, outcomes, rewards, details, latencies],
         )
 
 

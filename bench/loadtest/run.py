@@ -1,0 +1,151 @@
+"""A bounded load test of the pages and the API while a campaign runs, on loopback only.
+
+Sets up a fresh database (<name>_load): an environment of `--tasks` tasks, calibrated by a first
+campaign through a real Celery worker and the replaying vLLM-shaped server (bench/fake_vllm.py),
+approved, and a built release. Then it starts gunicorn on 127.0.0.1, starts a second campaign
+(`--campaign-rollouts` per task) for the worker to run meanwhile, and runs locust headless for
+`--duration` seconds with `--users` users (4 trainers to 1 reviewer): trainers page through
+/api/v1/tasks, post feedback and download the release; reviewers read the task list, the dashboard
+and the review queue. Prints p50/p95 and failures per request and the campaign's rollouts/s.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/passband CELERY_BROKER_URL=redis://127.0.0.1:6379/13 \\
+        .venv/bin/python bench/loadtest/run.py --users 50 --duration 60 --locust /path/to/locust
+
+locust comes from the `load` extra (`pip install -e '.[load]'`, best in a virtualenv of its own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from bench.database import django_in_fresh_database, exact_match_environment  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--users", type=int, default=50)
+    parser.add_argument("--spawn-rate", type=float, default=10)
+    parser.add_argument("--duration", type=int, default=60, help="Seconds of load.")
+    parser.add_argument(
+        "--campaign-rollouts", type=int, default=64, help="Rollouts per task of the campaign that runs meanwhile (0: none, the baseline)."
+    )
+    parser.add_argument("--web-workers", type=int, default=3, help="gunicorn worker processes (docker-compose runs 3).")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--locust", default="locust", help="The locust executable.")
+    parser.add_argument("--out", default="", help="Folder for locust's CSV files (default: a temporary one).")
+    args = parser.parse_args()
+
+    import tempfile
+
+    os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/13")
+    # Release files of earlier runs would clash with this run's (the fresh database numbers releases from 1).
+    os.environ["PASSBAND_VAR_DIR"] = tempfile.mkdtemp(prefix="passband-load-var-")
+    django_in_fresh_database(suffix="_load")
+
+    import redis
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from accounts.services import api_token_create
+    from bench.fake_vllm import PooledVLLMServer
+    from calibration import services
+    from calibration.models import Campaign, Rollout
+    from curation.models import Task, TaskStatus
+    from releases.models import Release, ReleaseStatus
+    from releases.services import release_create
+
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+    user, environment = exact_match_environment(tasks=args.tasks, verifier={"kind": "exact", "extract": "last_line"})
+    trainer = get_user_model().objects.create_user("trainer", password="trainer")
+    trainer.groups.add(Group.objects.get_or_create(name="trainers")[0])
+    reviewer = get_user_model().objects.create_user("reviewer", password="reviewer")
+    reviewer.groups.add(Group.objects.get_or_create(name="reviewers")[0])
+    _, token = api_token_create(user=trainer, name="load", scopes=["read", "feedback", "export"])
+
+    server = PooledVLLMServer(max_tokens=1024).start()
+    first = services.probe_model_add(name="probe", backend="openai", base_url=server.base_url, model="fake-model", max_new_tokens=1024, samples_per_request=16)
+    second = services.probe_model_add(name="probe-2", backend="openai", base_url=server.base_url, model="fake-model", max_new_tokens=1024, samples_per_request=16)
+    env = os.environ.copy()
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "passband", "worker", "-Q", "default,generate,verify", "--concurrency", "2",
+         "--without-heartbeat", "--without-gossip", "--without-mingle", "--loglevel", "WARNING"],
+        cwd=ROOT, env=env,
+    )
+    web = None
+    try:
+        campaign = services.campaign_start(environment=environment, probe_model=first, created_by=user, rollouts=16, round_size=16, seed=1)
+        _wait_done(Campaign, campaign.pk, timeout=600)
+        Task.objects.filter(environment=environment).update(status=TaskStatus.APPROVED)
+        release = release_create(user=user, probe_model=first, environment=environment, band="")  # the worker builds it
+        started = time.perf_counter()
+        while Release.objects.get(pk=release.pk).status != ReleaseStatus.READY:
+            if time.perf_counter() - started > 120:
+                sys.exit(f"release {release.pk} was not built within 120 s")
+            time.sleep(0.5)
+        keys = list(Task.objects.filter(environment=environment).values_list("key", flat=True)[:200])
+
+        web = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "passband.wsgi", "--bind", f"127.0.0.1:{args.port}", "--workers", str(args.web_workers),
+             "--log-level", "warning"],
+            cwd=ROOT, env={**env, "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_COOKIES": "false"},
+        )
+        time.sleep(4)
+        running = None
+        if args.campaign_rollouts:
+            running = services.campaign_start(
+                environment=environment, probe_model=second, created_by=user, rollouts=args.campaign_rollouts, round_size=16, seed=2
+            )
+        out = Path(args.out or tempfile.mkdtemp(prefix="passband-load-"))
+        out.mkdir(parents=True, exist_ok=True)
+        load_before = os.getloadavg()
+        started = time.perf_counter()
+        subprocess.run(
+            [args.locust, "-f", str(Path(__file__).with_name("locustfile.py")), "--headless", "--users", str(args.users),
+             "--spawn-rate", str(args.spawn_rate), "--run-time", f"{args.duration}s", "--host", f"http://127.0.0.1:{args.port}",
+             "--csv", str(out / "load"), "--only-summary", "--loglevel", "WARNING"],
+            env={**env, "PASSBAND_LOAD_TOKEN": token, "PASSBAND_LOAD_ENVIRONMENT": environment.name,
+                 "PASSBAND_LOAD_RELEASE": str(release.pk), "PASSBAND_LOAD_TASKS": ",".join(keys),
+                 "PASSBAND_LOAD_REVIEWER": "reviewer:reviewer"},
+            check=False,
+        )
+        elapsed = time.perf_counter() - started
+        load_after = os.getloadavg()
+        during = Rollout.objects.filter(campaign=running, outcome__isnull=False).count() if running else 0
+    finally:
+        for process in (web, worker):
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=60)
+        server.stop()
+
+    print(f"machine load (1-minute average, 2 cores): {load_before[0]:.2f} before, {load_after[0]:.2f} after")
+    print(f"campaign meanwhile: {during:,} rollouts verified in {elapsed:.0f} s = {during / elapsed:,.0f} rollouts/s")
+    print("| request | requests | failures | p50 ms | p95 ms | max ms |")
+    print("|---|---:|---:|---:|---:|---:|")
+    with open(out / "load_stats.csv") as stats:
+        for row in csv.DictReader(stats):
+            print(f"| {row['Type']} {row['Name']} | {row['Request Count']} | {row['Failure Count']} | {row['50%']} | {row['95%']} | {float(row['Max Response Time']):.0f} |")
+    print(f"locust's CSV files: {out}")
+
+
+def _wait_done(model, pk: int, *, timeout: float) -> None:
+    started = time.perf_counter()
+    while model.objects.get(pk=pk).status != model.Status.DONE:
+        if time.perf_counter() - started > timeout:
+            sys.exit(f"the first campaign did not finish within {timeout:.0f} s")
+        time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    main()

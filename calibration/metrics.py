@@ -1,0 +1,144 @@
+"""Prometheus metrics of the pipeline: counted where the work happens, read by the web app's /metrics.
+
+Workers count rollouts generated and verified, verifier latency and outcome per kind, and the model
+server's requests, retries and failures. Celery's prefork pool runs each job in a child process, so
+counters live in prometheus-client's multiprocess mode: every process that has
+`PROMETHEUS_MULTIPROC_DIR` in its environment when it starts writes its samples to files there, and
+/metrics adds them up (settings.PASSBAND_METRICS_DIR names the same folder; docker-compose shares it
+through the passband-data volume). Without it, /metrics shows this process's own counters only, as
+in tests and `--inline` runs. Queue depth and campaign progress are read when scraped, from the
+broker and the database, so any web process answers them exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Iterator
+
+from prometheus_client import Counter, Histogram, values
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from engine.backends import openai_backend
+
+logger = logging.getLogger(__name__)
+
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    # Name each process's files by host and pid: containers sharing the folder reuse the same small pids.
+    values.ValueClass = values.MultiProcessValue(process_identifier=lambda: f"{socket.gethostname()}-{os.getpid()}")
+
+ROLLOUTS_GENERATED = Counter(
+    "passband_rollouts_generated", "Rollouts sampled and stored (generation errors included).", ["model"]
+)
+ROLLOUTS_VERIFIED = Counter(
+    "passband_rollouts_verified", "Rollouts scored, by verifier kind and outcome (pass, fail, error, timeout).",
+    ["kind", "outcome"],
+)
+VERIFIER_SECONDS = Histogram(
+    "passband_verifier_seconds", "Verifier latency per rollout, by kind.", ["kind"],
+    buckets=(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0),
+)
+MODEL_REQUESTS = Counter(
+    "passband_model_requests", "Requests to model servers, by result (ok, retry, error).", ["server", "result"]
+)
+MODEL_RETRIES = Counter("passband_model_retries", "Retried model server requests, by reason.", ["server", "reason"])
+HTTP_REQUESTS = Counter("passband_http_requests", "Web and API requests, by method and status class.", ["method", "status"])
+HTTP_SECONDS = Histogram("passband_http_request_seconds", "Web and API response time.", ["method"])
+
+QUEUES = ("default", "generate", "verify")
+
+
+def _on_backend_event(event: str, labels: dict[str, str]) -> None:
+    """The openai backend's events (see openai_backend.EVENT_HOOKS) as counters."""
+    server = labels.get("server", "")
+    if event == "request":
+        MODEL_REQUESTS.labels(server=server, result=labels.get("result", "")).inc()
+    elif event == "retry":
+        MODEL_RETRIES.labels(server=server, reason=labels.get("reason", "")).inc()
+
+
+if _on_backend_event not in openai_backend.EVENT_HOOKS:
+    openai_backend.EVENT_HOOKS.append(_on_backend_event)
+
+
+def rollouts_generated(*, model: str, count: int) -> None:
+    if count:
+        ROLLOUTS_GENERATED.labels(model=model).inc(count)
+
+
+def rollouts_verified(*, verdicts: list[tuple[str, str, float]]) -> None:
+    """Count (kind, outcome, latency in ms) verdicts."""
+    counts: dict[tuple[str, str], int] = {}
+    for kind, outcome, latency_ms in verdicts:
+        counts[(kind, outcome)] = counts.get((kind, outcome), 0) + 1
+        VERIFIER_SECONDS.labels(kind=kind).observe((latency_ms or 0.0) / 1000)
+    for (kind, outcome), count in counts.items():
+        ROLLOUTS_VERIFIED.labels(kind=kind, outcome=outcome).inc(count)
+
+
+class ScrapeTimeCollector(Collector):
+    """Queue depth per queue (Redis broker only) and the progress of running campaigns, read at scrape time."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield from self._queues()
+        yield from self._campaigns()
+
+    def _queues(self) -> Iterator[GaugeMetricFamily]:
+        from django.conf import settings
+
+        family = GaugeMetricFamily("passband_queue_depth", "Messages waiting in each Celery queue.", labels=["queue"])
+        if settings.CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+            import redis
+
+            try:
+                client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=2)
+                with client.pipeline() as pipe:
+                    for queue in QUEUES:
+                        pipe.llen(queue)
+                    depths = pipe.execute()
+                for queue, depth in zip(QUEUES, depths):
+                    family.add_metric([queue], depth)
+            except redis.RedisError as error:
+                logger.warning("metrics: broker unreachable: %s", error)
+        yield family
+
+    def _campaigns(self) -> Iterator[GaugeMetricFamily]:
+        from django.db.models import Count, Q
+
+        from calibration.models import Campaign, CampaignItem
+
+        statuses = GaugeMetricFamily("passband_campaigns", "Campaigns by status.", labels=["status"])
+        for row in Campaign.objects.values("status").annotate(count=Count("id")).order_by():
+            statuses.add_metric([row["status"]], row["count"])
+        yield statuses
+        items = GaugeMetricFamily(
+            "passband_campaign_items", "Task versions of running campaigns, done or still sampling.", labels=["campaign", "state"]
+        )
+        rows = (
+            CampaignItem.objects.filter(campaign__status=Campaign.Status.RUNNING)
+            .values("campaign_id")
+            .annotate(done=Count("id", filter=Q(done=True)), total=Count("id"))
+            .order_by()
+        )
+        for row in rows:
+            items.add_metric([str(row["campaign_id"]), "done"], row["done"])
+            items.add_metric([str(row["campaign_id"]), "open"], row["total"] - row["done"])
+        yield items
+
+
+def metrics_text(*, multiprocess_dir: str) -> tuple[bytes, str]:
+    """The exposition text and its content type: the multiprocess folder's samples (when named) or this
+    process's, plus the scrape-time gauges."""
+    from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest, multiprocess
+
+    registry = CollectorRegistry()
+    if multiprocess_dir:
+        multiprocess.MultiProcessCollector(registry, path=multiprocess_dir)
+    else:
+        registry = REGISTRY
+    text = generate_latest(registry)
+    extra = CollectorRegistry()
+    extra.register(ScrapeTimeCollector())
+    return text + generate_latest(extra), CONTENT_TYPE_LATEST
