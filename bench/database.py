@@ -44,7 +44,8 @@ def exact_match_environment(*, tasks: int, verifier: dict | None = None):
     `verifier` replaces the environment's default, {"kind": "exact"}."""
     from django.contrib.auth import get_user_model
 
-    from curation.services import environment_create, tasks_import
+    from curation.imports import tasks_import
+    from curation.services import environment_create
     from tests.factories import jsonl
 
     user = get_user_model().objects.create_superuser("bench", "bench@example.invalid", "bench")

@@ -54,8 +54,9 @@ def main() -> None:
     django_in_fresh_database(suffix="_imports")
     from django.contrib.auth import get_user_model
 
+    from curation.imports import tasks_import
     from curation.models import Task
-    from curation.services import environment_create, tasks_import
+    from curation.services import environment_create
 
     user = get_user_model().objects.create_superuser("bench", "bench@example.invalid", "bench")
     print("| lines | file MB | source | seconds | lines/s | peak Python MB | peak / file size |")

@@ -2,7 +2,7 @@
 
 The browser request only stores the file and queues the job, so no proxy timeout can cut a
 100,000-line import short. The worker reads the file twice, a line at a time (see
-services.tasks_import), records how many lines it has read, and stores the per-line report.
+imports.tasks_import), records how many lines it has read, and stores the per-line report.
 The import itself is one transaction: a killed worker leaves nothing behind, and the job (acks
 late) runs again from the start.
 """
@@ -19,7 +19,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
-from curation import services
+from curation import imports
 from curation.errors import CurationError
 from curation.models import Environment, ImportJob
 
@@ -73,7 +73,7 @@ def import_job_run(*, job_id: int) -> ImportJob:
         ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.WRITING, bytes_read=job.size_bytes)
 
     try:
-        report = services.tasks_import(
+        report = imports.tasks_import(
             environment=job.environment,
             owner=job.owner,
             filename=job.filename,
@@ -83,7 +83,7 @@ def import_job_run(*, job_id: int) -> ImportJob:
             on_writing=on_writing,
         )
         status = ImportJob.Status.DONE
-    except services.ImportRejected as rejected:
+    except imports.ImportRejected as rejected:
         report, status = rejected.report, ImportJob.Status.REJECTED
     except FileNotFoundError:
         ImportJob.objects.filter(pk=job.pk).update(

@@ -2,7 +2,7 @@
 
 import json
 
-from curation.services import tasks_import
+from curation.imports import tasks_import
 
 
 def jsonl(*objects) -> bytes:

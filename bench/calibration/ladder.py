@@ -56,7 +56,8 @@ def main() -> None:
     from calibration import services
     from calibration.demo import arithmetic_tasks
     from calibration.models import Calibration, Rollout
-    from curation.services import environment_create, tasks_import
+    from curation.imports import tasks_import
+    from curation.services import environment_create
     from tests.calibration.scripted import RIGHT, respond_with
     from tests.factories import jsonl
     from tests.support.openai_server import OpenAITestServer

@@ -5,12 +5,10 @@ the inline runner and the benchmarks call round_run, which is both in a row."""
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Callable
 
-import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Q
@@ -21,7 +19,6 @@ from calibration.models import (
     Band,
     Campaign,
     CampaignItem,
-    Outcome,
     ProbeModel,
     Rollout,
 )
@@ -33,17 +30,15 @@ from calibration.services.campaigns import (
     round_enqueue,
 )
 from calibration.services.probe_models import (
-    _rollout_cost,
     backend_for_probe_model,
     sampling_params,
 )
+from calibration.services.rollout_store import rollout_row, rollouts_insert, verdicts_save
 from curation.models import TaskVersion
 from engine import backends, verifiers
 from engine.episodes.runner import EpisodeLimits, run_episode
-from engine.packing import pack_logprobs, pack_tokens
 
 logger = logging.getLogger(__name__)
-
 
 
 def round_indices(campaign: Campaign, round_index: int) -> range:
@@ -137,68 +132,14 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
         device_ms_per_rollout = seconds * 1000 / max(len(generations), 1)
         for index, seed, generation, episode in zip(indices, seeds, generations, episodes, strict=True):
             rows.append(
-                _rollout_row(
+                rollout_row(
                     campaign=campaign, version=version, sample_index=index, seed=seed, generation=generation,
                     episode=episode, sampling=sampling, device_ms=device_ms_per_rollout,
                 )
             )
-    stored = _rollouts_insert(rows)
+    stored = rollouts_insert(rows)
     metrics.rollouts_generated(model=probe_model.name, count=stored)
     return stored
-
-
-# Columns a new rollout row fills, with the PostgreSQL array type each travels in (see _rollouts_insert).
-_ROLLOUT_INSERT_COLUMNS = (
-    ("campaign_id", "bigint"), ("task_version_id", "bigint"), ("probe_model_id", "bigint"), ("sample_index", "integer"),
-    ("seed", "bigint"), ("prompt_token_ids", "bytea"), ("completion_token_ids", "bytea"), ("logprobs", "bytea"),
-    ("text", "text"), ("finish_reason", "text"), ("truncated", "boolean"), ("sampling", "jsonb"),
-    ("generation_error", "text"), ("input_tokens", "integer"), ("output_tokens", "integer"),
-    ("generation_ms", "float8"), ("outcome", "text"), ("detail", "text"), ("cost_usd", "numeric"),
-    ("created_at", "timestamptz"), ("episode", "jsonb"),
-)
-
-
-def _rollouts_insert(rows: list[dict]) -> int:
-    """Insert new rollouts (column name -> value, as _rollout_row makes them), skipping samples already
-    stored; returns how many were inserted.
-
-    The unique (campaign, task version, sample index) makes a retried job a no-op. On PostgreSQL the
-    rows travel as one array per column through unnest(): one short statement instead of Django's
-    VALUES list of rows x columns parameters, which costs more to build than to run. The arrays go
-    in PostgreSQL's binary format on a server-side-binding cursor: token ids and logprobs travel as
-    the bytes they are, not as hex text that Django's client-side binding would quote into the SQL.
-    """
-    if not rows:
-        return 0
-    now = timezone.now()
-    if connection.vendor != "postgresql":
-        return len(Rollout.objects.bulk_create([Rollout(**row, created_at=now) for row in rows], ignore_conflicts=True))
-    names = [name for name, _ in _ROLLOUT_INSERT_COLUMNS]
-    columns = []
-    for name, kind in _ROLLOUT_INSERT_COLUMNS:
-        if name == "created_at":
-            values = [now] * len(rows)
-        elif kind == "jsonb":  # as text: SQL NULL stays NULL, a JSON value is cast below
-            texts: dict[int, str] = {}  # one sampling dict is shared by a job's rows: encode it once
-            values = [
-                None if row[name] is None else texts.get(id(row[name])) or texts.setdefault(id(row[name]), json.dumps(row[name]))
-                for row in rows
-            ]
-        else:
-            values = [row[name] for row in rows]
-        columns.append(values)
-    # %b: each array parameter in PostgreSQL's binary format.
-    arrays = ", ".join(f"%b::{'text' if kind == 'jsonb' else kind}[]" for _, kind in _ROLLOUT_INSERT_COLUMNS)
-    select = ", ".join(f"{name}::jsonb" if kind == "jsonb" else name for name, kind in _ROLLOUT_INSERT_COLUMNS)
-    connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(
-            f"INSERT INTO {Rollout._meta.db_table} ({', '.join(names)}) "
-            f"SELECT {select} FROM unnest({arrays}) AS new({', '.join(names)}) "
-            "ON CONFLICT (campaign_id, task_version_id, sample_index) DO NOTHING",
-            columns,
-        )
-        return cursor.rowcount
 
 
 def _generate_all(
@@ -236,48 +177,6 @@ def _generate_all(
         yield version, indices, seeds_of[version.pk], time.perf_counter() - started, generations, episodes
 
 
-def _rollout_row(
-    *,
-    campaign: Campaign,
-    version: TaskVersion,
-    sample_index: int,
-    seed: int,
-    generation: backends.Generation,
-    episode: dict | None,
-    sampling: dict,
-    device_ms: float,
-) -> dict:
-    """The columns of one sampled rollout (not saved): what the backend produced, its cost, and for a
-    failed generation the outcome `generation_error` (an infrastructure error, never a verdict).
-    A dict rather than a Rollout: building 500 model instances a job cost more than inserting them."""
-    probe_model = campaign.probe_model
-    failed = generation.error is not None
-    return {
-        "campaign_id": campaign.pk,
-        "task_version_id": version.pk,
-        "probe_model_id": probe_model.pk,
-        "sample_index": sample_index,
-        "seed": seed,
-        "prompt_token_ids": pack_tokens(generation.prompt_token_ids),
-        "completion_token_ids": pack_tokens(generation.completion_token_ids),
-        "logprobs": pack_logprobs(generation.logprobs),
-        "text": generation.text,
-        "finish_reason": generation.finish_reason,
-        "truncated": generation.truncated,
-        "sampling": sampling,
-        "generation_error": generation.error or "",
-        "input_tokens": generation.input_tokens,
-        "output_tokens": generation.output_tokens,
-        "generation_ms": generation.latency_ms,
-        "outcome": Outcome.GENERATION_ERROR if failed else None,
-        "detail": f"generation failed: {generation.error}" if failed else "",
-        "episode": episode,
-        "cost_usd": _rollout_cost(
-            probe_model, device_ms=device_ms, input_tokens=generation.input_tokens, output_tokens=generation.output_tokens
-        ),
-    }
-
-
 def rollouts_verify(*, campaign_id: int, task_version_ids: int | list[int]) -> int:
     """Score every unverified rollout of some task versions in a campaign. Returns how many were scored."""
     ids = _version_ids(task_version_ids)
@@ -295,37 +194,9 @@ def rollouts_verify(*, campaign_id: int, task_version_ids: int | list[int]) -> i
         verdict = verifiers.verify(verifier=version.verifier, completion=completion, answer=version.answer, prompt=version.prompt)
         verdicts.append((rollout_id, verdict.outcome, verdict.reward, verdict.detail[:2000], verdict.latency_ms))
         kinds.append((version.verifier or {}).get("kind", ""))
-    _verdicts_save(verdicts, verified_at=timezone.now())
+    verdicts_save(verdicts, verified_at=timezone.now())
     metrics.rollouts_verified(verdicts=[(kind, outcome, ms) for kind, (_, outcome, _, _, ms) in zip(kinds, verdicts)])
     return len(verdicts)
-
-
-def _verdicts_save(verdicts: list[tuple], *, verified_at) -> None:
-    """Write (rollout id, outcome, reward, detail, verify_ms) verdicts in one statement. `outcome IS NULL`
-    keeps a concurrent duplicate job from overwriting."""
-    if not verdicts:
-        return
-    if connection.vendor != "postgresql":
-        rollouts = [
-            Rollout(pk=pk, outcome=outcome, reward=reward, detail=detail, verify_ms=verify_ms, verified_at=verified_at)
-            for pk, outcome, reward, detail, verify_ms in verdicts
-        ]
-        Rollout.objects.bulk_update(rollouts, ["outcome", "reward", "detail", "verify_ms", "verified_at"], batch_size=500)
-        return
-    # Django's bulk_update builds a CASE per column and row; unnest() of arrays is ~10x cheaper.
-    pks, outcomes, rewards, details, latencies = (list(column) for column in zip(*verdicts))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            UPDATE {Rollout._meta.db_table} AS rollout
-            SET outcome = verdict.outcome, reward = verdict.reward, detail = verdict.detail,
-                verify_ms = verdict.verify_ms, verified_at = %s
-            FROM unnest(%s::bigint[], %s::text[], %s::float8[], %s::text[], %s::float8[])
-                AS verdict(id, outcome, reward, detail, verify_ms)
-            WHERE rollout.id = verdict.id AND rollout.outcome IS NULL
-            """,
-            [verified_at, pks, outcomes, rewards, details, latencies],
-        )
 
 
 def campaign_items_advance(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> list[int]:

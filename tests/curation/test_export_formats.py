@@ -100,7 +100,8 @@ def test_formats_put_fields_where_each_trainer_expects_them(records):
 
 
 def test_native_jsonl_imports_back(records, tmp_path, alice):
-    from curation.services import environment_create, tasks_import
+    from curation.imports import tasks_import
+    from curation.services import environment_create
 
     path = tmp_path / "native.jsonl"
     formats.write_file(records=records, format="native", file_type="jsonl", path=path)

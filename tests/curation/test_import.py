@@ -6,8 +6,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
+from curation.imports import ImportRejected, tasks_import
 from curation.models import Task, TaskVersion
-from curation.services import ImportRejected, tasks_import
 from tests.factories import import_tasks, jsonl, math_task
 
 pytestmark = pytest.mark.django_db

@@ -5,8 +5,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from curation.errors import CurationError
+from curation.imports import ImportRejected, tasks_import
 from curation.models import Environment, Task
-from curation.services import ImportRejected, environment_create, tasks_import
+from curation.services import environment_create
 from engine import formats
 from tests.factories import jsonl, math_task
 

@@ -20,7 +20,7 @@ from accounts.permissions import (
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
 from calibration.models import Band, Campaign, ProbeModel, Rollout
-from curation import import_jobs, review_services, selectors, services
+from curation import import_jobs, imports, review_services, selectors, services
 from curation.models import Environment, ImportJob, TaskStatus
 from engine import stats
 from engine.packing import unpack_logprobs, unpack_tokens
@@ -160,11 +160,11 @@ def task_upload(request):
             return redirect("import_job_detail", job_id=job.pk)
         else:
             try:
-                report = services.tasks_import(
+                report = imports.tasks_import(
                     environment=environment, owner=request.user, data=upload.read(), filename=upload.name
                 )
                 messages.success(request, report.summary())
-            except services.ImportRejected as rejected:
+            except imports.ImportRejected as rejected:
                 report = rejected.report
                 messages.error(request, report.summary())
             context["report"] = report
@@ -178,7 +178,7 @@ def task_upload(request):
 def import_job_detail(request, job_id: int):
     """A background import's progress, then its report; htmx polls the fragment until it ends."""
     job = get_object_or_404(ImportJob.objects.select_related("environment"), pk=job_id, owner=request.user)
-    report = services.ImportReport.from_dict(job.report) if job.report else None
+    report = imports.ImportReport.from_dict(job.report) if job.report else None
     template = "curation/_import_job_progress.html" if request.headers.get("HX-Request") else "curation/import_job.html"
     return render(request, template, {"job": job, "report": report, "selected": job.environment.name})
 

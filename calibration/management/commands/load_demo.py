@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand
 from calibration import demo
 from calibration import services as calibration_services
 from calibration.models import ProbeModel
-from curation import services
+from curation import imports, services
 from curation.models import Environment
 from engine.episodes.backoffice_tasks import backoffice_tasks
 
@@ -63,7 +63,7 @@ class Command(BaseCommand):
                 environment = services.environment_create(
                     **{key: value for key, value in spec.items() if key != "tasks"}
                 )
-            report = services.tasks_import(
+            report = imports.tasks_import(
                 environment=environment,
                 owner=admin,
                 data=demo.as_jsonl(spec["tasks"]()),

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from curation import services
+from curation import imports, services
 from curation.errors import CurationError
 from curation.models import Environment
 
@@ -37,10 +37,10 @@ class Command(BaseCommand):
             except CurationError as error:
                 raise CommandError(f"--environment: {error}") from None
         try:
-            report = services.tasks_import(
+            report = imports.tasks_import(
                 environment=env, owner=user, data=file.read_bytes(), filename=file.name, run_audits=not no_audit
             )
-        except services.ImportRejected as rejected:
+        except imports.ImportRejected as rejected:
             for problem in rejected.report.problems:
                 self.stderr.write(str(problem))
             raise CommandError(rejected.report.summary()) from None

@@ -1,0 +1,153 @@
+"""How rounds store rollouts and verdicts: one statement per job, arrays sent in binary.
+
+Rollouts are unique on (campaign, task version, sample index): an insert skips rows a retried job
+already wrote, so nothing counts twice."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import psycopg
+from django.db import connection
+from django.utils import timezone
+
+from calibration.models import (
+    Campaign,
+    Outcome,
+    Rollout,
+)
+from calibration.services.probe_models import (
+    _rollout_cost,
+)
+from curation.models import TaskVersion
+from engine import backends
+from engine.packing import pack_logprobs, pack_tokens
+
+logger = logging.getLogger(__name__)
+
+
+
+
+# Columns a new rollout row fills, with the PostgreSQL array type each travels in (see rollouts_insert).
+ROLLOUT_INSERT_COLUMNS = (
+    ("campaign_id", "bigint"), ("task_version_id", "bigint"), ("probe_model_id", "bigint"), ("sample_index", "integer"),
+    ("seed", "bigint"), ("prompt_token_ids", "bytea"), ("completion_token_ids", "bytea"), ("logprobs", "bytea"),
+    ("text", "text"), ("finish_reason", "text"), ("truncated", "boolean"), ("sampling", "jsonb"),
+    ("generation_error", "text"), ("input_tokens", "integer"), ("output_tokens", "integer"),
+    ("generation_ms", "float8"), ("outcome", "text"), ("detail", "text"), ("cost_usd", "numeric"),
+    ("created_at", "timestamptz"), ("episode", "jsonb"),
+)
+
+
+def rollouts_insert(rows: list[dict]) -> int:
+    """Insert new rollouts (column name -> value, as rollout_row makes them), skipping samples already
+    stored; returns how many were inserted.
+
+    The unique (campaign, task version, sample index) makes a retried job a no-op. On PostgreSQL the
+    rows travel as one array per column through unnest(): one short statement instead of Django's
+    VALUES list of rows x columns parameters, which costs more to build than to run. The arrays go
+    in PostgreSQL's binary format on a server-side-binding cursor: token ids and logprobs travel as
+    the bytes they are, not as hex text that Django's client-side binding would quote into the SQL.
+    """
+    if not rows:
+        return 0
+    now = timezone.now()
+    if connection.vendor != "postgresql":
+        return len(Rollout.objects.bulk_create([Rollout(**row, created_at=now) for row in rows], ignore_conflicts=True))
+    names = [name for name, _ in ROLLOUT_INSERT_COLUMNS]
+    columns = []
+    for name, kind in ROLLOUT_INSERT_COLUMNS:
+        if name == "created_at":
+            values = [now] * len(rows)
+        elif kind == "jsonb":  # as text: SQL NULL stays NULL, a JSON value is cast below
+            texts: dict[int, str] = {}  # one sampling dict is shared by a job's rows: encode it once
+            values = [
+                None if row[name] is None else texts.get(id(row[name])) or texts.setdefault(id(row[name]), json.dumps(row[name]))
+                for row in rows
+            ]
+        else:
+            values = [row[name] for row in rows]
+        columns.append(values)
+    # %b: each array parameter in PostgreSQL's binary format.
+    arrays = ", ".join(f"%b::{'text' if kind == 'jsonb' else kind}[]" for _, kind in ROLLOUT_INSERT_COLUMNS)
+    select = ", ".join(f"{name}::jsonb" if kind == "jsonb" else name for name, kind in ROLLOUT_INSERT_COLUMNS)
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(
+            f"INSERT INTO {Rollout._meta.db_table} ({', '.join(names)}) "
+            f"SELECT {select} FROM unnest({arrays}) AS new({', '.join(names)}) "
+            "ON CONFLICT (campaign_id, task_version_id, sample_index) DO NOTHING",
+            columns,
+        )
+        return cursor.rowcount
+
+
+def rollout_row(
+    *,
+    campaign: Campaign,
+    version: TaskVersion,
+    sample_index: int,
+    seed: int,
+    generation: backends.Generation,
+    episode: dict | None,
+    sampling: dict,
+    device_ms: float,
+) -> dict:
+    """The columns of one sampled rollout (not saved): what the backend produced, its cost, and for a
+    failed generation the outcome `generation_error` (an infrastructure error, never a verdict).
+    A dict rather than a Rollout: building 500 model instances a job cost more than inserting them."""
+    probe_model = campaign.probe_model
+    failed = generation.error is not None
+    return {
+        "campaign_id": campaign.pk,
+        "task_version_id": version.pk,
+        "probe_model_id": probe_model.pk,
+        "sample_index": sample_index,
+        "seed": seed,
+        "prompt_token_ids": pack_tokens(generation.prompt_token_ids),
+        "completion_token_ids": pack_tokens(generation.completion_token_ids),
+        "logprobs": pack_logprobs(generation.logprobs),
+        "text": generation.text,
+        "finish_reason": generation.finish_reason,
+        "truncated": generation.truncated,
+        "sampling": sampling,
+        "generation_error": generation.error or "",
+        "input_tokens": generation.input_tokens,
+        "output_tokens": generation.output_tokens,
+        "generation_ms": generation.latency_ms,
+        "outcome": Outcome.GENERATION_ERROR if failed else None,
+        "detail": f"generation failed: {generation.error}" if failed else "",
+        "episode": episode,
+        "cost_usd": _rollout_cost(
+            probe_model, device_ms=device_ms, input_tokens=generation.input_tokens, output_tokens=generation.output_tokens
+        ),
+    }
+
+
+def verdicts_save(verdicts: list[tuple], *, verified_at) -> None:
+    """Write (rollout id, outcome, reward, detail, verify_ms) verdicts in one statement. `outcome IS NULL`
+    keeps a concurrent duplicate job from overwriting."""
+    if not verdicts:
+        return
+    if connection.vendor != "postgresql":
+        rollouts = [
+            Rollout(pk=pk, outcome=outcome, reward=reward, detail=detail, verify_ms=verify_ms, verified_at=verified_at)
+            for pk, outcome, reward, detail, verify_ms in verdicts
+        ]
+        Rollout.objects.bulk_update(rollouts, ["outcome", "reward", "detail", "verify_ms", "verified_at"], batch_size=500)
+        return
+    # Django's bulk_update builds a CASE per column and row; unnest() of arrays is ~10x cheaper.
+    pks, outcomes, rewards, details, latencies = (list(column) for column in zip(*verdicts))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE {Rollout._meta.db_table} AS rollout
+            SET outcome = verdict.outcome, reward = verdict.reward, detail = verdict.detail,
+                verify_ms = verdict.verify_ms, verified_at = %s
+            FROM unnest(%s::bigint[], %s::text[], %s::float8[], %s::text[], %s::float8[])
+                AS verdict(id, outcome, reward, detail, verify_ms)
+            WHERE rollout.id = verdict.id AND rollout.outcome IS NULL
+            """,
+            [verified_at, pks, outcomes, rewards, details, latencies],
+        )
