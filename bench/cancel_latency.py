@@ -32,7 +32,9 @@ def main() -> None:
     args = parser.parse_args()
 
     os.environ.update(
-        PASSBAND_TASKS_PER_JOB="1", PASSBAND_JOBS_PER_CAMPAIGN=str(args.jobs_per_campaign), LOG_LEVEL="WARNING",
+        PASSBAND_TASKS_PER_JOB="1",
+        PASSBAND_JOBS_PER_CAMPAIGN=str(args.jobs_per_campaign),
+        LOG_LEVEL="WARNING",
         DJANGO_SETTINGS_MODULE="passband.settings",
     )
     os.environ.setdefault("SECRET_KEY", "passband-bench-only")
@@ -58,29 +60,63 @@ def main() -> None:
     from tests.factories import import_tasks
     from tests.support.openai_server import serve_openai
 
-    user = __import__("django.contrib.auth", fromlist=["get_user_model"]).get_user_model().objects.create_superuser(
-        "bench", "bench@example.invalid", "bench"
+    user = (
+        __import__("django.contrib.auth", fromlist=["get_user_model"])
+        .get_user_model()
+        .objects.create_superuser("bench", "bench@example.invalid", "bench")
     )
     big = environment_create(name="big", domain="text", default_verifier={"kind": "exact"})
     small = environment_create(name="small", domain="text", default_verifier={"kind": "exact"})
     import_tasks(big, user, *[{"key": f"b-{i}", "prompt": f"Say 42 ({i}).", "answer": "42"} for i in range(args.tasks)])
     import_tasks(small, user, *[{"key": f"s-{i}", "prompt": f"Say 42 again ({i}).", "answer": "42"} for i in range(2)])
-    command = [sys.executable, "-m", "celery", "-A", "passband", "worker", "-Q", "default,generate,verify",
-               "--concurrency", "2", "--without-heartbeat", "--without-gossip", "--without-mingle", "--loglevel", "WARNING"]
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "passband",
+        "worker",
+        "-Q",
+        "default,generate,verify",
+        "--concurrency",
+        "2",
+        "--without-heartbeat",
+        "--without-gossip",
+        "--without-mingle",
+        "--loglevel",
+        "WARNING",
+    ]
     with serve_openai(latency_s=args.latency, record_requests=False) as base_url:
-        model = services.probe_model_add(name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=8)
+        model = services.probe_model_add(
+            name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=8
+        )
         worker = subprocess.Popen(command, cwd=ROOT, env=os.environ.copy(), start_new_session=True)
         try:
-            first = services.campaign_start(environment=big, probe_model=model, created_by=user, rollouts=4, round_size=4)
-            wait(lambda: Rollout.objects.filter(campaign=first).exists(), args.timeout, "the big campaign's first rollout")
+            first = services.campaign_start(
+                environment=big, probe_model=model, created_by=user, rollouts=4, round_size=4
+            )
+            wait(
+                lambda: Rollout.objects.filter(campaign=first).exists(),
+                args.timeout,
+                "the big campaign's first rollout",
+            )
             time.sleep(2)  # let it run a little, as a user would before cancelling
             cancelled = time.monotonic()
             services.campaign_set_status(campaign=first, status=Campaign.Status.CANCELLED)
-            following = services.campaign_start(environment=small, probe_model=model, created_by=user, rollouts=4, round_size=4)
-            wait(lambda: Rollout.objects.filter(campaign=following).exists(), args.timeout, "the next campaign's first rollout")
+            following = services.campaign_start(
+                environment=small, probe_model=model, created_by=user, rollouts=4, round_size=4
+            )
+            wait(
+                lambda: Rollout.objects.filter(campaign=following).exists(),
+                args.timeout,
+                "the next campaign's first rollout",
+            )
             seconds = time.monotonic() - cancelled
-            print(f"{setup}: {args.tasks} tasks cancelled, window {args.jobs_per_campaign} jobs: "
-                  f"cancel -> next campaign's first rollout {seconds:.2f} s", flush=True)
+            print(
+                f"{setup}: {args.tasks} tasks cancelled, window {args.jobs_per_campaign} jobs: "
+                f"cancel -> next campaign's first rollout {seconds:.2f} s",
+                flush=True,
+            )
         finally:
             stop(worker)
 

@@ -76,7 +76,14 @@ class PooledVLLMServer(OpenAITestServer):
         entries = []
         for token_id in token_ids:
             name = f"token_id:{token_id}"
-            entries.append({"token": name, "logprob": -round(rng.random() * 2.0, 6), "bytes": list(name.encode()), "top_logprobs": []})
+            entries.append(
+                {
+                    "token": name,
+                    "logprob": -round(rng.random() * 2.0, 6),
+                    "bytes": list(name.encode()),
+                    "top_logprobs": [],
+                }
+            )
         choice = {
             "message": {"role": "assistant", "content": text},
             "logprobs": {"content": entries},
@@ -95,12 +102,21 @@ class PooledVLLMServer(OpenAITestServer):
         picks = [zlib.crc32(str(seed + index).encode(), prompt_key) % len(self.pool) for index in range(n)]
         choices = [self.pool[pick][0] + str(index).encode() + self.pool[pick][1] for index, pick in enumerate(picks)]
         completion_tokens = sum(self.lengths[pick] for pick in picks)
-        usage = {"prompt_tokens": len(prompt_ids), "completion_tokens": completion_tokens,
-                 "total_tokens": len(prompt_ids) + completion_tokens}
+        usage = {
+            "prompt_tokens": len(prompt_ids),
+            "completion_tokens": completion_tokens,
+            "total_tokens": len(prompt_ids) + completion_tokens,
+        }
         return (
             b'{"id":"chatcmpl-bench","object":"chat.completion","created":0,"model":'
-            + orjson.dumps(self.model) + b',"choices":[' + b",".join(choices) + b'],"usage":'
-            + orjson.dumps(usage) + b',"prompt_token_ids":' + orjson.dumps(prompt_ids) + b"}"
+            + orjson.dumps(self.model)
+            + b',"choices":['
+            + b",".join(choices)
+            + b'],"usage":'
+            + orjson.dumps(usage)
+            + b',"prompt_token_ids":'
+            + orjson.dumps(prompt_ids)
+            + b"}"
         )
 
     def start(self) -> PooledVLLMServer:

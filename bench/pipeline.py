@@ -44,7 +44,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900, help="Give up after this many seconds.")
     parser.add_argument("--concurrency", type=int, default=2, help="Prefork processes of the worker.")
     parser.add_argument(
-        "--samples-per-request", type=int, default=16,
+        "--samples-per-request",
+        type=int,
+        default=16,
         help="Consecutive seeds per request (n), as with vLLM; 1 sends one request per rollout.",
     )
     parser.add_argument("--lengths", choices=["realistic", "short"], default="realistic", help="Completion lengths.")
@@ -77,16 +79,47 @@ def main() -> None:
     else:
         server = OpenAITestServer(record_requests=False, eos_probability=0.3).start()
     model = services.probe_model_add(
-        name="instant", backend="openai", base_url=server.base_url, model="fake-model", max_new_tokens=max_new_tokens,
-        usd_per_million_input_tokens=0.1, usd_per_million_output_tokens=0.4,
+        name="instant",
+        backend="openai",
+        base_url=server.base_url,
+        model="fake-model",
+        max_new_tokens=max_new_tokens,
+        usd_per_million_input_tokens=0.1,
+        usd_per_million_output_tokens=0.4,
         samples_per_request=args.samples_per_request,
     )
-    command = [sys.executable, "-m", "celery", "-A", "passband", "worker", "-Q", "default,generate,verify",
-               "--concurrency", str(args.concurrency), "--without-heartbeat", "--without-gossip", "--without-mingle",
-               "--loglevel", "WARNING"]
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "passband",
+        "worker",
+        "-Q",
+        "default,generate,verify",
+        "--concurrency",
+        str(args.concurrency),
+        "--without-heartbeat",
+        "--without-gossip",
+        "--without-mingle",
+        "--loglevel",
+        "WARNING",
+    ]
     if args.profile:
-        command = [args.py_spy, "record", "--subprocesses", "--gil", "--rate", "50", "--format", "raw", "--output", args.profile,
-                   "--", *command]
+        command = [
+            args.py_spy,
+            "record",
+            "--subprocesses",
+            "--gil",
+            "--rate",
+            "50",
+            "--format",
+            "raw",
+            "--output",
+            args.profile,
+            "--",
+            *command,
+        ]
     load_before = os.getloadavg()
     worker = subprocess.Popen(command, cwd=ROOT, env=os.environ.copy())
     watch = ProcessWatch(worker.pid, database=connection.settings_dict["NAME"])
@@ -95,8 +128,12 @@ def main() -> None:
         watch.start()
         started = time.perf_counter()
         campaign = services.campaign_start(
-            environment=environment, probe_model=model, created_by=user, rollouts=args.rollouts,
-            round_size=round_size, seed=1,
+            environment=environment,
+            probe_model=model,
+            created_by=user,
+            rollouts=args.rollouts,
+            round_size=round_size,
+            seed=1,
         )
         while Campaign.objects.get(pk=campaign.pk).status != Campaign.Status.DONE:
             if time.perf_counter() - started > args.timeout:
@@ -146,7 +183,9 @@ def main() -> None:
         f"{table_bytes / max(output_tokens + input_tokens, 1):,.2f} MB per million tokens (prompt and completion)"
     )
     print(watch.report(elapsed=elapsed))
-    print("| tasks × rollouts (round) | tasks per job | samples per request | worker processes | pipeline rollouts/s | COPY rows/s | pipeline / COPY |")
+    print(
+        "| tasks × rollouts (round) | tasks per job | samples per request | worker processes | pipeline rollouts/s | COPY rows/s | pipeline / COPY |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     print(
         f"| {args.tasks} × {args.rollouts} ({round_size}) = {recorded:,} | {args.tasks_per_job} | {args.samples_per_request} | {args.concurrency} "
@@ -177,7 +216,11 @@ class ProcessWatch:
         try:
             processes = [self.root, *self.root.children(recursive=True)]
             # Under --profile the root is py-spy, whose command line names celery too.
-            return [process for process in processes if "celery" in process.cmdline() and "py-spy" not in process.cmdline()[0]]
+            return [
+                process
+                for process in processes
+                if "celery" in process.cmdline() and "py-spy" not in process.cmdline()[0]
+            ]
         except psutil.Error:
             return []
 

@@ -56,19 +56,34 @@ def main() -> None:
         import cProfile
 
         profiler = cProfile.Profile()
-    print("| tasks × rollouts | tasks per job | samples per request | queries per task | rollouts/s (one process) | CPU ms per rollout (this process, server included) |")
+    print(
+        "| tasks × rollouts | tasks per job | samples per request | queries per task | rollouts/s (one process) | CPU ms per rollout (this process, server included) |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     try:
         for size in args.tasks_per_job:
             model = services.probe_model_add(
-                name=f"instant-{size}", backend="openai", base_url=server.base_url, model="fake-model",
-                max_new_tokens=max_new_tokens, samples_per_request=args.samples_per_request,
+                name=f"instant-{size}",
+                backend="openai",
+                base_url=server.base_url,
+                model="fake-model",
+                max_new_tokens=max_new_tokens,
+                samples_per_request=args.samples_per_request,
             )
             campaign = services.campaign_start(
-                environment=environment, probe_model=model, created_by=user, rollouts=args.rollouts,
-                round_size=args.rollouts, seed=1, enqueue=False,
+                environment=environment,
+                probe_model=model,
+                created_by=user,
+                rollouts=args.rollouts,
+                round_size=args.rollouts,
+                seed=1,
+                enqueue=False,
             )
-            ids = list(CampaignItem.objects.filter(campaign=campaign).order_by("task_version_id").values_list("task_version_id", flat=True))
+            ids = list(
+                CampaignItem.objects.filter(campaign=campaign)
+                .order_by("task_version_id")
+                .values_list("task_version_id", flat=True)
+            )
             jobs = [ids[start : start + size] for start in range(0, len(ids), size)]
             started = time.perf_counter()
             cpu_started = time.process_time()

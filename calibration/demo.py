@@ -53,7 +53,8 @@ def _level_multi_step_story(rng: random.Random) -> tuple[str, int]:
     total -= total % baskets
     lost = rows * per_row - total
     return (
-        f"{name} packs {rows} boxes of {per_row} {item} each. {lost} {item} turn out to be damaged and are thrown away. "
+        f"{name} packs {rows} boxes of {per_row} {item} each. "
+        f"{lost} {item} turn out to be damaged and are thrown away. "
         f"The rest are shared equally among {baskets} friends. How many {item} does each friend get?",
         total // baskets,
     )

@@ -33,18 +33,23 @@ ROLLOUTS_GENERATED = Counter(
     "passband_rollouts_generated", "Rollouts sampled and stored (generation errors included).", ["model"]
 )
 ROLLOUTS_VERIFIED = Counter(
-    "passband_rollouts_verified", "Rollouts scored, by verifier kind and outcome (pass, fail, error, timeout).",
+    "passband_rollouts_verified",
+    "Rollouts scored, by verifier kind and outcome (pass, fail, error, timeout).",
     ["kind", "outcome"],
 )
 VERIFIER_SECONDS = Histogram(
-    "passband_verifier_seconds", "Verifier latency per rollout, by kind.", ["kind"],
+    "passband_verifier_seconds",
+    "Verifier latency per rollout, by kind.",
+    ["kind"],
     buckets=(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0),
 )
 MODEL_REQUESTS = Counter(
     "passband_model_requests", "Requests to model servers, by result (ok, retry, error).", ["server", "result"]
 )
 MODEL_RETRIES = Counter("passband_model_retries", "Retried model server requests, by reason.", ["server", "reason"])
-HTTP_REQUESTS = Counter("passband_http_requests", "Web and API requests, by method and status class.", ["method", "status"])
+HTTP_REQUESTS = Counter(
+    "passband_http_requests", "Web and API requests, by method and status class.", ["method", "status"]
+)
 HTTP_SECONDS = Histogram("passband_http_request_seconds", "Web and API response time.", ["method"])
 
 QUEUES = ("default", "generate", "verify")
@@ -114,7 +119,9 @@ class ScrapeTimeCollector(Collector):
             statuses.add_metric([row["status"]], row["count"])
         yield statuses
         items = GaugeMetricFamily(
-            "passband_campaign_items", "Task versions of running campaigns, done or still sampling.", labels=["campaign", "state"]
+            "passband_campaign_items",
+            "Task versions of running campaigns, done or still sampling.",
+            labels=["campaign", "state"],
         )
         rows = (
             CampaignItem.objects.filter(campaign__status=Campaign.Status.RUNNING)

@@ -155,7 +155,9 @@ class Rollout(models.Model):
             models.Index(fields=["outcome"]),
             # The verifier latency dashboard reads a recent time window from this index alone.
             models.Index(
-                fields=["verified_at"], include=["verify_ms", "outcome", "probe_model", "campaign"], name="rollout_verified_at_cover"
+                fields=["verified_at"],
+                include=["verify_ms", "outcome", "probe_model", "campaign"],
+                name="rollout_verified_at_cover",
             ),
         ]
 
@@ -163,7 +165,10 @@ class Rollout(models.Model):
 # The band column's choices, made from the one definition of the bands in engine.stats.
 Band = models.TextChoices(
     "Band",
-    [(band.name, band.value) for band in (stats.UNDECIDED, stats.TOO_HARD, stats.IN_BAND, stats.RETIRE, stats.BORDERLINE)],
+    [
+        (band.name, band.value)
+        for band in (stats.UNDECIDED, stats.TOO_HARD, stats.IN_BAND, stats.RETIRE, stats.BORDERLINE)
+    ],
 )
 
 
@@ -213,7 +218,9 @@ class FeedbackReport(models.Model):
     class Meta:
         ordering = ["task_version", "checkpoint_step", "id"]
         constraints = [
-            models.CheckConstraint(condition=models.Q(passes__lte=models.F("attempts")), name="feedback_passes_le_attempts"),
+            models.CheckConstraint(
+                condition=models.Q(passes__lte=models.F("attempts")), name="feedback_passes_le_attempts"
+            ),
             models.UniqueConstraint(
                 fields=["reported_by", "report_id"], condition=~models.Q(report_id=""), name="feedback_report_id_unique"
             ),

@@ -9,7 +9,9 @@ from calibration import services
 @shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=900, time_limit=960)
 def generate_rollouts(campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
     """Queue `generate`: sample one round of some task versions, then hand it to a verify worker."""
-    stored = services.round_generate(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
+    stored = services.round_generate(
+        campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index
+    )
     if stored is None:  # the campaign was paused or cancelled: drop the job
         return 0
     verify_rollouts.delay(campaign_id, task_version_ids, round_index)

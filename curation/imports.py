@@ -57,8 +57,11 @@ class ImportReport:
     def as_dict(self) -> dict:
         """JSON-ready, for a background import's stored report."""
         return {
-            "filename": self.filename, "created": self.created, "new_versions": self.new_versions,
-            "duplicates": self.duplicates, "audit_failures": self.audit_failures,
+            "filename": self.filename,
+            "created": self.created,
+            "new_versions": self.new_versions,
+            "duplicates": self.duplicates,
+            "audit_failures": self.audit_failures,
             "problems": [[p.filename, p.line, p.field, p.reason] for p in self.problems],
             "problems_not_shown": self.problems_not_shown,
         }
@@ -66,8 +69,11 @@ class ImportReport:
     @classmethod
     def from_dict(cls, data: dict) -> ImportReport:
         return cls(
-            filename=data["filename"], created=data["created"], new_versions=data["new_versions"],
-            duplicates=data["duplicates"], audit_failures=data["audit_failures"],
+            filename=data["filename"],
+            created=data["created"],
+            new_versions=data["new_versions"],
+            duplicates=data["duplicates"],
+            audit_failures=data["audit_failures"],
             problems=[LineProblem(*problem) for problem in data["problems"]],
             problems_not_shown=data.get("problems_not_shown", 0),
         )
@@ -121,7 +127,9 @@ def tasks_import(
         return io.BytesIO(data) if data is not None else open(path, "rb")
 
     options = dict(
-        filename=filename, default_verifier=environment.default_verifier, default_domain=environment.domain,
+        filename=filename,
+        default_verifier=environment.default_verifier,
+        default_domain=environment.domain,
         max_line_bytes=settings.PASSBAND_MAX_LINE_BYTES,
     )
     with opened() as stream:
@@ -143,7 +151,9 @@ def tasks_import(
             existing_hashes.setdefault(digest, key)
     owners_by_key: dict[str, tuple[int, int]] = {}
     for keys in _chunks([line.key for line in scan.lines if line.key]):
-        for pk, key, owner_id in Task.objects.filter(environment=environment, key__in=keys).values_list("pk", "key", "owner_id"):
+        for pk, key, owner_id in Task.objects.filter(environment=environment, key__in=keys).values_list(
+            "pk", "key", "owner_id"
+        ):
             owners_by_key[key] = (pk, owner_id)
     seen_hashes: dict[str, int] = {}
     to_write: set[int] = set()
@@ -151,17 +161,22 @@ def tasks_import(
         label = line.key or f"line {line.line}"
         if line.content_hash in existing_hashes:
             report.duplicates.append(
-                f"line {line.line} ({label}): same content as task {existing_hashes[line.content_hash]} in {environment.name}"
+                f"line {line.line} ({label}): same content as task "
+                f"{existing_hashes[line.content_hash]} in {environment.name}"
             )
             continue
         if line.content_hash in seen_hashes:
-            report.duplicates.append(f"line {line.line} ({label}): same content as line {seen_hashes[line.content_hash]}")
+            report.duplicates.append(
+                f"line {line.line} ({label}): same content as line {seen_hashes[line.content_hash]}"
+            )
             continue
         seen_hashes[line.content_hash] = line.line
         known = owners_by_key.get(line.key) if line.key else None
         if known is not None and known[1] != owner.pk and not owner.is_staff:
             report.problems.append(
-                LineProblem(filename, line.line, "key", f"task {line.key!r} belongs to another author; choose a new key")
+                LineProblem(
+                    filename, line.line, "key", f"task {line.key!r} belongs to another author; choose a new key"
+                )
             )
         to_write.add(line.line)
     if report.problems:
@@ -182,12 +197,16 @@ def tasks_import(
             if known is None:
                 batch.append((draft, audit_problems))
                 if len(batch) >= WRITE_BATCH:
-                    report.created += _tasks_create(environment=environment, owner=owner, batch=batch, audited=run_audits)
+                    report.created += _tasks_create(
+                        environment=environment, owner=owner, batch=batch, audited=run_audits
+                    )
                     batch = []
             else:
                 task = Task.objects.get(pk=known[0])
                 report.new_versions.append(task.key)
-                version_add(task=task, draft=draft, created_by=owner, audit_problems=audit_problems if run_audits else None)
+                version_add(
+                    task=task, draft=draft, created_by=owner, audit_problems=audit_problems if run_audits else None
+                )
         report.created += _tasks_create(environment=environment, owner=owner, batch=batch, audited=run_audits)
     return report
 
@@ -206,8 +225,12 @@ def _tasks_create(
         [Task(environment=environment, key=draft.key or generated_key(environment), owner=owner) for draft, _ in batch]
     )
     TaskVersion.objects.bulk_create(
-        [version_row(task=task, draft=draft, number=1, created_by=owner, audit_problems=problems if audited else None)
-         for task, (draft, problems) in zip(tasks, batch)]
+        [
+            version_row(
+                task=task, draft=draft, number=1, created_by=owner, audit_problems=problems if audited else None
+            )
+            for task, (draft, problems) in zip(tasks, batch)
+        ]
     )
     # One statement points every new task at its first version (bulk_update would build a CASE per row).
     first_version = TaskVersion.objects.filter(task=OuterRef("pk"), number=1).values("pk")[:1]

@@ -27,9 +27,13 @@ class Environment(models.Model):
     guidelines = models.TextField(blank=True, help_text="What authors should know before writing tasks.")
     default_verifier = models.JSONField(default=dict, blank=True)
     floor = models.FloatField(default=default_floor, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
-    retire_at = models.FloatField(default=default_retire_at, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    retire_at = models.FloatField(
+        default=default_retire_at, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
     max_new_tokens = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(32768)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(32768)],
         help_text="Default completion budget for probes of this environment; blank: the probe model's.",
     )
     created_at = models.DateTimeField(auto_now_add=True)

@@ -50,7 +50,11 @@ def _review_decide(*, task: Task, reviewer: AbstractBaseUser, decision: str, to_
         task = review_claim(task=task, reviewer=reviewer)
     task = task_transition(task=task, to_status=to_status, by=reviewer, reason=comment.strip())
     review = Review.objects.create(
-        task=task, task_version_id=task.current_version_id, reviewer=reviewer, decision=decision, comment=comment.strip()
+        task=task,
+        task_version_id=task.current_version_id,
+        reviewer=reviewer,
+        decision=decision,
+        comment=comment.strip(),
     )
     if comment.strip():
         Comment.objects.create(task=task, author=reviewer, body=f"[{decision.replace('_', ' ')}] {comment.strip()}")
@@ -101,7 +105,9 @@ DECISIONS = {
 }
 
 
-def reviews_bulk(*, tasks: QuerySet[Task], reviewer: AbstractBaseUser, decision: str, comment: str = "") -> BulkReviewResult:
+def reviews_bulk(
+    *, tasks: QuerySet[Task], reviewer: AbstractBaseUser, decision: str, comment: str = ""
+) -> BulkReviewResult:
     """Apply one decision to every task in `tasks` (the whole filter, not a page).
 
     Each task is decided in its own transaction; tasks that cannot be decided (own task, failed
@@ -145,7 +151,9 @@ def tasks_submit_bulk(*, tasks: QuerySet[Task], author: AbstractBaseUser) -> Bul
 BULK_ACTIONS = ("submit", *DECISIONS)
 
 
-def tasks_bulk_action(*, tasks: QuerySet[Task], user: AbstractBaseUser, action: str, comment: str = "") -> BulkReviewResult:
+def tasks_bulk_action(
+    *, tasks: QuerySet[Task], user: AbstractBaseUser, action: str, comment: str = ""
+) -> BulkReviewResult:
     """One status change for every task in `tasks`: `submit` (authors) or a review decision,
     `approve`, `reject` or `send_back` (reviewers; reject and send back need a comment)."""
     if action == "submit":

@@ -50,7 +50,9 @@ def environment_create(
     floor = settings.PASSBAND_FLOOR if floor is None else floor
     retire_at = settings.PASSBAND_RETIRE if retire_at is None else retire_at
     thresholds_validate(floor=floor, retire_at=retire_at)
-    _environment_fields_validate(name=name, domain=domain, default_verifier=default_verifier, max_new_tokens=max_new_tokens)
+    _environment_fields_validate(
+        name=name, domain=domain, default_verifier=default_verifier, max_new_tokens=max_new_tokens
+    )
     if Environment.objects.filter(name=name).exists():
         raise CurationError(f"An environment named {name!r} already exists.")
     return Environment.objects.create(
@@ -69,10 +71,13 @@ def environment_create(
 ENVIRONMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
 
 
-def _environment_fields_validate(*, name: str, domain: str, default_verifier: dict | None, max_new_tokens: int | None) -> None:
+def _environment_fields_validate(
+    *, name: str, domain: str, default_verifier: dict | None, max_new_tokens: int | None
+) -> None:
     if not ENVIRONMENT_NAME.match(name or ""):
         raise CurationError(
-            f"name: {name!r} is not a valid name; use 1-80 letters, digits, '-' or '_', starting with a letter or digit."
+            f"name: {name!r} is not a valid name; "
+            "use 1-80 letters, digits, '-' or '_', starting with a letter or digit."
         )
     if not (domain or "").strip():
         raise CurationError("domain: required (math, code, tool use, workflow...).")
@@ -100,8 +105,12 @@ def environment_update(
     (the arguments given; `clear_max_new_tokens` goes back to the probe model's). Thresholds change
     through calibration's environment_thresholds_set, which re-bands the tasks."""
     changes = {
-        "title": title, "domain": domain, "description": description, "guidelines": guidelines,
-        "default_verifier": default_verifier, "max_new_tokens": max_new_tokens,
+        "title": title,
+        "domain": domain,
+        "description": description,
+        "guidelines": guidelines,
+        "default_verifier": default_verifier,
+        "max_new_tokens": max_new_tokens,
     }
     changes = {name: value for name, value in changes.items() if value is not None}
     if clear_max_new_tokens:
@@ -189,7 +198,9 @@ def task_transition(*, task: Task, to_status: str, by: AbstractBaseUser | None, 
     if to_status not in ALLOWED_TRANSITIONS.get(task.status, set()):
         raise CurationError(f"A task in status '{task.status}' cannot move to '{to_status}'.")
     if to_status == TaskStatus.SUBMITTED and task.current_version and task.current_version.audit_passed is False:
-        raise CurationError("This task failed its audit; fix it before submitting: " + "; ".join(task.current_version.audit_problems))
+        raise CurationError(
+            "This task failed its audit; fix it before submitting: " + "; ".join(task.current_version.audit_problems)
+        )
     if to_status in {TaskStatus.REJECTED, TaskStatus.CHANGES_REQUESTED} and not reason.strip():
         raise CurationError("Say why: a comment is required to reject a task or request changes.")
     StatusChange.objects.create(task=task, from_status=task.status, to_status=to_status, changed_by=by, reason=reason)

@@ -101,7 +101,11 @@ def _jsonl_objects(
             yield (
                 number,
                 None,
-                [LineProblem(filename, number, "", f"not valid JSON: {error.msg.removesuffix(' at')} at column {error.colno}")],
+                [
+                    LineProblem(
+                        filename, number, "", f"not valid JSON: {error.msg.removesuffix(' at')} at column {error.colno}"
+                    )
+                ],
             )
         except RecursionError:
             yield number, None, [LineProblem(filename, number, "", "not valid JSON: nested too deeply")]

@@ -20,7 +20,10 @@ from engine import verifiers
 # segments, so a key can never be normalised into another task's URL.
 KEY_SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._:-]*"
 KEY_PATTERN = re.compile(rf"^(?=.{{1,200}}$){KEY_SEGMENT}(?:/{KEY_SEGMENT})*$")
-KEY_RULE = "must be 1-200 characters: segments of letters, digits and . _ : - joined by /, each starting with a letter or digit"
+KEY_RULE = (
+    "must be 1-200 characters: segments of letters, digits and . _ : - joined by /, "
+    "each starting with a letter or digit"
+)
 # Lone UTF-16 surrogates decode from JSON escapes ("\ud800") but cannot be encoded as UTF-8.
 SURROGATE = re.compile("[\ud800-\udfff]")
 ROLES = {"system", "user", "assistant", "tool"}
@@ -111,7 +114,9 @@ def _lone_surrogate_in(value: Any, path: str = "") -> str | None:
     for name, item in items:
         if isinstance(name, str) and SURROGATE.search(name):
             return f"in the name {path + '.' if path else ''}{name!r}"
-        found = _lone_surrogate_in(item, f"{path}.{name}" if path and not str(name).startswith("[") else f"{path}{name}")
+        found = _lone_surrogate_in(
+            item, f"{path}.{name}" if path and not str(name).startswith("[") else f"{path}{name}"
+        )
         if found is not None:
             return found
     return None
@@ -158,7 +163,7 @@ def validate_task_object(
 
     verifier = obj.get("verifier", default_verifier)
     if not isinstance(verifier, dict) or not verifier:
-        problem("verifier", "must be an object like {\"kind\": \"math\"} (or set a default on the environment)")
+        problem("verifier", 'must be an object like {"kind": "math"} (or set a default on the environment)')
         verifier = {}
     else:
         try:

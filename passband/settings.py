@@ -324,4 +324,6 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
 
 # A shared cache (Redis) makes per-token rate limits hold across processes and machines.
 if os.environ.get("CACHE_URL"):
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["CACHE_URL"]}}
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["CACHE_URL"]}
+    }

@@ -171,8 +171,11 @@ def release_create(
         environment=environment, probe_model=probe_model, band=band, status=status, domain=domain, user=user
     )
     if not allow_empty and not versions.exists():
+        filter_text = _filter_text(
+            environment=environment, probe_model=probe_model, band=band, status=status, domain=domain
+        )
         raise ReleaseError(
-            f"No task matches ({_filter_text(environment=environment, probe_model=probe_model, band=band, status=status, domain=domain)}): "
+            f"No task matches ({filter_text}): "
             "nothing to release. Approve or probe tasks first, or ask for an empty release explicitly."
         )
     environments = Environment.objects.filter(pk=environment.pk) if environment else Environment.objects.all()
@@ -193,7 +196,12 @@ def release_create(
         batch = []
         for record in versions.iterator(chunk_size=CHUNK_SIZE):
             batch.append(
-                ReleaseItem(release=release, task_version_id=record["pk"], **{n: record[n] for n in CALIBRATION_FIELDS if n != "band"}, band=record["band"] or "")
+                ReleaseItem(
+                    release=release,
+                    task_version_id=record["pk"],
+                    **{n: record[n] for n in CALIBRATION_FIELDS if n != "band"},
+                    band=record["band"] or "",
+                )
             )
             if len(batch) >= CHUNK_SIZE:
                 ReleaseItem.objects.bulk_create(batch)
@@ -205,7 +213,10 @@ def release_create(
 
 
 def _filter_text(*, environment, probe_model, band, status, domain) -> str:
-    parts = [f"status {status}" if status else "any status", f"band {band} under {probe_model.name}" if band else "any band"]
+    parts = [
+        f"status {status}" if status else "any status",
+        f"band {band} under {probe_model.name}" if band else "any band",
+    ]
     parts.append(f"environment {environment.name}" if environment else "every environment")
     if domain:
         parts.append(f"domain {domain}")
@@ -267,15 +278,20 @@ def release_build(*, release_id: int) -> Release:
                     records=release_records(release=release), format=format, file_type=file_type, path=path
                 )
                 files[f"{format}.{file_type}"] = {
-                    "rows": rows, "bytes": path.stat().st_size, "sha256": formats.sha256_of_file(path)
+                    "rows": rows,
+                    "bytes": path.stat().st_size,
+                    "sha256": formats.sha256_of_file(path),
                 }
         items = ReleaseItem.objects.filter(release=release)
         manifest = {
             "release": release.pk,
             "filter": release.filter,
             "thresholds": release.thresholds,
-            "probe_model": {"name": release.probe_model.name, "model": release.probe_model.model,
-                            "revision": release.probe_model.revision},
+            "probe_model": {
+                "name": release.probe_model.name,
+                "model": release.probe_model.model,
+                "revision": release.probe_model.revision,
+            },
             "tasks": items.count(),
             "bands": dict(Counter(band or "uncalibrated" for band in items.values_list("band", flat=True))),
             "domains": dict(Counter(items.values_list("task_version__domain", flat=True))),

@@ -11,7 +11,10 @@ def test_imports_follow_the_layers():
     # Contracts in pyproject.toml: web | api -> releases -> calibration -> curation -> accounts -> engine.
     result = subprocess.run(
         [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "0 broken" in result.stdout
@@ -20,6 +23,9 @@ def test_imports_follow_the_layers():
 def test_lint_is_clean():
     result = subprocess.run(
         [str(Path(sys.executable).with_name("ruff")), "check", "--no-cache", "."],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout[-4000:]

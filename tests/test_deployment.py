@@ -13,10 +13,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_settings(env: dict) -> subprocess.CompletedProcess:
     code = "import django; django.setup(); from django.conf import settings as s; print(s.DEBUG, s.PASSBAND_FLOOR, s.PASSBAND_RETIRE, s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL)"
-    base = {key: value for key, value in os.environ.items() if key not in {"DEBUG", "SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL"}}
+    base = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DEBUG", "SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL"}
+    }
     return subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env={**base, "DJANGO_SETTINGS_MODULE": "passband.settings", **env},
-        capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**base, "DJANGO_SETTINGS_MODULE": "passband.settings", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -39,10 +47,16 @@ def test_embedded_defaults_create_their_folders(tmp_path):
 
 
 def test_thresholds_and_servers_come_from_the_environment():
-    result = run_settings({
-        "SECRET_KEY": "x", "DEBUG": "1", "PASSBAND_FLOOR": "0.03", "PASSBAND_RETIRE": "0.8",
-        "DATABASE_URL": "postgres://u@db:5432/p", "CELERY_BROKER_URL": "redis://r:6379/0",
-    })
+    result = run_settings(
+        {
+            "SECRET_KEY": "x",
+            "DEBUG": "1",
+            "PASSBAND_FLOOR": "0.03",
+            "PASSBAND_RETIRE": "0.8",
+            "DATABASE_URL": "postgres://u@db:5432/p",
+            "CELERY_BROKER_URL": "redis://r:6379/0",
+        }
+    )
     assert result.stdout.split() == ["True", "0.03", "0.8", "django.db.backends.postgresql", "redis://r:6379/0"]
     bad = run_settings({"SECRET_KEY": "x", "PASSBAND_FLOOR": "0.9"})
     assert bad.returncode != 0 and "PASSBAND_FLOOR" in bad.stderr
@@ -61,7 +75,11 @@ def test_compose_file_is_valid_and_has_every_service():
     env = {**os.environ, "SECRET_KEY": "compose-check", "POSTGRES_PASSWORD": "compose-check"}
     result = subprocess.run(
         [*compose_command(), "-f", "docker-compose.yml", "config", "--services"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     services = set(result.stdout.split())

@@ -49,7 +49,11 @@ urlpatterns = [
     path("models/compare/", campaign_views.model_compare, name="model_compare"),
     path("models/<slug:name>/edit/", campaign_views.probe_model_edit, name="probe_model_edit"),
     path("models/compare.json", campaign_views.model_compare_data, name="model_compare_data"),
-    path("environments/<slug:environment_name>/costs.json", campaign_views.environment_costs_data, name="environment_costs_data"),
+    path(
+        "environments/<slug:environment_name>/costs.json",
+        campaign_views.environment_costs_data,
+        name="environment_costs_data",
+    ),
     path("dashboard/pass-rates.json", campaign_views.pass_rate_histogram_data, name="pass_rate_histogram_data"),
     path("dashboard/bands-over-time.json", dashboard_views.bands_over_time_data, name="bands_over_time_data"),
     path("dashboard/cost.json", dashboard_views.cost_data, name="cost_data"),

@@ -18,27 +18,38 @@ class BulkRequest(serializers.Serializer):
     action = serializers.ChoiceField(choices=review_services.BULK_ACTIONS)
     environment = serializers.SlugRelatedField(slug_field="name", queryset=Environment.objects.all())
     keys = serializers.ListField(
-        child=serializers.CharField(), required=False, max_length=100_000,
+        child=serializers.CharField(),
+        required=False,
+        max_length=100_000,
         help_text="Only these task keys; without it, every task matching the filters.",
     )
     status = serializers.ChoiceField(choices=TaskStatus.values, required=False)
     band = serializers.ChoiceField(choices=Band.values, required=False)
     model = serializers.SlugRelatedField(
-        slug_field="name", queryset=ProbeModel.objects.all(), required=False, help_text="The probe model `band` refers to."
+        slug_field="name",
+        queryset=ProbeModel.objects.all(),
+        required=False,
+        help_text="The probe model `band` refers to.",
     )
     mine = serializers.BooleanField(required=False, default=False, help_text="Only the token owner's tasks.")
-    comment = serializers.CharField(required=False, allow_blank=True, default="", help_text="Required to reject or send back.")
+    comment = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text="Required to reject or send back."
+    )
 
     def validate(self, data):
         if data["action"] in ("reject", "send_back") and not data["comment"].strip():
-            raise serializers.ValidationError({"comment": "Say why: a comment is required to reject or send back tasks."})
+            raise serializers.ValidationError(
+                {"comment": "Say why: a comment is required to reject or send back tasks."}
+            )
         return data
 
 
 class BulkResult(serializers.Serializer):
     action = serializers.CharField()
     changed = serializers.ListField(child=serializers.CharField(), help_text="Keys of the tasks that changed status.")
-    skipped = serializers.ListField(child=serializers.CharField(), help_text="'key: reason' for each task left as it was.")
+    skipped = serializers.ListField(
+        child=serializers.CharField(), help_text="'key: reason' for each task left as it was."
+    )
 
 
 class TaskBulk(APIView):

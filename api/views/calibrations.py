@@ -48,8 +48,13 @@ class CalibrationList(base.LookupFilteredList):
     permission_classes = [IsAuthenticated, scope_required("read")]
 
     filters_class = CalibrationFilters
-    lookups = {"environment": "task_version__task__environment__name", "model": "probe_model__name",
-               "band": "band", "task": "task_version__task__key", "updated_since": "updated_at__gte"}
+    lookups = {
+        "environment": "task_version__task__environment__name",
+        "model": "probe_model__name",
+        "band": "band",
+        "task": "task_version__task__key",
+        "updated_since": "updated_at__gte",
+    }
 
     def base_queryset(self):
         return Calibration.objects.select_related("task_version__task__environment", "probe_model").filter(
@@ -106,8 +111,13 @@ class RolloutList(base.LookupFilteredList):
     permission_classes = [IsAuthenticated, scope_required("read")]
 
     filters_class = RolloutFilters
-    lookups = {"environment": "task_version__task__environment__name", "task": "task_version__task__key",
-               "model": "probe_model__name", "campaign": "campaign_id", "outcome": "outcome"}
+    lookups = {
+        "environment": "task_version__task__environment__name",
+        "task": "task_version__task__key",
+        "model": "probe_model__name",
+        "campaign": "campaign_id",
+        "outcome": "outcome",
+    }
 
     def base_queryset(self):
         return Rollout.objects.select_related("task_version__task__environment", "probe_model").filter(

@@ -21,7 +21,9 @@ from releases.models import Release, ReleaseStatus
 
 
 class ReleaseRequest(serializers.Serializer):
-    probe_model = serializers.CharField(help_text="Name of the probe model whose calibration selects and annotates tasks.")
+    probe_model = serializers.CharField(
+        help_text="Name of the probe model whose calibration selects and annotates tasks."
+    )
     environment = serializers.CharField(required=False, allow_blank=True, help_text="Environment name; default: all.")
     band = serializers.ChoiceField(choices=Band.values, default=Band.IN_BAND)
     status = serializers.ChoiceField(choices=TaskStatus.values, default=TaskStatus.APPROVED)
@@ -92,8 +94,12 @@ class ReleaseCreate(base.IdOrderedList):
                 raise ValidationError({"environment": [f"No environment named {data['environment']!r}."]})
         try:
             release = releases.release_create(
-                user=request.user, probe_model=probe_model, environment=environment,
-                band=data["band"], status=data["status"], domain=data.get("domain", ""),
+                user=request.user,
+                probe_model=probe_model,
+                environment=environment,
+                band=data["band"],
+                status=data["status"],
+                domain=data.get("domain", ""),
                 allow_empty=data["allow_empty"],
             )
         except ServiceError as error:
@@ -145,14 +151,20 @@ class ReleaseFile(APIView):
         format = export_format
         release = release_for(request, release_id)
         if format not in formats.FORMATS or file_type not in formats.FILE_TYPES:
-            raise Http404(f"No file {format}.{file_type}; formats: {', '.join(formats.FORMATS)}; types: jsonl, parquet.")
+            raise Http404(
+                f"No file {format}.{file_type}; formats: {', '.join(formats.FORMATS)}; types: jsonl, parquet."
+            )
         if release.status != ReleaseStatus.READY:
             return Response({"detail": f"Release {release.pk} is {release.status}, not ready."}, status=409)
         path = releases.release_file_path(release=release, format=format, file_type=file_type)
         if not path.exists():
             raise Http404(f"Release {release.pk} has no file {path.name} on this server.")
         content_type = "application/x-ndjson" if file_type == "jsonl" else "application/vnd.apache.parquet"
-        response = FileResponse(open(path, "rb"), as_attachment=True, filename=f"release-{release.pk}-{path.name}",
-                                content_type=content_type)
+        response = FileResponse(
+            open(path, "rb"),
+            as_attachment=True,
+            filename=f"release-{release.pk}-{path.name}",
+            content_type=content_type,
+        )
         response["X-Checksum-SHA256"] = release.manifest.get("files", {}).get(path.name, {}).get("sha256", "")
         return response

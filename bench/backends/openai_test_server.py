@@ -76,8 +76,11 @@ def main() -> None:
         for samples_per_request in arguments.samples_per_request:
             for concurrency in arguments.concurrency:
                 rate, errors = rollouts_per_second(
-                    base_url=base_url, rollouts=arguments.rollouts, concurrency=concurrency,
-                    new_tokens=arguments.new_tokens, samples_per_request=samples_per_request,
+                    base_url=base_url,
+                    rollouts=arguments.rollouts,
+                    concurrency=concurrency,
+                    new_tokens=arguments.new_tokens,
+                    samples_per_request=samples_per_request,
                 )
                 print(f"| {samples_per_request} | {concurrency} | {rate:.0f} | {errors} |")
     finally:

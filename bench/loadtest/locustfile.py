@@ -42,8 +42,14 @@ class Trainer(HttpUser):
         key = random.choice(TASKS)
         self.client.post(
             "/api/v1/feedback",
-            json={"task": key, "environment": ENVIRONMENT, "checkpoint": f"ckpt-{random.randint(1, 5)}",
-                  "step": random.randint(1, 5) * 100, "attempts": 16, "passes": random.randint(0, 16)},
+            json={
+                "task": key,
+                "environment": ENVIRONMENT,
+                "checkpoint": f"ckpt-{random.randint(1, 5)}",
+                "step": random.randint(1, 5) * 100,
+                "attempts": 16,
+                "passes": random.randint(0, 16),
+            },
             name="POST /api/v1/feedback",
         )
 
@@ -62,9 +68,14 @@ class Reviewer(HttpUser):
         username, password = REVIEWER.split(":", 1)
         self.client.get("/login/", name="GET /login/")
         self.client.post(
-            "/login/", data={"username": username, "password": password,
-                             "csrfmiddlewaretoken": self.client.cookies.get("csrftoken", "")},
-            headers={"Referer": self.host + "/login/"}, name="POST /login/",
+            "/login/",
+            data={
+                "username": username,
+                "password": password,
+                "csrfmiddlewaretoken": self.client.cookies.get("csrftoken", ""),
+            },
+            headers={"Referer": self.host + "/login/"},
+            name="POST /login/",
         )
 
     @task(3)

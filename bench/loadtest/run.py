@@ -37,7 +37,10 @@ def main() -> None:
     parser.add_argument("--spawn-rate", type=float, default=10)
     parser.add_argument("--duration", type=int, default=60, help="Seconds of load.")
     parser.add_argument(
-        "--campaign-rollouts", type=int, default=64, help="Rollouts per task of the campaign that runs meanwhile (0: none, the baseline)."
+        "--campaign-rollouts",
+        type=int,
+        default=64,
+        help="Rollouts per task of the campaign that runs meanwhile (0: none, the baseline).",
     )
     parser.add_argument("--web-workers", type=int, default=3, help="gunicorn worker processes (docker-compose runs 3).")
     parser.add_argument("--port", type=int, default=8765)
@@ -74,17 +77,49 @@ def main() -> None:
     _, token = api_token_create(user=trainer, name="load", scopes=["read", "feedback", "export"])
 
     server = PooledVLLMServer(max_tokens=1024).start()
-    first = services.probe_model_add(name="probe", backend="openai", base_url=server.base_url, model="fake-model", max_new_tokens=1024, samples_per_request=16)
-    second = services.probe_model_add(name="probe-2", backend="openai", base_url=server.base_url, model="fake-model", max_new_tokens=1024, samples_per_request=16)
+    first = services.probe_model_add(
+        name="probe",
+        backend="openai",
+        base_url=server.base_url,
+        model="fake-model",
+        max_new_tokens=1024,
+        samples_per_request=16,
+    )
+    second = services.probe_model_add(
+        name="probe-2",
+        backend="openai",
+        base_url=server.base_url,
+        model="fake-model",
+        max_new_tokens=1024,
+        samples_per_request=16,
+    )
     env = os.environ.copy()
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "passband", "worker", "-Q", "default,generate,verify", "--concurrency", "2",
-         "--without-heartbeat", "--without-gossip", "--without-mingle", "--loglevel", "WARNING"],
-        cwd=ROOT, env=env,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "passband",
+            "worker",
+            "-Q",
+            "default,generate,verify",
+            "--concurrency",
+            "2",
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel",
+            "WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
     )
     web = None
     try:
-        campaign = services.campaign_start(environment=environment, probe_model=first, created_by=user, rollouts=16, round_size=16, seed=1)
+        campaign = services.campaign_start(
+            environment=environment, probe_model=first, created_by=user, rollouts=16, round_size=16, seed=1
+        )
         _wait_done(Campaign, campaign.pk, timeout=600)
         Task.objects.filter(environment=environment).update(status=TaskStatus.APPROVED)
         release = release_create(user=user, probe_model=first, environment=environment, band="")  # the worker builds it
@@ -96,27 +131,64 @@ def main() -> None:
         keys = list(Task.objects.filter(environment=environment).values_list("key", flat=True)[:200])
 
         web = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "passband.wsgi", "--bind", f"127.0.0.1:{args.port}", "--workers", str(args.web_workers),
-             "--log-level", "warning"],
-            cwd=ROOT, env={**env, "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_COOKIES": "false"},
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "passband.wsgi",
+                "--bind",
+                f"127.0.0.1:{args.port}",
+                "--workers",
+                str(args.web_workers),
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env={**env, "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_COOKIES": "false"},
         )
         time.sleep(4)
         running = None
         if args.campaign_rollouts:
             running = services.campaign_start(
-                environment=environment, probe_model=second, created_by=user, rollouts=args.campaign_rollouts, round_size=16, seed=2
+                environment=environment,
+                probe_model=second,
+                created_by=user,
+                rollouts=args.campaign_rollouts,
+                round_size=16,
+                seed=2,
             )
         out = Path(args.out or tempfile.mkdtemp(prefix="passband-load-"))
         out.mkdir(parents=True, exist_ok=True)
         load_before = os.getloadavg()
         started = time.perf_counter()
         subprocess.run(
-            [args.locust, "-f", str(Path(__file__).with_name("locustfile.py")), "--headless", "--users", str(args.users),
-             "--spawn-rate", str(args.spawn_rate), "--run-time", f"{args.duration}s", "--host", f"http://127.0.0.1:{args.port}",
-             "--csv", str(out / "load"), "--only-summary", "--loglevel", "WARNING"],
-            env={**env, "PASSBAND_LOAD_TOKEN": token, "PASSBAND_LOAD_ENVIRONMENT": environment.name,
-                 "PASSBAND_LOAD_RELEASE": str(release.pk), "PASSBAND_LOAD_TASKS": ",".join(keys),
-                 "PASSBAND_LOAD_REVIEWER": "reviewer:reviewer"},
+            [
+                args.locust,
+                "-f",
+                str(Path(__file__).with_name("locustfile.py")),
+                "--headless",
+                "--users",
+                str(args.users),
+                "--spawn-rate",
+                str(args.spawn_rate),
+                "--run-time",
+                f"{args.duration}s",
+                "--host",
+                f"http://127.0.0.1:{args.port}",
+                "--csv",
+                str(out / "load"),
+                "--only-summary",
+                "--loglevel",
+                "WARNING",
+            ],
+            env={
+                **env,
+                "PASSBAND_LOAD_TOKEN": token,
+                "PASSBAND_LOAD_ENVIRONMENT": environment.name,
+                "PASSBAND_LOAD_RELEASE": str(release.pk),
+                "PASSBAND_LOAD_TASKS": ",".join(keys),
+                "PASSBAND_LOAD_REVIEWER": "reviewer:reviewer",
+            },
             check=False,
         )
         elapsed = time.perf_counter() - started
@@ -135,7 +207,9 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|")
     with open(out / "load_stats.csv") as stats:
         for row in csv.DictReader(stats):
-            print(f"| {row['Type']} {row['Name']} | {row['Request Count']} | {row['Failure Count']} | {row['50%']} | {row['95%']} | {float(row['Max Response Time']):.0f} |")
+            print(
+                f"| {row['Type']} {row['Name']} | {row['Request Count']} | {row['Failure Count']} | {row['50%']} | {row['95%']} | {float(row['Max Response Time']):.0f} |"
+            )
     print(f"locust's CSV files: {out}")
 
 

@@ -116,9 +116,7 @@ def campaign_band_table(*, campaign: Campaign) -> list[tuple[str, int]]:
     return [(row["band"], row["count"]) for row in rows]
 
 
-def rollouts_for_viewer(
-    *, task_versions, outcome: str = "", search: str = "", probe_model: ProbeModel | None = None
-):
+def rollouts_for_viewer(*, task_versions, outcome: str = "", search: str = "", probe_model: ProbeModel | None = None):
     """Rollouts of the given task versions for the trajectory viewer, grouped by task then sample.
 
     `outcome` is a verdict or "unverified"; `search` matches the rollout text or the verifier detail.
@@ -134,7 +132,9 @@ def rollouts_for_viewer(
         rollouts = rollouts.filter(outcome=outcome)
     if search:
         rollouts = rollouts.filter(Q(text__icontains=search) | Q(detail__icontains=search))
-    return rollouts.order_by("task_version__task__key", "task_version_id", "probe_model__name", "campaign_id", "sample_index")
+    return rollouts.order_by(
+        "task_version__task__key", "task_version_id", "probe_model__name", "campaign_id", "sample_index"
+    )
 
 
 def feedback_history(*, task_version) -> list[dict]:

@@ -42,8 +42,11 @@ def _zero_if_null(subquery: QuerySet) -> Coalesce:
 def tasks_with_spend(*, environment: Environment | None, probe_model: ProbeModel | None) -> QuerySet[Task]:
     """Tasks annotated with authoring_usd, probe_usd, band and spend_class (in_band, waste, other)."""
     authoring = (
-        TaskVersion.objects.filter(task=OuterRef("pk")).order_by().values("task")
-        .annotate(total=Sum("authoring_cost_usd")).values("total")
+        TaskVersion.objects.filter(task=OuterRef("pk"))
+        .order_by()
+        .values("task")
+        .annotate(total=Sum("authoring_cost_usd"))
+        .values("total")
     )
     rollouts = Rollout.objects.filter(task_version__task=OuterRef("pk"))
     band = Calibration.objects.filter(task_version=OuterRef("current_version"))
@@ -73,9 +76,7 @@ def _spend_rows(*, environment: Environment | None, probe_model: ProbeModel | No
         .annotate(tasks=Count("pk"), authoring=Sum("authoring_usd"), probing=Sum("probe_usd"))
         .order_by()
     )
-    return [
-        {**row, "authoring": float(row["authoring"] or 0), "probing": float(row["probing"] or 0)} for row in rows
-    ]
+    return [{**row, "authoring": float(row["authoring"] or 0), "probing": float(row["probing"] or 0)} for row in rows]
 
 
 def _per_environment(rows: list[dict]) -> dict[str, dict]:
@@ -83,8 +84,15 @@ def _per_environment(rows: list[dict]) -> dict[str, dict]:
     for row in rows:
         total = totals.setdefault(
             row["environment__name"],
-            {"tasks": 0, "authoring_usd": 0.0, "probe_usd": 0.0, "in_band_tasks": 0, "in_band_usd": 0.0,
-             "waste_tasks": 0, "waste_usd": 0.0},
+            {
+                "tasks": 0,
+                "authoring_usd": 0.0,
+                "probe_usd": 0.0,
+                "in_band_tasks": 0,
+                "in_band_usd": 0.0,
+                "waste_tasks": 0,
+                "waste_usd": 0.0,
+            },
         )
         spend = row["authoring"] + row["probing"]
         total["tasks"] += row["tasks"]
@@ -109,9 +117,18 @@ def environment_costs(*, environment: Environment, probe_model: ProbeModel | Non
     """
     probe_model = probe_model or default_probe_model(environment)
     totals = _per_environment(_spend_rows(environment=environment, probe_model=probe_model))
-    empty = {"tasks": 0, "authoring_usd": 0.0, "probe_usd": 0.0, "in_band_tasks": 0, "in_band_usd": 0.0,
-             "waste_tasks": 0, "waste_usd": 0.0, "total_usd": 0.0, "cost_per_task_usd": None,
-             "cost_per_in_band_task_usd": None}
+    empty = {
+        "tasks": 0,
+        "authoring_usd": 0.0,
+        "probe_usd": 0.0,
+        "in_band_tasks": 0,
+        "in_band_usd": 0.0,
+        "waste_tasks": 0,
+        "waste_usd": 0.0,
+        "total_usd": 0.0,
+        "cost_per_task_usd": None,
+        "cost_per_in_band_task_usd": None,
+    }
     return {**totals.get(environment.name, empty), "probe_model": probe_model.name if probe_model else None}
 
 
@@ -126,8 +143,14 @@ def cost_summary(*, environment: Environment | None, probe_model: ProbeModel | N
         band = row["band"] or "unprobed"
         entry = bands.setdefault(
             (row["environment__name"], band),
-            {"environment": row["environment__name"], "band": band, "tasks": 0, "probing_usd": 0.0,
-             "authoring_usd": 0.0, "waste_usd": 0.0},
+            {
+                "environment": row["environment__name"],
+                "band": band,
+                "tasks": 0,
+                "probing_usd": 0.0,
+                "authoring_usd": 0.0,
+                "waste_usd": 0.0,
+            },
         )
         entry["tasks"] += row["tasks"]
         entry["probing_usd"] += row["probing"]
@@ -159,7 +182,9 @@ def task_cost(*, task: Task) -> dict:
     """One task's spend: authoring (all versions) and probe compute (all rollouts, all models)."""
     row = (
         tasks_with_spend(environment=task.environment, probe_model=None)
-        .filter(pk=task.pk).values("authoring_usd", "probe_usd").get()
+        .filter(pk=task.pk)
+        .values("authoring_usd", "probe_usd")
+        .get()
     )
     return {
         "authoring_usd": float(row["authoring_usd"]),

@@ -132,7 +132,9 @@ def model_comparison(
             "tasks": agreement.tasks,
             "agreement": agreement.agreement,
             "cohen_kappa": agreement.cohen_kappa,
-            "counts": [{"first": row["band"], "second": row["second_band"], "count": row["count"]} for row in band_rows],
+            "counts": [
+                {"first": row["band"], "second": row["second_band"], "count": row["count"]} for row in band_rows
+            ],
         },
         "floor": environment.floor,
         "retire_at": environment.retire_at,
@@ -221,9 +223,7 @@ def bands_over_time(*, environment: Environment | None, probe_model: ProbeModel 
     return {"days": [day.isoformat() for day in day_list], "series": result}
 
 
-def verifier_latency(
-    *, environment: Environment | None, probe_model: ProbeModel | None, hours: int = 24
-) -> dict:
+def verifier_latency(*, environment: Environment | None, probe_model: ProbeModel | None, hours: int = 24) -> dict:
     """Verifier latency percentiles (p50, p90, p99 of verify_ms) and error rate per hour.
 
     Covers rollouts verified in the last `hours` hours. Error rate is the share of verdicts
@@ -251,7 +251,9 @@ def verifier_latency(
         # percentiles from each hour's latencies, read in one ordered pass.
         rows = list(by_hour.values("hour").annotate(**counts).order_by("hour"))
         latencies: dict = {}
-        for hour, verify_ms in by_hour.exclude(verify_ms__isnull=True).values_list("hour", "verify_ms").order_by("hour"):
+        for hour, verify_ms in (
+            by_hour.exclude(verify_ms__isnull=True).values_list("hour", "verify_ms").order_by("hour")
+        ):
             latencies.setdefault(hour, []).append(verify_ms)
         for row in rows:
             values = latencies.get(row["hour"])
@@ -269,14 +271,20 @@ def verifier_latency(
             totals[name] += row[name]
     overall_error_rate = (totals["errors"] + totals["timeouts"]) / totals["verdicts"] if totals["verdicts"] else None
     return {
-        "hours": hours_list, **series, **totals, "error_rate_overall": overall_error_rate, "window_hours": hours,
+        "hours": hours_list,
+        **series,
+        **totals,
+        "error_rate_overall": overall_error_rate,
+        "window_hours": hours,
         # The chart's time axis: the whole window, whole hours, so ticks read as times of day.
         "since": since.replace(minute=0, second=0, microsecond=0).isoformat(),
         "until": (timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)).isoformat(),
     }
 
 
-def campaigns_progress(*, environment: Environment | None, probe_model: ProbeModel | None, limit: int = 12) -> list[dict]:
+def campaigns_progress(
+    *, environment: Environment | None, probe_model: ProbeModel | None, limit: int = 12
+) -> list[dict]:
     """The most recent campaigns with items done / to do / dropped: one GROUP BY over their items.
 
     A cancelled campaign has nothing to do: its unfinished items count as `items_dropped`."""
@@ -323,8 +331,10 @@ def operating_characteristic(*, environment: Environment) -> dict:
     campaign = environment.campaigns.filter(policy=Campaign.Policy.ADAPTIVE).order_by("-created_at").first()
     policy = (
         stats.SamplingPolicy(
-            kind="adaptive", round_size=campaign.round_size,
-            cap=max(campaign.max_rollouts, campaign.round_size), confidence=campaign.confidence,
+            kind="adaptive",
+            round_size=campaign.round_size,
+            cap=max(campaign.max_rollouts, campaign.round_size),
+            confidence=campaign.confidence,
         )
         if campaign
         else stats.SamplingPolicy(kind="adaptive")
@@ -333,8 +343,12 @@ def operating_characteristic(*, environment: Environment) -> dict:
     curve = stats.operating_characteristic_curve(thresholds=thresholds, policy=policy)
     return {
         "environment": environment.name,
-        "policy": {"round_size": policy.round_size, "cap": policy.cap, "confidence": policy.confidence,
-                   "from_campaign": campaign.pk if campaign else None},
+        "policy": {
+            "round_size": policy.round_size,
+            "cap": policy.cap,
+            "confidence": policy.confidence,
+            "from_campaign": campaign.pk if campaign else None,
+        },
         "floor": environment.floor,
         "retire_at": environment.retire_at,
         "zones": {"floor": list(thresholds.floor_zone), "retire": list(thresholds.retire_zone)},

@@ -73,11 +73,16 @@ def probe_estimate(*, probe_model: ProbeModel, tasks: int, rollouts: int, max_ne
             + Decimal(max_new_tokens) * probe_model.usd_per_million_output_tokens
         ) / Decimal(1_000_000)
         cost = per_rollout * count
-        basis = f"token prices, every rollout using its {max_new_tokens}-token budget (no rollouts of {probe_model.name} yet)"
+        basis = (
+            f"token prices, every rollout using its {max_new_tokens}-token budget "
+            f"(no rollouts of {probe_model.name} yet)"
+        )
     seconds = None
     latest = Campaign.objects.filter(probe_model=probe_model, rollouts__isnull=False).order_by("-created_at").first()
     if latest is not None:
-        span = Rollout.objects.filter(campaign=latest).aggregate(n=Count("id"), first=Min("created_at"), last=Max("created_at"))
+        span = Rollout.objects.filter(campaign=latest).aggregate(
+            n=Count("id"), first=Min("created_at"), last=Max("created_at")
+        )
         elapsed = (span["last"] - span["first"]).total_seconds()
         if span["n"] > 1 and elapsed > 0:
             seconds = count * elapsed / (span["n"] - 1)
@@ -88,6 +93,8 @@ def probes_running(*, environment: Environment, probe_model: ProbeModel) -> list
     """Campaigns on the same environment and model that are running or paused."""
     return list(
         Campaign.objects.filter(
-            environment=environment, probe_model=probe_model, status__in=[Campaign.Status.RUNNING, Campaign.Status.PAUSED]
+            environment=environment,
+            probe_model=probe_model,
+            status__in=[Campaign.Status.RUNNING, Campaign.Status.PAUSED],
         ).order_by("-created_at")
     )

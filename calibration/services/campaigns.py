@@ -31,7 +31,6 @@ logger = logging.getLogger(__name__)
 MAX_NEW_TOKENS_LIMIT = 32768
 
 
-
 def campaign_start(
     *,
     environment: Environment,
@@ -117,7 +116,9 @@ def campaign_enqueue_pending(*, campaign_id: int, stalled_for_seconds: float | N
     if stalled_for_seconds is not None:
         stalled = list(
             CampaignItem.objects.filter(
-                campaign_id=campaign_id, done=False, queued_at__isnull=False,
+                campaign_id=campaign_id,
+                done=False,
+                queued_at__isnull=False,
                 updated_at__lt=timezone.now() - timedelta(seconds=stalled_for_seconds),
             )
             .order_by("round", "task_version_id")
@@ -125,7 +126,9 @@ def campaign_enqueue_pending(*, campaign_id: int, stalled_for_seconds: float | N
         )
         for round_index, version_ids in _jobs(campaign.probe_model, stalled):
             # Touched, so the next reconcile gives this message its own stall time before another.
-            CampaignItem.objects.filter(campaign_id=campaign_id, task_version_id__in=version_ids).update(updated_at=timezone.now())
+            CampaignItem.objects.filter(campaign_id=campaign_id, task_version_id__in=version_ids).update(
+                updated_at=timezone.now()
+            )
             round_enqueue(campaign_id=campaign_id, task_version_ids=version_ids, round_index=round_index)
             queued += len(version_ids)
     return queued + _window_fill(campaign)
@@ -149,7 +152,9 @@ def _window_fill(campaign: Campaign) -> int:
     items = CampaignItem.objects.filter(campaign=campaign, done=False)
     out = sum(
         1 / tasks_per_job(campaign.probe_model, verifier=verifier, tools=tools)
-        for verifier, tools in items.filter(queued_at__isnull=False).values_list("task_version__verifier", "task_version__tools")
+        for verifier, tools in items.filter(queued_at__isnull=False).values_list(
+            "task_version__verifier", "task_version__tools"
+        )
     )
     free = settings.PASSBAND_JOBS_PER_CAMPAIGN - math.ceil(out - 1e-9)
     if free <= 0:

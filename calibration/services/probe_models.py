@@ -14,7 +14,6 @@ from engine import backends
 logger = logging.getLogger(__name__)
 
 
-
 def probe_model_add(
     *,
     name: str,

@@ -13,7 +13,11 @@ FINISHED = (Campaign.Status.DONE, Campaign.Status.CANCELLED)
 
 
 def rollouts_prune(
-    *, older_than: timedelta, keep_per_task: int = 2, campaign_id: int | None = None, dry_run: bool = False,
+    *,
+    older_than: timedelta,
+    keep_per_task: int = 2,
+    campaign_id: int | None = None,
+    dry_run: bool = False,
     batch_size: int = 5000,
 ) -> int:
     """Drop token ids, logprobs, text and episode of verified rollouts of finished campaigns created more
@@ -44,6 +48,10 @@ def rollouts_prune(
             if not ids:
                 return pruned
             pruned += Rollout.objects.filter(id__in=ids, pruned_at__isnull=True).update(
-                prompt_token_ids=None, completion_token_ids=None, logprobs=None, text="", episode=None,
+                prompt_token_ids=None,
+                completion_token_ids=None,
+                logprobs=None,
+                text="",
+                episode=None,
                 pruned_at=timezone.now(),
             )

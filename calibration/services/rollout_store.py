@@ -27,16 +27,29 @@ from engine.packing import pack_logprobs, pack_tokens
 logger = logging.getLogger(__name__)
 
 
-
-
 # Columns a new rollout row fills, with the PostgreSQL array type each travels in (see rollouts_insert).
 ROLLOUT_INSERT_COLUMNS = (
-    ("campaign_id", "bigint"), ("task_version_id", "bigint"), ("probe_model_id", "bigint"), ("sample_index", "integer"),
-    ("seed", "bigint"), ("prompt_token_ids", "bytea"), ("completion_token_ids", "bytea"), ("logprobs", "bytea"),
-    ("text", "text"), ("finish_reason", "text"), ("truncated", "boolean"), ("sampling", "jsonb"),
-    ("generation_error", "text"), ("input_tokens", "integer"), ("output_tokens", "integer"),
-    ("generation_ms", "float8"), ("outcome", "text"), ("detail", "text"), ("cost_usd", "numeric"),
-    ("created_at", "timestamptz"), ("episode", "jsonb"),
+    ("campaign_id", "bigint"),
+    ("task_version_id", "bigint"),
+    ("probe_model_id", "bigint"),
+    ("sample_index", "integer"),
+    ("seed", "bigint"),
+    ("prompt_token_ids", "bytea"),
+    ("completion_token_ids", "bytea"),
+    ("logprobs", "bytea"),
+    ("text", "text"),
+    ("finish_reason", "text"),
+    ("truncated", "boolean"),
+    ("sampling", "jsonb"),
+    ("generation_error", "text"),
+    ("input_tokens", "integer"),
+    ("output_tokens", "integer"),
+    ("generation_ms", "float8"),
+    ("outcome", "text"),
+    ("detail", "text"),
+    ("cost_usd", "numeric"),
+    ("created_at", "timestamptz"),
+    ("episode", "jsonb"),
 )
 
 
@@ -63,7 +76,9 @@ def rollouts_insert(rows: list[dict]) -> int:
         elif kind == "jsonb":  # as text: SQL NULL stays NULL, a JSON value is cast below
             texts: dict[int, str] = {}  # one sampling dict is shared by a job's rows: encode it once
             values = [
-                None if row[name] is None else texts.get(id(row[name])) or texts.setdefault(id(row[name]), json.dumps(row[name]))
+                None
+                if row[name] is None
+                else texts.get(id(row[name])) or texts.setdefault(id(row[name]), json.dumps(row[name]))
                 for row in rows
             ]
         else:
@@ -120,7 +135,10 @@ def rollout_row(
         "detail": f"generation failed: {generation.error}" if failed else "",
         "episode": episode,
         "cost_usd": _rollout_cost(
-            probe_model, device_ms=device_ms, input_tokens=generation.input_tokens, output_tokens=generation.output_tokens
+            probe_model,
+            device_ms=device_ms,
+            input_tokens=generation.input_tokens,
+            output_tokens=generation.output_tokens,
         ),
     }
 
@@ -135,7 +153,9 @@ def verdicts_save(verdicts: list[tuple], *, verified_at) -> None:
             Rollout(pk=pk, outcome=outcome, reward=reward, detail=detail, verify_ms=verify_ms, verified_at=verified_at)
             for pk, outcome, reward, detail, verify_ms in verdicts
         ]
-        Rollout.objects.bulk_update(rollouts, ["outcome", "reward", "detail", "verify_ms", "verified_at"], batch_size=500)
+        Rollout.objects.bulk_update(
+            rollouts, ["outcome", "reward", "detail", "verify_ms", "verified_at"], batch_size=500
+        )
         return
     # Django's bulk_update builds a CASE per column and row; unnest() of arrays is ~10x cheaper.
     pks, outcomes, rewards, details, latencies = (list(column) for column in zip(*verdicts))

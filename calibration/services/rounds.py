@@ -133,8 +133,14 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
         for index, seed, generation, episode in zip(indices, seeds, generations, episodes, strict=True):
             rows.append(
                 rollout_row(
-                    campaign=campaign, version=version, sample_index=index, seed=seed, generation=generation,
-                    episode=episode, sampling=sampling, device_ms=device_ms_per_rollout,
+                    campaign=campaign,
+                    version=version,
+                    sample_index=index,
+                    seed=seed,
+                    generation=generation,
+                    episode=episode,
+                    sampling=sampling,
+                    device_ms=device_ms_per_rollout,
                 )
             )
     stored = rollouts_insert(rows)
@@ -143,7 +149,11 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
 
 
 def _generate_all(
-    *, campaign: Campaign, probe_model: ProbeModel, params: backends.SamplingParams, work: list[tuple[TaskVersion, list[int]]]
+    *,
+    campaign: Campaign,
+    probe_model: ProbeModel,
+    params: backends.SamplingParams,
+    work: list[tuple[TaskVersion, list[int]]],
 ):
     """Sample every (version, indices) of `work`; yields (version, indices, seeds, seconds, generations, episodes).
 
@@ -153,7 +163,9 @@ def _generate_all(
     """
     seeds_of = {
         version.pk: [
-            backends.rollout_seed(campaign_seed=campaign.seed, task_version_hash=version.content_hash, sample_index=index)
+            backends.rollout_seed(
+                campaign_seed=campaign.seed, task_version_hash=version.content_hash, sample_index=index
+            )
             for index in indices
         ]
         for version, indices in work
@@ -180,7 +192,9 @@ def _generate_all(
 def rollouts_verify(*, campaign_id: int, task_version_ids: int | list[int]) -> int:
     """Score every unverified rollout of some task versions in a campaign. Returns how many were scored."""
     ids = _version_ids(task_version_ids)
-    versions = {version.pk: version for version in TaskVersion.objects.filter(pk__in=ids).only("verifier", "answer", "prompt")}
+    versions = {
+        version.pk: version for version in TaskVersion.objects.filter(pk__in=ids).only("verifier", "answer", "prompt")
+    }
     pending = (
         Rollout.objects.filter(campaign_id=campaign_id, task_version_id__in=ids, outcome__isnull=True)
         .order_by("task_version_id", "sample_index")
@@ -191,7 +205,9 @@ def rollouts_verify(*, campaign_id: int, task_version_ids: int | list[int]) -> i
         version = versions[version_id]
         # A tool task's rollout is judged by its episode (the final state), not by its words.
         completion = episode if episode is not None else text
-        verdict = verifiers.verify(verifier=version.verifier, completion=completion, answer=version.answer, prompt=version.prompt)
+        verdict = verifiers.verify(
+            verifier=version.verifier, completion=completion, answer=version.answer, prompt=version.prompt
+        )
         verdicts.append((rollout_id, verdict.outcome, verdict.reward, verdict.detail[:2000], verdict.latency_ms))
         kinds.append((version.verifier or {}).get("kind", ""))
     verdicts_save(verdicts, verified_at=timezone.now())
@@ -216,7 +232,9 @@ def campaign_items_advance(*, campaign_id: int, task_version_ids: int | list[int
     for version in versions:
         policies[version.pk] = policy_for(campaign)
         if item_priors.get(version.pk):
-            policies[version.pk]["prior"] = item_priors[version.pk]  # stored on the calibration, so a threshold change keeps it
+            policies[version.pk]["prior"] = item_priors[
+                version.pk
+            ]  # stored on the calibration, so a threshold change keeps it
     calibrations = calibrations_refresh(task_versions=versions, probe_model=campaign.probe_model, policies=policies)
     planned = round_indices(campaign, round_index)
     rounds = {

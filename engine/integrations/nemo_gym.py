@@ -108,8 +108,13 @@ def completion_of(response: Mapping[str, Any]) -> list[dict[str, Any]]:
         if kind == "message":
             text.extend(part.get("text", "") for part in item.get("content") or [] if part.get("type") == "output_text")
         elif kind == "function_call":
-            tool_calls.append({"id": item.get("call_id"), "type": "function",
-                               "function": {"name": item.get("name"), "arguments": item.get("arguments", "")}})
+            tool_calls.append(
+                {
+                    "id": item.get("call_id"),
+                    "type": "function",
+                    "function": {"name": item.get("name"), "arguments": item.get("arguments", "")},
+                }
+            )
         elif kind == "function_call_output":
             results.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output", "")})
     message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}

@@ -107,8 +107,14 @@ class PassbandEnvironment(Environment[PassbandAction, PassbandObservation, Passb
         verdict = score(task, completion=action.completion)
         self._state.step_count += 1
         return PassbandObservation(
-            task_id=task.id, prompt=task.prompt, tools=task.tools, outcome=verdict.outcome, detail=verdict.detail,
-            reward=verdict.reward, done=True, metadata={"latency_ms": verdict.latency_ms},
+            task_id=task.id,
+            prompt=task.prompt,
+            tools=task.tools,
+            outcome=verdict.outcome,
+            detail=verdict.detail,
+            reward=verdict.reward,
+            done=True,
+            metadata={"latency_ms": verdict.latency_ms},
         )
 
     @property
@@ -120,7 +126,10 @@ def create_passband_app(release: str | Path, *, max_concurrent_envs: int = 64):
     """OpenEnv's FastAPI app serving the tasks of a release file (any export format, .jsonl or .parquet)."""
     tasks = read_release(release)
     return create_app(
-        lambda: PassbandEnvironment(tasks), PassbandAction, PassbandObservation, env_name="passband",
+        lambda: PassbandEnvironment(tasks),
+        PassbandAction,
+        PassbandObservation,
+        env_name="passband",
         max_concurrent_envs=max_concurrent_envs,
     )
 
@@ -150,8 +159,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--max-concurrent-envs", type=int, default=64)
     args = parser.parse_args(argv)
-    uvicorn.run(create_passband_app(args.release, max_concurrent_envs=args.max_concurrent_envs),
-                host=args.host, port=args.port)
+    uvicorn.run(
+        create_passband_app(args.release, max_concurrent_envs=args.max_concurrent_envs), host=args.host, port=args.port
+    )
 
 
 if __name__ == "__main__":

@@ -61,22 +61,36 @@ def task_from_row(row: Mapping[str, Any]) -> ReleaseTask:
     if "responses_create_params" in row:  # nemo_gym
         params = _json(row["responses_create_params"])
         return ReleaseTask(
-            task_key=row["task_key"], version_hash=row["version_hash"], prompt=_messages(params["input"]),
-            answer=row.get("expected_answer"), verifier=_json(row["verifier"]),
+            task_key=row["task_key"],
+            version_hash=row["version_hash"],
+            prompt=_messages(params["input"]),
+            answer=row.get("expected_answer"),
+            verifier=_json(row["verifier"]),
             tools=[formats.chat_tool(tool) for tool in params.get("tools") or []],
-            environment=row.get("environment"), calibration=row.get("calibration"),
+            environment=row.get("environment"),
+            calibration=row.get("calibration"),
         )
     if "info" in row:  # verifiers
         info = _json(row["info"])
         return ReleaseTask(
-            task_key=row["task_key"], version_hash=row["version_hash"], prompt=_messages(row["prompt"]),
-            answer=row.get("answer"), verifier=info["verifier"], tools=info.get("tools") or [],
-            environment=row.get("task"), calibration=row.get("calibration"),
+            task_key=row["task_key"],
+            version_hash=row["version_hash"],
+            prompt=_messages(row["prompt"]),
+            answer=row.get("answer"),
+            verifier=info["verifier"],
+            tools=info.get("tools") or [],
+            environment=row.get("task"),
+            calibration=row.get("calibration"),
         )
     return ReleaseTask(  # native (key) or trl (task_key)
-        task_key=row["key"] if "key" in row else row["task_key"], version_hash=row["version_hash"],
-        prompt=_messages(row["prompt"]), answer=row.get("answer"), verifier=_json(row["verifier"]),
-        tools=_json(row.get("tools")) or [], environment=row.get("environment"), calibration=row.get("calibration"),
+        task_key=row["key"] if "key" in row else row["task_key"],
+        version_hash=row["version_hash"],
+        prompt=_messages(row["prompt"]),
+        answer=row.get("answer"),
+        verifier=_json(row["verifier"]),
+        tools=_json(row.get("tools")) or [],
+        environment=row.get("environment"),
+        calibration=row.get("calibration"),
     )
 
 

@@ -48,7 +48,6 @@ __all__ = [
 ]
 
 
-
 class VerifierUndecided(vf.TaskError):
     """The task's verifier returned `error` or `timeout`: no reward, so the rollout is recorded as errored
     (never as a 0, which would call a broken verifier a wrong answer)."""
@@ -92,8 +91,14 @@ class PassbandTask(vf.Task[PassbandData]):
     def release_task(self) -> ReleaseTask:
         data = self.data
         prompt = [message_to_wire(message) for message in data.prompt or []]
-        return ReleaseTask(task_key=data.task_key, version_hash=data.version_hash, prompt=prompt,
-                           answer=data.answer, verifier=data.verifier, tools=data.tools)
+        return ReleaseTask(
+            task_key=data.task_key,
+            version_hash=data.version_hash,
+            prompt=prompt,
+            answer=data.answer,
+            verifier=data.verifier,
+            tools=data.tools,
+        )
 
     @vf.reward(weight=1.0)
     async def passband(self, trace: vf.Trace) -> float:
@@ -110,8 +115,15 @@ class PassbandTask(vf.Task[PassbandData]):
 
 def task_data(task: ReleaseTask) -> PassbandData:
     return PassbandData(
-        id=task.id, name=task.task_key, prompt=task.prompt, task_key=task.task_key, version_hash=task.version_hash,
-        answer=task.answer, verifier=task.verifier, tools=task.tools, calibration=task.calibration,
+        id=task.id,
+        name=task.task_key,
+        prompt=task.prompt,
+        task_key=task.task_key,
+        version_hash=task.version_hash,
+        answer=task.answer,
+        verifier=task.verifier,
+        tools=task.tools,
+        calibration=task.calibration,
     )
 
 

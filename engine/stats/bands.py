@@ -152,7 +152,6 @@ def band_for_rate(*, pass_rate: float, thresholds: Thresholds) -> Band:
     return IN_BAND
 
 
-
 def acceptable_bands(*, pass_rate: float, thresholds: Thresholds) -> frozenset[Band]:
     """Bands that count as right for a task whose true pass rate is ``pass_rate``.
 

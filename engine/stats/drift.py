@@ -18,7 +18,6 @@ from engine.stats.rule import Assessment, SamplingPolicy, _assessment
 __all__ = ["CheckpointEvidence", "assess_discounted", "discounted_posterior"]
 
 
-
 class CheckpointEvidence(NamedTuple):
     """Rollouts of one task under one policy checkpoint; ``checkpoint`` orders checkpoints."""
 
@@ -27,9 +26,7 @@ class CheckpointEvidence(NamedTuple):
     passes: int
 
 
-def _discounted_counts(
-    history: Sequence[tuple[int, int, int]], discount: float
-) -> tuple[float, float, int, int, int]:
+def _discounted_counts(history: Sequence[tuple[int, int, int]], discount: float) -> tuple[float, float, int, int, int]:
     if not 0.0 < discount <= 1.0:
         raise ValueError(f"discount must lie in (0, 1]; got {discount}")
     records = [CheckpointEvidence(*record) for record in history]
@@ -98,4 +95,3 @@ def assess_discounted(
         group_size=group_size,
         interval_level=interval_level,
     )
-

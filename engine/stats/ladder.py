@@ -33,7 +33,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True)
 class LogitShift:
     """How much easier tasks are for the strong model, on the logit scale.
@@ -77,9 +76,7 @@ def fit_logit_shift(
     cheap_pairs = np.asarray(list(cheap), dtype=float).reshape(-1, 2)
     strong_pairs = np.asarray(list(strong), dtype=float).reshape(-1, 2)
     if len(cheap_pairs) != len(strong_pairs):
-        raise ValueError(
-            f"cheap and strong must list the same tasks; got {len(cheap_pairs)} and {len(strong_pairs)}"
-        )
+        raise ValueError(f"cheap and strong must list the same tasks; got {len(cheap_pairs)} and {len(strong_pairs)}")
     for name, pairs in (("cheap", cheap_pairs), ("strong", strong_pairs)):
         if pairs.size and (np.any(pairs < 0) or np.any(pairs[:, 0] > pairs[:, 1])):
             raise ValueError(f"{name} must hold (successes, attempts) pairs with 0 <= successes <= attempts")
@@ -137,9 +134,7 @@ def spearman_correlation(*, first: Sequence[float], second: Sequence[float]) -> 
     first_rates = np.asarray(first, dtype=float)
     second_rates = np.asarray(second, dtype=float)
     if first_rates.shape != second_rates.shape:
-        raise ValueError(
-            f"first and second must list the same tasks; got {first_rates.size} and {second_rates.size}"
-        )
+        raise ValueError(f"first and second must list the same tasks; got {first_rates.size} and {second_rates.size}")
     if first_rates.size < 3 or np.ptp(first_rates) == 0 or np.ptp(second_rates) == 0:
         return None
     return float(scipy_stats.spearmanr(first_rates, second_rates).statistic)
@@ -176,5 +171,3 @@ def band_agreement(*, first: Sequence[str], second: Sequence[str]) -> BandAgreem
     chance = float(matrix.sum(axis=1) @ matrix.sum(axis=0)) / decided**2
     kappa = None if chance >= 1.0 else (observed - chance) / (1.0 - chance)
     return BandAgreement(tasks=decided, agreement=observed, cohen_kappa=kappa, counts=counts)
-
-

@@ -88,8 +88,6 @@ def _check_level(level: float) -> None:
         raise ValueError(f"level must lie strictly between 0 and 1; got {level}")
 
 
-
-
 def _check_integer_counts(successes: int, attempts: int) -> None:
     for name, value in (("successes", successes), ("attempts", attempts)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
@@ -154,11 +152,7 @@ def posterior_interval(
     alpha, beta = posterior(successes=successes, attempts=attempts, prior=prior)
     low_tail, high_tail = _tail_levels(level, sided)
     low = 0.0 if low_tail == 0.0 or successes == 0 else float(special.betaincinv(alpha, beta, low_tail))
-    high = (
-        1.0
-        if high_tail == 0.0 or successes == attempts
-        else float(special.betaincinv(alpha, beta, 1.0 - high_tail))
-    )
+    high = 1.0 if high_tail == 0.0 or successes == attempts else float(special.betaincinv(alpha, beta, 1.0 - high_tail))
     return Interval(low, high)
 
 
@@ -166,9 +160,7 @@ def jeffreys_interval(
     *, successes: float, attempts: float, level: float = 0.95, sided: Sided = "two-sided"
 ) -> Interval:
     """Jeffreys interval: the Beta(0.5, 0.5)-posterior interval (see ``posterior_interval``)."""
-    return posterior_interval(
-        successes=successes, attempts=attempts, prior=JEFFREYS_PRIOR, level=level, sided=sided
-    )
+    return posterior_interval(successes=successes, attempts=attempts, prior=JEFFREYS_PRIOR, level=level, sided=sided)
 
 
 def clopper_pearson_interval(
@@ -195,9 +187,7 @@ def clopper_pearson_interval(
     return Interval(low, high)
 
 
-def wilson_interval(
-    *, successes: int, attempts: int, level: float = 0.95, sided: Sided = "two-sided"
-) -> Interval:
+def wilson_interval(*, successes: int, attempts: int, level: float = 0.95, sided: Sided = "two-sided") -> Interval:
     """Wilson score interval. Unlike the normal (Wald) interval it stays inside [0, 1] and does
     not collapse to a point at 0 or n passes. With no attempts it is [0, 1]."""
     _check_counts(successes, attempts)
@@ -245,5 +235,3 @@ def expected_grpo_signal(*, posterior: Sequence[float], group_size: int = 8) -> 
     all_pass = math.exp(special.betaln(alpha + group_size, beta) - special.betaln(alpha, beta))
     all_fail = math.exp(special.betaln(alpha, beta + group_size) - special.betaln(alpha, beta))
     return max(0.0, 1.0 - all_pass - all_fail)
-
-

@@ -59,12 +59,8 @@ def fit_population_prior(
             multiplicity * (special.betaln(alpha + successes, beta + failures) - special.betaln(alpha, beta))
         )
         digamma_total = special.digamma(alpha + beta + attempts) - special.digamma(alpha + beta)
-        d_alpha = np.sum(
-            multiplicity * (special.digamma(alpha + successes) - special.digamma(alpha) - digamma_total)
-        )
-        d_beta = np.sum(
-            multiplicity * (special.digamma(beta + failures) - special.digamma(beta) - digamma_total)
-        )
+        d_alpha = np.sum(multiplicity * (special.digamma(alpha + successes) - special.digamma(alpha) - digamma_total))
+        d_beta = np.sum(multiplicity * (special.digamma(beta + failures) - special.digamma(beta) - digamma_total))
         return -float(value), -np.array([d_alpha * alpha, d_beta * beta])
 
     # Start from the method of moments on the observed rates.
@@ -83,5 +79,3 @@ def fit_population_prior(
     )
     alpha, beta = np.exp(result.x if np.all(np.isfinite(result.x)) else start)
     return _clamp_prior(float(alpha), float(beta), max_strength=max_strength, min_shape=min_shape)
-
-

@@ -173,5 +173,3 @@ def assess(
         group_size=group_size,
         interval_level=interval_level,
     )
-
-

@@ -88,13 +88,9 @@ class SamplingPolicy:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"SamplingPolicy.{name} must be a positive integer; got {value!r}")
         if not isinstance(self.confidence, numbers.Real) or not 0.5 < self.confidence < 1.0:
-            raise ValueError(
-                f"SamplingPolicy.confidence must lie strictly between 0.5 and 1; got {self.confidence!r}"
-            )
+            raise ValueError(f"SamplingPolicy.confidence must lie strictly between 0.5 and 1; got {self.confidence!r}")
         if self.cap < self.round_size:
-            raise ValueError(
-                f"SamplingPolicy.cap ({self.cap}) must be at least round_size ({self.round_size})"
-            )
+            raise ValueError(f"SamplingPolicy.cap ({self.cap}) must be at least round_size ({self.round_size})")
 
     @property
     def delta(self) -> float:
@@ -196,9 +192,7 @@ def decision_codes(
     levels = calibrated_levels(thresholds=thresholds, policy=policy)
     alpha = JEFFREYS_PRIOR.alpha + successes
     beta = JEFFREYS_PRIOR.beta + attempts - successes
-    return _codes_from_claims(
-        _claims(successes, attempts, thresholds), _band_scores(alpha, beta, thresholds), levels
-    )
+    return _codes_from_claims(_claims(successes, attempts, thresholds), _band_scores(alpha, beta, thresholds), levels)
 
 
 def propagate(
@@ -252,9 +246,7 @@ def _edges(thresholds: Thresholds) -> list[tuple[int, int, float] | None]:
 
 
 @functools.lru_cache(maxsize=256)
-def _calibrate(
-    thresholds: Thresholds, round_size: int, cap: int, edge_errors: tuple[float, ...]
-) -> ClaimLevels:
+def _calibrate(thresholds: Thresholds, round_size: int, cap: int, edge_errors: tuple[float, ...]) -> ClaimLevels:
     policy = SamplingPolicy(round_size=round_size, cap=cap)
     schedule = round_schedule(policy, horizon=CALIBRATION_HORIZON)
     claims, scores = [], []
@@ -305,5 +297,3 @@ def calibrated_levels(*, thresholds: Thresholds, policy: SamplingPolicy) -> Clai
     per process: a fraction of a second the first time, free afterwards.
     """
     return _calibrate(thresholds, int(policy.round_size), int(policy.cap), policy.edge_errors)
-
-

@@ -35,8 +35,13 @@ def feedback(client, secret, passes=64, step=1):
 
 @pytest.mark.parametrize(
     "user, allowed",
-    [("dave", {"read"}), ("alice", {"read", "curate"}), ("bob", {"read", "verify", "curate"}),
-     ("charlie", {"read", "verify", "export", "feedback"}), ("staff", {"read", "verify", "export", "feedback", "curate"})],
+    [
+        ("dave", {"read"}),
+        ("alice", {"read", "curate"}),
+        ("bob", {"read", "verify", "curate"}),
+        ("charlie", {"read", "verify", "export", "feedback"}),
+        ("staff", {"read", "verify", "export", "feedback", "curate"}),
+    ],
 )
 def test_each_role_mints_only_its_scopes(request, user, allowed):
     user = request.getfixturevalue(user)
@@ -50,8 +55,13 @@ def test_each_role_mints_only_its_scopes(request, user, allowed):
 
 def test_a_user_in_no_group_cannot_retire_a_task_even_with_a_forged_token(client, dave, active_task):
     secret = "pb_forged-all-scopes"
-    ApiToken.objects.create(user=dave, name="old", prefix=secret[:10], scopes=list(ApiToken.SCOPES),
-                            token_hash=hashlib.sha256(secret.encode()).hexdigest())
+    ApiToken.objects.create(
+        user=dave,
+        name="old",
+        prefix=secret[:10],
+        scopes=list(ApiToken.SCOPES),
+        token_hash=hashlib.sha256(secret.encode()).hexdigest(),
+    )
     assert feedback(client, secret).status_code == 403
     active_task.refresh_from_db()
     assert active_task.status == TaskStatus.ACTIVE
@@ -75,8 +85,10 @@ def test_feedback_has_its_own_rate_limit_per_token(client, charlie, active_task,
     from rest_framework.throttling import SimpleRateThrottle
 
     cache.clear()
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK,
-                               "DEFAULT_THROTTLE_RATES": {"token": "1000/minute", "feedback": "2/minute"}}
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"token": "1000/minute", "feedback": "2/minute"},
+    }
     original = SimpleRateThrottle.THROTTLE_RATES
     SimpleRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES  # DRF reads rates once
     try:

@@ -18,7 +18,13 @@ def word_tasks(count: int, **extra) -> list[dict]:
     # The fake server says words like "the", "answer", "42": some tasks pass sometimes, some never.
     answers = ["42", "the", "zebra"]
     return [
-        {"key": f"w-{i}", "prompt": f"Say a word ({i}).", "answer": answers[i % 3], "verifier": {"kind": "regex", "pattern": r"\b" + answers[i % 3] + r"\b", "mode": "search"}, **extra}
+        {
+            "key": f"w-{i}",
+            "prompt": f"Say a word ({i}).",
+            "answer": answers[i % 3],
+            "verifier": {"kind": "regex", "pattern": r"\b" + answers[i % 3] + r"\b", "mode": "search"},
+            **extra,
+        }
         for i in range(count)
     ]
 
@@ -30,27 +36,40 @@ def server_url():
 
 
 def openai_model(base_url: str, name: str = "fake", **options) -> ProbeModel:
-    return services.probe_model_add(name=name, backend="openai", base_url=base_url, model="fake-model", max_new_tokens=24, **options)
+    return services.probe_model_add(
+        name=name, backend="openai", base_url=base_url, model="fake-model", max_new_tokens=24, **options
+    )
 
 
 def two_round_campaign(environment, owner, base_url: str, *, tasks: int) -> Campaign:
     """`tasks` word tasks and a fixed campaign of two rounds of 4 over them, not queued."""
     import_tasks(environment, owner, *word_tasks(tasks))
     return services.campaign_start(
-        environment=environment, probe_model=openai_model(base_url), created_by=owner, rollouts=8, round_size=4, seed=2,
+        environment=environment,
+        probe_model=openai_model(base_url),
+        created_by=owner,
+        rollouts=8,
+        round_size=4,
+        seed=2,
         enqueue=False,
     )
 
 
 def run_in_batches(campaign: Campaign, size: int) -> None:
     """What the workers do, with `size` task versions per job: generate, verify, advance, repeat."""
-    pending = list(CampaignItem.objects.filter(campaign=campaign).order_by("task_version_id").values_list("task_version_id", flat=True))
+    pending = list(
+        CampaignItem.objects.filter(campaign=campaign)
+        .order_by("task_version_id")
+        .values_list("task_version_id", flat=True)
+    )
     jobs = [(pending[start : start + size], 0) for start in range(0, len(pending), size)]
     while jobs:
         version_ids, round_index = jobs.pop(0)
         services.rollouts_generate(campaign_id=campaign.pk, task_version_ids=version_ids, round_index=round_index)
         services.rollouts_verify(campaign_id=campaign.pk, task_version_ids=version_ids)
-        opened = services.campaign_items_advance(campaign_id=campaign.pk, task_version_ids=version_ids, round_index=round_index)
+        opened = services.campaign_items_advance(
+            campaign_id=campaign.pk, task_version_ids=version_ids, round_index=round_index
+        )
         if opened:
             jobs.append((opened, round_index + 1))
 
@@ -75,8 +94,14 @@ def test_batched_adaptive_campaign_matches_one_task_at_a_time(arithmetic, alice,
     for name, size in (("alone", 1), ("batched", 5)):
         model = openai_model(server_url, name=name, samples_per_request=samples_per_request)
         campaign = services.campaign_start(
-            environment=arithmetic, probe_model=model, created_by=alice, policy=Campaign.Policy.ADAPTIVE,
-            rollouts=24, round_size=4, seed=9, enqueue=False,
+            environment=arithmetic,
+            probe_model=model,
+            created_by=alice,
+            policy=Campaign.Policy.ADAPTIVE,
+            rollouts=24,
+            round_size=4,
+            seed=9,
+            enqueue=False,
         )
         run_in_batches(campaign, size)
         campaign.refresh_from_db()
@@ -124,22 +149,38 @@ def test_a_batch_samples_only_the_items_still_open_at_its_round(arithmetic, alic
 
 
 @pytest.mark.django_db
-def test_jobs_batch_server_rounds_with_cheap_verifiers_only(arithmetic, alice, server_url, settings, django_capture_on_commit_callbacks):
+def test_jobs_batch_server_rounds_with_cheap_verifiers_only(
+    arithmetic, alice, server_url, settings, django_capture_on_commit_callbacks
+):
     settings.PASSBAND_TASKS_PER_JOB = 5
     import_tasks(arithmetic, alice, *word_tasks(12))
     import_tasks(
-        arithmetic, alice,
-        *[{"key": f"code-{i}", "prompt": f"Write f ({i}).", "answer": "", "verifier": {"kind": "code", "style": "asserts", "asserts": ["assert f() == 1"]}} for i in range(2)],
+        arithmetic,
+        alice,
+        *[
+            {
+                "key": f"code-{i}",
+                "prompt": f"Write f ({i}).",
+                "answer": "",
+                "verifier": {"kind": "code", "style": "asserts", "asserts": ["assert f() == 1"]},
+            }
+            for i in range(2)
+        ],
     )
     server = openai_model(server_url)
     in_process = services.probe_model_add(name="local", backend="transformers")
     for model, expected in ((server, [5, 5, 2, 1, 1]), (in_process, [1] * 14)):
         campaign = services.campaign_start(environment=arithmetic, probe_model=model, created_by=alice, enqueue=False)
-        with mock.patch("calibration.tasks.generate_rollouts.delay") as delay, django_capture_on_commit_callbacks(execute=True):
+        with (
+            mock.patch("calibration.tasks.generate_rollouts.delay") as delay,
+            django_capture_on_commit_callbacks(execute=True),
+        ):
             assert services.campaign_enqueue_pending(campaign_id=campaign.pk) == 14
         assert sorted((len(call.args[1]) for call in delay.call_args_list), reverse=True) == expected
         queued = [version_id for call in delay.call_args_list for version_id in call.args[1]]
-        assert sorted(queued) == sorted(CampaignItem.objects.filter(campaign=campaign).values_list("task_version_id", flat=True))
+        assert sorted(queued) == sorted(
+            CampaignItem.objects.filter(campaign=campaign).values_list("task_version_id", flat=True)
+        )
 
 
 @pytest.mark.django_db
@@ -150,17 +191,33 @@ def test_calibrations_refresh_in_bulk_matches_one_at_a_time(arithmetic, alice, s
         environment=arithmetic, probe_model=model, created_by=alice, rollouts=6, round_size=6, seed=4, enqueue=False
     )
     services.campaign_run_inline(campaign=campaign)
-    versions = [item.task_version for item in CampaignItem.objects.filter(campaign=campaign).select_related("task_version__task__environment")]
+    versions = [
+        item.task_version
+        for item in CampaignItem.objects.filter(campaign=campaign).select_related("task_version__task__environment")
+    ]
     one_by_one = {
         version.pk: services.calibration_refresh(task_version=version, probe_model=model) for version in versions
     }
     Calibration.objects.filter(probe_model=model).update(band="undecided", attempts=0, successes=0)
     together = services.calibrations_refresh(task_versions=versions, probe_model=model)
-    fields = ("attempts", "successes", "band", "pass_rate", "interval_low", "interval_high", "grpo_signal", "cost_usd", "flags", "policy")
+    fields = (
+        "attempts",
+        "successes",
+        "band",
+        "pass_rate",
+        "interval_low",
+        "interval_high",
+        "grpo_signal",
+        "cost_usd",
+        "flags",
+        "policy",
+    )
     for version in versions:
         stored = Calibration.objects.get(task_version=version, probe_model=model)
         assert together[version.pk].pk == stored.pk == one_by_one[version.pk].pk
-        assert [getattr(stored, field) for field in fields] == [getattr(one_by_one[version.pk], field) for field in fields]
+        assert [getattr(stored, field) for field in fields] == [
+            getattr(one_by_one[version.pk], field) for field in fields
+        ]
     assert Calibration.objects.filter(probe_model=model).count() == len(versions)
 
 
@@ -168,11 +225,15 @@ def test_calibrations_refresh_in_bulk_matches_one_at_a_time(arithmetic, alice, s
 def test_reconcile_requeues_rounds_idle_past_the_stall_time_only(arithmetic, alice, server_url, settings):
     settings.PASSBAND_STALLED_AFTER = 60
     import_tasks(arithmetic, alice, *word_tasks(4))
-    campaign = services.campaign_start(environment=arithmetic, probe_model=openai_model(server_url), created_by=alice, enqueue=False)
+    campaign = services.campaign_start(
+        environment=arithmetic, probe_model=openai_model(server_url), created_by=alice, enqueue=False
+    )
     items = list(CampaignItem.objects.filter(campaign=campaign).order_by("task_version_id"))
     # Two rounds whose message was lost an hour ago, one still moving, one done.
     CampaignItem.objects.filter(campaign=campaign).update(queued_at=timezone.now() - timedelta(hours=1))
-    CampaignItem.objects.filter(pk__in=[items[0].pk, items[1].pk]).update(updated_at=timezone.now() - timedelta(hours=1))
+    CampaignItem.objects.filter(pk__in=[items[0].pk, items[1].pk]).update(
+        updated_at=timezone.now() - timedelta(hours=1)
+    )
     CampaignItem.objects.filter(pk=items[3].pk).update(done=True, updated_at=timezone.now() - timedelta(hours=1))
     with mock.patch("calibration.tasks.generate_rollouts.delay") as delay:
         assert services.campaigns_reconcile() == 2

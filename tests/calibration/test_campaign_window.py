@@ -13,7 +13,10 @@ pytestmark = pytest.mark.django_db
 
 
 def word_tasks(count: int) -> list[dict]:
-    return [{"key": f"t-{i}", "prompt": f"Say 42 ({i}).", "answer": "42", "verifier": {"kind": "exact"}} for i in range(count)]
+    return [
+        {"key": f"t-{i}", "prompt": f"Say 42 ({i}).", "answer": "42", "verifier": {"kind": "exact"}}
+        for i in range(count)
+    ]
 
 
 @pytest.fixture
@@ -24,7 +27,9 @@ def server_url():
 
 def start(environment, user, model, capture):
     with mock.patch("calibration.tasks.generate_rollouts.delay") as delay, capture(execute=True):
-        campaign = services.campaign_start(environment=environment, probe_model=model, created_by=user, rollouts=2, round_size=2)
+        campaign = services.campaign_start(
+            environment=environment, probe_model=model, created_by=user, rollouts=2, round_size=2
+        )
     return campaign, delay
 
 
@@ -36,7 +41,10 @@ def test_a_campaign_queues_its_window_not_every_task(arithmetic, alice, settings
     assert delay.call_count == 3
     assert CampaignItem.objects.filter(campaign=campaign, queued_at__isnull=False).count() == 3
     # Filling again while the window is full queues nothing.
-    with mock.patch("calibration.tasks.generate_rollouts.delay") as again, django_capture_on_commit_callbacks(execute=True):
+    with (
+        mock.patch("calibration.tasks.generate_rollouts.delay") as again,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
         assert services.campaign_enqueue_pending(campaign_id=campaign.pk) == 0
     again.assert_not_called()
 
@@ -49,7 +57,10 @@ def test_a_finished_job_refills_the_window(arithmetic, alice, settings, server_u
     campaign, delay = start(arithmetic, alice, model, django_capture_on_commit_callbacks)
     first_job = delay.call_args_list[0].args
     assert services.round_generate(campaign_id=first_job[0], task_version_ids=first_job[1], round_index=0) == 2
-    with mock.patch("calibration.tasks.generate_rollouts.delay") as refill, django_capture_on_commit_callbacks(execute=True):
+    with (
+        mock.patch("calibration.tasks.generate_rollouts.delay") as refill,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
         services.round_score_and_continue(campaign_id=first_job[0], task_version_ids=first_job[1], round_index=0)
     # The finished item freed one slot: exactly one new task went out.
     assert refill.call_count == 1 and refill.call_args.args[1] != first_job[1]
@@ -65,7 +76,10 @@ def test_cancelled_campaign_drops_its_jobs_and_leaves_unprobed_tasks_alone(
     campaign, delay = start(arithmetic, alice, model, django_capture_on_commit_callbacks)
     job = delay.call_args_list[0].args
     services.campaign_set_status(campaign=campaign, status=Campaign.Status.CANCELLED)
-    with mock.patch("calibration.tasks.verify_rollouts.delay") as verify, mock.patch("calibration.tasks.generate_rollouts.delay") as generate:
+    with (
+        mock.patch("calibration.tasks.verify_rollouts.delay") as verify,
+        mock.patch("calibration.tasks.generate_rollouts.delay") as generate,
+    ):
         assert tasks.generate_rollouts(*job) == 0
         assert tasks.verify_rollouts(*job) == 0
     verify.assert_not_called()
@@ -86,6 +100,9 @@ def test_resume_queues_the_window_again(arithmetic, alice, settings, django_capt
     campaign, _ = start(arithmetic, alice, model, django_capture_on_commit_callbacks)
     services.campaign_set_status(campaign=campaign, status=Campaign.Status.PAUSED)
     assert services.round_generate(campaign_id=campaign.pk, task_version_ids=[1], round_index=0) is None
-    with mock.patch("calibration.tasks.generate_rollouts.delay") as delay, django_capture_on_commit_callbacks(execute=True):
+    with (
+        mock.patch("calibration.tasks.generate_rollouts.delay") as delay,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
         services.campaign_set_status(campaign=campaign, status=Campaign.Status.RUNNING)
     assert delay.call_count == 2

@@ -22,7 +22,10 @@ BIG = 600
 
 
 def tasks(prefix: str, count: int) -> list[dict]:
-    return [{"key": f"{prefix}-{i}", "prompt": f"Say 42 ({prefix} {i}).", "answer": "42", "verifier": {"kind": "exact"}} for i in range(count)]
+    return [
+        {"key": f"{prefix}-{i}", "prompt": f"Say 42 ({prefix} {i}).", "answer": "42", "verifier": {"kind": "exact"}}
+        for i in range(count)
+    ]
 
 
 def test_cancel_then_next_campaign_makes_progress_within_a_minute(arithmetic, alice, settings, tmp_path):
@@ -32,25 +35,49 @@ def test_cancel_then_next_campaign_makes_progress_within_a_minute(arithmetic, al
     import_tasks(arithmetic, alice, *tasks("big", BIG))
     import_tasks(second, alice, *tasks("next", 2))
     worker_env = {"PASSBAND_TASKS_PER_JOB": "1", "PASSBAND_JOBS_PER_CAMPAIGN": str(settings.PASSBAND_JOBS_PER_CAMPAIGN)}
-    with serve_openai(latency_s=0.05, record_requests=False) as base_url, running_worker(
-        queues="default,generate,verify", concurrency=2, extra_env=worker_env, log_path=tmp_path / "worker.log"
+    with (
+        serve_openai(latency_s=0.05, record_requests=False) as base_url,
+        running_worker(
+            queues="default,generate,verify", concurrency=2, extra_env=worker_env, log_path=tmp_path / "worker.log"
+        ),
     ):
-        model = services.probe_model_add(name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=8)
-        big = services.campaign_start(environment=arithmetic, probe_model=model, created_by=alice, rollouts=4, round_size=4)
+        model = services.probe_model_add(
+            name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=8
+        )
+        big = services.campaign_start(
+            environment=arithmetic, probe_model=model, created_by=alice, rollouts=4, round_size=4
+        )
         queued = redis.Redis.from_url(django_settings.CELERY_BROKER_URL).llen("generate")
         assert queued <= settings.PASSBAND_JOBS_PER_CAMPAIGN
-        wait_for(lambda: Rollout.objects.filter(campaign=big).exists(), timeout=120, what="the big campaign's first rollout")
+        wait_for(
+            lambda: Rollout.objects.filter(campaign=big).exists(), timeout=120, what="the big campaign's first rollout"
+        )
         cancelled_at = time.monotonic()
         services.campaign_set_status(campaign=big, status=Campaign.Status.CANCELLED)
-        following = services.campaign_start(environment=second, probe_model=model, created_by=alice, rollouts=4, round_size=4)
-        wait_for(lambda: Rollout.objects.filter(campaign=following).exists(), timeout=60, interval=0.05, what="the next campaign's first rollout")
+        following = services.campaign_start(
+            environment=second, probe_model=model, created_by=alice, rollouts=4, round_size=4
+        )
+        wait_for(
+            lambda: Rollout.objects.filter(campaign=following).exists(),
+            timeout=60,
+            interval=0.05,
+            what="the next campaign's first rollout",
+        )
         seconds = time.monotonic() - cancelled_at
-        wait_for(lambda: Campaign.objects.get(pk=following.pk).status == Campaign.Status.DONE, timeout=60, what="the next campaign")
-    print(f"\ncancel -> next campaign's first rollout: {seconds:.2f} s (window {settings.PASSBAND_JOBS_PER_CAMPAIGN} jobs, {BIG} tasks cancelled)")
+        wait_for(
+            lambda: Campaign.objects.get(pk=following.pk).status == Campaign.Status.DONE,
+            timeout=60,
+            what="the next campaign",
+        )
+    print(
+        f"\ncancel -> next campaign's first rollout: {seconds:.2f} s (window {settings.PASSBAND_JOBS_PER_CAMPAIGN} jobs, {BIG} tasks cancelled)"
+    )
     probed = set(Rollout.objects.filter(campaign=big).values_list("task_version_id", flat=True))
     assert len(probed) < BIG
     # Tasks the cancelled campaign never reached have no calibration: not `undecided`, just not probed.
     calibrated = set(
-        Calibration.objects.filter(probe_model=model, task_version__task__environment=arithmetic).values_list("task_version_id", flat=True)
+        Calibration.objects.filter(probe_model=model, task_version__task__environment=arithmetic).values_list(
+            "task_version_id", flat=True
+        )
     )
     assert calibrated <= probed

@@ -17,10 +17,15 @@ def tool_task(key, deal_id):
     return {
         "key": key,
         "prompt": [{"role": "user", "content": f"Mark deal {deal_id} as won."}],
-        "answer": json.dumps([{"name": "update_record",
-                               "arguments": {"table": "deals", "id": deal_id, "fields": {"stage": "won"}}}]),
-        "verifier": {"kind": "state_check", "environment": "backoffice", "seed": 3,
-                     "checks": [{"table": "deals", "where": {"id": deal_id}, "expect": {"stage": "won"}}]},
+        "answer": json.dumps(
+            [{"name": "update_record", "arguments": {"table": "deals", "id": deal_id, "fields": {"stage": "won"}}}]
+        ),
+        "verifier": {
+            "kind": "state_check",
+            "environment": "backoffice",
+            "seed": 3,
+            "checks": [{"table": "deals", "where": {"id": deal_id}, "expect": {"stage": "won"}}],
+        },
         "tools": backoffice.TOOL_SCHEMAS,
         "domain": "workflow",
     }
@@ -39,17 +44,27 @@ def test_a_probe_of_tool_tasks_runs_episodes_and_judges_the_final_state(alice):
     report = import_tasks(environment, alice, tool_task("win-1", 1), tool_task("win-2", 2), run_audits=True)
     assert report.ok and not report.audit_failures
     with OpenAITestServer(respond=always_wins_deal_1, tool_parser=True) as server:
-        probe_model = services.probe_model_add(name="fake", backend="openai", base_url=server.base_url,
-                                               model="fake-model", max_new_tokens=200)
-        campaign = services.campaign_start(environment=environment, probe_model=probe_model, created_by=alice,
-                                           rollouts=2, round_size=2, seed=7, enqueue=False)
+        probe_model = services.probe_model_add(
+            name="fake", backend="openai", base_url=server.base_url, model="fake-model", max_new_tokens=200
+        )
+        campaign = services.campaign_start(
+            environment=environment,
+            probe_model=probe_model,
+            created_by=alice,
+            rollouts=2,
+            round_size=2,
+            seed=7,
+            enqueue=False,
+        )
         services.campaign_run_inline(campaign=campaign)
     rollouts = list(Rollout.objects.filter(campaign=campaign).select_related("task_version__task"))
     assert len(rollouts) == 4
     outcomes = {(rollout.task_version.task.key, rollout.outcome) for rollout in rollouts}
     assert outcomes == {("win-1", Outcome.PASS), ("win-2", Outcome.FAIL)}
-    pass_rates = {c.task_version.task.key: (c.attempts, c.successes)
-                  for c in Calibration.objects.filter(probe_model=probe_model).select_related("task_version__task")}
+    pass_rates = {
+        c.task_version.task.key: (c.attempts, c.successes)
+        for c in Calibration.objects.filter(probe_model=probe_model).select_related("task_version__task")
+    }
     assert pass_rates == {"win-1": (2, 2), "win-2": (2, 0)}
     for rollout in rollouts:
         episode = rollout.episode

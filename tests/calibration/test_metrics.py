@@ -20,8 +20,11 @@ def samples(text: str) -> dict[tuple, float]:
 
 
 def total(found: dict[tuple, float], name: str, **labels: str) -> float:
-    return sum(value for (sample, sample_labels), value in found.items()
-               if sample == name and all(dict(sample_labels).get(key) == wanted for key, wanted in labels.items()))
+    return sum(
+        value
+        for (sample, sample_labels), value in found.items()
+        if sample == name and all(dict(sample_labels).get(key) == wanted for key, wanted in labels.items())
+    )
 
 
 @pytest.mark.django_db
@@ -59,24 +62,46 @@ def test_counters_of_prefork_workers_move_after_a_small_campaign(client, arithme
     settings.PASSBAND_METRICS_DIR = str(metrics_dir)
     flush_broker()
     import_tasks(
-        arithmetic, alice,
-        *[{"key": f"w-{i}", "prompt": f"Say a word ({i}).", "answer": "42", "verifier": {"kind": "regex", "pattern": r"\b42\b", "mode": "search"}}
-          for i in range(3)],
+        arithmetic,
+        alice,
+        *[
+            {
+                "key": f"w-{i}",
+                "prompt": f"Say a word ({i}).",
+                "answer": "42",
+                "verifier": {"kind": "regex", "pattern": r"\b42\b", "mode": "search"},
+            }
+            for i in range(3)
+        ],
     )
     with serve_openai(eos_probability=0.3, fail_first=1, fail_with=503) as base_url:
-        model = services.probe_model_add(name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=24)
-        campaign = services.campaign_start(environment=arithmetic, probe_model=model, created_by=alice, rollouts=4, round_size=4, seed=5)
+        model = services.probe_model_add(
+            name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=24
+        )
+        campaign = services.campaign_start(
+            environment=arithmetic, probe_model=model, created_by=alice, rollouts=4, round_size=4, seed=5
+        )
         client.force_login(staff)
         before = samples(client.get("/metrics").content.decode())
         assert total(before, "passband_campaign_items", campaign=str(campaign.pk), state="open") == 3
-        with running_worker(queues="default,generate,verify", concurrency=2, extra_env={"PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}):
-            wait_for(lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE, timeout=120, what="the campaign")
+        with running_worker(
+            queues="default,generate,verify", concurrency=2, extra_env={"PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
+        ):
+            wait_for(
+                lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE,
+                timeout=120,
+                what="the campaign",
+            )
     after = samples(client.get("/metrics").content.decode())
     assert total(after, "passband_rollouts_generated_total", model="fake") == 12
     assert total(after, "passband_rollouts_verified_total", kind="regex") == 12
     assert total(after, "passband_verifier_seconds_count", kind="regex") == 12
     assert total(after, "passband_model_requests_total", result="ok") >= 1
     assert total(after, "passband_model_retries_total", reason="http_503") == 1
-    assert {dict(labels)["queue"] for name, labels in after if name == "passband_queue_depth"} == {"default", "generate", "verify"}
+    assert {dict(labels)["queue"] for name, labels in after if name == "passband_queue_depth"} == {
+        "default",
+        "generate",
+        "verify",
+    }
     assert total(after, "passband_campaigns", status="done") >= 1
     assert total(before, "passband_rollouts_generated_total") == 0

@@ -23,14 +23,31 @@ def calibrations(model):
 
 @pytest.fixture
 def probed(arithmetic, alice):
-    import_tasks(arithmetic, alice, *[
-        {"key": f"w-{i}", "prompt": f"Say a word ({i}).", "answer": "42", "verifier": {"kind": "regex", "pattern": r"\b42\b", "mode": "search"}}
-        for i in range(3)
-    ])
+    import_tasks(
+        arithmetic,
+        alice,
+        *[
+            {
+                "key": f"w-{i}",
+                "prompt": f"Say a word ({i}).",
+                "answer": "42",
+                "verifier": {"kind": "regex", "pattern": r"\b42\b", "mode": "search"},
+            }
+            for i in range(3)
+        ],
+    )
     with serve_openai(eos_probability=0.3) as base_url:
-        model = services.probe_model_add(name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=24,
-                                              usd_per_million_output_tokens=0.4)
-        campaign = services.campaign_start(environment=arithmetic, probe_model=model, created_by=alice, rollouts=6, round_size=6, seed=1, enqueue=False)
+        model = services.probe_model_add(
+            name="fake",
+            backend="openai",
+            base_url=base_url,
+            model="fake-model",
+            max_new_tokens=24,
+            usd_per_million_output_tokens=0.4,
+        )
+        campaign = services.campaign_start(
+            environment=arithmetic, probe_model=model, created_by=alice, rollouts=6, round_size=6, seed=1, enqueue=False
+        )
         services.campaign_run_inline(campaign=campaign)
     Rollout.objects.update(created_at=timezone.now() - timedelta(days=40))
     return campaign, model

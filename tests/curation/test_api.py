@@ -52,8 +52,15 @@ def test_lists_tasks_with_calibration_filtered_by_band(client, token, alice, ari
     model = ProbeModel.objects.create(name="m", backend="transformers")
     easy = arithmetic.tasks.get(key="easy").current_version
     Calibration.objects.create(
-        task_version=easy, probe_model=model, attempts=8, successes=8, pass_rate=0.94, interval_low=0.7,
-        interval_high=1.0, band="retire", grpo_signal=0.0,
+        task_version=easy,
+        probe_model=model,
+        attempts=8,
+        successes=8,
+        pass_rate=0.94,
+        interval_low=0.7,
+        interval_high=1.0,
+        band="retire",
+        grpo_signal=0.0,
     )
     body = get(client, token, environment="arithmetic").json()
     rows = {row["key"]: row for row in body["results"]}

@@ -46,8 +46,12 @@ def test_task_filters(client, secret, model, arithmetic):
 
 
 def test_bad_filter_values_name_the_parameter(client, secret, model):
-    for params, field in (({"pass_rate_min": "lots"}, "pass_rate_min"), ({"status": "sleeping"}, "status"),
-                          ({"updated_since": "yesterday"}, "updated_since"), ({"band": "hot"}, "band")):
+    for params, field in (
+        ({"pass_rate_min": "lots"}, "pass_rate_min"),
+        ({"status": "sleeping"}, "status"),
+        ({"updated_since": "yesterday"}, "updated_since"),
+        ({"band": "hot"}, "band"),
+    ):
         response = get(client, "/api/v1/tasks", secret, **params)
         assert response.status_code == 400 and field in response.json()
 
@@ -72,9 +76,17 @@ def test_rollouts_come_with_token_ids_and_logprobs(client, secret, model, arithm
     campaign = Campaign.objects.create(environment=arithmetic, probe_model=model, created_by=alice, seed=7)
     version = arithmetic.tasks.get(key="sum").current_version
     Rollout.objects.create(
-        campaign=campaign, task_version=version, probe_model=model, sample_index=0, seed=7,
-        prompt_token_ids=packing.pack_tokens([1, 2, 3]), completion_token_ids=packing.pack_tokens([20, 21]),
-        logprobs=packing.pack_logprobs([-0.5, -0.25]), text="5", outcome="pass", reward=1.0,
+        campaign=campaign,
+        task_version=version,
+        probe_model=model,
+        sample_index=0,
+        seed=7,
+        prompt_token_ids=packing.pack_tokens([1, 2, 3]),
+        completion_token_ids=packing.pack_tokens([20, 21]),
+        logprobs=packing.pack_logprobs([-0.5, -0.25]),
+        text="5",
+        outcome="pass",
+        reward=1.0,
     )
     body = get(client, "/api/v1/rollouts", secret, task="sum").json()
     (rollout,) = body["results"]

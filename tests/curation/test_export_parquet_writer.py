@@ -9,11 +9,26 @@ from engine import formats
 def records(count: int) -> list[dict]:
     return [
         {
-            "task_key": f"t-{i:03d}", "environment": "math", "domain": "math", "status": "approved", "version": 1,
-            "version_hash": f"{i:064x}", "prompt": [{"role": "user", "content": f"What is {i} + 1?"}],
-            "answer": str(i + 1), "verifier": {"kind": "math"}, "tools": [], "metadata": {"level": i % 3},
-            "authoring_cost_usd": "250", "attempts": 8, "successes": i % 9, "pass_rate": (i % 9) / 8,
-            "interval_low": 0.1, "interval_high": 0.6, "band": "in_band", "grpo_signal": 0.5, "probe_model": "small",
+            "task_key": f"t-{i:03d}",
+            "environment": "math",
+            "domain": "math",
+            "status": "approved",
+            "version": 1,
+            "version_hash": f"{i:064x}",
+            "prompt": [{"role": "user", "content": f"What is {i} + 1?"}],
+            "answer": str(i + 1),
+            "verifier": {"kind": "math"},
+            "tools": [],
+            "metadata": {"level": i % 3},
+            "authoring_cost_usd": "250",
+            "attempts": 8,
+            "successes": i % 9,
+            "pass_rate": (i % 9) / 8,
+            "interval_low": 0.1,
+            "interval_high": 0.6,
+            "band": "in_band",
+            "grpo_signal": 0.5,
+            "probe_model": "small",
         }
         for i in range(count)
     ]

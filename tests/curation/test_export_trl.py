@@ -59,21 +59,39 @@ def test_trl_export_trains_one_grpo_step(arithmetic, alice, tmp_path, settings, 
     passband_reward.calls = []
     assert passband_reward(
         completions=[[{"role": "assistant", "content": row["answer"]}], [{"role": "assistant", "content": "no idea"}]],
-        answer=[row["answer"]] * 2, verifier=[row["verifier"]] * 2, task_key=[row["task_key"]] * 2,
+        answer=[row["answer"]] * 2,
+        verifier=[row["verifier"]] * 2,
+        task_key=[row["task_key"]] * 2,
     ) == [1.0, 0.0]
 
     tokenizer = smollm2_tokenizer()
     torch.manual_seed(0)
     tiny = LlamaForCausalLM(
         LlamaConfig(
-            vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-            num_key_value_heads=2, max_position_embeddings=512, pad_token_id=tokenizer.pad_token_id,
-            eos_token_id=tokenizer.eos_token_id, bos_token_id=tokenizer.bos_token_id,
+            vocab_size=len(tokenizer),
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            max_position_embeddings=512,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            bos_token_id=tokenizer.bos_token_id,
         )
     )
     config = trl.GRPOConfig(
-        output_dir=str(tmp_path / "grpo"), per_device_train_batch_size=4, num_generations=4, max_completion_length=8,
-        max_steps=1, use_cpu=True, report_to=[], save_strategy="no", logging_steps=1, bf16=False, seed=0,
+        output_dir=str(tmp_path / "grpo"),
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=8,
+        max_steps=1,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        logging_steps=1,
+        bf16=False,
+        seed=0,
     )
     passband_reward.calls = []
     trainer = trl.GRPOTrainer(

@@ -24,28 +24,69 @@ ENDPOINTS = ["bands_over_time_data", "cost_data", "verifier_latency_data", "camp
 @pytest.fixture
 def data(alice, arithmetic):
     model = ProbeModel.objects.create(name="probe", backend="openai")
-    import_tasks(arithmetic, alice, *[math_task(f"t-{i}", question=f"What is {i} + 1?", answer=str(i + 1), authoring_cost_usd=10) for i in range(4)])
+    import_tasks(
+        arithmetic,
+        alice,
+        *[
+            math_task(f"t-{i}", question=f"What is {i} + 1?", answer=str(i + 1), authoring_cost_usd=10)
+            for i in range(4)
+        ],
+    )
     tasks = list(arithmetic.tasks.order_by("key"))
     bands = [Band.IN_BAND, Band.IN_BAND, Band.TOO_HARD, Band.RETIRE]
     for task, band in zip(tasks, bands):
-        Calibration.objects.create(task_version=task.current_version, probe_model=model, band=band, cost_usd="2", attempts=8)
+        Calibration.objects.create(
+            task_version=task.current_version, probe_model=model, band=band, cost_usd="2", attempts=8
+        )
     campaign = Campaign.objects.create(environment=arithmetic, probe_model=model, created_by=alice, seed=1)
     CampaignItem.objects.bulk_create(
-        [CampaignItem(campaign=campaign, task_version=task.current_version, done=index < 3) for index, task in enumerate(tasks)]
+        [
+            CampaignItem(campaign=campaign, task_version=task.current_version, done=index < 3)
+            for index, task in enumerate(tasks)
+        ]
     )
     now = timezone.now()
     outcomes = ["pass", "fail", "fail", "error", "timeout", "pass", "fail", "pass", "fail", "pass"]
     Rollout.objects.bulk_create(
         [
-            Rollout(campaign=campaign, task_version=tasks[0].current_version, probe_model=model, sample_index=index, seed=index,
-                    outcome=outcome, verify_ms=float(index + 1), verified_at=now - timedelta(minutes=5), cost_usd="0.2")
+            Rollout(
+                campaign=campaign,
+                task_version=tasks[0].current_version,
+                probe_model=model,
+                sample_index=index,
+                seed=index,
+                outcome=outcome,
+                verify_ms=float(index + 1),
+                verified_at=now - timedelta(minutes=5),
+                cost_usd="0.2",
+            )
             for index, outcome in enumerate(outcomes)
         ]
-        + [Rollout(campaign=campaign, task_version=tasks[1].current_version, probe_model=model, sample_index=0, seed=0,
-                   outcome="pass", verify_ms=500.0, verified_at=now - timedelta(days=3), cost_usd="2")]
+        + [
+            Rollout(
+                campaign=campaign,
+                task_version=tasks[1].current_version,
+                probe_model=model,
+                sample_index=0,
+                seed=0,
+                outcome="pass",
+                verify_ms=500.0,
+                verified_at=now - timedelta(days=3),
+                cost_usd="2",
+            )
+        ]
         # Probing spend is the rollouts' cost: $2 per task in all.
-        + [Rollout(campaign=campaign, task_version=task.current_version, probe_model=model, sample_index=0, seed=0, cost_usd="2")
-           for task in tasks[2:]]
+        + [
+            Rollout(
+                campaign=campaign,
+                task_version=task.current_version,
+                probe_model=model,
+                sample_index=0,
+                seed=0,
+                cost_usd="2",
+            )
+            for task in tasks[2:]
+        ]
     )
     return model
 
@@ -74,7 +115,9 @@ def test_cost_per_task_per_in_band_task_and_waste(client, alice, data):
 def test_a_model_filter_counts_only_that_models_calibrations(client, alice, data, arithmetic):
     other = ProbeModel.objects.create(name="other", backend="openai")
     for task in arithmetic.tasks.all():
-        Calibration.objects.create(task_version=task.current_version, probe_model=other, band=Band.TOO_HARD, cost_usd="100")
+        Calibration.objects.create(
+            task_version=task.current_version, probe_model=other, band=Band.TOO_HARD, cost_usd="100"
+        )
     client.force_login(alice)
     (row,) = client.get(reverse("cost_data"), {"model": "probe"}).json()["environments"]
     assert (row["tasks"], row["in_band"], row["probing_usd"]) == (4, 2, pytest.approx(8.0))
@@ -114,7 +157,14 @@ def test_campaign_progress(client, alice, data):
 def test_dashboard_page_has_every_chart(client, alice, data):
     client.force_login(alice)
     page = client.get(reverse("dashboard")).content.decode()
-    for element in ("pass-rate-histogram", "bands-over-time", "cost-per-task", "spend-by-band", "verifier-latency", "campaign-progress"):
+    for element in (
+        "pass-rate-histogram",
+        "bands-over-time",
+        "cost-per-task",
+        "spend-by-band",
+        "verifier-latency",
+        "campaign-progress",
+    ):
         assert f'id="{element}"' in page
 
 
@@ -141,17 +191,23 @@ def test_the_environment_picker_filters_every_chart(client, alice, data, arithme
 
     other = environment_create(name="other", domain="math")
     import_tasks(other, alice, math_task("o-1"))
-    Calibration.objects.create(task_version=other.tasks.get().current_version, probe_model=data, band=Band.TOO_HARD, cost_usd="1")
+    Calibration.objects.create(
+        task_version=other.tasks.get().current_version, probe_model=data, band=Band.TOO_HARD, cost_usd="1"
+    )
     Campaign.objects.create(environment=other, probe_model=data, created_by=alice, seed=2)
     client.force_login(alice)
     page = client.get(reverse("dashboard"), {"environment": "arithmetic", "model": "probe"}).content.decode()
     for name in ENDPOINTS:
-        assert f'{reverse(name)}?environment=arithmetic&model=probe' in page
+        assert f"{reverse(name)}?environment=arithmetic&model=probe" in page
     query = {"environment": "arithmetic", "model": "probe"}
     series = client.get(reverse("bands_over_time_data"), query).json()["series"]
     assert {s["environment"] for s in series} == {"arithmetic"}
-    assert [row["environment"] for row in client.get(reverse("cost_data"), query).json()["environments"]] == ["arithmetic"]
-    assert [c["label"].split(" ")[1] for c in client.get(reverse("campaigns_progress_data"), query).json()["campaigns"]] == ["arithmetic"]
+    assert [row["environment"] for row in client.get(reverse("cost_data"), query).json()["environments"]] == [
+        "arithmetic"
+    ]
+    assert [
+        c["label"].split(" ")[1] for c in client.get(reverse("campaigns_progress_data"), query).json()["campaigns"]
+    ] == ["arithmetic"]
     assert client.get(reverse("verifier_latency_data"), {"environment": "other"}).json()["verdicts"] == 0
 
 
@@ -159,4 +215,6 @@ def test_verifier_latency_axis_spans_the_window_in_whole_hours(client, alice, da
     client.force_login(alice)
     body = client.get(reverse("verifier_latency_data"), {"hours": "24"}).json()
     since, until = (timezone.datetime.fromisoformat(body[name]) for name in ("since", "until"))
-    assert since.minute == until.minute == since.second == 0 and timedelta(hours=24) <= until - since <= timedelta(hours=26)
+    assert since.minute == until.minute == since.second == 0 and timedelta(hours=24) <= until - since <= timedelta(
+        hours=26
+    )

@@ -13,7 +13,9 @@ pytestmark = pytest.mark.django_db
 
 
 def probe_model():
-    return ProbeModel.objects.get_or_create(name="probe", defaults={"backend": "openai", "base_url": "http://127.0.0.1:9/v1"})[0]
+    return ProbeModel.objects.get_or_create(
+        name="probe", defaults={"backend": "openai", "base_url": "http://127.0.0.1:9/v1"}
+    )[0]
 
 
 def add_rollouts(task, owner, outcomes):
@@ -21,10 +23,20 @@ def add_rollouts(task, owner, outcomes):
     campaign = Campaign.objects.create(environment=task.environment, probe_model=model, created_by=owner, seed=1)
     for index, outcome in enumerate(outcomes):
         Rollout.objects.create(
-            campaign=campaign, task_version=task.current_version, probe_model=model, sample_index=index, seed=index,
-            prompt_token_ids=pack_tokens([1, 2, 3]), completion_token_ids=pack_tokens([40, 41]),
-            logprobs=pack_logprobs([-0.05, -2.5]), text=f"The answer is {index} ({outcome})", outcome=outcome,
-            detail=f"expected 5, got {index}", verify_ms=1.5, generation_ms=120, cost_usd="0.0001",
+            campaign=campaign,
+            task_version=task.current_version,
+            probe_model=model,
+            sample_index=index,
+            seed=index,
+            prompt_token_ids=pack_tokens([1, 2, 3]),
+            completion_token_ids=pack_tokens([40, 41]),
+            logprobs=pack_logprobs([-0.05, -2.5]),
+            text=f"The answer is {index} ({outcome})",
+            outcome=outcome,
+            detail=f"expected 5, got {index}",
+            verify_ms=1.5,
+            generation_ms=120,
+            cost_usd="0.0001",
         )
     return campaign
 
@@ -35,7 +47,9 @@ def test_my_tasks_filters_by_owner_status_flag_and_text(client, alice, bob, arit
     import_tasks(arithmetic, dora, math_task("hers", question="What is 1 + 1?", answer="2"))
     task_transition(task=arithmetic.tasks.get(key="hers"), to_status=TaskStatus.SUBMITTED, by=dora)
     mine_2 = arithmetic.tasks.get(key="mine-2")
-    Calibration.objects.create(task_version=mine_2.current_version, probe_model=probe_model(), band=Band.TOO_HARD, flags=["verifier_trouble"])
+    Calibration.objects.create(
+        task_version=mine_2.current_version, probe_model=probe_model(), band=Band.TOO_HARD, flags=["verifier_trouble"]
+    )
     client.force_login(bob)  # a reviewer sees everyone's tasks, but "mine" narrows to their own: none
     assert b"mine-1" not in client.get(reverse("task_list"), {"mine": "1"}).content
     client.force_login(alice)
@@ -55,7 +69,13 @@ def test_editor_saves_a_new_audited_version_and_keeps_the_old(client, alice, ari
     assert "marked.min.js" in page and "katex.min.js" in page and "What is 2 + 3?" in page
     response = client.post(
         reverse("task_edit", args=["arithmetic", "t-1"]),
-        {"prompt_format": "text", "prompt": "Compute $3 \\times 4$.", "answer": "12", "verifier": '{"kind": "math"}', "authoring_cost_usd": "10"},
+        {
+            "prompt_format": "text",
+            "prompt": "Compute $3 \\times 4$.",
+            "answer": "12",
+            "verifier": '{"kind": "math"}',
+            "authoring_cost_usd": "10",
+        },
     )
     assert response.status_code == 302
     task.refresh_from_db()
@@ -109,8 +129,14 @@ def test_probe_now_starts_a_campaign_over_one_task(client, alice, arithmetic, dj
     client.force_login(alice)
     from unittest import mock
 
-    with mock.patch("calibration.services.campaigns.campaign_enqueue_pending") as enqueue, django_capture_on_commit_callbacks(execute=True):
-        response = client.post(reverse("task_probe", args=["arithmetic", "t-1"]), {"model": model.name, "policy": "adaptive", "rollouts": "16"})
+    with (
+        mock.patch("calibration.services.campaigns.campaign_enqueue_pending") as enqueue,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        response = client.post(
+            reverse("task_probe", args=["arithmetic", "t-1"]),
+            {"model": model.name, "policy": "adaptive", "rollouts": "16"},
+        )
     campaign = Campaign.objects.get()
     assert response.status_code == 302 and response.url == reverse("campaign_detail", args=[campaign.pk])
     assert list(campaign.items.values_list("task_version__task__key", flat=True)) == ["t-1"]
@@ -148,10 +174,18 @@ def test_trajectory_viewer_shows_episode_messages_tool_calls_and_observations(cl
     rollout.episode = {
         "messages": [
             {"role": "user", "content": "Refund order 7."},
-            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "refund", "arguments": '{"order": 7}'}}]},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "refund", "arguments": '{"order": 7}'}}
+                ],
+            },
             {"role": "tool", "tool_call_id": "c1", "name": "refund", "content": "refunded 7"},
         ],
-        "stop_reason": "final_answer", "error": None, "final_state": {"refunded": [7]},
+        "stop_reason": "final_answer",
+        "error": None,
+        "final_state": {"refunded": [7]},
     }
     rollout.save(update_fields=["episode"])
     client.force_login(alice)

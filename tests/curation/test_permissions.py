@@ -91,7 +91,9 @@ def test_others_approved_tasks_are_read_only_for_authors(client, alice, bob, dor
     assert status_of(client, dora, "get", reverse("task_edit", args=["arithmetic", "t-1"])) == 403
     assert status_of(client, dora, "post", reverse("comment_create", args=["arithmetic", "t-1"]), {"body": "hi"}) == 403
     assert not Comment.objects.exists()
-    assert status_of(client, alice, "post", reverse("comment_create", args=["arithmetic", "t-1"]), {"body": "hi"}) == 302
+    assert (
+        status_of(client, alice, "post", reverse("comment_create", args=["arithmetic", "t-1"]), {"body": "hi"}) == 302
+    )
     assert Comment.objects.count() == 1
 
 

@@ -28,17 +28,26 @@ def post(client, charlie, django_capture_on_commit_callbacks, **body):
     return response, secret
 
 
-def test_a_release_nothing_matches_is_refused_with_the_reason(client, charlie, arithmetic, alice, django_capture_on_commit_callbacks):
+def test_a_release_nothing_matches_is_refused_with_the_reason(
+    client, charlie, arithmetic, alice, django_capture_on_commit_callbacks
+):
     calibrated_environment(arithmetic, alice)
     response, _ = post(client, charlie, django_capture_on_commit_callbacks, probe_model="probe", band="too_hard")
     assert response.status_code == 400
-    assert "No task matches (status approved, band too_hard under probe, every environment): nothing to release" in response.json()["detail"]
+    assert (
+        "No task matches (status approved, band too_hard under probe, every environment): nothing to release"
+        in response.json()["detail"]
+    )
     assert not Release.objects.exists()
 
 
-def test_an_empty_release_on_request_warns_and_every_file_reads(client, charlie, arithmetic, alice, django_capture_on_commit_callbacks):
+def test_an_empty_release_on_request_warns_and_every_file_reads(
+    client, charlie, arithmetic, alice, django_capture_on_commit_callbacks
+):
     calibrated_environment(arithmetic, alice)
-    response, secret = post(client, charlie, django_capture_on_commit_callbacks, probe_model="probe", band="too_hard", allow_empty=True)
+    response, secret = post(
+        client, charlie, django_capture_on_commit_callbacks, probe_model="probe", band="too_hard", allow_empty=True
+    )
     assert response.status_code == 202
     release = Release.objects.get()
     assert tasks.build_release(release.pk) == "ready"

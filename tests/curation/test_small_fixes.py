@@ -18,7 +18,11 @@ def test_verifiers_show_as_json_not_python(client, alice, bob, arithmetic):
     import_tasks(arithmetic, alice, math_task("t", verifier={"kind": "math", "strict": True}))
     client.force_login(alice)
     page = client.get(reverse("task_detail", args=["arithmetic", "t"])).content.decode()
-    assert "&quot;kind&quot;: &quot;math&quot;" in page and "&quot;strict&quot;: true" in page and "&#x27;kind&#x27;" not in page
+    assert (
+        "&quot;kind&quot;: &quot;math&quot;" in page
+        and "&quot;strict&quot;: true" in page
+        and "&#x27;kind&#x27;" not in page
+    )
 
 
 def test_favicon_is_linked_and_served(client, alice):

@@ -20,7 +20,13 @@ def test_many_duplicates_collapse_to_a_count_with_a_sample_that_names_the_task(c
     tasks = [math_task(f"t-{i}", question=f"What is {i} + 1?", answer=str(i + 1)) for i in range(25)]
     import_tasks(arithmetic, alice, *tasks)
     client.force_login(alice)
-    page = upload(client, jsonl(*[{**task, "key": f"again-{i}"} for i, task in enumerate(tasks)], math_task("new", question="What is 7 * 7?", answer="49")))
+    page = upload(
+        client,
+        jsonl(
+            *[{**task, "key": f"again-{i}"} for i, task in enumerate(tasks)],
+            math_task("new", question="What is 7 * 7?", answer="49"),
+        ),
+    )
     assert "25 duplicates skipped (content already in arithmetic or earlier in the file); the first 10" in page
     assert "line 1 (again-0): same content as task t-0 in arithmetic" in page
     assert "line 11 (again-10)" not in page

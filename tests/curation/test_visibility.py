@@ -12,8 +12,14 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def corpus(arithmetic, alice):
-    import_tasks(arithmetic, alice, *[math_task(status.value, question=f"What is {i} + 1?", answer=str(i + 1))
-                                      for i, status in enumerate(TaskStatus)])
+    import_tasks(
+        arithmetic,
+        alice,
+        *[
+            math_task(status.value, question=f"What is {i} + 1?", answer=str(i + 1))
+            for i, status in enumerate(TaskStatus)
+        ],
+    )
     for status in TaskStatus:
         Task.objects.filter(key=status.value).update(status=status)
 

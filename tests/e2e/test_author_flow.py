@@ -49,7 +49,9 @@ def test_upload_fix_probe_and_see_bands(page, live_server, sign_in, screenshot, 
 
     flush_broker()
     with OpenAITestServer(respond=answers) as server, running_worker(queues="default,generate,verify", concurrency=1):
-        probe_model_add(name="fake-probe", backend="openai", base_url=server.base_url, model="fake-model", max_new_tokens=16)
+        probe_model_add(
+            name="fake-probe", backend="openai", base_url=server.base_url, model="fake-model", max_new_tokens=16
+        )
         page.goto(live_server.url + "/")
         card = page.locator("#environment-arithmetic")
         card.locator("select[name=policy]").select_option("fixed")
@@ -64,7 +66,9 @@ def test_upload_fix_probe_and_see_bands(page, live_server, sign_in, screenshot, 
         page.wait_for_selector("#campaign-progress .band")
         bands_text = page.inner_text("#campaign-progress .bands")
     campaign = Campaign.objects.get()
-    bands = dict(Calibration.objects.filter(probe_model=campaign.probe_model).values_list("task_version__task__key", "band"))
+    bands = dict(
+        Calibration.objects.filter(probe_model=campaign.probe_model).values_list("task_version__task__key", "band")
+    )
     assert set(bands) == {"sum", "product"}
     for band in bands.values():
         assert band in bands_text

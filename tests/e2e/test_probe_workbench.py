@@ -19,7 +19,9 @@ def many(count: int) -> list[dict]:
 def test_probe_a_random_sample_after_seeing_the_estimate(page, live_server, sign_in, screenshot, alice, arithmetic):
     flush_broker()
     import_tasks(arithmetic, alice, *many(20))
-    services.probe_model_add(name="fake", backend="openai", base_url="http://127.0.0.1:9/v1", model="m", usd_per_million_output_tokens=10)
+    services.probe_model_add(
+        name="fake", backend="openai", base_url="http://127.0.0.1:9/v1", model="m", usd_per_million_output_tokens=10
+    )
     sign_in(page, "alice")
     page.goto(live_server.url + "/")
     card = page.locator("#environment-arithmetic")

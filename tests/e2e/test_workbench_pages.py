@@ -9,7 +9,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_bulk_submit_from_the_task_list_filter(page, live_server, sign_in, screenshot, alice, arithmetic):
-    import_tasks(arithmetic, alice, *[math_task(f"t-{i}", question=f"What is {i} + 2?", answer=str(i + 2)) for i in range(6)])
+    import_tasks(
+        arithmetic, alice, *[math_task(f"t-{i}", question=f"What is {i} + 2?", answer=str(i + 2)) for i in range(6)]
+    )
     Task.objects.filter(key="t-5").update(status=TaskStatus.APPROVED)
     page.on("dialog", lambda dialog: dialog.accept())
     sign_in(page, "alice")
@@ -71,17 +73,35 @@ def test_dashboard_charts_draw_for_the_chosen_environment(page, live_server, sig
     from calibration.models import Band, Calibration, Campaign, CampaignItem, ProbeModel, Rollout
 
     model = ProbeModel.objects.create(name="probe", backend="openai")
-    import_tasks(arithmetic, alice, *[math_task(f"t-{i}", question=f"What is {i} + 2?", answer=str(i + 2)) for i in range(3)])
+    import_tasks(
+        arithmetic, alice, *[math_task(f"t-{i}", question=f"What is {i} + 2?", answer=str(i + 2)) for i in range(3)]
+    )
     tasks = list(arithmetic.tasks.order_by("key"))
-    campaign = Campaign.objects.create(environment=arithmetic, probe_model=model, created_by=alice, seed=1, status="cancelled")
-    CampaignItem.objects.bulk_create([CampaignItem(campaign=campaign, task_version=t.current_version, done=i == 0) for i, t in enumerate(tasks)])
+    campaign = Campaign.objects.create(
+        environment=arithmetic, probe_model=model, created_by=alice, seed=1, status="cancelled"
+    )
+    CampaignItem.objects.bulk_create(
+        [CampaignItem(campaign=campaign, task_version=t.current_version, done=i == 0) for i, t in enumerate(tasks)]
+    )
     for task, band in zip(tasks, [Band.IN_BAND, Band.TOO_HARD, Band.RETIRE]):
-        Calibration.objects.create(task_version=task.current_version, probe_model=model, band=band, pass_rate=0.4, attempts=8)
-    Rollout.objects.bulk_create([
-        Rollout(campaign=campaign, task_version=tasks[0].current_version, probe_model=model, sample_index=i, seed=i,
-                outcome="pass", verify_ms=2.0 + i, verified_at=timezone.now())
-        for i in range(4)
-    ])
+        Calibration.objects.create(
+            task_version=task.current_version, probe_model=model, band=band, pass_rate=0.4, attempts=8
+        )
+    Rollout.objects.bulk_create(
+        [
+            Rollout(
+                campaign=campaign,
+                task_version=tasks[0].current_version,
+                probe_model=model,
+                sample_index=i,
+                seed=i,
+                outcome="pass",
+                verify_ms=2.0 + i,
+                verified_at=timezone.now(),
+            )
+            for i in range(4)
+        ]
+    )
     sign_in(page, "alice")
     page.goto(live_server.url + "/dashboard/?environment=arithmetic&model=probe")
     for element in ("pass-rate-histogram", "bands-over-time", "cost-per-task", "verifier-latency", "campaign-progress"):

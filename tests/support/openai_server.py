@@ -39,8 +39,30 @@ from typing import Any
 FAKE_EOS_TOKEN_ID = 2
 _BYTE_OFFSET = 3
 _WORDS = (
-    "the", "answer", "is", "42", "so", "we", "add", "two", "and", "three", "then", "check", "it",
-    "step", "one", "result", "therefore", "x", "equals", "five", "proof", "done", "because", "of",
+    "the",
+    "answer",
+    "is",
+    "42",
+    "so",
+    "we",
+    "add",
+    "two",
+    "and",
+    "three",
+    "then",
+    "check",
+    "it",
+    "step",
+    "one",
+    "result",
+    "therefore",
+    "x",
+    "equals",
+    "five",
+    "proof",
+    "done",
+    "because",
+    "of",
 )
 
 
@@ -59,10 +81,13 @@ def fake_decode(token_ids: list[int]) -> str:
 def render_chat_prompt(messages: list[dict[str, Any]]) -> str:
     """The fake chat template: "<role>content\\n" per message (an assistant's tool calls as
     `<tool_call>` blocks after its content), then "<assistant>"."""
-    return "".join(
-        f"<{message.get('role', 'user')}>{message.get('content') or ''}{_render_tool_calls(message)}\n"
-        for message in messages
-    ) + "<assistant>"
+    return (
+        "".join(
+            f"<{message.get('role', 'user')}>{message.get('content') or ''}{_render_tool_calls(message)}\n"
+            for message in messages
+        )
+        + "<assistant>"
+    )
 
 
 def _render_tool_calls(message: dict[str, Any]) -> str:
@@ -150,7 +175,7 @@ class OpenAITestServer:
 
     @property
     def base_url(self) -> str:
-        """"http://127.0.0.1:<port>/v1" once started."""
+        """ "http://127.0.0.1:<port>/v1" once started."""
         if self._http_server is None:
             raise RuntimeError("the server is not running")
         host, port = self._http_server.server_address[:2]
@@ -264,8 +289,14 @@ class OpenAITestServer:
         }
         choices = [
             self._choice(
-                index=index, sample=sample, chat=chat, body=body, prompt_ids=prompt_ids,
-                with_ids=with_ids, as_ids=as_ids, wants_logprobs=wants_logprobs,
+                index=index,
+                sample=sample,
+                chat=chat,
+                body=body,
+                prompt_ids=prompt_ids,
+                with_ids=with_ids,
+                as_ids=as_ids,
+                wants_logprobs=wants_logprobs,
             )
             for index, sample in enumerate(samples)
         ]
@@ -290,12 +321,18 @@ class OpenAITestServer:
         }
 
     def _choice(
-        self, *, index: int, sample: _Sample, chat: bool, body: dict[str, Any], prompt_ids: list[int],
-        with_ids: bool, as_ids: bool, wants_logprobs: bool,
+        self,
+        *,
+        index: int,
+        sample: _Sample,
+        chat: bool,
+        body: dict[str, Any],
+        prompt_ids: list[int],
+        with_ids: bool,
+        as_ids: bool,
+        wants_logprobs: bool,
     ) -> dict[str, Any]:
-        names = [
-            f"token_id:{token_id}" if as_ids else fake_decode([token_id]) for token_id in sample.token_ids
-        ]
+        names = [f"token_id:{token_id}" if as_ids else fake_decode([token_id]) for token_id in sample.token_ids]
         if chat:
             logprobs = (
                 {

@@ -34,20 +34,48 @@ def worker_command(
     """The worker's command line; with `beat_schedule`, beat runs inside it (`-B`), keeping its state there."""
     beat = ["--beat", "--schedule", str(beat_schedule)] if beat_schedule else []
     return [
-        sys.executable, "-m", "celery", "-A", "passband", "worker", "-Q", queues, "--pool", pool,
-        "--concurrency", str(concurrency), "--hostname", f"{name}@%h", "--without-heartbeat",
-        "--without-gossip", "--without-mingle", "--loglevel", "INFO", *beat,
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "passband",
+        "worker",
+        "-Q",
+        queues,
+        "--pool",
+        pool,
+        "--concurrency",
+        str(concurrency),
+        "--hostname",
+        f"{name}@%h",
+        "--without-heartbeat",
+        "--without-gossip",
+        "--without-mingle",
+        "--loglevel",
+        "INFO",
+        *beat,
     ]
 
 
-def start_worker(*, queues: str = "default,generate,verify", concurrency: int = 1, pool: str = "prefork",
-                 name: str = "test", extra_env: dict | None = None, log_path: Path | None = None,
-                 beat_schedule: Path | None = None) -> subprocess.Popen:
+def start_worker(
+    *,
+    queues: str = "default,generate,verify",
+    concurrency: int = 1,
+    pool: str = "prefork",
+    name: str = "test",
+    extra_env: dict | None = None,
+    log_path: Path | None = None,
+    beat_schedule: Path | None = None,
+) -> subprocess.Popen:
     env = {**os.environ, "DATABASE_URL": test_database_url(), **(extra_env or {})}
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
     return subprocess.Popen(
         worker_command(queues=queues, concurrency=concurrency, pool=pool, name=name, beat_schedule=beat_schedule),
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 

@@ -26,7 +26,9 @@ def dashboard(request):
             "environments": Environment.objects.all(),
             "probe_model": probe_model,
             "probe_models": ProbeModel.objects.all(),
-            "campaigns": Campaign.objects.filter(environment=environment).select_related("environment", "probe_model")[:10],
+            "campaigns": Campaign.objects.filter(environment=environment).select_related("environment", "probe_model")[
+                :10
+            ],
         },
     )
 
@@ -42,7 +44,9 @@ def pass_rate_histogram_data(request):
 
 @browser_user_required
 def campaign_detail(request, campaign_id: int):
-    campaign = get_object_or_404(Campaign.objects.select_related("environment", "probe_model", "created_by"), pk=campaign_id)
+    campaign = get_object_or_404(
+        Campaign.objects.select_related("environment", "probe_model", "created_by"), pk=campaign_id
+    )
     progress = selectors.campaign_progress(campaign=campaign)
     context = {
         "campaign": campaign,
@@ -50,7 +54,11 @@ def campaign_detail(request, campaign_id: int):
         "eta": _duration(progress["eta_seconds"]),
         "bands": selectors.campaign_band_table(campaign=campaign),
     }
-    template = "calibration/_campaign_progress.html" if request.headers.get("HX-Request") else "calibration/campaign_detail.html"
+    template = (
+        "calibration/_campaign_progress.html"
+        if request.headers.get("HX-Request")
+        else "calibration/campaign_detail.html"
+    )
     return render(request, template, context)
 
 
@@ -72,7 +80,11 @@ def campaign_control(request, campaign_id: int, action: str):
     if campaign.created_by_id != request.user.pk and not request.user.is_staff:
         messages.error(request, "Only the person who started a campaign, or staff, can change it.")
         return redirect("campaign_detail", campaign_id=campaign.pk)
-    status = {"pause": Campaign.Status.PAUSED, "resume": Campaign.Status.RUNNING, "cancel": Campaign.Status.CANCELLED}.get(action)
+    status = {
+        "pause": Campaign.Status.PAUSED,
+        "resume": Campaign.Status.RUNNING,
+        "cancel": Campaign.Status.CANCELLED,
+    }.get(action)
     if status is None:
         raise Http404(f"Unknown campaign action {action!r}.")
     try:
@@ -125,7 +137,10 @@ def probe_model_edit(request, name: str):
             max_new_tokens=int(request.POST.get("max_new_tokens", "")),
             temperature=float(request.POST.get("temperature", probe_model.temperature)),
         )
-        messages.success(request, f"{probe_model.name}: max new tokens {probe_model.max_new_tokens}, temperature {probe_model.temperature}.")
+        messages.success(
+            request,
+            f"{probe_model.name}: max new tokens {probe_model.max_new_tokens}, temperature {probe_model.temperature}.",
+        )
     except (ServiceError, ValueError) as error:
         messages.error(request, f"Could not change {probe_model.name}: {error}")
     return redirect("model_compare")

@@ -17,19 +17,27 @@ from curation.models import Environment
 
 
 class EnvironmentForm(forms.Form):
-    name = forms.SlugField(max_length=80, help_text="Letters, digits, '-' and '_'; used in URLs and the API. Fixed once created.")
+    name = forms.SlugField(
+        max_length=80, help_text="Letters, digits, '-' and '_'; used in URLs and the API. Fixed once created."
+    )
     title = forms.CharField(max_length=200, required=False)
     domain = forms.CharField(max_length=40, initial="math", help_text="math, code, tool use, workflow…")
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
-    guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False, help_text="What authors should know.")
+    guidelines = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}), required=False, help_text="What authors should know."
+    )
     default_verifier = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3}), required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
         help_text='JSON, e.g. {"kind": "math"}; tasks without a verifier use it. Blank: none.',
     )
     floor = forms.FloatField(min_value=0, max_value=1, help_text="Below it a task is too hard.")
     retire_at = forms.FloatField(min_value=0, max_value=1, help_text="At or above it a task is retired.")
     max_new_tokens = forms.IntegerField(
-        min_value=1, max_value=32768, required=False, help_text="Default completion budget of its probes; blank: the probe model's."
+        min_value=1,
+        max_value=32768,
+        required=False,
+        help_text="Default completion budget of its probes; blank: the probe model's.",
     )
 
     def clean_default_verifier(self) -> dict:
@@ -39,7 +47,9 @@ class EnvironmentForm(forms.Form):
         try:
             value = json.loads(text)
         except json.JSONDecodeError as error:
-            raise forms.ValidationError(f"Not JSON: {error.msg} at line {error.lineno}, column {error.colno}.") from None
+            raise forms.ValidationError(
+                f"Not JSON: {error.msg} at line {error.lineno}, column {error.colno}."
+            ) from None
         if not isinstance(value, dict):
             raise forms.ValidationError('A JSON object, e.g. {"kind": "math"}.')
         return value
@@ -84,9 +94,14 @@ def environment_edit(request, environment_name: str):
         try:
             with transaction.atomic():
                 services.environment_update(
-                    environment=environment, title=data["title"], domain=data["domain"], description=data["description"],
-                    guidelines=data["guidelines"], default_verifier=data["default_verifier"],
-                    max_new_tokens=data["max_new_tokens"], clear_max_new_tokens=data["max_new_tokens"] is None,
+                    environment=environment,
+                    title=data["title"],
+                    domain=data["domain"],
+                    description=data["description"],
+                    guidelines=data["guidelines"],
+                    default_verifier=data["default_verifier"],
+                    max_new_tokens=data["max_new_tokens"],
+                    clear_max_new_tokens=data["max_new_tokens"] is None,
                 )
                 rebanded = None
                 if (data["floor"], data["retire_at"]) != (environment.floor, environment.retire_at):

@@ -17,7 +17,11 @@ def _may_scrape(request: HttpRequest) -> bool:
     """Staff, or a scraper presenting `Authorization: Bearer <PASSBAND_METRICS_TOKEN>` (when one is set)."""
     token = settings.PASSBAND_METRICS_TOKEN
     header = request.headers.get("Authorization", "")
-    if token and header.startswith("Bearer ") and hmac.compare_digest(header[len("Bearer ") :].encode(), token.encode()):
+    if (
+        token
+        and header.startswith("Bearer ")
+        and hmac.compare_digest(header[len("Bearer ") :].encode(), token.encode())
+    ):
         return True
     user = getattr(request, "user", None)
     return bool(user and user.is_authenticated and user.is_staff)
@@ -40,8 +44,10 @@ def healthz_view(request: HttpRequest) -> JsonResponse:
     """200 when the database and the broker answer, else 503; says which failed, never why (it is public)."""
     checks = {"database": _database_ok(), "broker": _broker_ok()}
     healthy = all(checks.values())
-    return JsonResponse({"status": "ok" if healthy else "fail", **{name: "ok" if ok else "fail" for name, ok in checks.items()}},
-                        status=200 if healthy else 503)
+    return JsonResponse(
+        {"status": "ok" if healthy else "fail", **{name: "ok" if ok else "fail" for name, ok in checks.items()}},
+        status=200 if healthy else 503,
+    )
 
 
 def _database_ok() -> bool:

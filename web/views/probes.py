@@ -33,7 +33,9 @@ def environment_probe(request, environment_name: str):
         back = "/"
     try:
         rollouts = _int(request.POST, "rollouts", 8)
-        max_new_tokens = _int(request.POST, "max_new_tokens", None) or environment.max_new_tokens or probe_model.max_new_tokens
+        max_new_tokens = (
+            _int(request.POST, "max_new_tokens", None) or environment.max_new_tokens or probe_model.max_new_tokens
+        )
         policy = request.POST.get("policy", Campaign.Policy.FIXED)
         scope = request.POST.get("scope", "all")
         sample_size = _int(request.POST, "sample_size", 0) or 0
@@ -47,8 +49,13 @@ def environment_probe(request, environment_name: str):
     sample_seed = secrets.randbits(31) if sample_seed is None else sample_seed
     filters = {name: request.POST.get(name, "") for name in FILTER_FIELDS}
     version_ids = selectors.probe_task_versions(
-        environment=environment, scope=scope, sample_size=sample_size, sample_seed=sample_seed,
-        user=request.user, probe_model=probe_model, filters=filters,
+        environment=environment,
+        scope=scope,
+        sample_size=sample_size,
+        sample_seed=sample_seed,
+        user=request.user,
+        probe_model=probe_model,
+        filters=filters,
     )
     if request.POST.get("confirm") != "1":
         return render(
@@ -63,8 +70,15 @@ def environment_probe(request, environment_name: str):
                 ),
                 "running": selectors.probes_running(environment=environment, probe_model=probe_model),
                 "fields": {
-                    "model": probe_model.name, "policy": policy, "rollouts": rollouts, "max_new_tokens": max_new_tokens,
-                    "scope": scope, "sample_size": sample_size, "sample_seed": sample_seed, "next": back, **filters,
+                    "model": probe_model.name,
+                    "policy": policy,
+                    "rollouts": rollouts,
+                    "max_new_tokens": max_new_tokens,
+                    "scope": scope,
+                    "sample_size": sample_size,
+                    "sample_seed": sample_seed,
+                    "next": back,
+                    **filters,
                 },
                 "scope": scope,
                 "policy": policy,
@@ -74,8 +88,12 @@ def environment_probe(request, environment_name: str):
         )
     try:
         campaign = services.campaign_start(
-            environment=environment, probe_model=probe_model, created_by=request.user, policy=policy,
-            rollouts=rollouts, max_new_tokens=max_new_tokens,
+            environment=environment,
+            probe_model=probe_model,
+            created_by=request.user,
+            policy=policy,
+            rollouts=rollouts,
+            max_new_tokens=max_new_tokens,
             task_versions=list(TaskVersion.objects.filter(pk__in=version_ids)) if scope != "all" else None,
         )
     except ServiceError as error:

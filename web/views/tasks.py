@@ -91,8 +91,6 @@ def task_list(request):
     )
 
 
-
-
 @browser_user_required
 def task_detail(request, environment_name: str, key: str):
     task = (
@@ -125,7 +123,9 @@ def task_detail(request, environment_name: str, key: str):
             "calibrations": calibrations,
             "truncation_warn_share": settings.PASSBAND_TRUNCATION_WARN_SHARE,
             "rollouts": rollouts,
-            "outcome_counts": calibration_selectors.outcome_counts(rollouts=version.rollouts.all() if version else Rollout.objects.none()),
+            "outcome_counts": calibration_selectors.outcome_counts(
+                rollouts=version.rollouts.all() if version else Rollout.objects.none()
+            ),
             "status_changes": task.status_changes.select_related("changed_by"),
             "reviews": task.reviews.select_related("reviewer", "task_version"),
             "threads": selectors.comment_threads(task=task),
@@ -153,7 +153,8 @@ def task_upload(request):
         elif upload.size > settings.PASSBAND_MAX_UPLOAD_BYTES:
             messages.error(
                 request,
-                f"{upload.name} is {upload.size:,} bytes; the limit is {settings.PASSBAND_MAX_UPLOAD_BYTES:,}. Split it.",
+                f"{upload.name} is {upload.size:,} bytes; "
+                f"the limit is {settings.PASSBAND_MAX_UPLOAD_BYTES:,}. Split it.",
             )
         elif upload.size > settings.PASSBAND_IMPORT_INLINE_BYTES:
             job = import_jobs.import_job_create(environment=environment, owner=request.user, upload=upload)
@@ -196,12 +197,6 @@ def task_submit(request, environment_name: str, key: str):
     except ServiceError as error:
         messages.error(request, str(error))
     return redirect("task_detail", environment_name=environment_name, key=key)
-
-
-
-
-
-
 
 
 def _editor_content(post) -> tuple[dict, list[str]]:
@@ -256,7 +251,11 @@ def task_edit(request, environment_name: str, key: str):
             except ServiceError as error:
                 problems = [str(error)]
             else:
-                audit = "passed its audit" if new_version.audit_passed else "FAILED its audit: " + "; ".join(new_version.audit_problems)
+                audit = (
+                    "passed its audit"
+                    if new_version.audit_passed
+                    else "FAILED its audit: " + "; ".join(new_version.audit_problems)
+                )
                 messages.success(request, f"Saved version {new_version.number} of {task.key}; it {audit}.")
                 return redirect("task_detail", environment_name=environment_name, key=key)
         for problem in problems:
@@ -283,7 +282,9 @@ def task_probe(request, environment_name: str, key: str):
             created_by=request.user,
             policy=request.POST.get("policy", Campaign.Policy.FIXED),
             rollouts=int(request.POST.get("rollouts", "8")),
-            max_new_tokens=int(request.POST["max_new_tokens"]) if request.POST.get("max_new_tokens", "").strip() else None,
+            max_new_tokens=int(request.POST["max_new_tokens"])
+            if request.POST.get("max_new_tokens", "").strip()
+            else None,
             task_versions=[task.current_version],
         )
     except (ServiceError, ValueError) as error:

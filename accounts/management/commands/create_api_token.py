@@ -28,7 +28,9 @@ class Command(BaseCommand):
             return
         try:
             token, secret = services.api_token_create(
-                user=user, name=name, scopes=[s.strip() for s in scopes.split(",") if s.strip()],
+                user=user,
+                name=name,
+                scopes=[s.strip() for s in scopes.split(",") if s.strip()],
                 expires_in_days=expires_in_days or None,
             )
         except ServiceError as error:

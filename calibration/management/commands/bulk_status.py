@@ -19,11 +19,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("action", choices=review_services.BULK_ACTIONS)
         parser.add_argument("--environment", required=True)
-        parser.add_argument("--user", required=True, help="Who makes the change (an author to submit, a reviewer to decide).")
+        parser.add_argument(
+            "--user", required=True, help="Who makes the change (an author to submit, a reviewer to decide)."
+        )
         parser.add_argument("--status", choices=TaskStatus.values, default="")
         parser.add_argument("--band", choices=Band.values, default="")
         parser.add_argument("--model", default="", help="The probe model --band refers to (default: the latest used).")
-        parser.add_argument("--keys-from", default="", metavar="FILE", help="Only the task keys listed in FILE, one a line.")
+        parser.add_argument(
+            "--keys-from", default="", metavar="FILE", help="Only the task keys listed in FILE, one a line."
+        )
         parser.add_argument("--mine", action="store_true", help="Only tasks --user owns.")
         parser.add_argument("--comment", default="", help="Required to reject or send back.")
         parser.add_argument("--dry-run", action="store_true", help="List the matching tasks; change nothing.")
@@ -57,7 +61,9 @@ class Command(BaseCommand):
             self.stdout.write(f"{len(keys)} task(s) match; nothing changed (--dry-run).")
             return
         try:
-            result = review_services.tasks_bulk_action(tasks=tasks, user=user, action=options["action"], comment=options["comment"])
+            result = review_services.tasks_bulk_action(
+                tasks=tasks, user=user, action=options["action"], comment=options["comment"]
+            )
         except CurationError as error:
             raise CommandError(str(error)) from None
         for line in result.skipped:

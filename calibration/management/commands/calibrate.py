@@ -22,15 +22,22 @@ class Command(BaseCommand):
         parser.add_argument("--environment", required=True)
         parser.add_argument("--model", required=True, help="Probe model name (see add_probe_model).")
         parser.add_argument(
-            "--rollouts", type=int, default=None, help="Rollouts per task (fixed; default 8) or the cap (adaptive; default 256)."
+            "--rollouts",
+            type=int,
+            default=None,
+            help="Rollouts per task (fixed; default 8) or the cap (adaptive; default 256).",
         )
-        parser.add_argument("--confidence", type=float, default=0.95, help="Adaptive: stop when a band is this probable.")
+        parser.add_argument(
+            "--confidence", type=float, default=0.95, help="Adaptive: stop when a band is this probable."
+        )
         parser.add_argument("--policy", choices=["fixed", "adaptive"], default="fixed")
         parser.add_argument("--round-size", type=int, default=8, help="Rollouts per task per round.")
         parser.add_argument("--seed", type=int, default=None)
         parser.add_argument("--limit", type=int, default=None, help="Probe only the first N tasks (by key).")
         parser.add_argument(
-            "--max-new-tokens", type=int, default=None,
+            "--max-new-tokens",
+            type=int,
+            default=None,
             help="Completion budget per rollout; default: the environment's, else the model's.",
         )
         parser.add_argument(
@@ -95,7 +102,10 @@ class Command(BaseCommand):
                 )
         except ServiceError as error:
             raise CommandError(str(error)) from None
-        self.stdout.write(f"Campaign {campaign.pk}: {environment.name} × {probe_model.name}, {campaign.policy} {campaign.max_rollouts}, max {campaign.max_new_tokens} new tokens.")
+        self.stdout.write(
+            f"Campaign {campaign.pk}: {environment.name} × {probe_model.name}, "
+            f"{campaign.policy} {campaign.max_rollouts}, max {campaign.max_new_tokens} new tokens."
+        )
         if options["inline"]:
             services.campaign_run_inline(campaign=campaign, progress=self._show_progress)
             self.stdout.write("")

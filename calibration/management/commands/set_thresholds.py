@@ -6,7 +6,10 @@ from curation.models import Environment
 
 
 class Command(BaseCommand):
-    help = "Change an environment's floor and retirement threshold; bands are recomputed from stored rollouts (no inference)."
+    help = (
+        "Change an environment's floor and retirement threshold; "
+        "bands are recomputed from stored rollouts (no inference)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("environment")

@@ -19,7 +19,9 @@ class Command(BaseCommand):
         parser.add_argument("--owner", default="", help="Username that owns the tasks (default: the first superuser).")
         parser.add_argument("--no-audit", action="store_true", help="Skip the reference-answer audits.")
 
-    def handle(self, *args, file: Path, environment: str, create: bool, domain: str, owner: str, no_audit: bool, **options):
+    def handle(
+        self, *args, file: Path, environment: str, create: bool, domain: str, owner: str, no_audit: bool, **options
+    ):
         if not file.is_file():
             raise CommandError(f"{file}: no such file.")
         users = get_user_model().objects
@@ -47,7 +49,9 @@ class Command(BaseCommand):
         for line in report.duplicates[:10]:
             self.stdout.write(f"duplicate: {line}")
         if len(report.duplicates) > 10:
-            self.stdout.write(f"… and {len(report.duplicates) - 10} more duplicates (the same content was already there).")
+            self.stdout.write(
+                f"… and {len(report.duplicates) - 10} more duplicates (the same content was already there)."
+            )
         for line in report.audit_failures:
             self.stdout.write(f"audit failed: {line}")
         self.stdout.write(self.style.SUCCESS(report.summary()))

@@ -59,6 +59,7 @@ libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 libc.unshare.argtypes = [ctypes.c_int]
 libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 
+
 class SetupError(Exception):
     """A step of the isolation setup failed; the message says which."""
 
@@ -365,4 +366,3 @@ def install_audit_guard(workdir: str) -> None:
             raise PermissionError(f"sandbox: {event} is not allowed")
 
     sys.addaudithook(guard)
-

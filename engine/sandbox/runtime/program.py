@@ -232,7 +232,7 @@ def run_script(program: str) -> None:
 
 def _report(event: dict) -> None:
     try:
-        payload = (wire.dumps(event) + b"\n")
+        payload = wire.dumps(event) + b"\n"
         os.write(REPORT_FD, payload)
     except BaseException:  # noqa: BLE001
         pass

@@ -143,9 +143,7 @@ def check(config: JudgeConfig, *, completion: Any, answer: str | None, prompt: A
             problem = f"judge {config.judge} answered HTTP {response.status_code} ({len(response.content)} bytes)"
             continue
         if response.status_code != 200:
-            return errored(
-                f"judge {config.judge} answered HTTP {response.status_code} ({len(response.content)} bytes)"
-            )
+            return errored(f"judge {config.judge} answered HTTP {response.status_code} ({len(response.content)} bytes)")
         return _read_verdict(response, config.judge)
     return errored(problem)
 

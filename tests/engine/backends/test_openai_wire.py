@@ -24,26 +24,47 @@ def _chat_choice(index, *, ids=True, names=True, entry_ids=False, logprobs=(-0.5
 
 
 PAYLOADS = {
-    "vllm chat": {"choices": [_chat_choice(1), _chat_choice(0)], "usage": {"prompt_tokens": 3}, "prompt_token_ids": [1, 2, 3]},
+    "vllm chat": {
+        "choices": [_chat_choice(1), _chat_choice(0)],
+        "usage": {"prompt_tokens": 3},
+        "prompt_token_ids": [1, 2, 3],
+    },
     "ids from names": {"choices": [_chat_choice(0, ids=False), _chat_choice(1, ids=False)], "usage": {}},
-    "ids in entries": {"choices": [_chat_choice(0, ids=False, names=False, entry_ids=True)] * 1 + [_chat_choice(1, ids=False, names=False, entry_ids=True)]},
+    "ids in entries": {
+        "choices": [_chat_choice(0, ids=False, names=False, entry_ids=True)] * 1
+        + [_chat_choice(1, ids=False, names=False, entry_ids=True)]
+    },
     "no ids at all": {"choices": [_chat_choice(0, ids=False, names=False), _chat_choice(1, ids=False, names=False)]},
     "a null logprob": {"choices": [_chat_choice(0, logprobs=(-0.5, None)), _chat_choice(1)]},
     "a boolean logprob": {"choices": [_chat_choice(0, logprobs=(-0.5, True)), _chat_choice(1)]},
-    "length": {"choices": [_chat_choice(0, finish="length"), _chat_choice(1, finish="length")], "prompt_token_ids": None},
+    "length": {
+        "choices": [_chat_choice(0, finish="length"), _chat_choice(1, finish="length")],
+        "prompt_token_ids": None,
+    },
     "prompt ids on the choice": {"choices": [_chat_choice(0) | {"prompt_token_ids": [4]}, _chat_choice(1)]},
     "float token id": {"choices": [_chat_choice(0) | {"token_ids": [7.0, 8, 9]}, _chat_choice(1)]},
     "content is null": {"choices": [_chat_choice(0) | {"message": {"content": None}}, _chat_choice(1)]},
     "legacy completions": {
         "choices": [
-            {"index": i, "text": "hi", "finish_reason": "stop", "logprobs": {"tokens": ["token_id:5", "token_id:6"], "token_logprobs": [-1, -0.5]}}
+            {
+                "index": i,
+                "text": "hi",
+                "finish_reason": "stop",
+                "logprobs": {"tokens": ["token_id:5", "token_id:6"], "token_logprobs": [-1, -0.5]},
+            }
             for i in range(2)
         ],
         "usage": {"prompt_tokens": 2, "completion_tokens": 4},
     },
     "legacy with a null": {
         "choices": [
-            {"index": i, "text": "hi", "finish_reason": "eos", "prompt_token_ids": [3], "logprobs": {"tokens": ["a"], "token_logprobs": [None]}}
+            {
+                "index": i,
+                "text": "hi",
+                "finish_reason": "eos",
+                "prompt_token_ids": [3],
+                "logprobs": {"tokens": ["a"], "token_logprobs": [None]},
+            }
             for i in range(2)
         ],
     },
@@ -74,7 +95,10 @@ def test_the_common_vllm_answer_takes_the_typed_path():
         (b"not json", _RetryableError),
         (b"[1, 2]", _FinalError),
         (b'{"choices": []}', _FinalError),
-        (b'{"choices": [{"index": 0, "finish_reason": "abort"}, {"index": 1, "finish_reason": "stop"}]}', _RetryableError),
+        (
+            b'{"choices": [{"index": 0, "finish_reason": "abort"}, {"index": 1, "finish_reason": "stop"}]}',
+            _RetryableError,
+        ),
         (b'{"choices": [{"index": 0, "finish_reason": "stop"}, {"index": 0, "finish_reason": "stop"}]}', _FinalError),
     ],
 )

@@ -16,8 +16,12 @@ from tests.support.openai_server import (
 )
 
 PROMPT = [{"role": "system", "content": "You run the back office."}, {"role": "user", "content": "Win deal 1."}]
-VERIFIER = {"kind": "state_check", "environment": "backoffice", "seed": 3,
-            "checks": [{"table": "deals", "where": {"id": 1}, "expect": {"stage": "won"}}]}
+VERIFIER = {
+    "kind": "state_check",
+    "environment": "backoffice",
+    "seed": 3,
+    "checks": [{"table": "deals", "where": {"id": 1}, "expect": {"stage": "won"}}],
+}
 PARAMS = SamplingParams(temperature=0.7, max_new_tokens=400)
 
 
@@ -38,16 +42,27 @@ def scripted(*replies):
 def episode_with(server, limits=EpisodeLimits(), world=None):
     backend = OpenAIBackend(base_url=server.base_url, model="fake-model", max_retries=0)
     try:
-        return run_episode(backend=backend, messages=PROMPT, tools=backoffice.TOOL_SCHEMAS, environment="backoffice",
-                           world_seed=3, seed=11, params=PARAMS, limits=limits, world=world)
+        return run_episode(
+            backend=backend,
+            messages=PROMPT,
+            tools=backoffice.TOOL_SCHEMAS,
+            environment="backoffice",
+            world_seed=3,
+            seed=11,
+            params=PARAMS,
+            limits=limits,
+            world=world,
+        )
     finally:
         backend.close()
 
 
 def test_a_scripted_episode_reads_acts_and_passes_the_state_check():
-    replies = (call("get_record", table="deals", id=1),
-               call("update_record", table="deals", id=1, fields={"stage": "won"}),
-               "Deal 1 is won.")
+    replies = (
+        call("get_record", table="deals", id=1),
+        call("update_record", table="deals", id=1, fields={"stage": "won"}),
+        "Deal 1 is won.",
+    )
     with OpenAITestServer(respond=scripted(*replies), tool_parser=True) as server:
         episode = episode_with(server)
         requests = [request.body for request in server.requests]
@@ -81,11 +96,13 @@ def test_an_episode_that_only_talks_fails_the_state_check():
 
 
 def test_malformed_calls_unknown_tools_and_bad_arguments_are_observations_and_counted():
-    replies = ("<tool_call>{not json</tool_call>",
-               call("delete_everything"),
-               call("update_record", table="deals", id=1, fields={"stage": "closed-won"}),
-               call("get_record", table="deals", id=1, colour="red"),
-               "Sorry.")
+    replies = (
+        "<tool_call>{not json</tool_call>",
+        call("delete_everything"),
+        call("update_record", table="deals", id=1, fields={"stage": "closed-won"}),
+        call("get_record", table="deals", id=1, colour="red"),
+        "Sorry.",
+    )
     with OpenAITestServer(respond=scripted(*replies), tool_parser=True) as server:
         transcript = episode_with(server, limits=EpisodeLimits(max_turns=8)).transcript
         last_request = server.requests[-1].body
@@ -139,8 +156,10 @@ def test_a_failing_server_is_a_generation_error_not_an_attempt():
 
 
 def test_parse_text_tool_calls():
-    calls = parse_text_tool_calls('ok <tool_call>{"name": "a", "arguments": {"x": 1}}</tool_call>'
-                                  '<tool_call>{"name": "b", "arguments": "{\\"y\\": 2}"}</tool_call>')
+    calls = parse_text_tool_calls(
+        'ok <tool_call>{"name": "a", "arguments": {"x": 1}}</tool_call>'
+        '<tool_call>{"name": "b", "arguments": "{\\"y\\": 2}"}</tool_call>'
+    )
     assert [(c.name, c.arguments, c.problem) for c in calls] == [("a", {"x": 1}, ""), ("b", {"y": 2}, "")]
     assert parse_text_tool_calls("no calls here") == []
     assert parse_text_tool_calls("<tool_call>{oops")[0].problem

@@ -64,7 +64,7 @@ def test_each_turn_keeps_exact_ids_and_logprobs(episode, backend):
     # The second prompt extends the first prompt and the sampled ids: nothing was re-tokenized.
     prefix = first["prompt_token_ids"] + first["completion_token_ids"]
     assert second["prompt_token_ids"][: len(prefix)] == prefix
-    environment = tokenizer.decode(second["prompt_token_ids"][len(prefix):])
+    environment = tokenizer.decode(second["prompt_token_ids"][len(prefix) :])
     assert "<|im_start|>tool" in environment and '"stage"' in environment
     assert environment.endswith("<|im_start|>assistant\n")
 

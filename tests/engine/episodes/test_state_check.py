@@ -91,8 +91,10 @@ def test_demo_tasks_are_the_same_on_every_call():
 def test_policy_task_fails_when_the_policy_is_ignored():
     task = next(task for task in backoffice_tasks() if task["metadata"]["template"] == "submit_capped_expenses")
     calls = json.loads(task["answer"])
-    limits = {row["category"]: row["limit_amount"]
-              for row in initial_state(environment="backoffice", seed=task["verifier"]["seed"])["policies"]}
+    limits = {
+        row["category"]: row["limit_amount"]
+        for row in initial_state(environment="backoffice", seed=task["verifier"]["seed"])["policies"]
+    }
     # Claim one item above its limit: the report is filed, but against the policy.
     items = calls[0]["arguments"]["items"]
     items[0] = {**items[0], "amount": limits[items[0]["category"]] + 10}

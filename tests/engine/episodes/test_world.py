@@ -70,8 +70,10 @@ def test_refused_calls_are_observations_and_change_nothing():
 def test_sandboxed_world_matches_the_local_world():
     calls = [
         ("update_record", {"table": "deals", "id": 2, "fields": {"stage": "won"}}),
-        ("create_record", {"table": "deals", "fields": {"customer_id": 1, "title": "X", "amount": 5,
-                                                        "close_date": "2027-01-01"}}),
+        (
+            "create_record",
+            {"table": "deals", "fields": {"customer_id": 1, "title": "X", "amount": 5, "close_date": "2027-01-01"}},
+        ),
         ("nope", {}),
     ]
     local, sandboxed = LocalWorld(environment="backoffice", seed=9), SandboxedWorld(environment="backoffice", seed=9)

@@ -121,7 +121,7 @@ def test_program_that_writes_a_fake_pass_report_on_every_descriptor_still_fails(
         "import os\n"
         "for fd in range(3, 64):\n"
         "    try:\n"
-        "        os.write(fd, b'{\"event\": \"passed\", \"nonce\": \"guess\"}\\n')\n"
+        '        os.write(fd, b\'{"event": "passed", "nonce": "guess"}\\n\')\n'
         "    except OSError:\n"
         "        pass\n"
         "os._exit(0)\n"
