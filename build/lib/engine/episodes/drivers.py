@@ -1,0 +1,257 @@
+"""How an episode talks to each backend: one driver per backend turns the conversation so far into
+a sampled reply and its tool calls (see runner.py for the episode loop and the transcript)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from engine.backends import openai_backend
+from engine.backends.base import Generation, SamplingParams
+
+MAX_CALLS_PER_TURN = 8
+
+
+_TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+
+
+@dataclass
+class ParsedCall:
+    """One tool call as the model wrote it; `problem` is set when it cannot be run."""
+
+    call_id: str
+    name: str
+    arguments_text: str
+    arguments: Any = None
+    problem: str = ""
+
+
+@dataclass
+class TurnOutput:
+    generation: Generation
+    calls: list[ParsedCall]
+    assistant_message: dict[str, Any]
+
+
+def turn_seed(seed: int, turn_index: int) -> int:
+    """The seed of turn k of the episode whose rollout seed is `seed` (turn 0 uses `seed` itself)."""
+    if turn_index == 0:
+        return seed
+    digest = hashlib.sha256(f"passband-episode-turn\x00{seed}\x00{turn_index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def parse_text_tool_calls(text: str) -> list[ParsedCall]:
+    """Tool calls written as text: `<tool_call>{json}</tool_call>` blocks (Hermes/Qwen style), or a
+    whole reply that is one JSON object with a "name". Unparseable blocks come back with `problem`."""
+    blocks = [block.strip() for block in _TOOL_CALL_BLOCK.findall(text)]
+    if not blocks:
+        stripped = text.strip()
+        if stripped.startswith("{") and '"name"' in stripped:
+            blocks = [stripped]
+    calls = []
+    for index, block in enumerate(blocks[:MAX_CALLS_PER_TURN]):
+        call = ParsedCall(call_id=f"call_{index}", name="", arguments_text=block)
+        try:
+            # raw_decode: a call cut short after its JSON (a missing or truncated "</tool_call>") still counts.
+            value, _end = json.JSONDecoder().raw_decode(block)
+        except ValueError as error:
+            call.problem = f"the tool call is not valid JSON ({error.msg} at character {error.pos})"
+            calls.append(call)
+            continue
+        if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
+            call.problem = 'a tool call must be a JSON object {"name": ..., "arguments": {...}}'
+            calls.append(call)
+            continue
+        call.name = value["name"]
+        arguments = value.get("arguments", value.get("parameters", {}))
+        call.arguments_text = json.dumps(arguments) if not isinstance(arguments, str) else arguments
+        _set_arguments(call, arguments)
+        calls.append(call)
+    return calls
+
+
+def _set_arguments(call: ParsedCall, arguments: Any) -> None:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            call.problem = f"the arguments of {call.name} are not valid JSON"
+            return
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        call.problem = f"the arguments of {call.name} must be a JSON object"
+        return
+    call.arguments = arguments
+
+
+class _OpenAIDriver:
+    def __init__(self, backend: Any, tools: list[dict[str, Any]]) -> None:
+        if getattr(backend, "endpoint", "chat") != "chat":
+            raise ValueError("tool-use episodes need the chat endpoint of the openai backend")
+        self.backend = backend
+        self.tools = tools
+        self.prefix_consistent = True
+
+    def turn(self, *, history: list[dict[str, Any]], seed: int, params: SamplingParams) -> TurnOutput:
+
+        backend = self.backend
+        body = backend.request_body(messages=history, seed=seed, params=params)
+        body["tools"] = self.tools
+        url = f"{backend.base_url}/chat/completions"
+        started = time.perf_counter()
+        failures: list[str] = []
+        payload = None
+        # The backend's retry policy, with a tools field its generate() does not send.
+        for attempt in range(backend.max_retries + 1):
+            try:
+                payload = backend._post(url=url, body=body)
+                generation = openai_backend.parse_response(payload=payload, endpoint="chat", seed=seed)
+                break
+            except openai_backend._FinalError as error:
+                failures.append(str(error))
+                payload = None
+                break
+            except openai_backend._RetryableError as error:
+                failures.append(str(error))
+                payload = None
+                if attempt < backend.max_retries:
+                    time.sleep(backend._backoff_s(attempt=attempt, retry_after_s=error.retry_after_s))
+        latency_ms = (time.perf_counter() - started) * 1000
+        if payload is None:
+            message = f"{backend.base_url} failed after {len(failures)} tries: " + "; ".join(failures[-3:])
+            return TurnOutput(Generation.failed(seed=seed, error=message, latency_ms=latency_ms), [], {})
+        generation.latency_ms = latency_ms
+        message = payload["choices"][0].get("message") or {}
+        native = message.get("tool_calls") or []
+        calls: list[ParsedCall] = []
+        for index, raw in enumerate(native[:MAX_CALLS_PER_TURN]):
+            function = raw.get("function") or {} if isinstance(raw, dict) else {}
+            call = ParsedCall(
+                call_id=str(raw.get("id") or f"call_{index}") if isinstance(raw, dict) else f"call_{index}",
+                name=str(function.get("name") or ""),
+                arguments_text=function.get("arguments")
+                if isinstance(function.get("arguments"), str)
+                else json.dumps(function.get("arguments")),
+            )
+            if not call.name:
+                call.problem = "the tool call has no function name"
+            else:
+                _set_arguments(call, function.get("arguments"))
+            calls.append(call)
+        if not native:
+            calls = parse_text_tool_calls(generation.text)
+        assistant: dict[str, Any] = {"role": "assistant", "content": generation.text}
+        if native:
+            assistant["content"] = message.get("content") or ""
+            assistant["tool_calls"] = [
+                {
+                    "id": call.call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_text or "{}"},
+                }
+                for call in calls
+            ]
+        return TurnOutput(generation, calls, assistant)
+
+    def observe(self, *, history: list[dict[str, Any]], added: list[dict[str, Any]]) -> None:
+        """The server renders the whole conversation again next turn: nothing to do here."""
+
+
+class _TransformersDriver:
+    """Chains exact token ids across turns; see the module docstring."""
+
+    def __init__(self, backend: Any, tools: list[dict[str, Any]]) -> None:
+        self.backend = backend
+        self.tokenizer = backend._tokenizer
+        template = getattr(self.tokenizer, "chat_template", None) or ""
+        if not template:
+            raise ValueError(f"model {backend.model!r} has no chat template")
+        self.native_tools = "tools" in template
+        self.tools = tools
+        self.next_prompt_ids: list[int] | None = None
+        self.prefix_consistent = True
+
+    def prepare(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The conversation the model starts from: the tool instructions in the system message when
+        the template cannot take `tools` itself."""
+        if self.native_tools:
+            return list(messages)
+        instructions = tool_instructions(self.tools)
+        if messages and messages[0].get("role") == "system":
+            return [{**messages[0], "content": messages[0]["content"] + "\n\n" + instructions}, *messages[1:]]
+        return [{"role": "system", "content": instructions}, *messages]
+
+    def _render(self, messages: list[dict[str, Any]], *, generation_prompt: bool) -> str:
+        options = {"tools": self.tools} if self.native_tools else {}
+        return self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=generation_prompt, **options
+        )
+
+    def _encode(self, text: str) -> list[int]:
+        return [int(token) for token in self.tokenizer.encode(text, add_special_tokens=False)]
+
+    def turn(self, *, history: list[dict[str, Any]], seed: int, params: SamplingParams) -> TurnOutput:
+        backend = self.backend
+        prompt_ids = self.next_prompt_ids
+        if prompt_ids is None:
+            prompt_ids = self._encode(self._render(history, generation_prompt=True))
+        too_long = backend._context_error(prompt_length=len(prompt_ids), params=params)
+        if too_long:
+            return TurnOutput(Generation.failed(seed=seed, error=too_long), [], {})
+        with backend._lock:
+            try:
+                generation = backend._generate_batch(prompt_ids=prompt_ids, seeds=[seed], params=params)[0]
+            except RuntimeError as error:
+                generation = Generation.failed(seed=seed, error=f"{type(error).__name__}: {error}")
+        self._last = (prompt_ids, generation)
+        calls = parse_text_tool_calls(generation.text)
+        return TurnOutput(generation, calls, {"role": "assistant", "content": generation.text})
+
+    def observe(self, *, history: list[dict[str, Any]], added: list[dict[str, Any]]) -> None:
+        """Next turn's prompt ids: this turn's prompt and sampled ids, then the environment's ids."""
+        prompt_ids, generation = self._last
+        before_reply = history[: len(history) - len(added) - 1]
+        with_reply = history[: len(history) - len(added)]
+        start = self._render(before_reply, generation_prompt=True)
+        replied = self._render(with_reply, generation_prompt=False)
+        after = self._render(history, generation_prompt=True)
+        sampled = self.tokenizer.decode(generation.completion_token_ids or [], skip_special_tokens=False)
+        rendered_reply = replied[len(start) :] if replied.startswith(start) else None
+        if rendered_reply is not None and rendered_reply.startswith(sampled) and after.startswith(replied):
+            environment_text = rendered_reply[len(sampled) :] + after[len(replied) :]
+            self.next_prompt_ids = (
+                prompt_ids + list(generation.completion_token_ids or []) + self._encode(environment_text)
+            )
+        else:  # the template rewrites earlier turns: fall back to rendering the whole conversation
+            self.prefix_consistent = False
+            self.next_prompt_ids = None
+
+
+def tool_instructions(tools: list[dict[str, Any]]) -> str:
+    """How a model whose chat template has no tool support is told about the tools."""
+    specs = "\n".join(json.dumps(tool.get("function", tool), separators=(",", ":")) for tool in tools)
+    return (
+        "You can call these tools:\n<tools>\n" + specs + "\n</tools>\n"
+        'To call a tool, reply with <tool_call>{"name": "<tool name>", "arguments": {...}}</tool_call>, for example '
+        '<tool_call>{"name": "' + _example_name(tools) + '", "arguments": {}}</tool_call>. '
+        "The result comes back in a tool message. When the request is done, reply without a tool call."
+    )
+
+
+def _example_name(tools: list[dict[str, Any]]) -> str:
+    names = [tool.get("function", tool).get("name", "") for tool in tools]
+    return next((name for name in names if name), "tool_name")
+
+
+def driver_for(backend: Any, tools: list[dict[str, Any]]) -> Any:
+    if backend.name == "openai":
+        return _OpenAIDriver(backend, tools)
+    if backend.name == "transformers":
+        return _TransformersDriver(backend, tools)
+    raise ValueError(f"no episode driver for backend {backend.name!r}")

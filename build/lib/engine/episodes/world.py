@@ -1,0 +1,164 @@
+"""Tool environments an episode acts on, and where their tool code runs.
+
+A world is reset from (environment, seed) and then takes tool calls one at a time:
+
+* `SandboxedWorld` (what episodes use): every tool call is one run of the code sandbox
+  (`engine.sandbox`, the same isolation as code verification). The run's program
+  is the environment module's own source; its stdin carries the database (SQLite's serialized
+  bytes), the tool name and the model's arguments as JSON; its stdout carries the observation
+  and the new database. The worker process therefore never executes a tool on model input, and
+  a tool that hangs or eats memory is killed by the sandbox's wall-clock, CPU and memory limits:
+  the call becomes a `timeout` observation, and the episode ends with stop reason `tool_timeout`.
+* `LocalWorld`: the same tool code in this process. Only for trusted input: the verifier
+  rebuilding a seed's initial state, replaying an author's reference solution during an audit,
+  and tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from engine.episodes import backoffice
+from engine.sandbox import SandboxLimits, default_sandbox
+
+ENVIRONMENTS = {backoffice.ENVIRONMENT: backoffice}
+_SOURCES: dict[str, str] = {}
+
+
+def environment_module(name: str) -> Any:
+    """The module of a named tool environment; raises KeyError for an unknown one."""
+    if name not in ENVIRONMENTS:
+        raise KeyError(f"unknown tool environment {name!r}; known: {', '.join(ENVIRONMENTS)}")
+    return ENVIRONMENTS[name]
+
+
+def tool_schemas(environment: str) -> list[dict[str, Any]]:
+    """The OpenAI function schemas of an environment's tools."""
+    return json.loads(json.dumps(environment_module(environment).TOOL_SCHEMAS))
+
+
+def initial_state(*, environment: str, seed: int) -> dict[str, list[dict[str, Any]]]:
+    """The state a world of (environment, seed) starts from."""
+    module = environment_module(environment)
+    return module.snapshot(module.reset(seed))
+
+
+def state_diff(
+    *, before: dict[str, list[dict[str, Any]]], after: dict[str, list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Rows added, removed or changed between two states, by table and id, for the viewer.
+
+    Each change is {"table", "id", "change": "added" | "removed" | "changed", "fields": {name: [before, after]}}.
+    """
+    changes: list[dict[str, Any]] = []
+    for table in sorted(set(before) | set(after)):
+        old = {row.get("id"): row for row in before.get(table, [])}
+        new = {row.get("id"): row for row in after.get(table, [])}
+        for row_id in sorted(set(old) | set(new), key=lambda value: (value is None, value)):
+            if row_id not in new:
+                changes.append({"table": table, "id": row_id, "change": "removed", "fields": {}})
+            elif row_id not in old:
+                fields = {name: [None, value] for name, value in new[row_id].items()}
+                changes.append({"table": table, "id": row_id, "change": "added", "fields": fields})
+            elif old[row_id] != new[row_id]:
+                fields = {
+                    name: [old[row_id].get(name), new[row_id].get(name)]
+                    for name in sorted(set(old[row_id]) | set(new[row_id]))
+                    if old[row_id].get(name) != new[row_id].get(name)
+                }
+                changes.append({"table": table, "id": row_id, "change": "changed", "fields": fields})
+    return changes
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """One tool call's observation. status: ok, unknown_tool, bad_arguments, tool_error, timeout."""
+
+    status: str
+    content: str
+    latency_ms: float
+
+
+class World(Protocol):
+    environment: str
+    seed: int
+
+    def call(self, name: str, arguments: Any) -> ToolResult: ...
+
+    def state(self) -> dict[str, list[dict[str, Any]]]: ...
+
+
+class LocalWorld:
+    """The environment's tools in this process (trusted input only; see the module docstring)."""
+
+    def __init__(self, *, environment: str, seed: int) -> None:
+        self.environment = environment
+        self.seed = seed
+        self._module = environment_module(environment)
+        self._connection = self._module.reset(seed)
+
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        started = time.perf_counter()
+        reply = self._module.call_tool(self._connection, name, arguments)
+        return ToolResult(reply["status"], reply["content"], (time.perf_counter() - started) * 1000)
+
+    def state(self) -> dict[str, list[dict[str, Any]]]:
+        return self._module.snapshot(self._connection)
+
+
+class SandboxedWorld:
+    """The environment's tools, each call in a fresh sandbox run; the state travels as bytes."""
+
+    def __init__(self, *, environment: str, seed: int, tool_seconds: float = 5.0, sandbox: Any = None) -> None:
+
+        module = environment_module(environment)
+        self.environment = environment
+        self.seed = seed
+        self._sandbox = sandbox or default_sandbox()
+        self._limits = SandboxLimits(
+            wall_seconds=tool_seconds, cpu_seconds=tool_seconds, memory_bytes=512 << 20, max_output_bytes=8 << 20
+        )
+        if environment not in _SOURCES:
+            _SOURCES[environment] = Path(module.__file__).read_text(encoding="utf-8")
+        self._source = _SOURCES[environment]
+        self._database: str | None = None  # base64 of the serialized SQLite database; None before reset
+        self._last_state: dict[str, list[dict[str, Any]]] | None = None
+
+    def _run(self, request: dict[str, Any]) -> tuple[dict[str, Any] | None, ToolResult | None]:
+        started = time.perf_counter()
+        request = {"seed": self.seed, "database": self._database, **request}
+        run = self._sandbox.run_script(program=self._source, stdin=json.dumps(request), limits=self._limits)
+        latency_ms = (time.perf_counter() - started) * 1000
+        if run.status == "timeout":
+            return None, ToolResult("timeout", json.dumps({"error": "the tool timed out"}), latency_ms)
+        if run.status != "exited" or run.exit_code != 0:
+            detail = run.error or run.stderr.strip().splitlines()[-1:] or [run.status]
+            message = detail if isinstance(detail, str) else detail[0]
+            return None, ToolResult("tool_error", json.dumps({"error": f"tool crashed: {message[:300]}"}), latency_ms)
+        try:
+            reply = json.loads(run.stdout)
+        except ValueError:
+            return None, ToolResult("tool_error", json.dumps({"error": "tool gave no reply"}), latency_ms)
+        self._database = reply.pop("database")
+        return reply, ToolResult(reply.get("status", "ok"), reply.get("content", ""), latency_ms)
+
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        reply, result = self._run({"tool": name, "arguments": arguments})
+        assert result is not None
+        return result
+
+    def state(self) -> dict[str, list[dict[str, Any]]]:
+        """The current state, read inside the sandbox too (the database bytes are model-influenced)."""
+        reply, result = self._run({"tool": None, "want_state": True})
+        if reply is None:
+            raise RuntimeError(f"could not read the world's state: {result.content if result else ''}")
+        return reply["state"]
+
+    @property
+    def database_bytes(self) -> bytes | None:
+        return None if self._database is None else base64.b64decode(self._database)

@@ -1,0 +1,368 @@
+"""Isolation primitives of the sandbox: namespaces, the private read-only root, rlimits,
+capabilities, and the fallback's audit hook. Standard library only (loaded by server.py before
+the server isolates itself; see engine/sandbox/server.py for the process tree)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pwd
+import resource
+import sys
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
+MS_RDONLY = 0x1
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_NOEXEC = 0x8
+MS_REMOUNT = 0x20
+MS_NOATIME = 0x400
+MS_NODIRATIME = 0x800
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
+MS_RELATIME = 0x200000
+MNT_DETACH = 0x2
+# Flags a bind remount must repeat: the kernel refuses to clear them inside a user namespace.
+PRESERVED_MOUNT_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME
+
+PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+PIVOT_ROOT_SYSCALL = {"x86_64": 155, "aarch64": 41, "arm64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
+
+SANDBOX_UID = 1000  # uid of the program inside its user namespace; not root there either
+SANDBOX_ENVIRONMENT = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/tmp",
+    "TMPDIR": "/tmp",
+    "LANG": "C.UTF-8",
+    "PYTHONHASHSEED": "0",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    # Numerical libraries start one thread per core at import; the process limit would kill them.
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+DEVICES = ("null", "zero", "full", "random", "urandom")
+SYSTEM_DIRECTORIES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+libc.unshare.argtypes = [ctypes.c_int]
+libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+class SetupError(Exception):
+    """A step of the isolation setup failed; the message says which."""
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        number = ctypes.get_errno()
+        raise SetupError(f"{what}: {os.strerror(number)} (errno {number})")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    _check(
+        libc.mount(
+            source.encode() if source else None,
+            target.encode(),
+            fstype.encode() if fstype else None,
+            flags,
+            data.encode() if data else None,
+        ),
+        f"mount {source or fstype or ''} on {target}",
+    )
+
+
+def write_file(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def unshare_user_namespace(inside_uid: int, extra_flags: int = 0) -> None:
+    """Enter a new user namespace where our own uid/gid (the only ids an unprivileged process
+    may map) appear as inside_uid. The ids are read before unsharing: afterwards, until the map
+    is written, they read as the overflow id."""
+    outside_uid, outside_gid = os.geteuid(), os.getegid()
+    _check(libc.unshare(CLONE_NEWUSER | extra_flags), "unshare user namespace")
+    write_file("/proc/self/setgroups", "deny")
+    write_file("/proc/self/uid_map", f"{inside_uid} {outside_uid} 1\n")
+    write_file("/proc/self/gid_map", f"{inside_uid} {outside_gid} 1\n")
+
+
+# --------------------------------------------------------------------------------------------
+# Server setup: a private, read-only root filesystem and an unprivileged user namespace.
+# --------------------------------------------------------------------------------------------
+
+
+def _bind_sources() -> list[str]:
+    """Directories the sandboxed interpreter needs: system libraries and the Python install."""
+    candidates = list(SYSTEM_DIRECTORIES)
+    # The prefixes hold the standard library; sys.path adds the site-packages the caller passed.
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path}:
+        if prefix and os.path.isdir(prefix):
+            candidates += [prefix, os.path.realpath(prefix)]
+    executable = os.path.realpath(sys.executable)
+    candidates.append(os.path.dirname(executable))
+    sources: list[str] = []
+    for path in sorted(set(candidates), key=len):
+        path = os.path.normpath(path)
+        if path == "/" or not os.path.lexists(path):
+            continue
+        if any(path == done or path.startswith(done.rstrip("/") + "/") for done in sources):
+            continue
+        sources.append(path)
+    return sources
+
+
+def build_root(new_root: str) -> None:
+    """Fill the tmpfs at new_root with read-only binds, device nodes and empty mount points."""
+    for source in _bind_sources():
+        target = new_root + source
+        if os.path.islink(source) and source in SYSTEM_DIRECTORIES:
+            # Merged-/usr systems: /bin -> usr/bin. Keep the link, the target is bound anyway.
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.symlink(os.readlink(source), target)
+            continue
+        os.makedirs(target, exist_ok=True)
+        mount(source, target, None, MS_BIND | MS_REC)
+    # Every mount under the new root (the binds and whatever sits below them) becomes read-only.
+    with open("/proc/self/mountinfo") as mountinfo:
+        mount_points = [line.split()[4] for line in mountinfo]
+    for point in mount_points:
+        point = point.replace("\\040", " ")
+        if point.startswith(new_root + "/"):
+            flags = os.statvfs(point).f_flag & PRESERVED_MOUNT_FLAGS
+            try:
+                mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
+            except SetupError:
+                if not os.statvfs(point).f_flag & MS_RDONLY:
+                    raise
+    os.makedirs(new_root + "/dev/shm")
+    for device in DEVICES:
+        target = f"{new_root}/dev/{device}"
+        open(target, "w").close()
+        mount(f"/dev/{device}", target, None, MS_BIND)
+    for name, link in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
+        os.symlink(link, f"{new_root}/dev/{name}")
+    # The server needs a /proc to write uid maps; each run mounts its own over it.
+    os.makedirs(new_root + "/proc")
+    mount("/proc", new_root + "/proc", None, MS_BIND | MS_REC)
+    os.makedirs(new_root + "/tmp")
+    os.chmod(new_root + "/tmp", 0o1777)
+
+
+def pivot_root(new_root: str) -> None:
+    machine = os.uname().machine
+    number = PIVOT_ROOT_SYSCALL.get(machine)
+    if number is None:
+        raise SetupError(f"pivot_root: unknown syscall number for {machine}")
+    old_root = new_root + "/.old-root"
+    os.makedirs(old_root)
+    _check(libc.syscall(number, new_root.encode(), old_root.encode()), "pivot_root")
+    os.chdir("/")
+    _check(libc.umount2(b"/.old-root", MNT_DETACH), "unmount old root")
+    os.rmdir("/.old-root")
+    mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def enter_server_namespaces() -> str:
+    """Give the server a private read-only root and drop it into an unprivileged user namespace.
+
+    As root: build the root first (root may read directories such as /root/.pyenv that nobody
+    may), then become nobody and create a user namespace mapping uid 0 inside to nobody outside.
+    As another user: create the user namespace first (mapping the user's own uid) and build the
+    root inside it. Either way every run's processes are, outside, an unprivileged uid that owns
+    no files the run could reach.
+    """
+    nobody = _nobody_ids()
+    if os.geteuid() == 0:
+        _check(libc.unshare(CLONE_NEWNS), "unshare mount namespace")
+        _make_root()
+        os.setgroups([])
+        os.setresgid(nobody[1], nobody[1], nobody[1])
+        os.setresuid(nobody[0], nobody[0], nobody[0])
+        # Changing uid made us non-dumpable, which makes /proc/self/uid_map root-owned.
+        _check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl dumpable")
+        unshare_user_namespace(0)
+        return f"server runs as uid {nobody[0]} (nobody) in a user namespace"
+    outside_uid = os.getuid()
+    unshare_user_namespace(0, CLONE_NEWNS)
+    _make_root()
+    return f"server runs as uid {outside_uid} (the worker's) in a user namespace"
+
+
+def _make_root() -> None:
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    # Any existing directory can host the new root's tmpfs; /tmp exists everywhere.
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m,nr_inodes=4096")
+    build_root("/tmp")
+    pivot_root("/tmp")
+
+
+def _nobody_ids() -> tuple[int, int]:
+    try:
+        entry = pwd.getpwnam("nobody")
+        return entry.pw_uid, entry.pw_gid
+    except KeyError:
+        return 65534, 65534
+
+
+def close_fds_except(keep: set[int]) -> None:
+    low = 0
+    for fd in sorted(keep) + [1 << 20]:
+        if fd > low:
+            os.closerange(low, fd)
+        low = fd + 1
+
+
+def drop_capabilities() -> None:
+    """Leave the program no capabilities, now or after an execve.
+
+    capset clears the effective, permitted and inheritable sets (ambient follows permitted);
+    no_new_privs stops setuid binaries and file capabilities from granting any back, and the
+    program's uid inside its namespace is not 0, so an execve cannot regain root's set either.
+    """
+    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    _check(libc.capset(header, data), "capset")
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl no_new_privs")
+
+
+# The most any request may get, whatever a task or an API caller asked for. The caller (the
+# Sandbox in engine/sandbox/__init__.py) passes its own maxima when it starts the server; these
+# are the ceilings when it passes none.
+DEFAULT_MAXIMA = {
+    "wall_seconds": 60.0,
+    "cpu_seconds": 60.0,
+    "memory_bytes": 4 << 30,
+    "max_processes": 16,
+    "max_open_files": 256,
+    "max_file_bytes": 64 << 20,
+    "tmp_bytes": 256 << 20,
+}
+
+
+def clamp_limits(limits: dict, maxima: dict) -> dict:
+    """Each limit of a request, lowered to the server's maximum; a missing one gets the maximum."""
+    clamped = {}
+    for name, default in DEFAULT_MAXIMA.items():
+        ceiling = maxima.get(name, default)
+        asked = limits.get(name, ceiling)
+        if isinstance(asked, bool) or not isinstance(asked, (int, float)) or asked != asked or asked <= 0:
+            asked = ceiling
+        clamped[name] = type(default)(min(asked, ceiling))
+    return clamped
+
+
+def apply_limits(limits: dict, namespaced: bool, *, testing: bool) -> None:
+    cpu = max(1, int(-(-float(limits["cpu_seconds"]) // 1)))
+    memory = int(limits["memory_bytes"])
+    file_bytes = int(limits["max_file_bytes"])
+    open_files = int(limits["max_open_files"])
+    settings = [
+        (resource.RLIMIT_CPU, cpu, cpu + 1),
+        (resource.RLIMIT_AS, memory, memory),
+        (resource.RLIMIT_FSIZE, file_bytes, file_bytes),
+        (resource.RLIMIT_NOFILE, open_files, open_files),
+        (resource.RLIMIT_CORE, 0, 0),
+    ]
+    if namespaced:
+        # Counted per (user namespace, uid), so per run. The setup process and the supervisor
+        # (and in tests mode the judge) are in the count too.
+        processes = int(limits["max_processes"]) + (3 if testing else 2)
+        settings.append((resource.RLIMIT_NPROC, processes, processes))
+    for which, soft, hard in settings:
+        resource.setrlimit(which, (soft, hard))
+
+
+def install_audit_guard(workdir: str) -> None:
+    """Fallback isolation only: refuse the obvious escapes at the Python level.
+
+    Not a security boundary (ctypes or a C extension bypasses it); it keeps honest-but-sloppy
+    and naive hostile programs from reaching the network, spawning processes, signalling other
+    processes or writing outside their directory when the kernel gives us no namespaces.
+    """
+    root = os.path.realpath(workdir)
+    refused = {
+        "os.fork",
+        "os.forkpty",
+        "os.system",
+        "os.exec",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.kill",
+        "os.killpg",
+        "subprocess.Popen",
+        "pty.spawn",
+        "socket.__new__",
+        "socket.connect",
+        "socket.bind",
+        "socket.getaddrinfo",
+        "ctypes.dlopen",
+        "ctypes.dlsym",
+        "ctypes.call_function",
+    }
+    # Events whose arguments at these positions are paths that get modified.
+    modifying = {
+        "os.remove": (0,),
+        "os.rmdir": (0,),
+        "os.mkdir": (0,),
+        "os.chmod": (0,),
+        "os.chown": (0,),
+        "os.truncate": (0,),
+        "os.utime": (0,),
+        "os.rename": (0, 1),
+        "os.link": (0, 1),
+        "os.symlink": (1,),
+        "shutil.rmtree": (0,),
+    }
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+    def require_inside(path: object) -> None:
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise PermissionError("sandbox: modifying files by descriptor is not allowed")
+        resolved = os.path.realpath(os.fsdecode(path))
+        if resolved != root and not resolved.startswith(root + os.sep):
+            raise PermissionError(f"sandbox: writing outside the work directory is not allowed: {resolved}")
+
+    own_proc = f"/proc/{os.getpid()}/"
+
+    def guard(event: str, args: tuple) -> None:
+        if event == "open":
+            path, mode, flags = (list(args) + [None, None, None])[:3]
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & write_flags
+            )
+            if writing and not isinstance(path, int):
+                require_inside(path)
+            elif isinstance(path, (str, bytes, os.PathLike)):
+                # Other processes' /proc entries hold the worker's launch environment and memory.
+                resolved = os.path.realpath(os.fsdecode(path))
+                if resolved.startswith("/proc/") and not (resolved + "/").startswith(own_proc):
+                    raise PermissionError(f"sandbox: reading {resolved} is not allowed")
+        elif event in modifying:
+            for position in modifying[event]:
+                if position < len(args):
+                    require_inside(args[position])
+        elif event in refused:
+            raise PermissionError(f"sandbox: {event} is not allowed")
+
+    sys.addaudithook(guard)

@@ -1,0 +1,211 @@
+"""The task format: validate one decoded task object into a draft, or name what is wrong.
+
+Pure functions with no database access. `validate_task_object` checks one task (a JSONL line, a
+CSV row, the editor's form) and returns a draft or problems that name the file, line and field;
+engine.task_files reads whole files with it. A file with any problem imports nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from engine import verifiers
+
+# A key is segments joined by "/", each starting with a letter or digit: no empty, "." or ".."
+# segments, so a key can never be normalised into another task's URL.
+KEY_SEGMENT = r"[A-Za-z0-9][A-Za-z0-9._:-]*"
+KEY_PATTERN = re.compile(rf"^(?=.{{1,200}}$){KEY_SEGMENT}(?:/{KEY_SEGMENT})*$")
+KEY_RULE = (
+    "must be 1-200 characters: segments of letters, digits and . _ : - joined by /, "
+    "each starting with a letter or digit"
+)
+# Lone UTF-16 surrogates decode from JSON escapes ("\ud800") but cannot be encoded as UTF-8.
+SURROGATE = re.compile("[\ud800-\udfff]")
+ROLES = {"system", "user", "assistant", "tool"}
+FIELDS = {"key", "prompt", "answer", "verifier", "domain", "metadata", "authoring_cost_usd", "tools"}
+REQUIRED = ("prompt",)
+
+
+@dataclass(frozen=True)
+class LineProblem:
+    """One thing wrong with one line of a task file."""
+
+    filename: str
+    line: int  # 1-based; 0 for the file as a whole
+    field: str  # "" when the problem is the whole line
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.filename}, line {self.line}" if self.line else self.filename
+        if self.field:
+            where += f", field '{self.field}'"
+        return f"{where}: {self.reason}"
+
+
+@dataclass
+class TaskDraft:
+    """A validated task, ready to be written as a new task or a new version."""
+
+    line: int
+    key: str | None
+    prompt: list[dict[str, str]]
+    answer: str
+    verifier: dict[str, Any]
+    domain: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    authoring_cost_usd: Decimal = Decimal("0")
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(prompt=self.prompt, answer=self.answer, verifier=self.verifier, tools=self.tools)
+
+
+def content_hash(*, prompt: list[dict], answer: str, verifier: dict, tools: list) -> str:
+    """sha256 of what the model sees and how it is graded, in canonical JSON."""
+    canonical = json.dumps(
+        {"prompt": prompt, "answer": answer, "verifier": verifier, "tools": tools},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def normalise_prompt(value: Any) -> list[dict[str, str]]:
+    """A prompt is a non-empty string (one user message) or a list of chat messages."""
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return [{"role": "user", "content": value}]
+    if isinstance(value, list) and value:
+        messages = []
+        for position, message in enumerate(value):
+            if not isinstance(message, dict):
+                raise ValueError(f"message {position} must be an object with 'role' and 'content'")
+            role, content = message.get("role"), message.get("content")
+            if role not in ROLES:
+                raise ValueError(f"message {position} has role {role!r}; expected one of {sorted(ROLES)}")
+            if not isinstance(content, str):
+                raise ValueError(f"message {position} needs 'content' as a string")
+            messages.append({"role": role, "content": content})
+        if not any(message["role"] == "user" for message in messages):
+            raise ValueError("needs at least one user message")
+        return messages
+    raise ValueError("must be a non-empty string or a list of {role, content} messages")
+
+
+def _lone_surrogate_in(value: Any, path: str = "") -> str | None:
+    """Where a lone surrogate hides in a decoded JSON value (e.g. "at [2].content"), or None."""
+    if isinstance(value, str):
+        match = SURROGATE.search(value)
+        return f"at character {match.start()}{' of ' + path if path else ''}" if match else None
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = ((f"[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for name, item in items:
+        if isinstance(name, str) and SURROGATE.search(name):
+            return f"in the name {path + '.' if path else ''}{name!r}"
+        found = _lone_surrogate_in(
+            item, f"{path}.{name}" if path and not str(name).startswith("[") else f"{path}{name}"
+        )
+        if found is not None:
+            return found
+    return None
+
+
+def validate_task_object(
+    obj: Any, *, filename: str, line: int, default_verifier: dict, default_domain: str
+) -> tuple[TaskDraft | None, list[LineProblem]]:
+    """Check one decoded task object. Returns a draft, or None and the problems found."""
+    problems: list[LineProblem] = []
+
+    def problem(field_name: str, reason: str) -> None:
+        problems.append(LineProblem(filename, line, field_name, reason))
+
+    if not isinstance(obj, dict):
+        problem("", f"expected a JSON object, got {type(obj).__name__}")
+        return None, problems
+    for unknown in sorted(set(obj) - FIELDS):
+        problem(unknown, f"unknown field; expected some of {sorted(FIELDS)}")
+    for required in REQUIRED:
+        if required not in obj:
+            problem(required, "missing required field")
+
+    key = obj.get("key")
+    if key is not None and (not isinstance(key, str) or not KEY_PATTERN.match(key)):
+        problem("key", KEY_RULE)
+    for field_name, value in obj.items():
+        where = _lone_surrogate_in(value)
+        if where is not None:
+            problem(str(field_name), f"holds a lone surrogate {where}: not valid Unicode text; fix the escape")
+
+    prompt: list[dict[str, str]] = []
+    if "prompt" in obj:
+        try:
+            prompt = normalise_prompt(obj["prompt"])
+        except ValueError as error:
+            problem("prompt", str(error))
+
+    answer = obj.get("answer", "")
+    if isinstance(answer, bool) or not isinstance(answer, (str, int, float)):
+        problem("answer", f"must be a string, got {type(answer).__name__}")
+        answer = ""
+    answer = str(answer)
+
+    verifier = obj.get("verifier", default_verifier)
+    if not isinstance(verifier, dict) or not verifier:
+        problem("verifier", 'must be an object like {"kind": "math"} (or set a default on the environment)')
+        verifier = {}
+    else:
+        try:
+            verifiers.validate_config(verifier)
+        except verifiers.VerifierConfigError as error:
+            problem("verifier", str(error))
+
+    domain = obj.get("domain", default_domain)
+    if not isinstance(domain, str) or not domain.strip() or len(domain) > 40:
+        problem("domain", "must be a non-empty string of at most 40 characters")
+
+    metadata = obj.get("metadata", {})
+    if not isinstance(metadata, dict):
+        problem("metadata", f"must be an object, got {type(metadata).__name__}")
+
+    tools = obj.get("tools", [])
+    if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
+        problem("tools", "must be a list of tool (function schema) objects")
+
+    cost_value = obj.get("authoring_cost_usd", 0)
+    cost = Decimal("0")
+    if isinstance(cost_value, bool) or not isinstance(cost_value, (int, float, str)):
+        problem("authoring_cost_usd", f"must be a number, got {type(cost_value).__name__}")
+    else:
+        try:
+            cost = Decimal(str(cost_value))
+            if not cost.is_finite() or cost < 0 or cost >= Decimal("1e8"):
+                raise InvalidOperation
+        except InvalidOperation:
+            problem("authoring_cost_usd", f"must be a number of dollars between 0 and 99,999,999, got {cost_value!r}")
+
+    if problems:
+        return None, problems
+    draft = TaskDraft(
+        line=line,
+        key=key,
+        prompt=prompt,
+        answer=answer,
+        verifier=verifier,
+        domain=domain.strip(),
+        metadata=metadata,
+        tools=tools,
+        authoring_cost_usd=cost.quantize(Decimal("0.01")),
+    )
+    return draft, []

@@ -1,0 +1,213 @@
+"""Verifiers: decide whether a model's completion solves a task.
+
+The same functions serve calibration (Celery workers) and training (a trainer's reward
+function); nothing here imports Django::
+
+    from engine.verifiers import verify
+
+    verdict = verify(verifier={"kind": "math"}, completion=text, answer="\\\\frac{3}{4}")
+    reward = verdict.reward          # 1.0, 0.0, or None when the verifier could not decide
+
+A verifier is ``{"kind": <one of KINDS>, ...config}``; each kind documents its config in its
+module (``engine/verifiers/kinds/<kind>.py``) and in docs/verifiers.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import time
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+from engine.verifiers.base import Check, Verdict, VerifierConfigError, shorten
+from engine.verifiers.judges import parse_judges, set_judges
+from engine.verifiers.kinds import (
+    code,
+    exact,
+    llm_judge,
+    numeric,
+    regex,
+    state_check,
+    tool_calls,
+)
+from engine.verifiers.kinds import json as json_kind
+from engine.verifiers.kinds import math as math_kind
+
+__all__ = [
+    "KINDS",
+    "Verdict",
+    "VerifierConfigError",
+    "audit",
+    "configure",
+    "parse_judges",
+    "validate_config",
+    "verify",
+]
+
+logger = logging.getLogger(__name__)
+
+_MODULES: dict[str, ModuleType] = {
+    module.KIND: module
+    for module in (exact, regex, numeric, math_kind, code, json_kind, tool_calls, llm_judge, state_check)
+}
+KINDS: tuple[str, ...] = tuple(_MODULES)
+_REWARDS = {"pass": 1.0, "fail": 0.0}
+DEFAULT_MAX_COMPLETION_CHARS = 1_000_000
+_settings = {"max_completion_chars": DEFAULT_MAX_COMPLETION_CHARS}
+
+
+def configure(*, judges: Mapping[str, Any] | None = None, max_completion_chars: int | None = None) -> None:
+    """Process-wide verifier settings (Django feeds them from passband/settings.py).
+
+    judges: the LLM judges that ``llm_judge`` tasks may name, ``{name: {"base_url", "model",
+    "api_key_env"}}`` (see engine/verifiers/judges.py); replaces the registry.
+    max_completion_chars: completions longer than this (text, or JSON text for structured
+    completions) fail without being parsed. Raises ValueError for a bad value.
+    """
+    if judges is not None:
+        set_judges(judges)
+        _parse_cached.cache_clear()  # a config naming a judge is valid only while it is registered
+    if max_completion_chars is not None:
+        if (
+            isinstance(max_completion_chars, bool)
+            or not isinstance(max_completion_chars, int)
+            or max_completion_chars < 1
+        ):
+            raise ValueError(f"max_completion_chars must be a positive integer, got {max_completion_chars!r}")
+        _settings["max_completion_chars"] = max_completion_chars
+
+
+def _completion_size(completion: Any, limit: int) -> int:
+    """Characters of the completion as text (JSON text for structured ones), at most limit + 1."""
+    if completion is None:
+        return 0
+    if isinstance(completion, str):
+        return len(completion)
+    try:
+        return len(json.dumps(completion, ensure_ascii=False, default=str))
+    except (TypeError, ValueError, RecursionError):
+        return limit + 1
+
+
+def _module_for(verifier: Any) -> ModuleType:
+    if not isinstance(verifier, Mapping):
+        raise VerifierConfigError("verifier", f"must be an object with a 'kind', got {type(verifier).__name__}")
+    kind = verifier.get("kind")
+    if kind not in _MODULES:
+        raise VerifierConfigError("kind", f"unknown verifier kind {kind!r}; known kinds: {', '.join(KINDS)}")
+    return _MODULES[kind]
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_cached(kind: str, canonical: str) -> Any:
+    return _MODULES[kind].parse_config(json.loads(canonical))
+
+
+def _parse(verifier: Any) -> tuple[ModuleType, Any]:
+    """The kind's module and its parsed config. Parsing (compiling tests, checking schemas) is
+    cached by the config's canonical JSON: a campaign verifies one task many times."""
+    module = _module_for(verifier)
+    try:
+        canonical = json.dumps(verifier, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return module, module.parse_config(dict(verifier))
+    return module, _parse_cached(module.KIND, canonical)
+
+
+def validate_config(verifier: dict[str, Any]) -> None:
+    """Check a verifier config at task import time.
+
+    In: ``{"kind": ..., ...config}``. Out: nothing; raises VerifierConfigError whose message
+    starts with the offending field (``kind``, ``abs_tol``, ``asserts[2]``...).
+    """
+    _parse(verifier)
+
+
+def _run_check(module: ModuleType, config: Any, *, completion: Any, answer: str | None, prompt: Any) -> Verdict:
+    started = time.perf_counter()
+    limit = _settings["max_completion_chars"]
+    size = _completion_size(completion, limit)
+    try:
+        if size > limit:
+            # Checked before any parsing: no kind's cost may grow with an unbounded completion.
+            result = Check("fail", f"completion has {size} characters, over the limit of {limit}")
+        else:
+            result = module.check(config, completion=completion, answer=answer, prompt=prompt)
+    except VerifierConfigError:
+        raise
+    except RecursionError:
+        result = Check("fail", "completion nested too deeply to check")
+    except Exception as error:
+        logger.exception("verifier %s crashed", module.KIND)
+        result = Check("error", f"verifier crashed: {type(error).__name__}: {shorten(str(error), 120)}")
+    latency_ms = (time.perf_counter() - started) * 1000.0
+    return Verdict(
+        outcome=result.outcome,
+        reward=_REWARDS.get(result.outcome),
+        detail=result.detail,
+        latency_ms=round(latency_ms, 3),
+    )
+
+
+def verify(
+    *,
+    verifier: dict[str, Any],
+    completion: str | list[Any] | dict[str, Any],
+    answer: str | None = None,
+    prompt: str | list[Any] | None = None,
+) -> Verdict:
+    """Check one completion.
+
+    In: the task's verifier ``{"kind": ..., ...config}``; the completion (text, a chat message,
+    a list of chat messages, or for json/tool_calls a JSON value or tool-call list); the task's
+    reference answer; the task's prompt (text or chat messages; only llm_judge reads it).
+    Out: a Verdict (outcome pass/fail/error/timeout, reward 1.0/0.0/None, detail, latency).
+    Never raises because of the completion; raises VerifierConfigError for an unknown kind, a
+    bad config, or a reference answer the kind needs but did not get.
+    """
+    module, config = _parse(verifier)
+    return _run_check(module, config, completion=completion, answer=answer, prompt=prompt)
+
+
+def audit(*, verifier: dict[str, Any], answer: str | None, prompt: str | list[Any] | None = None) -> list[str]:
+    """Audit a task's verifier before the task is used.
+
+    Checks that the reference answer passes, that an empty completion fails and, for code,
+    that stub solutions (bodies of ``pass`` / ``return None``) fail.
+    Out: human-readable problems; an empty list means the audit passed.
+    """
+    try:
+        module, config = _parse(verifier)
+    except VerifierConfigError as error:
+        return [f"verifier config: {error}"]
+    problems: list[str] = []
+    show_detail = getattr(module, "AUDIT_SHOWS_DETAIL", True)
+
+    def why(verdict: Verdict) -> str:
+        return f"{verdict.outcome} ({verdict.detail})" if show_detail else verdict.outcome
+
+    def attempt(completion: Any) -> Verdict | None:
+        try:
+            return _run_check(module, config, completion=completion, answer=answer, prompt=prompt)
+        except VerifierConfigError as error:
+            problems.append(f"verifier config: {error}")
+            return None
+
+    if answer is None:
+        problems.append("no reference answer: nothing shows that this verifier can pass")
+    else:
+        reference_completion = getattr(module, "reference_completion", lambda config, answer: answer)(config, answer)
+        verdict = attempt(reference_completion)
+        if verdict is not None and verdict.outcome != "pass":
+            problems.append(f"the reference answer does not pass its verifier: {why(verdict)}")
+    verdict = attempt("")
+    if verdict is not None and verdict.outcome != "fail":
+        problems.append(f"an empty completion should fail but gave {why(verdict)}")
+    for label, completion in getattr(module, "audit_failing_completions", lambda config, answer: [])(config, answer):
+        verdict = attempt(completion)
+        if verdict is not None and verdict.outcome != "fail":
+            problems.append(f"a {label} solution should fail but gave {why(verdict)}")
+    return list(dict.fromkeys(problems))

@@ -1,0 +1,171 @@
+"""``math``: the final answer of a (possibly long) chain of thought equals the reference answer
+mathematically, through math-verify.
+
+Config (all optional)::
+
+    {"kind": "math",
+     "timeout_seconds": 5,           # per verification
+     "max_completion_chars": 10000,  # only the tail is read: the final answer is at the end
+     "float_rounding": 6,            # math-verify: decimals kept when comparing floats
+     "numeric_precision": 15,        # math-verify: significant digits for numeric comparison
+     "strict": true,                 # math-verify: variables matter; sets and tuples differ
+     "boxed_first": true,            # prefer the last \\boxed{} over other answer patterns
+     "isolation": "process"}         # "process" ("auto", its former default, is read as "process")
+
+The reference answer is the task's answer, LaTeX or plain (``\\frac{3}{4}``, ``0.75``,
+``\\{1, 2\\}``, ``[0, 1)``, ``(1, 2, 3)``, ``x^2+1``); it is read as math even without ``$``.
+math-verify handles LaTeX, \\boxed{}, fractions, roots, sets, intervals, tuples, expressions.
+
+Every comparison runs in a helper process (``math_worker.py``) that is killed one second after
+the deadline, so nothing a completion contains (``10^{10^{10}}``, ``\\left(9\\right)^{9^{9}}``, a
+giant factorial) can hold the calling thread or its GIL past the limit plus one second; a killed
+helper is replaced on the next call. This works in Celery prefork and threaded pools alike
+(math-verify's own signal-based timeouts are disabled: they only work in a main thread).
+
+Beyond math-verify's equivalence: an answer that joins values with an operator the reference
+does not use (``41 \\lor 42``, ``\\vee``, ``\\wedge``, ``\\cup``, ``|``...) fails, since math-verify
+would read it as its last value; in ``a = b = c`` the last side is the result, and a side that
+only restates an expression from the question (``2 + 6`` for "What is 2 + 6?") is not a value.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.sandbox.worker_pool import WorkerFailed, WorkerPool, WorkerTimeout
+from engine.verifiers.base import (
+    Check,
+    ConfigReader,
+    VerifierConfigError,
+    errored,
+    timed_out,
+)
+from engine.verifiers.text import completion_text, prompt_text
+
+KIND = "math"
+WORKER_SCRIPT = Path(__file__).resolve().parent.parent / "math_worker.py"
+WORKER_MEMORY_BYTES = 2 << 30
+HARD_LIMIT_GRACE_SECONDS = 1.0
+ISOLATION_MODES = ("auto", "process")
+PROMPT_CHARS = 20_000
+
+# What can keep sympy inside one long C call (or allocate gigabytes). Every answer goes to the
+# helper now; the screen remains for callers that want to know what is risky.
+_NEEDS_PROCESS = re.compile(
+    r"""
+      \^\s*\{[^{}$]*\^                  # a power inside an exponent: 10^{10^{10}}
+    | \^\s*[\w(]+\s*\^                   # chained powers: 2^3^4
+    | \^\s*\{?\s*\(?\s*[-+]?\d{3,}        # an exponent of 100 or more
+    | \*\*                                # Python-style powers
+    | [\w})\]]\s*!(?!=)                   # factorials (not !=)
+    | \\(?:[dt]?binom|choose|i*int|oint|sum|prod|lim|Gamma|zeta|begin|operatorname)
+    | \d{30,}                              # huge literal numbers
+    """,
+    re.VERBOSE,
+)
+# Expressions with this many operators take sympy long enough to prefer the helper.
+_MAX_OPERATORS_IN_THREAD = 300
+
+
+@dataclass(frozen=True)
+class MathConfig:
+    timeout_seconds: float
+    max_completion_chars: int
+    float_rounding: int
+    numeric_precision: int
+    strict: bool
+    boxed_first: bool
+    isolation: str
+
+
+def parse_config(raw: dict[str, Any]) -> MathConfig:
+    reader = ConfigReader(raw, kind=KIND)
+    config = MathConfig(
+        timeout_seconds=reader.number("timeout_seconds", 5.0, minimum=0, maximum=120, exclusive_minimum=True),
+        max_completion_chars=reader.integer("max_completion_chars", 10_000, minimum=100, maximum=1_000_000),
+        float_rounding=reader.integer("float_rounding", 6, minimum=0, maximum=50),
+        numeric_precision=reader.integer("numeric_precision", 15, minimum=1, maximum=1000),
+        strict=reader.boolean("strict", True),
+        boxed_first=reader.boolean("boxed_first", True),
+        isolation=reader.string("isolation", "process", choices=ISOLATION_MODES),
+    )
+    reader.finish()
+    return config
+
+
+_pool_lock = threading.Lock()
+_pool: WorkerPool | None = None
+
+
+def worker_pool() -> WorkerPool:
+    """The process-wide pool of math helpers (at most one per CPU, started on demand)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = WorkerPool(
+                [sys.executable or "python3", "-I", str(WORKER_SCRIPT), str(WORKER_MEMORY_BYTES)],
+                max_workers=max(2, os.cpu_count() or 1),
+            )
+        return _pool
+
+
+def _forget_pool_after_fork() -> None:
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
+def needs_process(text: str) -> bool:
+    """Whether comparing this text could run away in C (see _NEEDS_PROCESS)."""
+    if _NEEDS_PROCESS.search(text):
+        return True
+    return sum(text.count(operator) for operator in "+-*/^") > _MAX_OPERATORS_IN_THREAD
+
+
+def check(config: MathConfig, *, completion: Any, answer: str | None, prompt: Any = None) -> Check:
+    if answer is None or not str(answer).strip():
+        raise VerifierConfigError("answer", "the math verifier needs the task's reference answer")
+    text = completion_text(completion)
+    truncated = len(text) > config.max_completion_chars
+    if truncated:
+        text = text[-config.max_completion_chars :]
+    reference = str(answer)[: config.max_completion_chars]
+    request = {
+        "answer": reference,
+        "completion": text,
+        "prompt": prompt_text(prompt)[:PROMPT_CHARS],
+        "timeout_seconds": config.timeout_seconds,
+        "float_rounding": config.float_rounding,
+        "numeric_precision": config.numeric_precision,
+        "strict": config.strict,
+        "boxed_first": config.boxed_first,
+    }
+    result = _in_helper_process(request, config)
+    if truncated and result.outcome in ("pass", "fail"):
+        result = Check(result.outcome, f"{result.detail} (read the last {config.max_completion_chars} characters)")
+    return result
+
+
+def _in_helper_process(request: dict[str, Any], config: MathConfig) -> Check:
+    try:
+        response = worker_pool().call(request, timeout=config.timeout_seconds + HARD_LIMIT_GRACE_SECONDS)
+    except WorkerTimeout:
+        return timed_out(f"math verification exceeded {config.timeout_seconds:g}s; helper process killed")
+    except WorkerFailed as error:
+        return errored(f"math helper process failed: {error}")
+    return Check(str(response.get("outcome", "error")), str(response.get("detail", "")))
+
+
+def reference_completion(config: MathConfig, answer: str) -> str:
+    """The reference answer stated the way a model would, for the task audit: boxed."""
+    if any(marker in answer for marker in ("$", "\\boxed", "\\(", "\\[")):
+        return answer
+    return f"The final answer is $\\boxed{{{answer}}}$."
