@@ -1,6 +1,7 @@
 """Trainers install the engine: the wheel built from this repository carries it whole, and the
 README's trainer snippet runs from it outside the repository (verifiers, the sandbox, stats)."""
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -21,8 +22,11 @@ print(stats.Band.IN_BAND, "ok")
 
 
 def test_the_wheel_carries_the_engine_and_the_snippet_runs_from_it(tmp_path):
+    # Built from a copy: setuptools writes build/ and *.egg-info beside the sources.
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv", "var", "test-results", "__pycache__"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(tmp_path), str(source)],
         check=True,
         timeout=600,
     )
