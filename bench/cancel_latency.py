@@ -59,6 +59,7 @@ def main() -> None:
     from curation.services import environment_create
     from tests.factories import import_tasks
     from tests.support.openai_server import serve_openai
+    from tests.support.workers import worker_command
 
     user = (
         __import__("django.contrib.auth", fromlist=["get_user_model"])
@@ -69,23 +70,7 @@ def main() -> None:
     small = environment_create(name="small", domain="text", default_verifier={"kind": "exact"})
     import_tasks(big, user, *[{"key": f"b-{i}", "prompt": f"Say 42 ({i}).", "answer": "42"} for i in range(args.tasks)])
     import_tasks(small, user, *[{"key": f"s-{i}", "prompt": f"Say 42 again ({i}).", "answer": "42"} for i in range(2)])
-    command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "passband",
-        "worker",
-        "-Q",
-        "default,generate,verify",
-        "--concurrency",
-        "2",
-        "--without-heartbeat",
-        "--without-gossip",
-        "--without-mingle",
-        "--loglevel",
-        "WARNING",
-    ]
+    command = worker_command(queues="default,generate,verify", concurrency=2, name="bench", loglevel="WARNING")
     with serve_openai(latency_s=args.latency, record_requests=False) as base_url:
         model = services.probe_model_add(
             name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=8

@@ -68,6 +68,7 @@ def main() -> None:
     from calibration import services
     from calibration.models import Campaign, Rollout
     from tests.support.openai_server import OpenAITestServer
+    from tests.support.workers import worker_command
 
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
     # Realistic completions end in a line "41" or "42": the answer is checked on the last line.
@@ -88,23 +89,9 @@ def main() -> None:
         usd_per_million_output_tokens=0.4,
         samples_per_request=args.samples_per_request,
     )
-    command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "passband",
-        "worker",
-        "-Q",
-        "default,generate,verify",
-        "--concurrency",
-        str(args.concurrency),
-        "--without-heartbeat",
-        "--without-gossip",
-        "--without-mingle",
-        "--loglevel",
-        "WARNING",
-    ]
+    command = worker_command(
+        queues="default,generate,verify", concurrency=args.concurrency, name="bench", loglevel="WARNING"
+    )
     if args.profile:
         command = [
             args.py_spy,

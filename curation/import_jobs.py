@@ -86,11 +86,7 @@ def import_job_run(*, job_id: int) -> ImportJob:
     except imports.ImportRejected as rejected:
         report, status = rejected.report, ImportJob.Status.REJECTED
     except FileNotFoundError:
-        ImportJob.objects.filter(pk=job.pk).update(
-            status=ImportJob.Status.FAILED,
-            error="The uploaded file is gone; upload it again.",
-            finished_at=timezone.now(),
-        )
+        import_job_mark_failed(job_id=job.pk, reason="The uploaded file is gone; upload it again.")
         job.refresh_from_db()
         return job
     ImportJob.objects.filter(pk=job.pk).update(
@@ -105,7 +101,10 @@ def import_job_run(*, job_id: int) -> ImportJob:
 
 
 def import_job_mark_failed(*, job_id: int, reason: str) -> None:
-    """End a job that could not run (its worker kept failing) with the reason."""
+    """End a job that could not run (its worker kept failing) with the reason, and drop its upload."""
     ImportJob.objects.filter(pk=job_id).exclude(status__in=[ImportJob.Status.DONE, ImportJob.Status.REJECTED]).update(
         status=ImportJob.Status.FAILED, error=reason[:2000], finished_at=timezone.now()
     )
+    path = ImportJob.objects.filter(pk=job_id).values_list("path", flat=True).first()
+    if path:
+        Path(path).unlink(missing_ok=True)

@@ -23,7 +23,8 @@ from engine.task_format import TaskDraft, validate_task_object
 
 logger = logging.getLogger(__name__)
 
-ENVIRONMENT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,79}$")
+# An environment's name is part of every URL of its tasks: a slug.
+ENVIRONMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
 
 
 def environment_create(
@@ -43,10 +44,6 @@ def environment_create(
     `name` is a slug (it is part of every URL of the environment's tasks): CurationError otherwise.
     `max_new_tokens` is the completion budget its probes use by default (None: the probe model's).
     """
-    if not isinstance(name, str) or not ENVIRONMENT_NAME.match(name):
-        raise CurationError(
-            f"Environment name {name!r}: use 1-80 lowercase letters, digits, - and _, starting with a letter or digit."
-        )
     floor = settings.PASSBAND_FLOOR if floor is None else floor
     retire_at = settings.PASSBAND_RETIRE if retire_at is None else retire_at
     thresholds_validate(floor=floor, retire_at=retire_at)
@@ -66,9 +63,6 @@ def environment_create(
         retire_at=retire_at,
         max_new_tokens=max_new_tokens,
     )
-
-
-ENVIRONMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
 
 
 def _environment_fields_validate(

@@ -67,6 +67,7 @@ def main() -> None:
     from curation.models import Task, TaskStatus
     from releases.models import Release, ReleaseStatus
     from releases.services import release_create
+    from tests.support.workers import worker_command
 
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
     user, environment = exact_match_environment(tasks=args.tasks, verifier={"kind": "exact", "extract": "last_line"})
@@ -95,23 +96,7 @@ def main() -> None:
     )
     env = os.environ.copy()
     worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "passband",
-            "worker",
-            "-Q",
-            "default,generate,verify",
-            "--concurrency",
-            "2",
-            "--without-heartbeat",
-            "--without-gossip",
-            "--without-mingle",
-            "--loglevel",
-            "WARNING",
-        ],
+        worker_command(queues="default,generate,verify", concurrency=2, name="bench", loglevel="WARNING"),
         cwd=ROOT,
         env=env,
     )

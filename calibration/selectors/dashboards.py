@@ -35,6 +35,7 @@ from calibration.models import (
     ProbeModel,
     Rollout,
 )
+from calibration.services.calibrations import policy_for, sampling_policy, thresholds_for
 from curation.models import Environment, Task
 from engine import stats
 
@@ -329,17 +330,8 @@ def operating_characteristic(*, environment: Environment) -> dict:
     environment's latest adaptive campaign, or the default adaptive policy.
     """
     campaign = environment.campaigns.filter(policy=Campaign.Policy.ADAPTIVE).order_by("-created_at").first()
-    policy = (
-        stats.SamplingPolicy(
-            kind="adaptive",
-            round_size=campaign.round_size,
-            cap=max(campaign.max_rollouts, campaign.round_size),
-            confidence=campaign.confidence,
-        )
-        if campaign
-        else stats.SamplingPolicy(kind="adaptive")
-    )
-    thresholds = stats.Thresholds.with_default_zones(floor=environment.floor, retire_at=environment.retire_at)
+    policy = sampling_policy(policy_for(campaign), attempts=0) if campaign else stats.SamplingPolicy(kind="adaptive")
+    thresholds = thresholds_for(environment)
     curve = stats.operating_characteristic_curve(thresholds=thresholds, policy=policy)
     return {
         "environment": environment.name,

@@ -46,7 +46,8 @@ def policy_for(campaign: Campaign) -> dict:
     }
 
 
-def _sampling_policy(policy: dict, *, attempts: int) -> stats.SamplingPolicy:
+def sampling_policy(policy: dict, *, attempts: int) -> stats.SamplingPolicy:
+    """The stopping rule's policy for a stored campaign policy (see policy_for) after `attempts`."""
     if policy.get("kind") == Campaign.Policy.ADAPTIVE:
         cap = max(policy["max_rollouts"], policy["round_size"])
         return stats.SamplingPolicy(
@@ -228,7 +229,7 @@ def _calibration_row(
         verifier_errors=counts["verifier_errors"],
         generation_errors=counts["generation_errors"],
         thresholds=thresholds_for(version.task.environment),
-        policy=_sampling_policy(policy, attempts=attempts),
+        policy=sampling_policy(policy, attempts=attempts),
         prior=prior,
         verifier_trouble_share=settings.PASSBAND_VERIFIER_TROUBLE_SHARE,
         strong_model=probe_model.strong,

@@ -29,7 +29,13 @@ def flush_broker() -> None:
 
 
 def worker_command(
-    *, queues: str, concurrency: int = 1, pool: str = "prefork", name: str = "test", beat_schedule: Path | None = None
+    *,
+    queues: str,
+    concurrency: int = 1,
+    pool: str = "prefork",
+    name: str = "test",
+    beat_schedule: Path | None = None,
+    loglevel: str = "INFO",
 ) -> list[str]:
     """The worker's command line; with `beat_schedule`, beat runs inside it (`-B`), keeping its state there."""
     beat = ["--beat", "--schedule", str(beat_schedule)] if beat_schedule else []
@@ -52,7 +58,7 @@ def worker_command(
         "--without-gossip",
         "--without-mingle",
         "--loglevel",
-        "INFO",
+        loglevel,
         *beat,
     ]
 
