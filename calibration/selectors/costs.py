@@ -79,21 +79,23 @@ def _spend_rows(*, environment: Environment | None, probe_model: ProbeModel | No
     return [{**row, "authoring": float(row["authoring"] or 0), "probing": float(row["probing"] or 0)} for row in rows]
 
 
+def _zero_totals() -> dict:
+    return {"tasks": 0, "authoring_usd": 0.0, "probe_usd": 0.0, "in_band_tasks": 0, "in_band_usd": 0.0,
+            "waste_tasks": 0, "waste_usd": 0.0}  # fmt: skip
+
+
+def _with_ratios(total: dict) -> dict:
+    total["total_usd"] = total["authoring_usd"] + total["probe_usd"]
+    total["cost_per_task_usd"] = total["total_usd"] / total["tasks"] if total["tasks"] else None
+    in_band = total["in_band_tasks"]
+    total["cost_per_in_band_task_usd"] = total["total_usd"] / in_band if in_band else None
+    return total
+
+
 def _per_environment(rows: list[dict]) -> dict[str, dict]:
     totals: dict[str, dict] = {}
     for row in rows:
-        total = totals.setdefault(
-            row["environment__name"],
-            {
-                "tasks": 0,
-                "authoring_usd": 0.0,
-                "probe_usd": 0.0,
-                "in_band_tasks": 0,
-                "in_band_usd": 0.0,
-                "waste_tasks": 0,
-                "waste_usd": 0.0,
-            },
-        )
+        total = totals.setdefault(row["environment__name"], _zero_totals())
         spend = row["authoring"] + row["probing"]
         total["tasks"] += row["tasks"]
         total["authoring_usd"] += row["authoring"]
@@ -101,13 +103,7 @@ def _per_environment(rows: list[dict]) -> dict[str, dict]:
         if row["spend_class"] in ("in_band", "waste"):
             total[row["spend_class"] + "_tasks"] += row["tasks"]
             total[row["spend_class"] + "_usd"] += spend
-    for total in totals.values():
-        total["total_usd"] = total["authoring_usd"] + total["probe_usd"]
-        total["cost_per_task_usd"] = total["total_usd"] / total["tasks"] if total["tasks"] else None
-        total["cost_per_in_band_task_usd"] = (
-            total["total_usd"] / total["in_band_tasks"] if total["in_band_tasks"] else None
-        )
-    return totals
+    return {name: _with_ratios(total) for name, total in totals.items()}
 
 
 def environment_costs(*, environment: Environment, probe_model: ProbeModel | None = None) -> dict:
@@ -117,19 +113,8 @@ def environment_costs(*, environment: Environment, probe_model: ProbeModel | Non
     """
     probe_model = probe_model or default_probe_model(environment)
     totals = _per_environment(_spend_rows(environment=environment, probe_model=probe_model))
-    empty = {
-        "tasks": 0,
-        "authoring_usd": 0.0,
-        "probe_usd": 0.0,
-        "in_band_tasks": 0,
-        "in_band_usd": 0.0,
-        "waste_tasks": 0,
-        "waste_usd": 0.0,
-        "total_usd": 0.0,
-        "cost_per_task_usd": None,
-        "cost_per_in_band_task_usd": None,
-    }
-    return {**totals.get(environment.name, empty), "probe_model": probe_model.name if probe_model else None}
+    total = totals.get(environment.name) or _with_ratios(_zero_totals())
+    return {**total, "probe_model": probe_model.name if probe_model else None}
 
 
 def cost_summary(*, environment: Environment | None, probe_model: ProbeModel | None) -> dict:
