@@ -22,6 +22,7 @@ from django.utils import timezone
 from curation import imports
 from curation.errors import CurationError
 from curation.models import Environment, ImportJob
+from engine.task_mapping import ColumnMapping
 
 # How often the first pass records its progress, in lines.
 PROGRESS_EVERY = 1000
@@ -31,10 +32,7 @@ def import_directory() -> Path:
     return Path(settings.MEDIA_ROOT) / "imports"
 
 
-def import_job_create(
-    *, environment: Environment, owner: AbstractBaseUser, upload: UploadedFile, run_audits: bool = True
-) -> ImportJob:
-    """Store an uploaded task file and queue its import (after the commit)."""
+def _upload_store(upload: UploadedFile) -> Path:
     if upload.size > settings.PASSBAND_MAX_UPLOAD_BYTES:
         raise CurationError(
             f"{upload.name} is {upload.size:,} bytes; the limit is {settings.PASSBAND_MAX_UPLOAD_BYTES:,}. Split it."
@@ -45,6 +43,26 @@ def import_job_create(
     with open(path, "wb") as stored:
         for chunk in upload.chunks():
             stored.write(chunk)
+    return path
+
+
+def _job_queue(job: ImportJob) -> None:
+    transaction.on_commit(lambda: current_app.tasks["curation.tasks.import_tasks"].delay(job.pk))
+
+
+def import_job_create(
+    *,
+    environment: Environment,
+    owner: AbstractBaseUser,
+    upload: UploadedFile,
+    run_audits: bool = True,
+    queue: bool = True,
+) -> ImportJob:
+    """Store an uploaded task file and queue its import (after the commit).
+
+    With `queue=False` the job waits in status `mapping` for `import_job_start` (the browser's
+    column-mapping step reads the stored file to show its columns and a preview)."""
+    path = _upload_store(upload)
     with transaction.atomic():
         job = ImportJob.objects.create(
             environment=environment,
@@ -53,15 +71,36 @@ def import_job_create(
             path=str(path),
             size_bytes=upload.size,
             run_audits=run_audits,
+            status=ImportJob.Status.QUEUED if queue else ImportJob.Status.MAPPING,
         )
-        transaction.on_commit(lambda: current_app.tasks["curation.tasks.import_tasks"].delay(job.pk))
+        if queue:
+            _job_queue(job)
+    return job
+
+
+def import_job_start(*, job: ImportJob, mapping: ColumnMapping) -> ImportJob:
+    """Queue a stored import that waits for its mapping, with `mapping`; refuses one already started."""
+    with transaction.atomic():
+        started = ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.MAPPING).update(
+            status=ImportJob.Status.QUEUED, mapping=mapping.as_dict()
+        )
+        if not started:
+            raise CurationError(f"The import of {job.filename} has already started; upload the file again.")
+        _job_queue(job)
+    job.refresh_from_db()
     return job
 
 
 def import_job_run(*, job_id: int) -> ImportJob:
     """Run a queued import; a finished one is left as it is (safe to run twice)."""
     job = ImportJob.objects.select_related("environment", "owner").get(pk=job_id)
-    if job.status in (ImportJob.Status.DONE, ImportJob.Status.REJECTED, ImportJob.Status.FAILED):
+    finished_or_waiting = (
+        ImportJob.Status.DONE,
+        ImportJob.Status.REJECTED,
+        ImportJob.Status.FAILED,
+        ImportJob.Status.MAPPING,
+    )
+    if job.status in finished_or_waiting:
         return job
     ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.VALIDATING, lines_read=0, bytes_read=0)
 
@@ -78,6 +117,7 @@ def import_job_run(*, job_id: int) -> ImportJob:
             owner=job.owner,
             filename=job.filename,
             path=job.path,
+            mapping=ColumnMapping.from_dict(job.mapping) if job.mapping else None,
             run_audits=job.run_audits,
             on_line=on_line,
             on_writing=on_writing,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import logging
 import re
 from collections.abc import Callable
@@ -23,6 +22,8 @@ from curation.models import (
 from curation.services import draft_audit, generated_key, version_add, version_row
 from engine import task_files
 from engine.task_format import LineProblem, TaskDraft
+from engine.task_mapping import ColumnMapping
+from engine.task_sources import TaskSource
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ class ImportReport:
     audit_failures: list[str] = field(default_factory=list)
     problems: list[LineProblem] = field(default_factory=list)
     problems_not_shown: int = 0  # past task_files.MAX_PROBLEMS_KEPT, problems are only counted
+    unit: str = "line"  # what the problems' numbers count: "row" for Parquet and Arrow tables
 
     @property
     def ok(self) -> bool:
@@ -64,18 +66,21 @@ class ImportReport:
             "audit_failures": self.audit_failures,
             "problems": [[p.filename, p.line, p.field, p.reason] for p in self.problems],
             "problems_not_shown": self.problems_not_shown,
+            "unit": self.unit,
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> ImportReport:
+        unit = data.get("unit", "line")
         return cls(
             filename=data["filename"],
             created=data["created"],
             new_versions=data["new_versions"],
             duplicates=data["duplicates"],
             audit_failures=data["audit_failures"],
-            problems=[LineProblem(*problem) for problem in data["problems"]],
+            problems=[LineProblem(*problem[:4], unit=unit) for problem in data["problems"]],
             problems_not_shown=data.get("problems_not_shown", 0),
+            unit=unit,
         )
 
 
@@ -101,11 +106,14 @@ def tasks_import(
     filename: str,
     data: bytes | None = None,
     path: str | Path | None = None,
+    mapping: ColumnMapping | None = None,
     run_audits: bool = True,
     on_line: Callable[[int, int], None] | None = None,
     on_writing: Callable[[], None] | None = None,
 ) -> ImportReport:
-    """Import a task file (`data` in memory, or the file at `path`) into an environment, all or nothing.
+    """Import a task file (`data` in memory, or the file or `datasets` folder at `path`) into an
+    environment, all or nothing. Without a `mapping` the file is in Passband's format (JSONL,
+    CSV, Parquet); with one, any dataset's rows (JSONL, CSV, Parquet, Arrow) become tasks by it.
 
     Returns the report when every line is valid; raises ImportRejected (with the report) and
     writes nothing when any line is bad. Content already in the environment is skipped and
@@ -114,26 +122,21 @@ def tasks_import(
     hashes, never its content. `on_line(line, bytes_read)` is called as the first pass reads, and
     `on_writing()` once the file is known good, before the write.
     """
-    if (data is None) == (path is None):
-        raise ValueError("pass data or path, not both")
-    report = ImportReport(filename=filename)
-    size = len(data) if data is not None else Path(path).stat().st_size
+    source = TaskSource(filename=filename, data=data, path=path)
+    report = ImportReport(filename=filename, unit=source.unit)
+    size = source.size_bytes
     if size > settings.PASSBAND_MAX_UPLOAD_BYTES:
         limit = settings.PASSBAND_MAX_UPLOAD_BYTES
         report.problems = [LineProblem(filename, 0, "", f"file is {size:,} bytes; the limit is {limit:,}. Split it.")]
         raise ImportRejected(report)
 
-    def opened():
-        return io.BytesIO(data) if data is not None else open(path, "rb")
-
     options = dict(
-        filename=filename,
         default_verifier=environment.default_verifier,
         default_domain=environment.domain,
         max_line_bytes=settings.PASSBAND_MAX_LINE_BYTES,
+        mapping=mapping,
     )
-    with opened() as stream:
-        scan = task_files.scan_task_file(stream, on_line=on_line, **options)
+    scan = task_files.scan_task_file(source, on_line=on_line, **options)
     report.problems, report.problems_not_shown = scan.problems, scan.problems_not_kept
     if not report.ok:
         raise ImportRejected(report)
@@ -158,16 +161,16 @@ def tasks_import(
     seen_hashes: dict[str, int] = {}
     to_write: set[int] = set()
     for line in scan.lines:
-        label = line.key or f"line {line.line}"
+        where = f"{source.unit} {line.line}"
+        label = line.key or where
         if line.content_hash in existing_hashes:
             report.duplicates.append(
-                f"line {line.line} ({label}): same content as task "
-                f"{existing_hashes[line.content_hash]} in {environment.name}"
+                f"{where} ({label}): same content as task {existing_hashes[line.content_hash]} in {environment.name}"
             )
             continue
         if line.content_hash in seen_hashes:
             report.duplicates.append(
-                f"line {line.line} ({label}): same content as line {seen_hashes[line.content_hash]}"
+                f"{where} ({label}): same content as {source.unit} {seen_hashes[line.content_hash]}"
             )
             continue
         seen_hashes[line.content_hash] = line.line
@@ -175,7 +178,11 @@ def tasks_import(
         if known is not None and known[1] != owner.pk and not owner.is_staff:
             report.problems.append(
                 LineProblem(
-                    filename, line.line, "key", f"task {line.key!r} belongs to another author; choose a new key"
+                    filename,
+                    line.line,
+                    "key",
+                    f"task {line.key!r} belongs to another author; choose a new key",
+                    source.unit,
                 )
             )
         to_write.add(line.line)
@@ -184,15 +191,15 @@ def tasks_import(
 
     if on_writing is not None:
         on_writing()
-    with transaction.atomic(), opened() as stream:
+    with transaction.atomic():
         batch: list[tuple[TaskDraft, list[str]]] = []
-        for draft in task_files.iter_task_drafts(stream, **options):
+        for draft in task_files.iter_task_drafts(source, **options):
             if draft.line not in to_write:
                 continue
             audit_problems = draft_audit(draft) if run_audits else []
             if audit_problems:
-                label = draft.key or f"line {draft.line}"
-                report.audit_failures.append(f"line {draft.line} ({label}): " + "; ".join(audit_problems))
+                where = f"{source.unit} {draft.line}"
+                report.audit_failures.append(f"{where} ({draft.key or where}): " + "; ".join(audit_problems))
             known = owners_by_key.get(draft.key) if draft.key else None
             if known is None:
                 batch.append((draft, audit_problems))

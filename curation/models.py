@@ -177,6 +177,7 @@ class ImportJob(models.Model):
     """A large task file imported in the background: its progress, then its report."""
 
     class Status(models.TextChoices):
+        MAPPING = "mapping"  # stored, waiting for its column mapping to be confirmed
         QUEUED = "queued"
         VALIDATING = "validating"
         WRITING = "writing"
@@ -190,6 +191,9 @@ class ImportJob(models.Model):
     path = models.CharField(max_length=500, help_text="The uploaded file, removed once the import ends.")
     size_bytes = models.BigIntegerField()
     run_audits = models.BooleanField(default=True)
+    mapping = models.JSONField(
+        null=True, blank=True, help_text="The column mapping (engine.task_mapping) the rows are read with; null: none."
+    )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     lines_read = models.PositiveIntegerField(default=0)
     bytes_read = models.BigIntegerField(default=0)
@@ -210,3 +214,23 @@ class ImportJob(models.Model):
         if self.finished_at is not None:
             return 100
         return min(99, int(100 * self.bytes_read / self.size_bytes)) if self.size_bytes else 0
+
+
+class ImportMapping(models.Model):
+    """A saved column mapping: how the rows of one kind of dataset become tasks of an environment."""
+
+    environment = models.ForeignKey(Environment, on_delete=models.CASCADE, related_name="import_mappings")
+    name = models.SlugField(max_length=80)
+    config = models.JSONField(help_text="engine.task_mapping.ColumnMapping.as_dict().")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["environment", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["environment", "name"], name="import_mapping_name_unique_in_environment")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.environment.name}/{self.name}"

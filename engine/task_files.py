@@ -1,28 +1,29 @@
-"""Reading task files (JSONL or CSV) line by line, in bounded memory.
+"""Reading task files (JSONL, CSV, Parquet, Arrow) a line or row at a time, in bounded memory.
 
-An import reads a file twice: `scan_task_file` validates every line and keeps only each valid
-line's number, key and content hash; `iter_task_drafts` then yields the drafts of the valid lines
-for writing. Neither holds more than one line (and the keys and hashes) at a time, so a file of
-100,000 tasks costs about what its index costs, not several times its size. `parse_task_file`
+A file is in Passband's own format, or any dataset's rows with a column mapping
+(engine.task_mapping) that builds the tasks; engine.task_sources reads the rows. An import reads
+a file twice: `scan_task_file` validates every line and keeps only each valid line's number,
+key and content hash; `iter_task_drafts` then yields the drafts of the valid lines for writing.
+Neither holds more than one line or record batch (and the keys and hashes) at a time, so a file
+of 100,000 tasks costs about what its index costs, not several times its size. `parse_task_file`
 does both at once for small inputs (the editor, tests). Problems name the file, line and field.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import IO, Any
+from dataclasses import dataclass, replace
+from typing import Any
 
 from engine.task_format import LineProblem, TaskDraft, validate_task_object
+from engine.task_mapping import ColumnMapping
+from engine.task_sources import SourceError, TaskSource
 
 CSV_JSON_COLUMNS = ("verifier", "metadata", "tools")
 # Past this many, further problems are counted but not kept: a wholly wrong file of 100,000 lines
 # must not turn into 100,000 messages in memory.
 MAX_PROBLEMS_KEPT = 1000
-READ_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -53,152 +54,109 @@ class Scan:
         return len(self.problems) + self.problems_not_kept
 
 
-def _raw_lines(stream: IO[bytes], *, max_line_bytes: int) -> Iterator[tuple[int, bytes | None, int]]:
-    """(line number, bytes without the newline or None when over the limit, its length)."""
-    number = 0
-    while True:
-        raw = stream.readline(max_line_bytes + 2)
-        if not raw:
-            return
-        number += 1
-        length = len(raw)
-        if not raw.endswith(b"\n") and length > max_line_bytes:
-            # Over the limit: skip the rest of this line without holding it.
-            while True:
-                rest = stream.readline(READ_CHUNK)
-                length += len(rest)
-                if not rest or rest.endswith(b"\n"):
-                    break
-            yield number, None, length
+def _decoded_cells(row: dict, *, filename: str, number: int, unit: str) -> tuple[dict | None, list[LineProblem]]:
+    """A CSV or Parquet row in Passband's own columns: object columns hold JSON text; empty cells are absent."""
+    obj, problems = {}, []
+    for column, value in row.items():
+        if value is None or value == "":
             continue
-        yield number, raw.rstrip(b"\n").rstrip(b"\r"), length
-
-
-def _jsonl_objects(
-    stream: IO[bytes], *, filename: str, max_line_bytes: int
-) -> Iterator[tuple[int, Any, list[LineProblem]]]:
-    for number, raw, length in _raw_lines(stream, max_line_bytes=max_line_bytes):
-        if raw is None:
-            yield (
-                number,
-                None,
-                [LineProblem(filename, number, "", f"line is {length:,} bytes; the limit is {max_line_bytes:,}")],
-            )
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            reason = f"not UTF-8 text (byte {error.start + 1}); save the file as UTF-8"
-            yield number, None, [LineProblem(filename, number, "", reason)]
-            continue
-        if number == 1:
-            text = text.removeprefix("\ufeff")
-        if not text.strip():
-            continue
-        try:
-            yield number, json.loads(text), []
-        except json.JSONDecodeError as error:
-            yield (
-                number,
-                None,
-                [
-                    LineProblem(
-                        filename, number, "", f"not valid JSON: {error.msg.removesuffix(' at')} at column {error.colno}"
-                    )
-                ],
-            )
-        except RecursionError:
-            yield number, None, [LineProblem(filename, number, "", "not valid JSON: nested too deeply")]
-
-
-def _csv_objects(
-    stream: IO[bytes], *, filename: str, max_line_bytes: int
-) -> Iterator[tuple[int, Any, list[LineProblem]]]:
-    text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
-    csv.field_size_limit(max_line_bytes)
-    reader = csv.DictReader(text)
-    try:
-        for row in reader:
-            number, obj, problems = reader.line_num, {}, []
-            for column, value in row.items():
-                if column is None:
-                    problems.append(LineProblem(filename, number, "", "more values than header columns"))
-                    continue
-                if value is None or value == "":
-                    continue
-                if column in CSV_JSON_COLUMNS or (column == "prompt" and value.lstrip().startswith("[")):
-                    try:
-                        value = json.loads(value)
-                    except json.JSONDecodeError as error:
-                        problems.append(LineProblem(filename, number, column, f"not valid JSON: {error.msg}"))
-                        continue
-                obj[column] = value
-            yield number, (None if problems else obj), problems
-    except csv.Error as error:
-        yield reader.line_num, None, [LineProblem(filename, reader.line_num, "", f"not valid CSV: {error}")]
-    except UnicodeDecodeError as error:
-        reason = f"not UTF-8 text (byte {error.start + 1} of a block); save the file as UTF-8"
-        yield reader.line_num + 1, None, [LineProblem(filename, reader.line_num + 1, "", reason)]
-    finally:
-        text.detach()  # leave the caller's stream open
+        if isinstance(value, str) and (
+            column in CSV_JSON_COLUMNS or (column == "prompt" and value.lstrip().startswith("["))
+        ):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as error:
+                problems.append(LineProblem(filename, number, column, f"not valid JSON: {error.msg}", unit))
+                continue
+        obj[column] = value
+    return (None if problems else obj), problems
 
 
 def read_task_objects(
-    stream: IO[bytes], *, filename: str, max_line_bytes: int
+    source: TaskSource, *, max_line_bytes: int, mapping: ColumnMapping | None = None
 ) -> Iterator[tuple[int, Any, list[LineProblem]]]:
-    """Yield (line, decoded object or None, problems) per non-blank line (JSONL) or row (.csv)."""
-    reader = _csv_objects if filename.lower().endswith(".csv") else _jsonl_objects
-    yield from reader(stream, filename=filename, max_line_bytes=max_line_bytes)
+    """Yield (line or row, task object or None, problems) per row: in Passband's format, or the
+    rows of any dataset turned into tasks by `mapping`."""
+    for number, row, problems in source.records(max_line_bytes=max_line_bytes):
+        if row is None or problems:
+            yield number, None, problems
+        elif mapping is not None:
+            yield number, *mapping.task_object(row, number=number, filename=source.filename, unit=source.unit)
+        elif source.kind == "jsonl" or not isinstance(row, dict):
+            yield number, row, []
+        else:
+            yield number, *_decoded_cells(row, filename=source.filename, number=number, unit=source.unit)
 
 
-def _drafts(
-    stream: IO[bytes], *, filename: str, default_verifier: dict, default_domain: str, max_line_bytes: int
+def iter_checked_drafts(
+    source: TaskSource,
+    *,
+    default_verifier: dict,
+    default_domain: str,
+    max_line_bytes: int,
+    mapping: ColumnMapping | None = None,
 ) -> Iterator[tuple[int, TaskDraft | None, list[LineProblem]]]:
-    for number, obj, problems in read_task_objects(stream, filename=filename, max_line_bytes=max_line_bytes):
+    """(line or row, draft or None, problems) for every row, in file order (a preview reads the first few)."""
+    for number, obj, problems in read_task_objects(source, max_line_bytes=max_line_bytes, mapping=mapping):
         if obj is None:
             yield number, None, problems
             continue
         draft, line_problems = validate_task_object(
-            obj, filename=filename, line=number, default_verifier=default_verifier, default_domain=default_domain
+            obj, filename=source.filename, line=number, default_verifier=default_verifier, default_domain=default_domain
         )
+        if source.unit != "line":
+            line_problems = [replace(problem, unit=source.unit) for problem in line_problems]
         yield number, draft, problems + line_problems
 
 
+def mapping_problems(source: TaskSource, mapping: ColumnMapping, *, max_line_bytes: int) -> list[LineProblem]:
+    """What stops `mapping` from reading `source` at all: an unreadable file, or columns it lacks."""
+    try:
+        columns = source.columns(max_line_bytes=max_line_bytes)
+    except SourceError as error:
+        return [LineProblem(source.filename, 0, "", str(error))]
+    return mapping.column_problems(columns, filename=source.filename)
+
+
 def scan_task_file(
-    stream: IO[bytes],
+    source: TaskSource,
     *,
-    filename: str,
     default_verifier: dict,
     default_domain: str,
     max_line_bytes: int,
+    mapping: ColumnMapping | None = None,
     on_line: Callable[[int, int], None] | None = None,
 ) -> Scan:
     """First pass: validate every line, keep the valid lines' key and hash, and find repeated keys.
 
-    `on_line(line, bytes_read)` is called after each line, for progress.
+    With a `mapping`, its columns are checked against the file's first. `on_line(line,
+    bytes_read)` is called after each line, for progress.
     """
     scan = Scan(lines=[], problems=[])
+    filename, unit = source.filename, source.unit
+    if mapping is not None:
+        for problem in mapping_problems(source, mapping, max_line_bytes=max_line_bytes):
+            scan.add_problem(problem)
+        if scan.problem_count:
+            return scan
     seen_keys: dict[str, int] = {}
-    for number, draft, problems in _drafts(
-        stream,
-        filename=filename,
+    for number, draft, problems in iter_checked_drafts(
+        source,
         default_verifier=default_verifier,
         default_domain=default_domain,
         max_line_bytes=max_line_bytes,
+        mapping=mapping,
     ):
         for problem in problems:
             scan.add_problem(problem)
         if on_line is not None:
-            on_line(number, stream.tell())
+            on_line(number, source.bytes_read)
         if draft is None or problems:
             continue
         if draft.key is not None:
             if draft.key in seen_keys:
-                scan.add_problem(
-                    LineProblem(
-                        filename, number, "key", f"key {draft.key!r} already used on line {seen_keys[draft.key]}"
-                    )
-                )
+                reason = f"key {draft.key!r} already used on {unit} {seen_keys[draft.key]}"
+                scan.add_problem(LineProblem(filename, number, "key", reason, unit))
                 continue
             seen_keys[draft.key] = number
         scan.lines.append(LineSummary(line=number, key=draft.key, content_hash=draft.content_hash))
@@ -209,15 +167,20 @@ def scan_task_file(
 
 
 def iter_task_drafts(
-    stream: IO[bytes], *, filename: str, default_verifier: dict, default_domain: str, max_line_bytes: int
+    source: TaskSource,
+    *,
+    default_verifier: dict,
+    default_domain: str,
+    max_line_bytes: int,
+    mapping: ColumnMapping | None = None,
 ) -> Iterator[TaskDraft]:
     """Second pass: the drafts of the valid lines, in file order."""
-    for _, draft, problems in _drafts(
-        stream,
-        filename=filename,
+    for _, draft, problems in iter_checked_drafts(
+        source,
         default_verifier=default_verifier,
         default_domain=default_domain,
         max_line_bytes=max_line_bytes,
+        mapping=mapping,
     ):
         if draft is not None and not problems:
             yield draft
@@ -231,19 +194,18 @@ def parse_task_file(
     default_domain: str,
     max_file_bytes: int,
     max_line_bytes: int,
+    mapping: ColumnMapping | None = None,
 ) -> tuple[list[TaskDraft], list[LineProblem]]:
     """Both passes over bytes in memory: (drafts, problems). Any problem means: import nothing."""
     if len(data) > max_file_bytes:
         return [], [
             LineProblem(filename, 0, "", f"file is {len(data):,} bytes; the limit is {max_file_bytes:,}. Split it.")
         ]
+    source = TaskSource(filename=filename, data=data)
     options = dict(
-        filename=filename,
-        default_verifier=default_verifier,
-        default_domain=default_domain,
-        max_line_bytes=max_line_bytes,
+        default_verifier=default_verifier, default_domain=default_domain, max_line_bytes=max_line_bytes, mapping=mapping
     )
-    scan = scan_task_file(io.BytesIO(data), **options)
+    scan = scan_task_file(source, **options)
     if scan.problem_count:
         return [], scan.problems
-    return list(iter_task_drafts(io.BytesIO(data), **options)), []
+    return list(iter_task_drafts(source, **options)), []

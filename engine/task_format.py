@@ -39,9 +39,10 @@ class LineProblem:
     line: int  # 1-based; 0 for the file as a whole
     field: str  # "" when the problem is the whole line
     reason: str
+    unit: str = "line"  # "row" in tables (Parquet, Arrow), whose rows are numbered from 1
 
     def __str__(self) -> str:
-        where = f"{self.filename}, line {self.line}" if self.line else self.filename
+        where = f"{self.filename}, {self.unit} {self.line}" if self.line else self.filename
         if self.field:
             where += f", field '{self.field}'"
         return f"{where}: {self.reason}"

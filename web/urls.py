@@ -9,6 +9,7 @@ from web.views import bulk as bulk_views
 from web.views import campaigns as campaign_views
 from web.views import dashboards as dashboard_views
 from web.views import environments as environment_views
+from web.views import imports as import_views
 from web.views import ops as ops_views
 from web.views import probes as probe_views
 from web.views import review as review_views
@@ -28,6 +29,7 @@ urlpatterns = [
     path("tasks/bulk/", bulk_views.task_bulk, name="task_bulk"),
     path("tasks/upload/", task_views.task_upload, name="task_upload"),
     path("tasks/upload/<int:job_id>/", task_views.import_job_detail, name="import_job_detail"),
+    path("tasks/upload/<int:job_id>/map/", import_views.import_job_map, name="import_job_map"),
     path("tasks/<slug:environment_name>/<path:key>/submit/", task_views.task_submit, name="task_submit"),
     path("tasks/<slug:environment_name>/<path:key>/edit/", task_views.task_edit, name="task_edit"),
     path("tasks/<slug:environment_name>/<path:key>/probe/", task_views.task_probe, name="task_probe"),

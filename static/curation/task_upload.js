@@ -1,4 +1,4 @@
-// Upload with a progress bar, then show the server's report page in place (or the import's page).
+// Upload with a progress bar, then show the server's report page in place (or the import's or mapping's page).
 (function () {
   const form = document.getElementById("upload-form");
   const bar = document.getElementById("upload-progress");
@@ -21,6 +21,7 @@
       document.write(request.responseText);
       document.close();
     });
-    request.send(new FormData(form));
+    // The submitter's name and value say which button was pressed: Upload or Map columns.
+    request.send(new FormData(form, event.submitter));
   });
 })();

@@ -149,13 +149,17 @@ def task_upload(request):
         upload = request.FILES.get("file")
         context["selected"] = environment.name
         if upload is None:
-            messages.error(request, "Choose a task file (.jsonl or .csv) to upload.")
+            messages.error(request, "Choose a task file (.jsonl, .csv, .parquet or .arrow) to upload.")
         elif upload.size > settings.PASSBAND_MAX_UPLOAD_BYTES:
             messages.error(
                 request,
                 f"{upload.name} is {upload.size:,} bytes; "
                 f"the limit is {settings.PASSBAND_MAX_UPLOAD_BYTES:,}. Split it.",
             )
+        elif request.POST.get("action") == "map":
+            # Someone else's dataset: store it, then map its columns on a page of its own.
+            job = import_jobs.import_job_create(environment=environment, owner=request.user, upload=upload, queue=False)
+            return redirect("import_job_map", job_id=job.pk)
         elif upload.size > settings.PASSBAND_IMPORT_INLINE_BYTES:
             job = import_jobs.import_job_create(environment=environment, owner=request.user, upload=upload)
             return redirect("import_job_detail", job_id=job.pk)

@@ -1,29 +1,53 @@
+import json
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from curation import imports, services
+from curation import import_mappings, imports, services
 from curation.errors import CurationError
 from curation.models import Environment
+from engine.task_mapping import ColumnMapping, MappingError
 
 
 class Command(BaseCommand):
-    help = "Import a JSONL (or CSV) task file into an environment, all or nothing."
+    help = (
+        "Import a task file into an environment, all or nothing: Passband's format (JSONL, CSV, Parquet), "
+        "or any dataset (JSONL, CSV, Parquet, Arrow, a `datasets` folder) read with a column mapping."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("file", type=Path)
+        parser.add_argument("file", type=Path, help="A file, or a folder written by datasets' save_to_disk.")
         parser.add_argument("--environment", required=True, help="Environment name.")
         parser.add_argument("--create", action="store_true", help="Create the environment if it does not exist.")
         parser.add_argument("--domain", default="math", help="Domain of a newly created environment.")
         parser.add_argument("--owner", default="", help="Username that owns the tasks (default: the first superuser).")
         parser.add_argument("--no-audit", action="store_true", help="Skip the reference-answer audits.")
+        parser.add_argument(
+            "--mapping", default="", help="A column mapping saved in the environment (with --mapping-file: save it so)."
+        )
+        parser.add_argument(
+            "--mapping-file",
+            type=Path,
+            help='A column mapping as JSON, e.g. {"prompt": "{question}", "answer_column": "answer", '
+            '"answer_extractor": "after_hashes"}.',
+        )
 
     def handle(
-        self, *args, file: Path, environment: str, create: bool, domain: str, owner: str, no_audit: bool, **options
+        self,
+        *args,
+        file: Path,
+        environment: str,
+        create: bool,
+        domain: str,
+        owner: str,
+        no_audit: bool,
+        mapping: str,
+        mapping_file: Path | None,
+        **options,
     ):
-        if not file.is_file():
-            raise CommandError(f"{file}: no such file.")
+        if not file.exists():
+            raise CommandError(f"{file}: no such file or folder.")
         users = get_user_model().objects
         user = users.filter(username=owner).first() if owner else users.filter(is_superuser=True).order_by("pk").first()
         if user is None:
@@ -38,9 +62,15 @@ class Command(BaseCommand):
                 )
             except CurationError as error:
                 raise CommandError(f"--environment: {error}") from None
+        column_mapping = self._mapping(env, user, name=mapping, path=mapping_file)
         try:
             report = imports.tasks_import(
-                environment=env, owner=user, data=file.read_bytes(), filename=file.name, run_audits=not no_audit
+                environment=env,
+                owner=user,
+                path=file,
+                filename=file.name,
+                mapping=column_mapping,
+                run_audits=not no_audit,
             )
         except imports.ImportRejected as rejected:
             for problem in rejected.report.problems:
@@ -55,3 +85,19 @@ class Command(BaseCommand):
         for line in report.audit_failures:
             self.stdout.write(f"audit failed: {line}")
         self.stdout.write(self.style.SUCCESS(report.summary()))
+
+    def _mapping(self, environment, user, *, name: str, path: Path | None) -> ColumnMapping | None:
+        """The mapping to read the file with: from --mapping-file (saved as --mapping when given) or saved."""
+        try:
+            if path is None:
+                return import_mappings.import_mapping_load(environment=environment, name=name) if name else None
+            try:
+                column_mapping = ColumnMapping.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError) as error:
+                where = f"{path}, field '{error.field}'" if isinstance(error, MappingError) else str(path)
+                raise CommandError(f"--mapping-file {where}: {getattr(error, 'reason', error)}") from None
+            if name:
+                import_mappings.import_mapping_save(environment=environment, name=name, mapping=column_mapping, by=user)
+            return column_mapping
+        except CurationError as error:
+            raise CommandError(f"--mapping: {error}") from None
