@@ -45,3 +45,10 @@ def arithmetic(db):
     from curation.services import environment_create
 
     return environment_create(name="arithmetic", domain="math", default_verifier={"kind": "math"})
+
+
+@pytest.fixture
+def media(settings, tmp_path):
+    """Uploads stored for background imports go under the test's own folder."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT

@@ -6,7 +6,8 @@
   form.addEventListener("submit", function (event) {
     event.preventDefault();
     const request = new XMLHttpRequest();
-    request.open("POST", form.action || window.location.href);
+    // getAttribute, not form.action: the buttons named "action" shadow that property.
+    request.open("POST", form.getAttribute("action") || window.location.href);
     bar.hidden = false;
     request.upload.addEventListener("progress", function (progress) {
       if (progress.lengthComputable) bar.value = Math.round((100 * progress.loaded) / progress.total);

@@ -30,12 +30,6 @@ def task_lines(count: int, *, bad: set[int] = frozenset()) -> bytes:
     return jsonl(*rows)
 
 
-@pytest.fixture
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    return settings.MEDIA_ROOT
-
-
 def queue(environment, owner, data: bytes, django_capture_on_commit_callbacks, name="big.jsonl"):
     with django_capture_on_commit_callbacks() as queued:
         job = import_jobs.import_job_create(

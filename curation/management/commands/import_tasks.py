@@ -91,6 +91,7 @@ class Command(BaseCommand):
         try:
             if path is None:
                 return import_mappings.import_mapping_load(environment=environment, name=name) if name else None
+            path = Path(path)  # call_command passes options as given
             try:
                 column_mapping = ColumnMapping.from_dict(json.loads(path.read_text(encoding="utf-8")))
             except (OSError, ValueError) as error:
