@@ -1,4 +1,6 @@
-"""Large task files imported in the background: the upload is stored, a worker imports it.
+"""Large task files, and every file read with a column mapping, imported in the background: the
+upload is stored, a worker imports it. A file to map waits (status `mapping`) until the author has
+previewed and confirmed its mapping (`import_job_start`).
 
 The browser request only stores the file and queues the job, so no proxy timeout can cut a
 100,000-line import short. The worker reads the file twice, a line at a time (see

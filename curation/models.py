@@ -6,6 +6,8 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from engine.task_sources import source_kind
+
 
 def default_floor() -> float:
     """New environments start from the deployment's floor (PASSBAND_FLOOR)."""
@@ -207,6 +209,11 @@ class ImportJob(models.Model):
 
     def __str__(self) -> str:
         return f"import {self.pk} of {self.filename} ({self.status})"
+
+    @property
+    def unit(self) -> str:
+        """What the progress counts: lines of text, or rows of a table (Parquet, Arrow)."""
+        return "row" if source_kind(self.filename) in ("parquet", "arrow") else "line"
 
     @property
     def percent(self) -> int:

@@ -64,6 +64,7 @@ def test_the_page_shows_the_columns_the_first_rows_and_a_first_guess(
     assert "<th>question</th><th>answer</th>" in page and "Mia has 3 apples" in page
     assert 'name="prompt" value="{question}"' in page
     assert '<option value="after_hashes" selected>' in page  # the first answer holds ####
+    assert client.get(f"/tasks/upload/{job.pk}/").url == f"/tasks/upload/{job.pk}/map/"  # still to be mapped
 
 
 def test_preview_shows_five_tasks_and_writes_nothing_then_import_runs_in_the_background(

@@ -183,6 +183,8 @@ def task_upload(request):
 def import_job_detail(request, job_id: int):
     """A background import's progress, then its report; htmx polls the fragment until it ends."""
     job = get_object_or_404(ImportJob.objects.select_related("environment"), pk=job_id, owner=request.user)
+    if job.status == ImportJob.Status.MAPPING:
+        return redirect("import_job_map", job_id=job.pk)
     report = imports.ImportReport.from_dict(job.report) if job.report else None
     template = "curation/_import_job_progress.html" if request.headers.get("HX-Request") else "curation/import_job.html"
     return render(request, template, {"job": job, "report": report, "selected": job.environment.name})
