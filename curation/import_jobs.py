@@ -12,6 +12,7 @@ late) runs again from the start.
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 from celery import current_app
@@ -65,6 +66,8 @@ def import_job_create(
     With `queue=False` the job waits in status `mapping` for `import_job_start` (the browser's
     column-mapping step reads the stored file to show its columns and a preview)."""
     path = _upload_store(upload)
+    if not queue:
+        _unmapped_jobs_drop(owner=owner)
     with transaction.atomic():
         job = ImportJob.objects.create(
             environment=environment,
@@ -78,6 +81,19 @@ def import_job_create(
         if queue:
             _job_queue(job)
     return job
+
+
+# A file stored for mapping and never imported is dropped when its author stages another after this long.
+UNMAPPED_KEPT_FOR = timedelta(days=1)
+
+
+def _unmapped_jobs_drop(*, owner: AbstractBaseUser) -> None:
+    stale = ImportJob.objects.filter(
+        owner=owner, status=ImportJob.Status.MAPPING, created_at__lt=timezone.now() - UNMAPPED_KEPT_FOR
+    )
+    for job in stale:
+        Path(job.path).unlink(missing_ok=True)
+        ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.MAPPING).delete()
 
 
 def import_job_start(*, job: ImportJob, mapping: ColumnMapping) -> ImportJob:

@@ -15,7 +15,7 @@ from itertools import islice
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from curation.errors import CurationError
 from curation.models import Environment, ImportMapping
@@ -39,9 +39,13 @@ def import_mapping_save(
     with transaction.atomic():
         saved = ImportMapping.objects.select_for_update().filter(environment=environment, name=name).first()
         if saved is None:
-            return ImportMapping.objects.create(
-                environment=environment, name=name, config=mapping.as_dict(), created_by=by
-            )
+            try:
+                with transaction.atomic():
+                    return ImportMapping.objects.create(
+                        environment=environment, name=name, config=mapping.as_dict(), created_by=by
+                    )
+            except IntegrityError:  # saved by someone else a moment ago
+                raise CurationError(f"A mapping {name!r} was just saved in {environment.name}; try again.") from None
         if saved.created_by_id != by.pk and not by.is_staff:
             raise CurationError(
                 f"The mapping {name!r} of {environment.name} was saved by {saved.created_by}; choose another name."

@@ -1,9 +1,12 @@
 """The upload's column-mapping step: columns and first rows, a preview of five tasks, then a background import."""
 
 import re
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
 
 from curation import import_jobs
 from curation.models import ImportJob, ImportMapping, Task
@@ -210,3 +213,15 @@ def test_who_may_map_save_and_reuse(
         MAPPING | {"action": "import", "previewed": fingerprint, "prompt": "{question}", "save_as": "gsm8k"},
     )
     assert ImportMapping.objects.get().config["prompt"] == "{question}"
+
+
+def test_a_file_left_unmapped_for_a_day_is_dropped_when_its_author_stages_another(
+    client, alice, arithmetic, media, tmp_path, django_capture_on_commit_callbacks
+):
+    client.force_login(alice)
+    old = staged(client, tmp_path, gsm8k_rows(2), django_capture_on_commit_callbacks)
+    recent = staged(client, tmp_path, gsm8k_rows(2), django_capture_on_commit_callbacks)
+    ImportJob.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=2))
+    staged(client, tmp_path, gsm8k_rows(2), django_capture_on_commit_callbacks)
+    assert not ImportJob.objects.filter(pk=old.pk).exists() and not Path(old.path).exists()
+    assert ImportJob.objects.filter(pk=recent.pk).exists() and Path(recent.path).exists()
