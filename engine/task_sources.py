@@ -22,6 +22,7 @@ from engine.task_format import LineProblem
 
 READ_CHUNK = 1 << 16
 ROW_BATCH = 512  # rows per pyarrow record batch: bounded memory for tables of any length
+MAX_ROW_GROUP_BYTES = 256 * 1024 * 1024  # Parquet decompresses a row group's columns at once
 COLUMN_SAMPLE_ROWS = 100  # JSONL has no header: its columns are those of its first rows
 SUFFIXES = {
     ".jsonl": "jsonl",
@@ -141,6 +142,14 @@ class TaskSource:
                 table = parquet.ParquetFile(stream)
             except (pyarrow.ArrowException, OSError) as error:
                 raise SourceError(f"not a Parquet file ({error})") from None
+            for index in range(table.metadata.num_row_groups):
+                # A small compressed file can hold a huge table: refuse before decompressing it.
+                unpacked = table.metadata.row_group(index).total_byte_size
+                if unpacked > MAX_ROW_GROUP_BYTES:
+                    raise SourceError(
+                        f"row group {index + 1} is {unpacked:,} bytes uncompressed; the limit is "
+                        f"{MAX_ROW_GROUP_BYTES:,}: write the file with smaller row groups (row_group_size)"
+                    )
             total, number = table.metadata.num_rows or 1, 0
             size = self.size_bytes
             for batch in table.iter_batches(batch_size=ROW_BATCH):

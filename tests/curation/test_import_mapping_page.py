@@ -225,3 +225,19 @@ def test_a_file_left_unmapped_for_a_day_is_dropped_when_its_author_stages_anothe
     staged(client, tmp_path, gsm8k_rows(2), django_capture_on_commit_callbacks)
     assert not ImportJob.objects.filter(pk=old.pk).exists() and not Path(old.path).exists()
     assert ImportJob.objects.filter(pk=recent.pk).exists() and Path(recent.path).exists()
+
+
+def test_a_file_that_cannot_be_read_says_so_on_the_mapping_page(
+    client, alice, arithmetic, media, django_capture_on_commit_callbacks
+):
+    client.force_login(alice)
+    with django_capture_on_commit_callbacks():
+        client.post(
+            "/tasks/upload/",
+            {"environment": "arithmetic", "action": "map", "file": SimpleUploadedFile("g.parquet", b"not parquet")},
+        )
+    job = ImportJob.objects.get()
+    response = client.get(f"/tasks/upload/{job.pk}/map/")
+    assert response.status_code == 400 and "g.parquet: not a Parquet file" in response.content.decode()
+    response = client.post(f"/tasks/upload/{job.pk}/map/", MAPPING | {"action": "preview"})
+    assert response.status_code == 400 and 'id="import-button"' not in response.content.decode()

@@ -82,3 +82,17 @@ def test_jsonl_columns_come_from_the_first_rows_in_order():
     source = TaskSource(filename="t.jsonl", data=data)
     assert source.columns(max_line_bytes=LIMIT) == ["question", "answer", "id"]
     assert [number for number, _ in source.first_rows(5, max_line_bytes=LIMIT)] == [1, 3]
+
+
+def test_a_parquet_row_group_too_big_to_unpack_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    rows = [{"question": f"{index}" + "x" * 100_000, "answer": "1"} for index in range(20)]
+    write_parquet(tmp_path / "bomb.parquet", rows)
+    assert (tmp_path / "bomb.parquet").stat().st_size < 100_000  # 2 MB of text, compressed
+    monkeypatch.setattr(task_sources, "MAX_ROW_GROUP_BYTES", 1_000_000)
+    ((line, row, problems),) = rows_of(TaskSource(filename="bomb.parquet", path=tmp_path / "bomb.parquet"))
+    assert (
+        line == 0
+        and row is None
+        and "row group 1 is" in problems[0].reason
+        and "smaller row groups" in problems[0].reason
+    )
