@@ -17,6 +17,9 @@ Definitions (thresholds: floor 2%, retire_at 70%, zones [1%, 4%) and [60%, 80%))
 * Bayes bound: the Bayes-optimal table for the true population (``bayes_optimal_table``), its
   rollout cost tuned so that its error outside the zones equals the default's: the fewest mean
   rollouts any policy could spend for that error knowing the population exactly.
+* Frontier (``--frontier``): the same bound at 1% error outside the zones, for a policy that may
+  stop after any single rollout and go on to 512: the fewest mean rollouts any policy at all
+  could spend for issue 13's 1% on that population. Slow (minutes per population).
 """
 
 from __future__ import annotations
@@ -235,18 +238,21 @@ def small_environments(method: Method, count: int, rng: np.random.Generator) -> 
     )
 
 
-def bayes_bound(weights: np.ndarray, target_error: float) -> dict:
+FULLY_SEQUENTIAL = stats.SamplingPolicy(round_size=1, cap=512)
+
+
+def bayes_bound(
+    weights: np.ndarray, target_error: float, policy: stats.SamplingPolicy = DEFAULT, steps: int = 14
+) -> dict:
     """Bisect the rollout cost until the Bayes-optimal table's error outside the zones is the target."""
     low, high = np.log(1e-6), np.log(1e-1)
     best = None
-    for _ in range(14):
+    for _ in range(steps):
         cost = float(np.exp((low + high) / 2.0))
         table = stats.bayes_optimal_table(
-            thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=GRID, weights=weights, rollout_cost=cost
+            thresholds=THRESHOLDS, policy=policy, pass_rates=GRID, weights=weights, rollout_cost=cost
         )
-        curve = stats.operating_characteristic_curve(
-            thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=GRID, table=table
-        )
+        curve = stats.operating_characteristic_curve(thresholds=THRESHOLDS, policy=policy, pass_rates=GRID, table=table)
         result = summarise(GRID, weights, np.array(curve.wrong), np.array(curve.expected_attempts))
         if result["error"] > target_error:
             high = np.log(cost)
@@ -263,6 +269,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--environments", type=int, default=300, help="small environments to simulate")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--frontier", action="store_true", help="also the fewest rollouts any policy needs for 1%% error (slow)"
+    )
     arguments = parser.parse_args()
     started = time.perf_counter()
     rng = np.random.default_rng(arguments.seed)
@@ -317,6 +326,21 @@ def main() -> None:
     print(
         f"\nDefault's calibrated levels: {', '.join(f'{name} {value:.4f}' for name, value in levels._asdict().items())}"
     )
+    if arguments.frontier:
+        print("\nFrontier: the fewest mean rollouts for at most 1% error outside the zones, by the Bayes-optimal")
+        print("policy that knows the population, may stop after any rollout and goes on to 512:\n")
+        print(
+            "| population | default: mean rollouts | default: error | frontier: mean rollouts | its error | its worst slice |"
+        )
+        print("|---|---:|---:|---:|---:|---|")
+        for population, parts in POPULATIONS.items():
+            row = results[population][METHODS[4].name]
+            bound = bayes_bound(population_weights(parts), 0.01, FULLY_SEQUENTIAL, steps=18)
+            worst_value, worst_name = bound["worst"]
+            print(
+                f"| {population} | {row['rollouts']:.1f} | {row['error']:.2%} | {bound['rollouts']:.1f} | "
+                f"{bound['error']:.2%} | {worst_value:.1%} in {worst_name} |"
+            )
     print(f"\nRan in {time.perf_counter() - started:.0f} s")
 
 
