@@ -43,10 +43,13 @@ def bayes_optimal_table(
     pass_rates: Sequence[float],
     weights: Sequence[float],
     rollout_cost: float,
+    error_weights: Sequence[float] | None = None,
 ) -> StoppingTable:
     """The stopping table minimising rollout_cost * E[rollouts] + P(wrong) under a known population.
 
     ``pass_rates``/``weights``: the population as point masses (weights need not sum to 1).
+    ``error_weights``: optional, what a wrong label costs at each pass rate (default 1 everywhere);
+    the benchmark uses it to price errors per slice of pass rates (a Lagrangian lower bound).
     Uses ``policy``'s round size and cap; it never answers borderline (a band is never worse).
     """
     rates = np.asarray(pass_rates, dtype=float)
@@ -57,9 +60,12 @@ def bayes_optimal_table(
         raise ValueError("pass_rates must lie in [0, 1]")
     if rollout_cost <= 0:
         raise ValueError(f"rollout_cost must be positive; got {rollout_cost}")
+    penalty = np.ones(rates.shape) if error_weights is None else np.asarray(error_weights, dtype=float)
+    if penalty.shape != rates.shape or np.any(penalty < 0):
+        raise ValueError("error_weights must have one non-negative weight per pass rate")
     keep = mass > 0
-    rates, log_mass = rates[keep], np.log(mass[keep] / mass.sum())
-    wrong = np.array(
+    rates, log_mass, penalty = rates[keep], np.log(mass[keep] / mass.sum()), penalty[keep]
+    wrong = penalty[None, :] * np.array(
         [
             [band not in acceptable_bands(pass_rate=float(rate), thresholds=thresholds) for rate in rates]
             for band in LABELS[:3]

@@ -626,6 +626,32 @@ def test_bayes_optimal_table_beats_the_calibrated_rule_on_its_own_population():
         )
 
 
+def test_bayes_optimal_table_spends_more_where_errors_are_priced_higher():
+    rates = np.concatenate([[0.0], np.linspace(0.001, 0.999, 200)])
+    weights = np.concatenate([[0.4], np.full(200, 0.6 / 200)])
+    policy = SamplingPolicy(cap=128)
+    near_floor = (rates >= 0.04) & (rates < 0.07)
+
+    def near_floor_error_and_rollouts(error_weights):
+        table = bayes_optimal_table(
+            thresholds=THRESHOLDS,
+            policy=policy,
+            pass_rates=rates,
+            weights=weights,
+            rollout_cost=3e-4,
+            error_weights=error_weights,
+        )
+        curve = operating_characteristic_curve(thresholds=THRESHOLDS, policy=policy, pass_rates=rates, table=table)
+        wrong, rollouts = np.array(curve.wrong), np.array(curve.expected_attempts)
+        return float(weights[near_floor] @ wrong[near_floor] / weights[near_floor].sum()), float(weights @ rollouts)
+
+    plain_error, plain_rollouts = near_floor_error_and_rollouts(None)
+    priced_error, priced_rollouts = near_floor_error_and_rollouts(np.where(near_floor, 20.0, 1.0))
+    assert priced_error < plain_error / 2 and priced_rollouts > plain_rollouts
+    with pytest.raises(ValueError, match="error_weights"):
+        near_floor_error_and_rollouts(np.ones(3))
+
+
 # --- bands, flags, thresholds and the whole band rule ---------------------------------------------
 
 
