@@ -382,10 +382,10 @@ def main() -> None:
         print("\nFrontier: the fewest mean rollouts any policy can spend, knowing the population. A: at most 1%")
         print("error outside the zones, stopping after any single rollout, up to 512 (the Bayes-optimal policy).")
         print("B: at most 1% error and at most 5% in every slice, rounds of 8 up to 256 as Passband probes")
-        print("(a Lagrangian lower bound; the policy that attains it is shown beside it):\n")
+        print("(a Lagrangian lower bound, and the Bayes-optimal policy at the prices that give it):\n")
         print(
             "| population | default: mean rollouts | default: error | A: mean rollouts | A: worst slice "
-            "| B: lower bound | B: attained by | its error | its worst slice |"
+            "| B: lower bound | B: policy at those prices: mean rollouts | its error | its worst slice |"
         )
         print("|---|---:|---:|---:|---|---:|---:|---:|---|")
         for population, parts in POPULATIONS.items():
