@@ -61,12 +61,13 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 def numbers_key(text: str) -> int:
-    """A signed 64-bit key of the text's numbers, in order: tasks that differ in a number are different tasks.
+    """A signed 64-bit key of the text's numbers, in any order: tasks that differ in a number are different tasks.
 
     Templated sets (What is 17 + 25? / What is 18 + 3?) read alike to MinHash and to the sentence
-    model; only their numbers tell them apart.
+    model; only their numbers tell them apart. Sorted, so a paraphrase that reorders its clauses
+    keeps its key.
     """
-    digest = hashlib.blake2b(" ".join(_NUMBER.findall(text)).encode(), digest_size=8).digest()
+    digest = hashlib.blake2b(" ".join(sorted(_NUMBER.findall(text))).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)
 
 

@@ -251,6 +251,8 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "calibration.tasks.generate_*": {"queue": "generate"},
     "calibration.tasks.verify_*": {"queue": "verify"},
+    # The sentence model loads once in each process that takes these: keep them off the campaign queues.
+    "similarity.tasks.*": {"queue": "similarity"},
 }
 
 # Content Security Policy: scripts only from this site (no inline script, no eval), so text that
