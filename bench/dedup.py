@@ -179,7 +179,7 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     np_rng = np.random.default_rng(args.seed)
-    jaccard_at, cosine_at = 0.6, 0.9  # Passband's defaults (PASSBAND_DUPLICATE_JACCARD / _COSINE)
+    jaccard_at, cosine_at = 0.6, 0.85  # Passband's defaults (PASSBAND_DUPLICATE_JACCARD / _COSINE)
 
     corpus = [task_text(rng) for _ in range(args.tasks)]
     planted_rows = rng.sample(range(args.tasks), args.planted)

@@ -165,7 +165,7 @@ class SimilarityIndex:
 
     Entries of one group (the versions of one task) are never each other's neighbours. `add` appends;
     the LSH tables are re-sorted lazily before the next query. Memory: 512 bytes of MinHash,
-    1,536 of embedding and 256 of LSH keys per entry.
+    1,536 of embedding and 768 of LSH keys (with their sorted copy and order) per entry.
     """
 
     def __init__(self) -> None:

@@ -174,7 +174,7 @@ PASSBAND_TRUNCATION_WARN_SHARE = env_float("PASSBAND_TRUNCATION_WARN_SHARE", 0.1
 # embedding cosine >= the second; contaminated when >= the overlap share of its word 13-grams is in
 # one benchmark item, or its embedding is that close to one.
 PASSBAND_DUPLICATE_JACCARD = env_float("PASSBAND_DUPLICATE_JACCARD", 0.6)
-PASSBAND_DUPLICATE_COSINE = env_float("PASSBAND_DUPLICATE_COSINE", 0.9)
+PASSBAND_DUPLICATE_COSINE = env_float("PASSBAND_DUPLICATE_COSINE", 0.85)
 PASSBAND_CONTAMINATION_OVERLAP = env_float("PASSBAND_CONTAMINATION_OVERLAP", 0.2)
 PASSBAND_CONTAMINATION_COSINE = env_float("PASSBAND_CONTAMINATION_COSINE", 0.92)
 # Trainer feedback: evidence k checkpoints older than the latest counts discount**k.
