@@ -214,8 +214,17 @@ def _versions_check(version_ids: list[int], result: IndexResult) -> None:
 
 
 def _flag_set(version_id: int, kind: str, **values) -> None:
-    """Write the flag; one a reviewer already resolved keeps its resolution."""
-    SimilarityFlag.objects.update_or_create(task_version_id=version_id, kind=kind, defaults=values)
+    """Write the flag. A reviewer's resolution stays while the flag names the same neighbour or item."""
+    flag = SimilarityFlag.objects.filter(task_version_id=version_id, kind=kind).first()
+    if flag is None:
+        SimilarityFlag.objects.create(task_version_id=version_id, kind=kind, **values)
+        return
+    same_match = flag.neighbour_id == values.get("neighbour_id") and flag.reference_item == values.get(
+        "reference_item", ""
+    )
+    if not same_match:
+        values.update(resolved_at=None, resolved_by=None, resolution="")
+    SimilarityFlag.objects.filter(pk=flag.pk).update(**values)
 
 
 def _flag_clear(version_id: int, kind: str) -> None:
@@ -240,6 +249,22 @@ def recheck_queue(*, environment: Environment | None) -> None:
     transaction.on_commit(
         lambda: current_app.tasks["similarity.tasks.index_versions"].delay(environment_id, recheck=True)
     )
+
+
+def cluster_dismiss(*, versions: list[TaskVersion], by: AbstractBaseUser) -> int:
+    """Resolve the open near-duplicate flags among these versions as "not duplicates"; no status changes.
+
+    Reviewers and staff only. Returns how many flags were resolved; a recheck does not reopen them.
+    """
+    if not in_group(by, REVIEWERS):
+        raise SimilarityError("Only reviewers and staff can resolve near-duplicates.")
+    ids = [version.pk for version in versions]
+    return SimilarityFlag.objects.filter(
+        task_version_id__in=ids,
+        neighbour_id__in=ids,
+        kind=SimilarityFlag.Kind.NEAR_DUPLICATE,
+        resolved_at__isnull=True,
+    ).update(resolved_at=timezone.now(), resolved_by=by, resolution="not duplicates")
 
 
 # -- clusters -----------------------------------------------------------------------------------------

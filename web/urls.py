@@ -39,6 +39,7 @@ urlpatterns = [
     path("review/bulk/", review_views.review_bulk, name="review_bulk"),
     path("review/duplicates/", dedup_views.dedup_clusters, name="dedup_clusters"),
     path("review/duplicates/keep/", dedup_views.dedup_keep_one, name="dedup_keep_one"),
+    path("review/duplicates/dismiss/", dedup_views.dedup_dismiss, name="dedup_dismiss"),
     path("review/duplicates/recheck/", dedup_views.dedup_recheck, name="dedup_recheck"),
     path(
         "review/<slug:environment_name>/<path:key>/<str:action>/",

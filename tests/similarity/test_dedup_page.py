@@ -98,3 +98,18 @@ def test_recheck_button_queues_a_check(client, cluster, bob, django_capture_on_c
     with django_capture_on_commit_callbacks() as queued:
         response = client.post(reverse("dedup_recheck"), {"environment": "arithmetic"}, follow=True)
     assert len(queued) == 1 and "again in the background" in response.content.decode()
+
+
+def test_not_duplicates_resolves_the_flags_and_changes_no_task(client, cluster, bob, alice):
+    client.force_login(alice)
+    response = client.post(reverse("dedup_dismiss"), {"keep": cluster["train"].current_version_id})
+    assert response.status_code == 403
+    client.force_login(bob)
+    statuses = dict(Task.objects.values_list("key", "status"))
+    response = client.post(reverse("dedup_dismiss"), {"keep": cluster["train"].current_version_id}, follow=True)
+    assert "as not duplicates" in response.content.decode()
+    assert dict(Task.objects.values_list("key", "status")) == statuses
+    assert not SimilarityFlag.objects.filter(kind="near_duplicate", resolved_at__isnull=True).exists()
+    assert "No open near-duplicate clusters" in client.get(reverse("dedup_clusters")).content.decode()
+    services.versions_index(recheck=True)  # a recheck keeps a reviewer's resolution
+    assert not SimilarityFlag.objects.filter(kind="near_duplicate", resolved_at__isnull=True).exists()

@@ -36,9 +36,8 @@ def dedup_clusters(request):
 def dedup_keep_one(request):
     """Keep the chosen version of a cluster; the cluster's other current versions are taken out."""
     environment = _environment(request.POST.get("environment", ""))
-    cluster = selectors.cluster_of(version_id=_int(request.POST.get("keep")), environment=environment)
+    cluster = _posted_cluster(request, environment)
     if cluster is None:
-        messages.error(request, "That task is not in an open near-duplicate cluster any more; reload the page.")
         return _back(environment)
     keep = next(version for version in cluster.versions if version.pk == _int(request.POST.get("keep")))
     others = [version for version in cluster.versions if version.pk != keep.pk]
@@ -53,6 +52,24 @@ def dedup_keep_one(request):
 
 @require_POST
 @group_required(REVIEWERS)
+def dedup_dismiss(request):
+    """Not duplicates after all: resolve the cluster's flags and change no task."""
+    environment = _environment(request.POST.get("environment", ""))
+    cluster = _posted_cluster(request, environment)
+    if cluster is None:
+        return _back(environment)
+    try:
+        resolved = services.cluster_dismiss(versions=cluster.versions, by=request.user)
+    except ServiceError as error:
+        messages.error(request, str(error))
+    else:
+        keys = ", ".join(str(version.task) for version in cluster.versions)
+        messages.success(request, f"Marked {keys} as not duplicates ({resolved} flags resolved).")
+    return _back(environment)
+
+
+@require_POST
+@group_required(REVIEWERS)
 def dedup_recheck(request):
     """Queue a check of every version (of the chosen environment) against the corpus and the benchmarks."""
     environment = _environment(request.POST.get("environment", ""))
@@ -62,6 +79,14 @@ def dedup_recheck(request):
         f"Checking every task of {environment.name if environment else 'every environment'} again in the background.",
     )
     return _back(environment)
+
+
+def _posted_cluster(request, environment: Environment | None) -> selectors.Cluster | None:
+    """The open cluster of the posted version (`keep`); None, with a message saying so, when there is none."""
+    cluster = selectors.cluster_of(version_id=_int(request.POST.get("keep")), environment=environment)
+    if cluster is None:
+        messages.error(request, "That task is not in an open near-duplicate cluster any more; reload the page.")
+    return cluster
 
 
 def _int(value) -> int | None:
