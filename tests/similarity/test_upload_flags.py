@@ -99,3 +99,18 @@ def test_background_import_job_is_checked_too(
         import_jobs.import_job_run(job_id=job.pk)
     assert len(checks) == 1
     assert SimilarityFlag.Kind.NEAR_DUPLICATE in flags_of("train-again")
+
+
+def test_an_edited_version_is_checked_after_its_commit(arithmetic, alice, eager, django_capture_on_commit_callbacks):
+    from curation.services import task_version_edit
+    from tests.factories import import_tasks
+
+    import_tasks(arithmetic, alice, task("train", TRAIN), task("apples", APPLES, "8"))
+    apples = Task.objects.get(key="apples")
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        task_version_edit(task=apples, by=alice, content=task("apples", TRAIN_PARAPHRASE))
+    assert len(callbacks) == 1
+    apples.refresh_from_db()
+    assert apples.current_version.number == 2
+    flag = flags_of("apples")[SimilarityFlag.Kind.NEAR_DUPLICATE]
+    assert flag.neighbour == Task.objects.get(key="train").current_version
