@@ -52,7 +52,7 @@ HTTP_REQUESTS = Counter(
 )
 HTTP_SECONDS = Histogram("passband_http_request_seconds", "Web and API response time.", ["method"])
 
-QUEUES = ("default", "generate", "verify")
+QUEUES = ("default", "generate", "verify", "similarity")
 
 
 def _on_backend_event(event: str, labels: dict[str, str]) -> None:

@@ -19,7 +19,7 @@ from curation.models import (
     Task,
     TaskVersion,
 )
-from curation.services import draft_audit, generated_key, version_add, version_row
+from curation.services import draft_audit, generated_key, version_add, version_row, versions_written
 from engine import task_files
 from engine.task_format import LineProblem, TaskDraft
 from engine.task_mapping import ColumnMapping
@@ -215,6 +215,8 @@ def tasks_import(
                     task=task, draft=draft, created_by=owner, audit_problems=audit_problems if run_audits else None
                 )
         report.created += _tasks_create(environment=environment, owner=owner, batch=batch, audited=run_audits)
+        if report.created or report.new_versions:
+            versions_written(environment=environment)
     return report
 
 

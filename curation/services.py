@@ -6,6 +6,7 @@ import logging
 import re
 import uuid
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -162,6 +163,23 @@ def draft_audit(draft: TaskDraft) -> list[str]:
         return [f"audit could not run: {error}"]
 
 
+def versions_written(*, environment: Environment) -> None:
+    """After the commit, queue the near-duplicate and contamination check of the environment's new versions.
+
+    By name: the similarity app sits above curation. The check runs in a worker, so a slow model
+    never holds up an upload; a broker that is down is logged, not raised, since the upload is
+    already written (`manage.py similarity_index` catches up).
+    """
+
+    def queue() -> None:
+        try:
+            current_app.tasks["similarity.tasks.index_versions"].delay(environment.pk)
+        except Exception:
+            logger.exception("could not queue the similarity check of %s", environment.name)
+
+    transaction.on_commit(queue)
+
+
 def version_add(
     *, task: Task, draft: TaskDraft, created_by: AbstractBaseUser, audit_problems: list[str] | None
 ) -> TaskVersion:
@@ -230,4 +248,6 @@ def task_version_edit(*, task: Task, by: AbstractBaseUser, content: dict, run_au
         raise CurationError("Nothing changed: this content is already the current version.")
     audit_problems = draft_audit(draft) if run_audit else None
     with transaction.atomic():
-        return version_add(task=task, draft=draft, created_by=by, audit_problems=audit_problems)
+        version = version_add(task=task, draft=draft, created_by=by, audit_problems=audit_problems)
+        versions_written(environment=task.environment)
+    return version

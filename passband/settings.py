@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "accounts",
     "curation",
     "calibration",
+    "similarity",
     "releases",
     "web",
     "api",
@@ -167,6 +168,15 @@ PASSBAND_PRIOR_MIN_TASKS = int(os.environ.get("PASSBAND_PRIOR_MIN_TASKS", "30"))
 # Campaign and task pages warn when more than this share of generated rollouts hit the completion
 # budget (finish reason "length"): they were graded as they stood, so raise max new tokens.
 PASSBAND_TRUNCATION_WARN_SHARE = env_float("PASSBAND_TRUNCATION_WARN_SHARE", 0.10)
+
+# Near-duplicates and contamination (similarity/, engine/similarity.py; see docs/similarity.md). A task
+# is a near-duplicate when another task with the same numbers has MinHash Jaccard >= the first or
+# embedding cosine >= the second; contaminated when >= the overlap share of its word 13-grams is in
+# one benchmark item, or its embedding is that close to one.
+PASSBAND_DUPLICATE_JACCARD = env_float("PASSBAND_DUPLICATE_JACCARD", 0.6)
+PASSBAND_DUPLICATE_COSINE = env_float("PASSBAND_DUPLICATE_COSINE", 0.85)
+PASSBAND_CONTAMINATION_OVERLAP = env_float("PASSBAND_CONTAMINATION_OVERLAP", 0.2)
+PASSBAND_CONTAMINATION_COSINE = env_float("PASSBAND_CONTAMINATION_COSINE", 0.92)
 # Trainer feedback: evidence k checkpoints older than the latest counts discount**k.
 PASSBAND_FEEDBACK_DISCOUNT = env_float("PASSBAND_FEEDBACK_DISCOUNT", 0.5)
 # Feedback retires a task when P(pass rate in the retire band) reaches this.
@@ -241,6 +251,8 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "calibration.tasks.generate_*": {"queue": "generate"},
     "calibration.tasks.verify_*": {"queue": "verify"},
+    # The sentence model loads once in each process that takes these: keep them off the campaign queues.
+    "similarity.tasks.*": {"queue": "similarity"},
 }
 
 # Content Security Policy: scripts only from this site (no inline script, no eval), so text that

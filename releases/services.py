@@ -28,6 +28,8 @@ from curation.selectors import tasks_visible_to
 from engine import formats
 from releases.errors import ReleaseError
 from releases.models import Release, ReleaseItem, ReleaseStatus
+from similarity import selectors as similarity_selectors
+from similarity.models import SimilarityFlag
 
 logger = logging.getLogger(__name__)
 
@@ -57,11 +59,13 @@ def export_versions(
     status: str = "",
     domain: str = "",
     user: AbstractBaseUser | None = None,
+    exclude_contaminated: bool = False,
 ) -> QuerySet[TaskVersion]:
     """Current task versions matching the filter, as record dicts with the calibration under `probe_model`.
 
     One LEFT JOIN to the calibration of that model (unique per version and model), no subqueries.
     Without a probe model the calibration fields are null. `user` limits to tasks they may see.
+    `exclude_contaminated` leaves out versions with an open contamination flag (a public benchmark item).
     """
     if band and band not in Band.values:
         raise ReleaseError(f"Unknown band {band!r}; use one of {', '.join(Band.values)}.")
@@ -76,6 +80,8 @@ def export_versions(
         versions = versions.filter(task__status=status)
     if domain:
         versions = versions.filter(domain=domain)
+    if exclude_contaminated:
+        versions = versions.exclude(similarity_selectors.flagged(SimilarityFlag.Kind.CONTAMINATED, version="pk"))
     model_id = probe_model.pk if probe_model is not None else None
     versions = versions.annotate(
         calibration=FilteredRelation("calibrations", condition=Q(calibrations__probe_model_id=model_id))
@@ -161,6 +167,7 @@ def release_create(
     status: str = TaskStatus.APPROVED,
     domain: str = "",
     allow_empty: bool = False,
+    exclude_contaminated: bool = False,
 ) -> Release:
     """Pin the matching current versions and their calibration; the files are built by `release_build`.
 
@@ -168,7 +175,13 @@ def release_create(
     when no task matches, unless `allow_empty` (an empty release is then built, with a warning).
     """
     versions = export_versions(
-        environment=environment, probe_model=probe_model, band=band, status=status, domain=domain, user=user
+        environment=environment,
+        probe_model=probe_model,
+        band=band,
+        status=status,
+        domain=domain,
+        user=user,
+        exclude_contaminated=exclude_contaminated,
     )
     if not allow_empty and not versions.exists():
         filter_text = _filter_text(
@@ -190,6 +203,7 @@ def release_create(
                 "band": band or None,
                 "status": status or None,
                 "domain": domain or None,
+                "exclude_contaminated": exclude_contaminated,
             },
             thresholds={e.name: {"floor": e.floor, "retire_at": e.retire_at} for e in environments},
         )

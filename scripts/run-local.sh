@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start the Celery workers, beat and the web server on port 8000; stop them all on Ctrl-C.
 # As in docker-compose.yml: one model process on `generate` (an in-process model uses every core;
-# two would fight over them), CPU workers for `verify` and `default`, and beat, which re-queues
+# two would fight over them), CPU workers for `verify`, `default` and `similarity`, and beat, which re-queues
 # rounds that stalled (a lost message, a killed worker).
 set -euo pipefail
 PY=${1:-.venv/bin/python}
@@ -12,7 +12,7 @@ mkdir -p var
 # waiting for a child that is gone, ignoring SIGTERM.
 setsid "$PY" -m celery -A passband worker -Q generate --concurrency 1 --hostname "generate@%h" --loglevel INFO &
 generate_worker=$!
-setsid "$PY" -m celery -A passband worker -Q verify,default --concurrency 2 --hostname "cpu@%h" --loglevel INFO &
+setsid "$PY" -m celery -A passband worker -Q verify,default,similarity --concurrency 2 --hostname "cpu@%h" --loglevel INFO &
 cpu_worker=$!
 setsid "$PY" -m celery -A passband beat --schedule var/celerybeat-schedule --loglevel INFO &
 beat=$!

@@ -8,6 +8,7 @@ from django.views.generic import RedirectView
 from web.views import bulk as bulk_views
 from web.views import campaigns as campaign_views
 from web.views import dashboards as dashboard_views
+from web.views import dedup as dedup_views
 from web.views import environments as environment_views
 from web.views import imports as import_views
 from web.views import ops as ops_views
@@ -38,6 +39,10 @@ urlpatterns = [
     path("rollouts/", trajectory_views.trajectory_list, name="trajectory_list"),
     path("review/", review_views.review_queue, name="review_queue"),
     path("review/bulk/", review_views.review_bulk, name="review_bulk"),
+    path("review/duplicates/", dedup_views.dedup_clusters, name="dedup_clusters"),
+    path("review/duplicates/keep/", dedup_views.dedup_keep_one, name="dedup_keep_one"),
+    path("review/duplicates/dismiss/", dedup_views.dedup_dismiss, name="dedup_dismiss"),
+    path("review/duplicates/recheck/", dedup_views.dedup_recheck, name="dedup_recheck"),
     path(
         "review/<slug:environment_name>/<path:key>/<str:action>/",
         review_views.review_action,

@@ -28,6 +28,10 @@ class ReleaseRequest(serializers.Serializer):
     band = serializers.ChoiceField(choices=Band.values, default=Band.IN_BAND)
     status = serializers.ChoiceField(choices=TaskStatus.values, default=TaskStatus.APPROVED)
     domain = serializers.CharField(required=False, allow_blank=True, default="")
+    exclude_contaminated = serializers.BooleanField(
+        default=False,
+        help_text="Leave out tasks flagged as contaminated (a public benchmark item); default: keep them.",
+    )
     allow_empty = serializers.BooleanField(
         default=False, help_text="Build a release even when no task matches (its files hold no rows); default: refuse."
     )
@@ -101,6 +105,7 @@ class ReleaseCreate(base.IdOrderedList):
                 status=data["status"],
                 domain=data.get("domain", ""),
                 allow_empty=data["allow_empty"],
+                exclude_contaminated=data["exclude_contaminated"],
             )
         except ServiceError as error:
             raise ValidationError({"detail": str(error)}) from None

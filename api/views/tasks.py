@@ -12,6 +12,7 @@ from api.views import base
 from calibration import selectors as calibration_selectors
 from calibration.models import Band, ProbeModel
 from curation.models import Environment, TaskStatus
+from similarity import selectors as similarity_selectors
 
 
 class TaskSerializer(serializers.Serializer):
@@ -58,6 +59,12 @@ class TaskFilters(serializers.Serializer):
     pass_rate_max = serializers.FloatField(required=False, min_value=0, max_value=1)
     flag = serializers.CharField(required=False, help_text="Only tasks whose calibration carries this flag.")
     updated_since = serializers.DateTimeField(required=False, help_text="ISO 8601; tasks changed at or after it.")
+    contaminated = serializers.ChoiceField(
+        choices=["true", "false"], required=False, help_text="Only (true) or no (false) tasks flagged contaminated."
+    )
+    near_duplicate = serializers.ChoiceField(
+        choices=["true", "false"], required=False, help_text="Only (true) or no (false) tasks flagged near-duplicate."
+    )
 
 
 @extend_schema(parameters=[TaskFilters])
@@ -104,6 +111,9 @@ class TaskList(base.IdOrderedList):
             tasks = tasks.filter(pass_rate__lte=filters["pass_rate_max"])
         if filters.get("updated_since"):
             tasks = tasks.filter(updated_at__gte=filters["updated_since"])
+        for kind in similarity_selectors.FLAG_KINDS:
+            if filters.get(kind):
+                tasks = similarity_selectors.tasks_filter_flag(tasks, kind=kind, present=filters[kind] == "true")
         if filters.get("flag"):
             flagged = calibration_selectors.calibrations_flagged(filters["flag"]).filter(
                 task_version=OuterRef("current_version")

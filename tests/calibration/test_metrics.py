@@ -102,6 +102,7 @@ def test_counters_of_prefork_workers_move_after_a_small_campaign(client, arithme
         "default",
         "generate",
         "verify",
+        "similarity",
     }
     assert total(after, "passband_campaigns", status="done") >= 1
     assert total(before, "passband_rollouts_generated_total") == 0

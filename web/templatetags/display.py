@@ -11,3 +11,9 @@ register = template.Library()
 def as_json(value, indent: int | None = None) -> str:
     """A JSON value (a verifier config, metadata) as JSON text, not Python's repr of a dict."""
     return json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=False)
+
+
+@register.filter
+def percent(value) -> str:
+    """A share (0-1) as a whole percentage; a dash for none."""
+    return "—" if value is None else f"{100 * float(value):.0f}%"

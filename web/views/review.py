@@ -20,6 +20,7 @@ from calibration import selectors as calibration_selectors
 from calibration.models import Band, Rollout
 from curation import review_services, selectors
 from curation.models import Comment, Environment
+from similarity import selectors as similarity_selectors
 from web.views import shared
 
 QUEUE_FILTERS = ("environment", "band", "flag", "q")
@@ -29,13 +30,17 @@ def _queue_from_request(request):
     environment = None
     if request.GET.get("environment"):
         environment = get_object_or_404(Environment, name=request.GET["environment"])
-    return calibration_selectors.review_queue(
+    flag = request.GET.get("flag", "")
+    # Near-duplicate and contamination flags live in the similarity app, a sibling of calibration.
+    similarity_flag = flag if flag in similarity_selectors.FLAG_KINDS else ""
+    queue = calibration_selectors.review_queue(
         user=request.user,
         environment=environment,
         band=request.GET.get("band", ""),
-        flag=request.GET.get("flag", ""),
+        flag="" if similarity_flag else flag,
         search=request.GET.get("q", "").strip(),
     )
+    return similarity_selectors.tasks_filter_flag(queue, kind=similarity_flag) if similarity_flag else queue
 
 
 def _queue_url(params, position: int) -> str:
@@ -61,7 +66,7 @@ def review_queue(request):
         "filter_query": urlencode({name: request.GET[name] for name in QUEUE_FILTERS if request.GET.get(name)}),
         "environments": Environment.objects.all(),
         "bands": Band.values,
-        "flags": calibration_selectors.PRIORITIES[:-1],
+        "flags": calibration_selectors.PRIORITIES[:-1] + similarity_selectors.FLAG_CHOICES,
         "progress": selectors.reviewer_progress(),
         "previous_url": _queue_url(request.GET, position - 1) if position > 0 else "",
         "next_url": _queue_url(request.GET, position + 1) if position + 1 < total else "",
@@ -76,6 +81,7 @@ def review_queue(request):
             threads=selectors.comment_threads(task=task),
             status_changes=task.status_changes.select_related("changed_by"),
             own_task=task.owner_id == request.user.pk and not request.user.is_staff,
+            similarity_flags=similarity_selectors.version_flags(task_version=version, user=request.user),
         )
     return render(request, "curation/review_queue.html", context)
 

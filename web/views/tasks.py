@@ -24,6 +24,7 @@ from curation import import_jobs, imports, review_services, selectors, services
 from curation.models import Environment, ImportJob, TaskStatus
 from engine import stats
 from engine.packing import unpack_logprobs, unpack_tokens
+from similarity import selectors as similarity_selectors
 from web.views import shared
 
 
@@ -136,6 +137,7 @@ def task_detail(request, environment_name: str, key: str):
             "trajectories_query": urlencode({"environment": task.environment.name, "task": task.key}),
             "outcome": outcome,
             "is_owner": task.owner_id == request.user.pk,
+            "similarity_flags": similarity_selectors.version_flags(task_version=version, user=request.user),
         },
     )
 

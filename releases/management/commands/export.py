@@ -27,8 +27,13 @@ class Command(BaseCommand):
             "--file-type", choices=formats.FILE_TYPES, help="Default: from the file name (.parquet or .jsonl)."
         )
         parser.add_argument("-o", "--output", required=True, type=Path)
+        parser.add_argument(
+            "--exclude-contaminated", action="store_true", help="Leave out tasks flagged as public benchmark items."
+        )
 
-    def handle(self, *args, environment, band, status, model, format, file_type, output, **options):
+    def handle(
+        self, *args, environment, band, status, model, format, file_type, output, exclude_contaminated, **options
+    ):
         env = Environment.objects.filter(name=environment).first()
         if env is None:
             raise CommandError(f"--environment: no environment named {environment!r}.")
@@ -40,7 +45,13 @@ class Command(BaseCommand):
             probe_model = calibration_selectors.default_probe_model(env)
         file_type = file_type or ("parquet" if output.suffix == ".parquet" else "jsonl")
         try:
-            versions = releases.export_versions(environment=env, probe_model=probe_model, band=band, status=status)
+            versions = releases.export_versions(
+                environment=env,
+                probe_model=probe_model,
+                band=band,
+                status=status,
+                exclude_contaminated=exclude_contaminated,
+            )
         except ReleaseError as error:
             raise CommandError(str(error)) from None
         count = formats.write_file(
