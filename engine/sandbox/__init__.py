@@ -218,7 +218,7 @@ def _execute(
         max_output_bytes=limits.max_output_bytes,
         deadline=started + limits.wall_seconds + EMERGENCY_GRACE_SECONDS,
     )
-    return interpret(collected, limits=limits, nonce=nonce)
+    return interpret(collected, limits=limits, nonce=nonce, elapsed=time.monotonic() - started)
 
 
 # -- process-wide default ---------------------------------------------------------------------

@@ -181,9 +181,10 @@ def _parse_lines(data: bytes | bytearray) -> list[dict[str, Any]]:
     return events
 
 
-def interpret(collected: _Collected, *, limits: SandboxLimits, nonce: str | None) -> SandboxRun:
-    """The run's outcome from what the pipes carried. Only the status pipe (setup process,
-    supervisor, each child before untrusted code starts) can make a run an error."""
+def interpret(collected: _Collected, *, limits: SandboxLimits, nonce: str | None, elapsed: float) -> SandboxRun:
+    """The run's outcome from what the pipes carried. Only the status pipe (the setup process,
+    and the program before its code starts) can make a run an error. ``elapsed``: seconds since
+    the request was sent."""
     status_events = _parse_lines(collected.status)
     report_events = tuple(_parse_lines(collected.report))
     stdout = collected.stdout.decode("utf-8", "replace")
@@ -194,6 +195,11 @@ def interpret(collected: _Collected, *, limits: SandboxLimits, nonce: str | None
         return SandboxRun(status="error", error=str(errors[0].get("message", "sandbox error")), **common)
     exit_event = next((event for event in status_events if event.get("event") == "exit"), None)
     if exit_event is None:
+        started = any(event.get("event") == "program_started" for event in status_events)
+        if started and elapsed >= limits.wall_seconds:
+            # The judge's hard kill (a second after the deadline, for what its alarm could not
+            # interrupt) or ours: the run was over its wall clock, not a fault of the sandbox.
+            return SandboxRun(status="timeout", timeout_reason="wall", **common)
         reason = "killed from the caller after missing its deadline" if collected.emergency_killed else "died"
         return SandboxRun(status="error", error=f"sandbox supervisor {reason} without reporting", **common)
     common.update(

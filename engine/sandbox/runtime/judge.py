@@ -1,4 +1,4 @@
-"""The judge's process: runs the task's tests, outside the program's interpreter.
+"""The judge: runs the task's tests in the run's setup process, outside the program's interpreter.
 
 The tests see the program's functions as ``Remote`` objects: calling one sends the arguments
 by value to the program's process and brings the result back by value, as fresh builtin
@@ -189,20 +189,23 @@ def _exception(reply: list) -> BaseException:
     return ProgramError(text or "exception in the program")
 
 
-def _report(**event: object) -> None:
+def report(event: dict) -> None:
+    """The verdict on the report pipe, which only this process holds."""
+    flush_standard_streams()
     try:
         os.write(REPORT_FD, wire.dumps(event) + b"\n")
     except OSError:
         pass
 
 
-def run_judge(request: dict) -> None:
-    """Run the tests against the program. Never returns.
+def run_judge(request: dict, *, stop: type[BaseException]) -> tuple[dict, int]:
+    """Run the tests against the program: the event to report and 0 (passed) or 1.
 
     request: ``tests`` (snippets run in order in one namespace), ``prelude`` (task code run
     first, e.g. HumanEval's prompt with its helpers), ``entry_point`` (when set, only that name
     is taken from the program; otherwise every name it defines that does not shadow a builtin),
-    ``nonce`` (written with the final "passed" event).
+    ``nonce`` (written with the final "passed" event). ``stop`` (the wall clock ran out) is
+    never taken for a failing test: it ends the tests.
     """
     tests = list(request.get("tests", []))
     entry_point = request.get("entry_point") or None
@@ -226,25 +229,23 @@ def run_judge(request: dict) -> None:
                     continue
             else:
                 namespace[name] = spec[1]
+    except stop:
+        raise
     except ProgramGone as gone:
-        _finish(gone.event, 1)
+        return gone.event, 1
     except BaseException as error:  # noqa: BLE001
-        _finish({"event": "test_failed", "index": 0, "error": describe_error(error), "line": None, "source": ""}, 1)
+        return {"event": "test_failed", "index": 0, "error": describe_error(error), "line": None, "source": ""}, 1
     for index, code in enumerate(compiled):
         try:
             _exec(code, namespace)
+        except stop:
+            raise
         except ProgramGone as gone:
-            _finish(gone.event, 1)
+            return gone.event, 1
         except BaseException as error:  # noqa: BLE001
             line, text = failing_line(error, f"<test {index}>", tests[index])
             event = {"event": "test_failed", "index": index, "error": describe_error(error), "line": line}
-            _finish({**event, "source": text}, 1)
+            return {**event, "source": text}, 1
     if link.gone is not None:  # a test swallowed the program's death: still no pass
-        _finish(link.gone, 1)
-    _finish({"event": "passed", "nonce": request.get("nonce")}, 0)
-
-
-def _finish(event: dict, code: int) -> None:
-    flush_standard_streams()
-    _report(**event)
-    os._exit(code)
+        return link.gone, 1
+    return {"event": "passed", "nonce": request.get("nonce")}, 0
