@@ -151,20 +151,20 @@ def collect(read_ends: list[int], *, max_output_bytes: int, deadline: float) -> 
 
 
 def _emergency_kill(status_events: list[dict[str, Any]]) -> None:
-    """The supervisor missed its own deadline (should not happen): kill the run from outside."""
+    """The setup process missed its own deadline (should not happen): kill the run from outside."""
     logger.error("sandbox run outlived its wall-clock limit; killing it from the caller")
     namespaced = any(event.get("namespaced") for event in status_events)
     for event in status_events:
-        try:
-            if event.get("event") == "started":
-                # The supervisor is pid 1 of the run's pid namespace: killing it ends them all.
-                os.kill(int(event["supervisor_pid"]), signal.SIGKILL)
-            elif event.get("event") == "program_started" and not namespaced:
-                for key in ("program_pid", "judge_pid"):
-                    if event.get(key):
-                        os.killpg(int(event[key]), signal.SIGKILL)
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+        if event.get("event") != "started":
+            continue
+        # The setup process: its death ends the program (pid 1 of the run's pid namespace, or
+        # with the fallback a process group of its own, killed here too).
+        targets = [(os.kill, "supervisor_pid")] + ([] if namespaced else [(os.killpg, "program_pid")])
+        for kill, key in targets:
+            try:
+                kill(int(event[key]), signal.SIGKILL)
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
 
 
 def _parse_lines(data: bytes | bytearray) -> list[dict[str, Any]]:
@@ -195,7 +195,7 @@ def interpret(collected: _Collected, *, limits: SandboxLimits, nonce: str | None
         return SandboxRun(status="error", error=str(errors[0].get("message", "sandbox error")), **common)
     exit_event = next((event for event in status_events if event.get("event") == "exit"), None)
     if exit_event is None:
-        started = any(event.get("event") == "program_started" for event in status_events)
+        started = any(event.get("event") == "started" for event in status_events)
         if started and elapsed >= limits.wall_seconds:
             # The judge's hard kill (a second after the deadline, for what its alarm could not
             # interrupt) or ours: the run was over its wall clock, not a fault of the sandbox.

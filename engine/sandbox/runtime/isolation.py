@@ -255,17 +255,21 @@ CLOCK_MONOTONIC = 1
 SIGEV_SIGNAL = 0
 
 
+# Built once in the server: a judge only fills in the time and makes the calls.
+_KILL_EVENT = _SigEvent(signo=signal.SIGKILL, notify=SIGEV_SIGNAL)
+_KILL_TIME = _TimerSpec()
+_TIMER = ctypes.c_void_p()
+
+
 def kill_self_after(seconds: float) -> ctypes.c_void_p:
     """A kernel timer that sends this process SIGKILL in ``seconds``, whatever its code does
     (a call into C that holds the interpreter, signal handlers replaced or ignored). Returns
     the timer, for ``disarm``."""
-    event = _SigEvent(signo=signal.SIGKILL, notify=SIGEV_SIGNAL)
-    timer = ctypes.c_void_p()
-    _check(libc.timer_create(CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)), "timer_create")
+    _check(libc.timer_create(CLOCK_MONOTONIC, ctypes.byref(_KILL_EVENT), ctypes.byref(_TIMER)), "timer_create")
     whole = int(seconds)
-    spec = _TimerSpec(value=_TimeSpec(whole, int((seconds - whole) * 1e9)))
-    _check(libc.timer_settime(timer, 0, ctypes.byref(spec), None), "timer_settime")
-    return timer
+    _KILL_TIME.value.seconds, _KILL_TIME.value.nanoseconds = whole, int((seconds - whole) * 1e9)
+    _check(libc.timer_settime(_TIMER, 0, ctypes.byref(_KILL_TIME), None), "timer_settime")
+    return _TIMER
 
 
 def disarm(timer: ctypes.c_void_p) -> None:

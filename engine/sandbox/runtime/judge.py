@@ -14,8 +14,11 @@ but it equals only itself and has no truth value.
 
 from __future__ import annotations
 
+import binascii
 import builtins
 import importlib
+import importlib.util
+import marshal
 import os
 
 from . import wire
@@ -189,6 +192,14 @@ def _exception(reply: list) -> BaseException:
     return ProgramError(text or "exception in the program")
 
 
+def _code(source: str, filename: str, marshalled: str | None) -> object:
+    """The code of a test or prelude: unmarshalled when the caller sent it compiled (it comes
+    from the trusted caller, through a descriptor only the judge reads), else compiled here."""
+    if marshalled:
+        return marshal.loads(binascii.a2b_base64(marshalled))
+    return _compile(source, filename, "exec")
+
+
 def report(event: dict) -> None:
     """The verdict on the report pipe, which only this process holds."""
     flush_standard_streams()
@@ -210,14 +221,20 @@ def run_judge(request: dict, *, stop: type[BaseException]) -> tuple[dict, int]:
     tests = list(request.get("tests", []))
     entry_point = request.get("entry_point") or None
     link = Link(wire.Channel(REPLIES_FD, CALLS_FD))
-    compiled = [_compile(test, f"<test {index}>", "exec") for index, test in enumerate(tests)]
+    precompiled = request.get("compiled") or {}
+    if precompiled.get("magic") != importlib.util.MAGIC_NUMBER.hex():
+        precompiled = {}  # compiled by another Python version: compile here
+    compiled = [
+        _code(test, f"<test {index}>", (precompiled.get("tests") or [None] * len(tests))[index])
+        for index, test in enumerate(tests)
+    ]
     namespace: dict = {"__name__": "__passband_tests__", "__builtins__": builtins}
     try:
         names = link.names([entry_point] if entry_point else None)
         if entry_point:
             prelude = request.get("prelude") or ""
             if prelude:
-                _exec(_compile(prelude, "<prelude>", "exec"), namespace)
+                _exec(_code(prelude, "<prelude>", precompiled.get("prelude")), namespace)
             namespace.pop(entry_point, None)
         for name, spec in names.items():
             if type(name) is not str or name in _BUILTIN_NAMES or name.startswith("__") or type(spec) is not list:

@@ -76,7 +76,9 @@ def prepare_spare(channel: socket.socket, namespaced: bool, maxima: dict) -> Non
         # Non-dumpable before anything secret exists: no process of the same uid may ptrace us
         # or open our memory and descriptors through /proc (the program inherits it too).
         isolation.libc.prctl(isolation.PR_SET_DUMPABLE, 0, 0, 0, 0)
-        program = _prefork_program(channel, namespaced)
+        workdir = "/tmp" if namespaced else tempfile.mkdtemp(prefix="passband-sandbox-")
+        program = _prefork_program(channel, namespaced, maxima, workdir)
+        _prepare_process(workdir, namespaced)
     except BaseException as error:  # noqa: BLE001
         failure = f"sandbox setup failed: {error}"
     try:
@@ -92,7 +94,6 @@ def prepare_spare(channel: socket.socket, namespaced: bool, maxima: dict) -> Non
             raise SetupError(failure or "sandbox setup failed")
         request = read_request(fds[0])
         request["limits"] = isolation.clamp_limits(request["limits"], maxima)
-        write_status(status_fd, event="started", supervisor_pid=os.getpid(), namespaced=namespaced)
         tmp_bytes = int(request["limits"]["tmp_bytes"])
         if namespaced and tmp_bytes != DEFAULT_TMP_BYTES:
             flags = isolation.MS_REMOUNT | isolation.MS_NOSUID | isolation.MS_NODEV
@@ -101,7 +102,7 @@ def prepare_spare(channel: socket.socket, namespaced: bool, maxima: dict) -> Non
         message = str(error) if isinstance(error, SetupError) else f"sandbox setup failed: {error}"
         write_status(status_fd, event="error", message=message)
         _os_exit(1)
-    supervise(request, fds, namespaced, program)
+    supervise(request, fds, namespaced, program, workdir)
 
 
 def read_request(fd: int) -> dict:
@@ -116,8 +117,9 @@ def read_request(fd: int) -> dict:
     return json.loads(b"".join(chunks) or b"{}")
 
 
-def _prefork_program(channel: socket.socket, namespaced: bool) -> tuple[int, socket.socket]:
-    """Fork the program, which waits for its descriptors; returns its pid and the socket that hands them."""
+def _prefork_program(channel: socket.socket, namespaced: bool, maxima: dict, workdir: str) -> tuple[int, socket.socket]:
+    """Fork the program, which does what it can before the request and waits for its
+    descriptors; returns its pid and the socket that hands them."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
@@ -128,12 +130,15 @@ def _prefork_program(channel: socket.socket, namespaced: bool) -> tuple[int, soc
             channel.close()
             # If the setup process dies, so does the program (and, as pid 1, its namespace).
             isolation.libc.prctl(isolation.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            os.setpgid(0, 0)
             if namespaced:
                 _mount_proc()
+                isolation.drop_capabilities()
+            _prepare_process(workdir, namespaced)
         except BaseException as error:  # noqa: BLE001
             failure = f"sandbox setup failed: {error}"
         try:
-            message, fds, _flags, _address = socket.recv_fds(theirs, 1 << 16, 16)
+            message, fds, _flags, _address = socket.recv_fds(theirs, 16, 16)
         except BaseException:  # noqa: BLE001 - no request will come
             _os_exit(0)
         if not message or not fds:
@@ -142,14 +147,25 @@ def _prefork_program(channel: socket.socket, namespaced: bool) -> tuple[int, soc
         if failure:
             write_status(fds[-1], event="error", message=failure)
             _os_exit(1)
-        setup = json.loads(message)
-        _become_program(setup, fds, setup["workdir"], namespaced)
+        _become_program(fds, workdir, namespaced, maxima)
     theirs.close()
     try:
         os.setpgid(pid, pid)
     except OSError:
         pass  # the child already did it, or is gone
     return pid, ours
+
+
+def _prepare_process(workdir: str, namespaced: bool) -> None:
+    """Before the request, in the program and in the setup process (the judge): the work
+    directory and a random stream of its own (forked from one server, every run would otherwise
+    share one)."""
+    os.chdir(workdir)
+    if not namespaced:
+        os.environ["HOME"] = os.environ["TMPDIR"] = workdir
+    import random
+
+    random.seed()
 
 
 def _mount_proc() -> None:
@@ -167,30 +183,30 @@ class _Deadline(BaseException):
     """The run's wall clock ran out while the judge was running the tests."""
 
 
-def supervise(request: dict, fds: list[int], namespaced: bool, program: tuple[int, socket.socket]) -> None:
+def supervise(
+    request: dict, fds: list[int], namespaced: bool, program: tuple[int, socket.socket], workdir: str
+) -> None:
     """Hand the program its descriptors, judge (tests mode) or wait for it (script mode) within
     the wall clock, and report how the run ended. Never returns."""
     program_request_fd, judge_request_fd, stdout_fd, stderr_fd, report_fd, status_fd = fds
     limits = request["limits"]
     testing = request["mode"] == "tests"
-    workdir = "/tmp"
     program_pid, program_socket = program
     try:
-        if not namespaced:
-            workdir = tempfile.mkdtemp(prefix="passband-sandbox-")
-        setup = _json_dumps({"limits": limits, "mode": request["mode"], "workdir": workdir}).encode()
         if testing:
             calls_read, calls_write = os.pipe()
             replies_read, replies_write = os.pipe()
             program_fds = [stdout_fd, stderr_fd, calls_read, replies_write, program_request_fd, status_fd]
-            socket.send_fds(program_socket, [setup], program_fds)
+            socket.send_fds(program_socket, [b"t"], program_fds)
             os.close(calls_read)
             os.close(replies_write)
         else:
-            socket.send_fds(program_socket, [setup], [stdout_fd, stderr_fd, report_fd, program_request_fd, status_fd])
+            socket.send_fds(program_socket, [b"s"], [stdout_fd, stderr_fd, report_fd, program_request_fd, status_fd])
         program_socket.close()
         started = time.monotonic()
-        write_status(status_fd, event="program_started", program_pid=program_pid, judge_pid=0)
+        write_status(
+            status_fd, event="started", supervisor_pid=os.getpid(), program_pid=program_pid, namespaced=namespaced
+        )
         os.close(program_request_fd)
         if testing:
             judge_request = read_request(judge_request_fd)
@@ -198,7 +214,9 @@ def supervise(request: dict, fds: list[int], namespaced: bool, program: tuple[in
             # The judge's descriptors: 0 empty stdin, 1 stdout, 2 stderr, 3 report, 4 replies
             # in, 5 calls out, 6 status (ours, not the tests').
             status_fd = _arrange_fds([stdout_fd, stderr_fd, report_fd, replies_read, calls_write, status_fd])
-            _enter_sandbox(limits, workdir, namespaced, judge=True)
+            isolation.apply_limits(limits, namespaced, judge=True)
+            if namespaced:
+                isolation.drop_capabilities()
             deadline = started + float(limits["wall_seconds"])
             # What the judge's alarm cannot interrupt (a long call into C, a test that ignores
             # SIGALRM) ends with the judge killed a second later; the caller then reports the
@@ -368,21 +386,7 @@ def prepare_interpreter() -> None:
     sys.path = [path for path in sys.path if path]  # no cwd on the path: /tmp is writable
 
 
-def _enter_sandbox(limits: dict, workdir: str, namespaced: bool, *, judge: bool) -> None:
-    """What the program and the judge both do before their code runs (the rest was done once,
-    by ``prepare_interpreter``): limits, no capabilities, the work directory."""
-    os.chdir(workdir)
-    if not namespaced:
-        os.environ["HOME"] = os.environ["TMPDIR"] = workdir
-    isolation.apply_limits(limits, namespaced, judge=judge)
-    if namespaced:
-        isolation.drop_capabilities()
-    import random
-
-    random.seed()  # forked from one server: without this every run shares one random stream
-
-
-def _become_program(setup: dict, fds: list[int], workdir: str, namespaced: bool) -> None:
+def _become_program(fds: list[int], workdir: str, namespaced: bool, maxima: dict) -> None:
     """The program, handed its descriptors: limits, then the harness. Never returns.
 
     Descriptors: 0 stdin, 1 stdout, 2 stderr, then (tests) 3 calls in, 4 replies out or
@@ -391,13 +395,12 @@ def _become_program(setup: dict, fds: list[int], workdir: str, namespaced: bool)
     """
     status_target = fds[-1]  # where a setup failure is reported; moves with the others
     try:
-        os.setpgid(0, 0)
         request_fd = fds.pop(-2)
         request = read_request(request_fd)
-        request.update(mode=setup["mode"], limits=setup["limits"])  # limits as the supervisor clamped them
         os.close(request_fd)
+        limits = isolation.clamp_limits(request["limits"], maxima)
         status_target = _arrange_fds(fds, request.get("stdin", "").encode())
-        _enter_sandbox(request["limits"], workdir, namespaced, judge=False)
+        isolation.apply_limits(limits, namespaced, judge=False)
     except BaseException as error:  # noqa: BLE001
         # Reported on the status pipe: nothing the program writes may turn a run into an error.
         write_status(status_target, event="error", message=f"sandbox program setup failed: {error}")
