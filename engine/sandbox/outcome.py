@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import selectors
+import select
 import signal
 import time
 from dataclasses import dataclass, field
@@ -83,70 +83,71 @@ def collect(read_ends: list[int], *, max_output_bytes: int, deadline: float) -> 
     open_fds = set(read_ends)
     status_events: list[dict[str, Any]] = []
     exited = False
-    with selectors.DefaultSelector() as selector:
-        for fd in read_ends:
-            selector.register(fd, selectors.EVENT_READ)
+    # A poll object rather than a selector: no descriptor of its own to create and close per run.
+    selector = select.poll()
+    for fd in read_ends:
+        selector.register(fd, select.POLLIN)
 
-        def finish(fd: int) -> None:
-            selector.unregister(fd)
-            os.close(fd)
-            open_fds.discard(fd)
+    def finish(fd: int) -> None:
+        selector.unregister(fd)
+        os.close(fd)
+        open_fds.discard(fd)
 
-        def read_from(fd: int) -> None:
-            nonlocal status_events, exited
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                finish(fd)
-                if fd == status_fd and not exited:
-                    exited = True  # supervisor gone without an exit event: nothing more will come
-                return
-            if fd == stdout_fd:
-                collected.stdout += chunk
-                if len(collected.stdout) > max_output_bytes:
-                    del collected.stdout[max_output_bytes:]
-                    collected.output_exceeded = "stdout"
-                    finish(fd)  # the program's next write fails with EPIPE
-            elif fd == stderr_fd:
-                collected.stderr_total += len(chunk)
-                collected.stderr_tail += chunk
-                del collected.stderr_tail[:-STDERR_TAIL_BYTES]
-                if collected.stderr_total > max_output_bytes:
-                    collected.output_exceeded = collected.output_exceeded or "stderr"
-                    finish(fd)
-            elif fd == report_fd:
-                if len(collected.report) < REPORT_CAP_BYTES:
-                    collected.report += chunk
-            elif len(collected.status) < REPORT_CAP_BYTES:
-                collected.status += chunk
-                status_events = _parse_lines(collected.status)
-                exited = exited or any(event.get("event") in ("exit", "error") for event in status_events)
-
+    def read_from(fd: int) -> None:
+        nonlocal status_events, exited
         try:
-            while open_fds:
-                if exited:
-                    # The program has exited, so what it wrote is already in the pipes: drain
-                    # them without waiting for the supervisor's own exit and namespace teardown.
-                    ready = selector.select(timeout=0)
-                    if not ready:
-                        break
-                    for key, _ in ready:
-                        read_from(key.fd)
-                    continue
-                now = time.monotonic()
-                if now >= deadline:
-                    if collected.emergency_killed:
-                        break
-                    _emergency_kill(status_events)
-                    collected.emergency_killed = True
-                    deadline = now + 2.0
-                for key, _ in selector.select(timeout=max(0.0, deadline - now)):
-                    read_from(key.fd)
-        finally:
-            for fd in list(open_fds):
+            chunk = os.read(fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            finish(fd)
+            if fd == status_fd and not exited:
+                exited = True  # supervisor gone without an exit event: nothing more will come
+            return
+        if fd == stdout_fd:
+            collected.stdout += chunk
+            if len(collected.stdout) > max_output_bytes:
+                del collected.stdout[max_output_bytes:]
+                collected.output_exceeded = "stdout"
+                finish(fd)  # the program's next write fails with EPIPE
+        elif fd == stderr_fd:
+            collected.stderr_total += len(chunk)
+            collected.stderr_tail += chunk
+            del collected.stderr_tail[:-STDERR_TAIL_BYTES]
+            if collected.stderr_total > max_output_bytes:
+                collected.output_exceeded = collected.output_exceeded or "stderr"
                 finish(fd)
+        elif fd == report_fd:
+            if len(collected.report) < REPORT_CAP_BYTES:
+                collected.report += chunk
+        elif len(collected.status) < REPORT_CAP_BYTES:
+            collected.status += chunk
+            status_events = _parse_lines(collected.status)
+            exited = exited or any(event.get("event") in ("exit", "error") for event in status_events)
+
+    try:
+        while open_fds:
+            if exited:
+                # The program has exited, so what it wrote is already in the pipes: drain
+                # them without waiting for the supervisor's own exit and namespace teardown.
+                ready = selector.poll(0)
+                if not ready:
+                    break
+                for fd, _ in ready:
+                    read_from(fd)
+                continue
+            now = time.monotonic()
+            if now >= deadline:
+                if collected.emergency_killed:
+                    break
+                _emergency_kill(status_events)
+                collected.emergency_killed = True
+                deadline = now + 2.0
+            for fd, _ in selector.poll(max(0.0, deadline - now) * 1000):
+                read_from(fd)
+    finally:
+        for fd in list(open_fds):
+            finish(fd)
     return collected
 
 
