@@ -27,6 +27,7 @@ import marshal
 import os
 import secrets
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.sandbox.limits import SandboxLimits, SandboxMaxima
-from engine.sandbox.outcome import SandboxRun, collect, interpret
+from engine.sandbox.outcome import SandboxRun, collect, interpret, orphaned_workdir
 
 __all__ = ["Sandbox", "SandboxLimits", "SandboxMaxima", "SandboxRun", "SandboxUnavailable", "default_sandbox"]
 
@@ -230,6 +231,9 @@ def _execute(
         max_output_bytes=limits.max_output_bytes,
         deadline=started + limits.wall_seconds + EMERGENCY_GRACE_SECONDS,
     )
+    workdir = orphaned_workdir(collected)
+    if workdir is not None:
+        shutil.rmtree(workdir, ignore_errors=True)
     return interpret(collected, limits=limits, nonce=nonce, elapsed=time.monotonic() - started)
 
 

@@ -7,6 +7,7 @@ import logging
 import os
 import select
 import signal
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -180,6 +181,25 @@ def _parse_lines(data: bytes | bytearray) -> list[dict[str, Any]]:
         if isinstance(event, dict):
             events.append(event)
     return events
+
+
+# Where the server's tempfile.mkdtemp may put a work directory (its TMPDIR is /tmp).
+_TEMPORARY_DIRECTORIES = ("/tmp", "/var/tmp", "/usr/tmp")
+
+
+def orphaned_workdir(collected: _Collected) -> str | None:
+    """The fallback's work directory of a run whose setup process died without reporting (it
+    removes the directory itself otherwise): only a ``passband-sandbox-*`` directory of a
+    temporary directory, as the ``started`` event named it."""
+    events = _parse_lines(collected.status)
+    if any(event.get("event") in ("exit", "error") for event in events):
+        return None
+    for event in events:
+        workdir = event.get("workdir") if event.get("event") == "started" else None
+        if isinstance(workdir, str) and os.path.dirname(workdir) in _TEMPORARY_DIRECTORIES + (tempfile.gettempdir(),):
+            if os.path.basename(workdir).startswith("passband-sandbox-"):
+                return workdir
+    return None
 
 
 def interpret(collected: _Collected, *, limits: SandboxLimits, nonce: str | None, elapsed: float) -> SandboxRun:

@@ -58,7 +58,7 @@ def prepare_spare(channel: socket.socket, namespaced: bool, maxima: dict) -> Non
     request still comes, and the failure is reported on its status pipe.
     """
     isolation.name_process("pb-setup")
-    failure = ""
+    failure = workdir = ""
     program: tuple[int, socket.socket] | None = None
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the server's SIG_IGN would reap our children
@@ -84,10 +84,10 @@ def prepare_spare(channel: socket.socket, namespaced: bool, maxima: dict) -> Non
     try:
         message, fds, _flags, _address = socket.recv_fds(channel, 16, 8)
     except OSError:
-        _os_exit(0)
+        _leave(0, workdir, namespaced)
     channel.close()
     if not message or len(fds) != REQUEST_FDS:
-        _os_exit(0)  # the server went away (the program sees its socket close and exits)
+        _leave(0, workdir, namespaced)  # the server went away (the program sees its socket close and exits)
     status_fd = fds[5]
     try:
         if failure or program is None:
@@ -101,8 +101,15 @@ def prepare_spare(channel: socket.socket, namespaced: bool, maxima: dict) -> Non
     except BaseException as error:  # noqa: BLE001
         message = str(error) if isinstance(error, SetupError) else f"sandbox setup failed: {error}"
         write_status(status_fd, event="error", message=message)
-        _os_exit(1)
+        _leave(1, workdir, namespaced)
     supervise(request, fds, namespaced, program, workdir)
+
+
+def _leave(code: int, workdir: str, namespaced: bool) -> None:
+    """Exit, removing the fallback's work directory (with namespaces it is the run's own tmpfs)."""
+    if workdir and not namespaced:
+        shutil.rmtree(workdir, ignore_errors=True)
+    _os_exit(code)
 
 
 def read_request(fd: int) -> dict:
@@ -204,9 +211,10 @@ def supervise(
             socket.send_fds(program_socket, [b"s"], [stdout_fd, stderr_fd, report_fd, program_request_fd, status_fd])
         program_socket.close()
         started = time.monotonic()
-        write_status(
-            status_fd, event="started", supervisor_pid=os.getpid(), program_pid=program_pid, namespaced=namespaced
-        )
+        started_event = {"supervisor_pid": os.getpid(), "program_pid": program_pid, "namespaced": namespaced}
+        if not namespaced:
+            started_event["workdir"] = workdir  # for the caller to remove if we die without reporting
+        write_status(status_fd, event="started", **started_event)
         os.close(program_request_fd)
         if testing:
             judge_request = read_request(judge_request_fd)
@@ -232,13 +240,11 @@ def supervise(
             result = {"event": "exit", "timed_out": timed_out, **_ending(wait_status, usage)}
         result["wall_seconds"] = round(time.monotonic() - started, 4)
         write_status(status_fd, **result)
-        if not namespaced:
-            shutil.rmtree(workdir, ignore_errors=True)
-        _os_exit(0)
+        _leave(0, workdir, namespaced)
     except BaseException as error:  # noqa: BLE001
         _kill_group(program_pid)
         write_status(status_fd, event="error", message=f"sandbox supervisor failed: {error}")
-        _os_exit(1)
+        _leave(1, workdir, namespaced)
 
 
 def _judge(request: dict, program_pid: int, deadline: float, killer: object) -> dict[str, object]:
