@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 
 SERVER_SCRIPT = Path(__file__).with_name("server.py")
 SERVER_START_SECONDS = 30.0
-# The supervisor enforces the wall-clock limit; the caller steps in only if it did not.
+# The setup process enforces the wall-clock limit; the caller steps in only if it did not.
 EMERGENCY_GRACE_SECONDS = 5.0
 ISOLATION_CHOICES = ("auto", "namespaces", "fallback")
 

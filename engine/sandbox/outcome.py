@@ -39,7 +39,7 @@ class SandboxRun:
     are only ever used to explain a failure.
     exit_code, signal: the judge's in tests mode, the program's in script mode.
     program_exit_code, program_signal: the program's, in tests mode (None when it was still
-    running when the judge finished and the supervisor ended it).
+    running when the judge finished and the setup process ended it).
     limits: the limits the run had, after the maxima clamped what was asked.
     """
 
@@ -103,7 +103,7 @@ def collect(read_ends: list[int], *, max_output_bytes: int, deadline: float) -> 
         if not chunk:
             finish(fd)
             if fd == status_fd and not exited:
-                exited = True  # supervisor gone without an exit event: nothing more will come
+                exited = True  # setup process gone without an exit event: nothing more will come
             return
         if fd == stdout_fd:
             collected.stdout += chunk
@@ -130,7 +130,7 @@ def collect(read_ends: list[int], *, max_output_bytes: int, deadline: float) -> 
         while open_fds:
             if exited:
                 # The program has exited, so what it wrote is already in the pipes: drain
-                # them without waiting for the supervisor's own exit and namespace teardown.
+                # them without waiting for the setup process's own exit and namespace teardown.
                 ready = selector.poll(0)
                 if not ready:
                     break
