@@ -3,11 +3,12 @@
     .venv/bin/python bench/verifiers/hostile_throughput.py [--seconds 20] [--hostile-threads 2] [--no-write]
 
 Benign: HumanEval canonical solutions through verify(kind=code), one calling thread, cycling
-through the 164 problems for --seconds. Hostile: --hostile-threads more threads of the same
-process submit, back to back through the same fork server, an infinite loop, a fork bomb, a
-memory bomb, 100 MB of output, a sleeper and an early os._exit(0) (each limited to 3 s of wall
-time and 2 s of CPU). Prints a markdown table and rewrites the "hostile" section of
-docs/benchmarks-verifiers.md.
+through the 164 problems for --seconds: before the hostile programs, while they run, and after
+they stopped (the same server: what they did must not slow it down for good). Hostile:
+--hostile-threads more threads of the same process submit, back to back through the same fork
+server, an infinite loop, a fork bomb, a memory bomb, 100 MB of output, a sleeper, an early
+os._exit(0) and results that claim to equal anything (each limited to 3 s of wall time and 2 s
+of CPU). Prints a markdown table and rewrites the "hostile" section of docs/benchmarks-verifiers.md.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import itertools
+import os
 import threading
 import time
 
@@ -44,6 +46,9 @@ HOSTILE_PROGRAMS = {
     "100 MB output": "import sys\nfor _ in range(100):\n    sys.stdout.write('x' * (1 << 20))\n",
     "sleeper": "import time\ntime.sleep(3600)\n",
     "early os._exit(0)": "import os\nos._exit(0)\n",
+    "__eq__ always true": (
+        "class Anything(int):\n    def __eq__(self, other):\n        return True\ndef solve():\n    return Anything()\n"
+    ),
 }
 
 
@@ -83,7 +88,18 @@ def main() -> None:
     isolation = default_sandbox().isolation()["mode"]
     benign_rate(problems, 1.0)  # warm-up
 
-    alone, alone_done, alone_passed = benign_rate(problems, arguments.seconds)
+    rows = []
+
+    def measure(workload: str) -> float:
+        load = os.getloadavg()[0]
+        rate, done, passed = benign_rate(problems, arguments.seconds)
+        relative = f"{rate / rows[0][-1]:.0%} of before" if rows else "-"
+        rows.append(
+            [workload, f"{load:.1f} to {os.getloadavg()[0]:.1f}", f"{rate:.1f}", f"{passed}/{done}", relative, rate]
+        )
+        return rate
+
+    measure("benign, before the hostile programs")
     stop = threading.Event()
     outcomes: collections.Counter = collections.Counter()
     threads = [
@@ -93,21 +109,16 @@ def main() -> None:
     for thread in threads:
         thread.start()
     time.sleep(1.0)  # let the hostile programs get going
-    besieged, besieged_done, besieged_passed = benign_rate(problems, arguments.seconds)
+    measure(f"benign + {arguments.hostile_threads} hostile streams")
     stop.set()
     for thread in threads:
         thread.join(timeout=30)
+    measure("benign, after the hostile programs")
 
-    rows = [
-        ["benign alone", f"{alone:.1f}", f"{alone_passed}/{alone_done}", "-"],
-        [
-            f"benign + {arguments.hostile_threads} hostile streams",
-            f"{besieged:.1f}",
-            f"{besieged_passed}/{besieged_done}",
-            f"{besieged / alone:.0%} of alone",
-        ],
-    ]
-    table = markdown_table(["workload", "benign checks/s", "benign passed", "relative"], rows)
+    table = markdown_table(
+        ["workload", "load average (1 min)", "benign checks/s", "benign passed", "relative"],
+        [row[:-1] for row in rows],
+    )
     hostile_rows = [[name, outcome, detail, count] for (name, outcome, detail), count in sorted(outcomes.items())]
     hostile_table = markdown_table(["hostile program", "verdict", "detail", "runs"], hostile_rows)
     body = (
@@ -115,9 +126,11 @@ def main() -> None:
         f"--hostile-threads {arguments.hostile_threads}`\n\n"
         f"Isolation: {isolation}. One thread verifies HumanEval canonical solutions for {arguments.seconds:g}s, "
         f"first alone, then while {arguments.hostile_threads} other threads of the same process keep the same "
-        "fork server busy with hostile programs (3 s wall, 2 s CPU, 256 MB each). On a 2-core machine the "
-        "CPU-bound hostile programs take their CPU limit from the same cores, so benign throughput drops; "
-        "what matters is that every benign check still passes and no hostile run passes or escapes.\n\n"
+        "fork server busy with hostile programs (3 s wall, 2 s CPU, 256 MB each), then alone again once they "
+        "stopped. On a 2-core machine the CPU-bound hostile programs take their CPU limit from the same cores, "
+        "so benign throughput drops while they run; what matters is that every benign check still passes, no "
+        "hostile run passes or escapes, and the rate comes back afterwards. The load average is the "
+        "machine's (other work included), before and after each row.\n\n"
         + table
         + "\n\nHostile runs finished during the measurement:\n\n"
         + hostile_table

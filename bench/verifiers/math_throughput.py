@@ -9,9 +9,8 @@ generated: fractions, roots, sums, intervals and sets in LaTeX, inside a short c
 
 "Direct" is what a trainer would write without Passband: math_verify.parse and .verify in the
 calling thread, with math-verify's default (signal.alarm) timeouts, same extraction settings.
-"Passband" is verify(kind=math), with its default isolation (ordinary answers in the calling
-thread under a watchdog, risky ones in a helper process) and with isolation "process" (every
-pair through the helper). Prints a markdown table and rewrites the "math" section of
+"Passband" is verify(kind=math) as it always runs: every comparison in a killable helper process
+(math_worker.py). Prints a markdown table and rewrites the "math" section of
 docs/benchmarks-verifiers.md.
 """
 
@@ -30,7 +29,6 @@ from pathlib import Path
 from _common import markdown_table, write_section
 
 from engine.verifiers import verify
-from engine.verifiers.kinds.math import needs_process
 
 # The shared data folder sits beside the repository; it is never part of it.
 GSM8K = Path(
@@ -107,42 +105,44 @@ def main() -> None:
 
     source = "GSM8K test answers (the shared GSM8K test file)" if GSM8K.exists() else "generated LaTeX answers"
     pairs = gsm8k_pairs(arguments.pairs) if GSM8K.exists() else generated_pairs(arguments.pairs)
-    in_helper = sum(needs_process(completion[-10_000:]) or needs_process(answer) for completion, answer in pairs)
     direct = direct_verifier()
-    configs = {"auto": {"kind": "math"}, "process": {"kind": "math", "isolation": "process"}}
+    config = {"kind": "math"}
     # Warm-up: imports, the helper process, math-verify's caches for a different input.
     direct("$\\boxed{1}$", "1")
-    for config in configs.values():
-        verify(verifier=config, completion="$\\boxed{1}$", answer="1")
+    verify(verifier=config, completion="$\\boxed{1}$", answer="1")
 
-    rates: dict[str, list[float]] = {"direct": [], "auto": [], "process": []}
-    agree = {"auto": 0, "process": 0}
+    rates: dict[str, list[float]] = {"direct": [], "passband": []}
+    agree = 0
     for _ in range(arguments.rounds):
-        # Interleaved so that drift in machine load hits every variant alike.
+        # Interleaved so that drift in machine load hits both alike.
         started = time.perf_counter()
         direct_results = [direct(completion, answer) for completion, answer in pairs]
         rates["direct"].append(len(pairs) / (time.perf_counter() - started))
-        for name, config in configs.items():
-            rate, results = passband_rate(pairs, config)
-            rates[name].append(rate)
-            agree[name] = sum(left == right for left, right in zip(direct_results, results, strict=True))
+        rate, results = passband_rate(pairs, config)
+        rates["passband"].append(rate)
+        agree = sum(left == right for left, right in zip(direct_results, results, strict=True))
     direct_rate = statistics.median(rates["direct"])
-    rows = [["math-verify called directly", f"{direct_rate:.0f}", "-", "-"]]
-    for name, label in (("auto", "passband, isolation auto (default)"), ("process", "passband, isolation process")):
-        rate = statistics.median(rates[name])
-        rows.append([label, f"{rate:.0f}", f"{direct_rate / rate - 1:+.1%}", f"{agree[name]}/{len(pairs)}"])
+    rate = statistics.median(rates["passband"])
+    rows = [
+        ["math-verify called directly", f"{direct_rate:.0f}", "-", "-"],
+        [
+            "passband `verify(kind=math)` (killable helper process)",
+            f"{rate:.0f}",
+            f"{direct_rate / rate - 1:+.1%}",
+            f"{agree}/{len(pairs)}",
+        ],
+    ]
     table = markdown_table(["variant", "verifications/s", "overhead vs direct", "same verdict as direct"], rows)
     body = (
         "Command: `.venv/bin/python bench/verifiers/math_throughput.py "
         f"--pairs {arguments.pairs} --rounds {arguments.rounds}`\n\n"
-        f"Pairs: {len(pairs)} {source}, half with a wrong reference; {in_helper} of them look risky enough "
-        f"to go to the helper process under `isolation: auto`. One calling thread, median of {arguments.rounds} "
-        "interleaved rounds. Direct: `math_verify.parse` + `math_verify.verify` in the calling thread with "
-        "their default signal-based timeouts (which only work in a main thread). Passband, isolation auto: "
-        "`verify(kind=math)` compares ordinary answers in the calling thread under a watchdog deadline, and "
-        "sends risky ones (big or nested powers, factorials, huge expressions) to a killable helper process; "
-        "it works from any thread. Passband, isolation process: every pair goes through the helper process "
-        "(JSON over a pipe, soft timer there, hard kill from the caller). Goal: at most 10% overhead.\n\n" + table
+        f"Pairs: {len(pairs)} {source}, half with a wrong reference. One calling thread, median of "
+        f"{arguments.rounds} interleaved rounds. Direct: `math_verify.parse` + `math_verify.verify` in the "
+        "calling thread with their default signal-based timeouts (which only work in a main thread, and "
+        "cannot stop a call into C that holds the interpreter). Passband: `verify(kind=math)`, which sends "
+        "every comparison to a killable helper process (JSON over a pipe, soft timer there, hard kill from "
+        "the caller a second after the deadline; `isolation: auto`, the former in-thread default, is read as "
+        "`process`); it works from any thread. The overhead is the price of that hard time bound.\n\n" + table
     )
     print(table)
     if not arguments.no_write:

@@ -18,12 +18,16 @@ namespace mapping to an unprivileged uid, no network, a read-only filesystem vie
 
 from __future__ import annotations
 
+import binascii
 import functools
+import importlib.util
 import json
 import logging
+import marshal
 import os
 import secrets
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -36,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.sandbox.limits import SandboxLimits, SandboxMaxima
-from engine.sandbox.outcome import SandboxRun, collect, interpret
+from engine.sandbox.outcome import SandboxRun, collect, interpret, orphaned_workdir
 
 __all__ = ["Sandbox", "SandboxLimits", "SandboxMaxima", "SandboxRun", "SandboxUnavailable", "default_sandbox"]
 
@@ -44,7 +48,7 @@ logger = logging.getLogger(__name__)
 
 SERVER_SCRIPT = Path(__file__).with_name("server.py")
 SERVER_START_SECONDS = 30.0
-# The supervisor enforces the wall-clock limit; the caller steps in only if it did not.
+# The setup process enforces the wall-clock limit; the caller steps in only if it did not.
 EMERGENCY_GRACE_SECONDS = 5.0
 ISOLATION_CHOICES = ("auto", "namespaces", "fallback")
 
@@ -99,13 +103,22 @@ class Sandbox:
         are called over a pipe and their results come back by value, so the verdict is decided
         outside the program's interpreter. Raises SyntaxError when a test snippet does not compile.
         """
-        for index, test in enumerate(tests):
-            _require_compiles(test, f"<test {index}>")  # a SyntaxError here is the task's, not the program's
-        if prelude:
-            _require_compiles(prelude, "<prelude>")
+        # A SyntaxError here is the task's, not the program's. The judge gets the compiled code
+        # too (compiled once per task in this process, not once per run in the judge).
+        compiled = [_compiled(test, f"<test {index}>") for index, test in enumerate(tests)]
         nonce = secrets.token_hex(16)
         request = {"mode": "tests", "program": program}
-        judge_request = {"tests": list(tests), "prelude": prelude, "entry_point": entry_point, "nonce": nonce}
+        judge_request = {
+            "tests": list(tests),
+            "prelude": prelude,
+            "entry_point": entry_point,
+            "nonce": nonce,
+            "compiled": {
+                "magic": _BYTECODE_MAGIC,
+                "tests": compiled,
+                "prelude": _compiled(prelude, "<prelude>") if prelude else None,
+            },
+        }
         return self._run(request, judge_request, limits, nonce=nonce)
 
     def run_script(self, *, program: str, stdin: str, limits: SandboxLimits) -> SandboxRun:
@@ -218,7 +231,10 @@ def _execute(
         max_output_bytes=limits.max_output_bytes,
         deadline=started + limits.wall_seconds + EMERGENCY_GRACE_SECONDS,
     )
-    return interpret(collected, limits=limits, nonce=nonce)
+    workdir = orphaned_workdir(collected)
+    if workdir is not None:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return interpret(collected, limits=limits, nonce=nonce, elapsed=time.monotonic() - started)
 
 
 # -- process-wide default ---------------------------------------------------------------------
@@ -367,9 +383,14 @@ def _describe_isolation(*, namespaces: bool, user: str) -> dict[str, Any]:
     }
 
 
+_BYTECODE_MAGIC = importlib.util.MAGIC_NUMBER.hex()
+
+
 @functools.lru_cache(maxsize=1024)
-def _require_compiles(source: str, filename: str) -> None:
-    compile(source, filename, "exec")
+def _compiled(source: str, filename: str) -> str:
+    """``source`` compiled, marshalled, in base64 (the judge uses it when its interpreter's
+    bytecode matches ours). Raises SyntaxError."""
+    return binascii.b2a_base64(marshal.dumps(compile(source, filename, "exec")), newline=False).decode()
 
 
 def _write_all(fd: int, data: bytes) -> None:

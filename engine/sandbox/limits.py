@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields, replace
 class SandboxLimits:
     """Limits for one run. Times in seconds, sizes in bytes."""
 
-    wall_seconds: float = 10.0  # whole run, enforced by the supervisor (process groups killed)
+    wall_seconds: float = 10.0  # whole run, enforced by the setup process (the program killed)
     cpu_seconds: float = 10.0  # RLIMIT_CPU per process, rounded up to whole seconds
     memory_bytes: int = 1 << 30  # RLIMIT_AS per process
     max_processes: int = 4  # the program and its children and threads (RLIMIT_NPROC)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-import selectors
+import select
 import signal
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +39,7 @@ class SandboxRun:
     are only ever used to explain a failure.
     exit_code, signal: the judge's in tests mode, the program's in script mode.
     program_exit_code, program_signal: the program's, in tests mode (None when it was still
-    running when the judge finished and the supervisor ended it).
+    running when the judge finished and the setup process ended it).
     limits: the limits the run had, after the maxima clamped what was asked.
     """
 
@@ -83,88 +84,89 @@ def collect(read_ends: list[int], *, max_output_bytes: int, deadline: float) -> 
     open_fds = set(read_ends)
     status_events: list[dict[str, Any]] = []
     exited = False
-    with selectors.DefaultSelector() as selector:
-        for fd in read_ends:
-            selector.register(fd, selectors.EVENT_READ)
+    # A poll object rather than a selector: no descriptor of its own to create and close per run.
+    selector = select.poll()
+    for fd in read_ends:
+        selector.register(fd, select.POLLIN)
 
-        def finish(fd: int) -> None:
-            selector.unregister(fd)
-            os.close(fd)
-            open_fds.discard(fd)
+    def finish(fd: int) -> None:
+        selector.unregister(fd)
+        os.close(fd)
+        open_fds.discard(fd)
 
-        def read_from(fd: int) -> None:
-            nonlocal status_events, exited
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                finish(fd)
-                if fd == status_fd and not exited:
-                    exited = True  # supervisor gone without an exit event: nothing more will come
-                return
-            if fd == stdout_fd:
-                collected.stdout += chunk
-                if len(collected.stdout) > max_output_bytes:
-                    del collected.stdout[max_output_bytes:]
-                    collected.output_exceeded = "stdout"
-                    finish(fd)  # the program's next write fails with EPIPE
-            elif fd == stderr_fd:
-                collected.stderr_total += len(chunk)
-                collected.stderr_tail += chunk
-                del collected.stderr_tail[:-STDERR_TAIL_BYTES]
-                if collected.stderr_total > max_output_bytes:
-                    collected.output_exceeded = collected.output_exceeded or "stderr"
-                    finish(fd)
-            elif fd == report_fd:
-                if len(collected.report) < REPORT_CAP_BYTES:
-                    collected.report += chunk
-            elif len(collected.status) < REPORT_CAP_BYTES:
-                collected.status += chunk
-                status_events = _parse_lines(collected.status)
-                exited = exited or any(event.get("event") in ("exit", "error") for event in status_events)
-
+    def read_from(fd: int) -> None:
+        nonlocal status_events, exited
         try:
-            while open_fds:
-                if exited:
-                    # The program has exited, so what it wrote is already in the pipes: drain
-                    # them without waiting for the supervisor's own exit and namespace teardown.
-                    ready = selector.select(timeout=0)
-                    if not ready:
-                        break
-                    for key, _ in ready:
-                        read_from(key.fd)
-                    continue
-                now = time.monotonic()
-                if now >= deadline:
-                    if collected.emergency_killed:
-                        break
-                    _emergency_kill(status_events)
-                    collected.emergency_killed = True
-                    deadline = now + 2.0
-                for key, _ in selector.select(timeout=max(0.0, deadline - now)):
-                    read_from(key.fd)
-        finally:
-            for fd in list(open_fds):
+            chunk = os.read(fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            finish(fd)
+            if fd == status_fd and not exited:
+                exited = True  # setup process gone without an exit event: nothing more will come
+            return
+        if fd == stdout_fd:
+            collected.stdout += chunk
+            if len(collected.stdout) > max_output_bytes:
+                del collected.stdout[max_output_bytes:]
+                collected.output_exceeded = "stdout"
+                finish(fd)  # the program's next write fails with EPIPE
+        elif fd == stderr_fd:
+            collected.stderr_total += len(chunk)
+            collected.stderr_tail += chunk
+            del collected.stderr_tail[:-STDERR_TAIL_BYTES]
+            if collected.stderr_total > max_output_bytes:
+                collected.output_exceeded = collected.output_exceeded or "stderr"
                 finish(fd)
+        elif fd == report_fd:
+            if len(collected.report) < REPORT_CAP_BYTES:
+                collected.report += chunk
+        elif len(collected.status) < REPORT_CAP_BYTES:
+            collected.status += chunk
+            status_events = _parse_lines(collected.status)
+            exited = exited or any(event.get("event") in ("exit", "error") for event in status_events)
+
+    try:
+        while open_fds:
+            if exited:
+                # The program has exited, so what it wrote is already in the pipes: drain
+                # them without waiting for the setup process's own exit and namespace teardown.
+                ready = selector.poll(0)
+                if not ready:
+                    break
+                for fd, _ in ready:
+                    read_from(fd)
+                continue
+            now = time.monotonic()
+            if now >= deadline:
+                if collected.emergency_killed:
+                    break
+                _emergency_kill(status_events)
+                collected.emergency_killed = True
+                deadline = now + 2.0
+            for fd, _ in selector.poll(max(0.0, deadline - now) * 1000):
+                read_from(fd)
+    finally:
+        for fd in list(open_fds):
+            finish(fd)
     return collected
 
 
 def _emergency_kill(status_events: list[dict[str, Any]]) -> None:
-    """The supervisor missed its own deadline (should not happen): kill the run from outside."""
+    """The setup process missed its own deadline (should not happen): kill the run from outside."""
     logger.error("sandbox run outlived its wall-clock limit; killing it from the caller")
     namespaced = any(event.get("namespaced") for event in status_events)
     for event in status_events:
-        try:
-            if event.get("event") == "started":
-                # The supervisor is pid 1 of the run's pid namespace: killing it ends them all.
-                os.kill(int(event["supervisor_pid"]), signal.SIGKILL)
-            elif event.get("event") == "program_started" and not namespaced:
-                for key in ("program_pid", "judge_pid"):
-                    if event.get(key):
-                        os.killpg(int(event[key]), signal.SIGKILL)
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+        if event.get("event") != "started":
+            continue
+        # The setup process: its death ends the program (pid 1 of the run's pid namespace, or
+        # with the fallback a process group of its own, killed here too).
+        targets = [(os.kill, "supervisor_pid")] + ([] if namespaced else [(os.killpg, "program_pid")])
+        for kill, key in targets:
+            try:
+                kill(int(event[key]), signal.SIGKILL)
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
 
 
 def _parse_lines(data: bytes | bytearray) -> list[dict[str, Any]]:
@@ -181,9 +183,29 @@ def _parse_lines(data: bytes | bytearray) -> list[dict[str, Any]]:
     return events
 
 
-def interpret(collected: _Collected, *, limits: SandboxLimits, nonce: str | None) -> SandboxRun:
-    """The run's outcome from what the pipes carried. Only the status pipe (setup process,
-    supervisor, each child before untrusted code starts) can make a run an error."""
+# Where the server's tempfile.mkdtemp may put a work directory (its TMPDIR is /tmp).
+_TEMPORARY_DIRECTORIES = ("/tmp", "/var/tmp", "/usr/tmp")
+
+
+def orphaned_workdir(collected: _Collected) -> str | None:
+    """The fallback's work directory of a run whose setup process died without reporting (it
+    removes the directory itself otherwise): only a ``passband-sandbox-*`` directory of a
+    temporary directory, as the ``started`` event named it."""
+    events = _parse_lines(collected.status)
+    if any(event.get("event") in ("exit", "error") for event in events):
+        return None
+    for event in events:
+        workdir = event.get("workdir") if event.get("event") == "started" else None
+        if isinstance(workdir, str) and os.path.dirname(workdir) in _TEMPORARY_DIRECTORIES + (tempfile.gettempdir(),):
+            if os.path.basename(workdir).startswith("passband-sandbox-"):
+                return workdir
+    return None
+
+
+def interpret(collected: _Collected, *, limits: SandboxLimits, nonce: str | None, elapsed: float) -> SandboxRun:
+    """The run's outcome from what the pipes carried. Only the status pipe (the setup process,
+    and the program before its code starts) can make a run an error. ``elapsed``: seconds since
+    the request was sent."""
     status_events = _parse_lines(collected.status)
     report_events = tuple(_parse_lines(collected.report))
     stdout = collected.stdout.decode("utf-8", "replace")
@@ -194,6 +216,11 @@ def interpret(collected: _Collected, *, limits: SandboxLimits, nonce: str | None
         return SandboxRun(status="error", error=str(errors[0].get("message", "sandbox error")), **common)
     exit_event = next((event for event in status_events if event.get("event") == "exit"), None)
     if exit_event is None:
+        started = any(event.get("event") == "started" for event in status_events)
+        if started and elapsed >= limits.wall_seconds:
+            # The judge's hard kill (a second after the deadline, for what its alarm could not
+            # interrupt) or ours: the run was over its wall clock, not a fault of the sandbox.
+            return SandboxRun(status="timeout", timeout_reason="wall", **common)
         reason = "killed from the caller after missing its deadline" if collected.emergency_killed else "died"
         return SandboxRun(status="error", error=f"sandbox supervisor {reason} without reporting", **common)
     common.update(

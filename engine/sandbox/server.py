@@ -15,22 +15,25 @@ it must not import the package). Protocol:
   so callers in many threads can share one server without replies to route.
 * EOF on the control socket (the caller process died) ends the server, and its spare.
 
-Process tree of one run, with namespaces:
+Process tree of one run, with namespaces (two processes per run, each forked ahead of the
+request, and each named in ``ps``: pb-setup, pb-program):
 
     server (uid 0 inside its own user namespace, which maps to nobody/the caller outside;
             root filesystem: a read-only tmpfs with read-only binds of the system and Python dirs)
       └─ setup      new user namespace (uid 1000 inside, still nobody outside), new network
-                    (no interfaces up), mount, pid, ipc and uts namespaces; private tmpfs on /tmp
-                    and /dev/shm. Waits for the supervisor.
-          └─ supervisor   pid 1 of the new pid namespace: mounts /proc, waits for its request,
-                          enforces the wall-clock limit, reports the exit status. When it exits
-                          the kernel kills every process left in the namespace (fork bombs,
-                          daemonized children).
-              ├─ program  rlimits, no capabilities, no_new_privs, empty environment, cwd /tmp;
-              │           runs the model's code (runtime/program.py), and in tests mode
-              │           answers the judge's calls by value over two pipes.
-              └─ judge    tests mode only: same limits, non-dumpable; runs the task's tests
-                          (runtime/judge.py) and alone holds the report pipe.
+         (judge)    (no interfaces up), mount, pid, ipc and uts namespaces; private tmpfs on /tmp
+                    and /dev/shm. It stays outside the new pid namespace, so the program cannot
+                    name it (no signals, no /proc entry), and is non-dumpable. Waits for the
+                    request, hands the program its descriptors, enforces the wall clock and
+                    reports how the run ended; in tests mode it is the judge: runs the task's
+                    tests (runtime/judge.py) under the same limits, without capabilities, and
+                    alone holds the report pipe.
+          └─ program  pid 1 of the new pid namespace: mounts its /proc, then rlimits, no
+                      capabilities, no_new_privs, empty environment, cwd /tmp; runs the model's
+                      code (runtime/program.py), and in tests mode answers the judge's calls by
+                      value over two pipes. When it exits, or is killed (by the setup process, or
+                      by the kernel when the setup process dies), the kernel kills every process
+                      left in its namespace (fork bombs, daemonized children).
 
 Without namespaces (kernel or container forbids them) the same tree runs with rlimits, a new
 session, a private temporary directory and a Python audit hook; see docs/verifiers.md.
@@ -171,6 +174,7 @@ def main() -> None:
     maxima = dict(options.get("maxima") or {})
     try:
         load_runtime()
+        sys.modules["passband_sandbox.isolation"].name_process("pb-server")
         if namespaced:
             report["user"] = sys.modules["passband_sandbox.isolation"].enter_server_namespaces()
         for name in PREIMPORTED:
@@ -179,6 +183,7 @@ def main() -> None:
             except ImportError:
                 pass
         warm_up()
+        sys.modules["passband_sandbox.supervisor"].prepare_interpreter()
     except BaseException as error:  # noqa: BLE001
         print(json.dumps({"ready": False, "error": str(error)}), flush=True)
         os._exit(1)

@@ -8,6 +8,7 @@ import ctypes
 import os
 import pwd
 import resource
+import signal
 import sys
 
 CLONE_NEWNS = 0x00020000
@@ -33,6 +34,8 @@ MNT_DETACH = 0x2
 PRESERVED_MOUNT_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME
 
 PR_SET_DUMPABLE = 4
+PR_SET_NAME = 15
+PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 PIVOT_ROOT_SYSCALL = {"x86_64": 155, "aarch64": 41, "arm64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
@@ -225,12 +228,65 @@ def _nobody_ids() -> tuple[int, int]:
         return 65534, 65534
 
 
+def name_process(name: str) -> None:
+    """The process's name in ps and top (15 bytes at most); best effort."""
+    buffer = ctypes.create_string_buffer(name.encode()[:15])
+    libc.prctl(PR_SET_NAME, ctypes.addressof(buffer), 0, 0, 0)
+
+
+class _SigEvent(ctypes.Structure):
+    _fields_ = [
+        ("value", ctypes.c_void_p),
+        ("signo", ctypes.c_int),
+        ("notify", ctypes.c_int),
+        ("pad", ctypes.c_int * 12),
+    ]
+
+
+class _TimeSpec(ctypes.Structure):
+    _fields_ = [("seconds", ctypes.c_long), ("nanoseconds", ctypes.c_long)]
+
+
+class _TimerSpec(ctypes.Structure):
+    _fields_ = [("interval", _TimeSpec), ("value", _TimeSpec)]
+
+
+CLOCK_MONOTONIC = 1
+SIGEV_SIGNAL = 0
+
+
+# Built once in the server: a judge only fills in the time and makes the calls.
+_KILL_EVENT = _SigEvent(signo=signal.SIGKILL, notify=SIGEV_SIGNAL)
+_KILL_TIME = _TimerSpec()
+_TIMER = ctypes.c_void_p()
+
+
+def kill_self_after(seconds: float) -> ctypes.c_void_p:
+    """A kernel timer that sends this process SIGKILL in ``seconds``, whatever its code does
+    (a call into C that holds the interpreter, signal handlers replaced or ignored). Returns
+    the timer, for ``disarm``."""
+    _check(libc.timer_create(CLOCK_MONOTONIC, ctypes.byref(_KILL_EVENT), ctypes.byref(_TIMER)), "timer_create")
+    whole = int(seconds)
+    _KILL_TIME.value.seconds, _KILL_TIME.value.nanoseconds = whole, int((seconds - whole) * 1e9)
+    _check(libc.timer_settime(_TIMER, 0, ctypes.byref(_KILL_TIME), None), "timer_settime")
+    return _TIMER
+
+
+def disarm(timer: ctypes.c_void_p) -> None:
+    _check(libc.timer_delete(timer), "timer_delete")
+
+
 def close_fds_except(keep: set[int]) -> None:
     low = 0
     for fd in sorted(keep) + [1 << 20]:
         if fd > low:
             os.closerange(low, fd)
         low = fd + 1
+
+
+# Built once in the server: every run's processes only make the calls.
+_CAPABILITY_HEADER = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
+_NO_CAPABILITIES = (ctypes.c_uint32 * 6)()
 
 
 def drop_capabilities() -> None:
@@ -240,9 +296,7 @@ def drop_capabilities() -> None:
     no_new_privs stops setuid binaries and file capabilities from granting any back, and the
     program's uid inside its namespace is not 0, so an execve cannot regain root's set either.
     """
-    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
-    data = (ctypes.c_uint32 * 6)()
-    _check(libc.capset(header, data), "capset")
+    _check(libc.capset(_CAPABILITY_HEADER, _NO_CAPABILITIES), "capset")
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl no_new_privs")
 
 
@@ -272,34 +326,47 @@ def clamp_limits(limits: dict, maxima: dict) -> dict:
     return clamped
 
 
-def apply_limits(limits: dict, namespaced: bool, *, testing: bool) -> None:
+def apply_limits(limits: dict, namespaced: bool, *, judge: bool) -> None:
+    """rlimits of the program, or of the judge (the setup process, in tests mode)."""
     cpu = max(1, int(-(-float(limits["cpu_seconds"]) // 1)))
+    if judge:
+        # The judge's own CPU is bounded by the wall clock; this only catches a long call into C
+        # that its alarm cannot interrupt.
+        cpu = max(1, int(-(-float(limits["wall_seconds"]) // 1))) + 1
+        cpu_limits = (cpu, cpu)
+    elif namespaced:
+        # The program is pid 1 of its namespace, which ignores SIGXCPU: the kill comes at the limit.
+        cpu_limits = (cpu, cpu)
+    else:
+        cpu_limits = (cpu, cpu + 1)
     memory = int(limits["memory_bytes"])
     file_bytes = int(limits["max_file_bytes"])
     open_files = int(limits["max_open_files"])
     settings = [
-        (resource.RLIMIT_CPU, cpu, cpu + 1),
+        (resource.RLIMIT_CPU, *cpu_limits),
         (resource.RLIMIT_AS, memory, memory),
         (resource.RLIMIT_FSIZE, file_bytes, file_bytes),
         (resource.RLIMIT_NOFILE, open_files, open_files),
         (resource.RLIMIT_CORE, 0, 0),
     ]
     if namespaced:
-        # Counted per (user namespace, uid), so per run. The setup process and the supervisor
-        # (and in tests mode the judge) are in the count too.
-        processes = int(limits["max_processes"]) + (3 if testing else 2)
+        # Counted per (user namespace, uid), so per run; the setup process is in the count too.
+        processes = int(limits["max_processes"]) + 1
         settings.append((resource.RLIMIT_NPROC, processes, processes))
     for which, soft, hard in settings:
         resource.setrlimit(which, (soft, hard))
 
 
-def install_audit_guard(workdir: str) -> None:
+def install_audit_guard(workdir: str, *, may_kill: int | None = None, may_disarm: bool = False) -> None:
     """Fallback isolation only: refuse the obvious escapes at the Python level.
 
     Not a security boundary (ctypes or a C extension bypasses it); it keeps honest-but-sloppy
     and naive hostile programs from reaching the network, spawning processes, signalling other
     processes or writing outside their directory when the kernel gives us no namespaces.
+    ``may_kill``: the one process (group) this process may still signal (the judge's program);
+    ``may_disarm``: whether it may still call ``disarm`` (the judge, ending its own kill timer).
     """
+    timer_delete = ctypes.cast(libc.timer_delete, ctypes.c_void_p).value if may_disarm else None
     root = os.path.realpath(workdir)
     refused = {
         "os.fork",
@@ -362,6 +429,10 @@ def install_audit_guard(workdir: str) -> None:
             for position in modifying[event]:
                 if position < len(args):
                     require_inside(args[position])
+        elif event in ("os.kill", "os.killpg") and may_kill is not None and args and args[0] == may_kill:
+            return
+        elif event == "ctypes.call_function" and timer_delete is not None and args and args[0] == timer_delete:
+            return
         elif event in refused:
             raise PermissionError(f"sandbox: {event} is not allowed")
 

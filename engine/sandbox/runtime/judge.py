@@ -1,4 +1,4 @@
-"""The judge's process: runs the task's tests, outside the program's interpreter.
+"""The judge: runs the task's tests in the run's setup process, outside the program's interpreter.
 
 The tests see the program's functions as ``Remote`` objects: calling one sends the arguments
 by value to the program's process and brings the result back by value, as fresh builtin
@@ -14,8 +14,11 @@ but it equals only itself and has no truth value.
 
 from __future__ import annotations
 
+import binascii
 import builtins
 import importlib
+import importlib.util
+import marshal
 import os
 
 from . import wire
@@ -189,32 +192,49 @@ def _exception(reply: list) -> BaseException:
     return ProgramError(text or "exception in the program")
 
 
-def _report(**event: object) -> None:
+def _code(source: str, filename: str, marshalled: str | None) -> object:
+    """The code of a test or prelude: unmarshalled when the caller sent it compiled (it comes
+    from the trusted caller, through a descriptor only the judge reads), else compiled here."""
+    if marshalled:
+        return marshal.loads(binascii.a2b_base64(marshalled))
+    return _compile(source, filename, "exec")
+
+
+def report(event: dict) -> None:
+    """The verdict on the report pipe, which only this process holds."""
+    flush_standard_streams()
     try:
         os.write(REPORT_FD, wire.dumps(event) + b"\n")
     except OSError:
         pass
 
 
-def run_judge(request: dict) -> None:
-    """Run the tests against the program. Never returns.
+def run_judge(request: dict, *, stop: type[BaseException]) -> tuple[dict, int]:
+    """Run the tests against the program: the event to report and 0 (passed) or 1.
 
     request: ``tests`` (snippets run in order in one namespace), ``prelude`` (task code run
     first, e.g. HumanEval's prompt with its helpers), ``entry_point`` (when set, only that name
     is taken from the program; otherwise every name it defines that does not shadow a builtin),
-    ``nonce`` (written with the final "passed" event).
+    ``nonce`` (written with the final "passed" event). ``stop`` (the wall clock ran out) is
+    never taken for a failing test: it ends the tests.
     """
     tests = list(request.get("tests", []))
     entry_point = request.get("entry_point") or None
     link = Link(wire.Channel(REPLIES_FD, CALLS_FD))
-    compiled = [_compile(test, f"<test {index}>", "exec") for index, test in enumerate(tests)]
+    precompiled = request.get("compiled") or {}
+    if precompiled.get("magic") != importlib.util.MAGIC_NUMBER.hex():
+        precompiled = {}  # compiled by another Python version: compile here
+    compiled = [
+        _code(test, f"<test {index}>", (precompiled.get("tests") or [None] * len(tests))[index])
+        for index, test in enumerate(tests)
+    ]
     namespace: dict = {"__name__": "__passband_tests__", "__builtins__": builtins}
     try:
         names = link.names([entry_point] if entry_point else None)
         if entry_point:
             prelude = request.get("prelude") or ""
             if prelude:
-                _exec(_compile(prelude, "<prelude>", "exec"), namespace)
+                _exec(_code(prelude, "<prelude>", precompiled.get("prelude")), namespace)
             namespace.pop(entry_point, None)
         for name, spec in names.items():
             if type(name) is not str or name in _BUILTIN_NAMES or name.startswith("__") or type(spec) is not list:
@@ -226,25 +246,23 @@ def run_judge(request: dict) -> None:
                     continue
             else:
                 namespace[name] = spec[1]
+    except stop:
+        raise
     except ProgramGone as gone:
-        _finish(gone.event, 1)
+        return gone.event, 1
     except BaseException as error:  # noqa: BLE001
-        _finish({"event": "test_failed", "index": 0, "error": describe_error(error), "line": None, "source": ""}, 1)
+        return {"event": "test_failed", "index": 0, "error": describe_error(error), "line": None, "source": ""}, 1
     for index, code in enumerate(compiled):
         try:
             _exec(code, namespace)
+        except stop:
+            raise
         except ProgramGone as gone:
-            _finish(gone.event, 1)
+            return gone.event, 1
         except BaseException as error:  # noqa: BLE001
             line, text = failing_line(error, f"<test {index}>", tests[index])
             event = {"event": "test_failed", "index": index, "error": describe_error(error), "line": line}
-            _finish({**event, "source": text}, 1)
+            return {**event, "source": text}, 1
     if link.gone is not None:  # a test swallowed the program's death: still no pass
-        _finish(link.gone, 1)
-    _finish({"event": "passed", "nonce": request.get("nonce")}, 0)
-
-
-def _finish(event: dict, code: int) -> None:
-    flush_standard_streams()
-    _report(**event)
-    os._exit(code)
+        return link.gone, 1
+    return {"event": "passed", "nonce": request.get("nonce")}, 0

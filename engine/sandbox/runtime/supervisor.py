@@ -1,4 +1,4 @@
-"""One run of the sandbox: setup process -> supervisor -> program (and, for tests, the judge).
+"""One run of the sandbox: setup process (judge and watchdog) -> program.
 
 Standard library only; loaded by server.py before the server isolates itself.
 
@@ -6,17 +6,20 @@ Descriptors a run receives (in this order): the program's request (a memfd: prog
 limits, mode), the judge's request (a memfd: prelude, tests, entry point, nonce; empty for
 scripts), the write ends of stdout, stderr, the report pipe and the status pipe.
 
-In ``tests`` mode the supervisor forks the **program** first, while it has read only the
-program's request (so the tests, the expected values and the nonce never exist in the
-program's memory), and then the **judge**, which reads its own request, runs the tests and
-calls the program's functions over two pipes. Only the judge holds the report pipe, and it is
-non-dumpable: the program cannot ptrace it or read its memory or descriptors.
+The setup process creates the run's namespaces and forks the **program** before any request
+exists; with namespaces the program is pid 1 of the run's pid namespace, so its exit takes
+every process it started with it, and the setup process, outside that namespace, is out of its
+sight: the program can neither signal it nor open it through /proc. When the request comes,
+the setup process hands the program its descriptors, enforces the wall clock and reports how
+the run ended. In ``tests`` mode it is also the **judge**: only after the program was forked
+does it read its own request (so the tests, the expected values and the nonce never exist in
+the program's memory), and it runs the tests, calling the program's functions over two pipes.
+Only it holds the report pipe, and it is non-dumpable.
 """
 
 from __future__ import annotations
 
 import fcntl
-import io
 import json
 import os
 import select
@@ -32,6 +35,9 @@ from .isolation import SetupError
 
 DEFAULT_TMP_BYTES = 64 << 20
 REQUEST_FDS = 6
+PROGRAM_EXIT_GRACE_SECONDS = 1.0
+ALARM_REPEAT_SECONDS = 0.25
+JUDGE_KILL_GRACE_SECONDS = 1.0
 _os_exit = os._exit
 _os_write = os.write
 _json_dumps = json.dumps
@@ -45,15 +51,17 @@ def write_status(fd: int, **event: object) -> None:
 
 
 def prepare_spare(channel: socket.socket, namespaced: bool, maxima: dict) -> None:
-    """Setup process of a spare sandbox (forked by the server ahead of any request).
+    """Setup process of a spare sandbox (forked by the server ahead of any request). Never returns.
 
-    Creates the run's namespaces and private mounts, forks the supervisor, and waits for it.
-    A setup failure is not lost: the supervisor-to-be still takes the next request and
-    reports the failure on its status pipe. Never returns.
+    Creates the run's namespaces and private mounts and forks the program, which waits for its
+    descriptors; then waits for one request and runs it. A setup failure is not lost: the
+    request still comes, and the failure is reported on its status pipe.
     """
-    failure = ""
+    isolation.name_process("pb-setup")
+    failure = workdir = ""
+    program: tuple[int, socket.socket] | None = None
     try:
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the server's SIG_IGN would reap our children
         isolation.close_fds_except({channel.fileno(), 2})
         os.setsid()
         if namespaced:
@@ -65,66 +73,27 @@ def prepare_spare(channel: socket.socket, namespaced: bool, maxima: dict) -> Non
             tmpfs = isolation.MS_NOSUID | isolation.MS_NODEV
             isolation.mount("tmpfs", "/tmp", "tmpfs", tmpfs, f"mode=0755,size={DEFAULT_TMP_BYTES},nr_inodes=4096")
             isolation.mount("tmpfs", "/dev/shm", "tmpfs", tmpfs, "mode=0755,size=16m,nr_inodes=256")
-        supervisor_pid = os.fork()
+        # Non-dumpable before anything secret exists: no process of the same uid may ptrace us
+        # or open our memory and descriptors through /proc (the program inherits it too).
+        isolation.libc.prctl(isolation.PR_SET_DUMPABLE, 0, 0, 0, 0)
+        workdir = "/tmp" if namespaced else tempfile.mkdtemp(prefix="passband-sandbox-")
+        program = _prefork_program(channel, namespaced, maxima, workdir)
+        _prepare_process(workdir, namespaced)
     except BaseException as error:  # noqa: BLE001
         failure = f"sandbox setup failed: {error}"
-        supervisor_pid = 0
-    if supervisor_pid == 0:
-        await_request(channel, namespaced, failure, maxima)
-    channel.close()
-    try:
-        os.waitpid(supervisor_pid, 0)
-    finally:
-        _os_exit(0)
-
-
-def await_request(channel: socket.socket, namespaced: bool, failure: str, maxima: dict) -> None:
-    """Supervisor-to-be: finish what can be done early, then wait for one request. Never returns."""
-    try:
-        # As pid 1 of the namespace we receive, from inside it, only signals we handle: drop
-        # the one handler Python installs (SIGINT), or a program could break the supervisor.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        global_pid = os.getpid()
-        if namespaced and not failure:
-            # Our pid as the caller sees it, read before the namespace's own /proc hides it.
-            with open("/proc/self/status") as status_file:
-                for line in status_file:
-                    if line.startswith("NSpid:"):
-                        global_pid = int(line.split()[1])
-            proc_flags = isolation.MS_NOSUID | isolation.MS_NODEV | isolation.MS_NOEXEC
-            try:
-                isolation.mount("proc", "/proc", "proc", proc_flags)
-            except SetupError:
-                # Some container runtimes mask parts of /proc, which forbids a new proc mount;
-                # hide the server's /proc (host processes) behind an empty tmpfs instead.
-                isolation.mount("tmpfs", "/proc", "tmpfs", proc_flags, "size=4k")
-        # Non-dumpable: a program running as the same uid cannot ptrace us or open /proc/1/fd.
-        isolation.libc.prctl(isolation.PR_SET_DUMPABLE, 0, 0, 0, 0)
-    except BaseException as error:  # noqa: BLE001
-        failure = failure or f"sandbox setup failed: {error}"
-    children: dict[str, tuple[int, socket.socket]] = {}
-    if not failure:
-        try:
-            # The program and the judge are forked now, before any request exists, and wait for
-            # their descriptors: two forks off every run's latency, and nothing of a request in
-            # their memory but what each is handed.
-            children = {role: _prefork(channel, role, namespaced) for role in ("program", "judge")}
-        except BaseException as error:  # noqa: BLE001
-            failure = f"sandbox setup failed: {error}"
     try:
         message, fds, _flags, _address = socket.recv_fds(channel, 16, 8)
     except OSError:
-        _os_exit(0)
+        _leave(0, workdir, namespaced)
     channel.close()
     if not message or len(fds) != REQUEST_FDS:
-        _os_exit(0)  # the server went away
+        _leave(0, workdir, namespaced)  # the server went away (the program sees its socket close and exits)
     status_fd = fds[5]
     try:
-        if failure:
-            raise SetupError(failure)
+        if failure or program is None:
+            raise SetupError(failure or "sandbox setup failed")
         request = read_request(fds[0])
         request["limits"] = isolation.clamp_limits(request["limits"], maxima)
-        write_status(status_fd, event="started", supervisor_pid=global_pid, namespaced=namespaced)
         tmp_bytes = int(request["limits"]["tmp_bytes"])
         if namespaced and tmp_bytes != DEFAULT_TMP_BYTES:
             flags = isolation.MS_REMOUNT | isolation.MS_NOSUID | isolation.MS_NODEV
@@ -132,8 +101,15 @@ def await_request(channel: socket.socket, namespaced: bool, failure: str, maxima
     except BaseException as error:  # noqa: BLE001
         message = str(error) if isinstance(error, SetupError) else f"sandbox setup failed: {error}"
         write_status(status_fd, event="error", message=message)
-        _os_exit(1)
-    supervise(request, fds, namespaced, children)
+        _leave(1, workdir, namespaced)
+    supervise(request, fds, namespaced, program, workdir)
+
+
+def _leave(code: int, workdir: str, namespaced: bool) -> None:
+    """Exit, removing the fallback's work directory (with namespaces it is the run's own tmpfs)."""
+    if workdir and not namespaced:
+        shutil.rmtree(workdir, ignore_errors=True)
+    _os_exit(code)
 
 
 def read_request(fd: int) -> dict:
@@ -148,22 +124,37 @@ def read_request(fd: int) -> dict:
     return json.loads(b"".join(chunks) or b"{}")
 
 
-def _prefork(channel: socket.socket, role: str, namespaced: bool) -> tuple[int, socket.socket]:
-    """Fork a child that waits for its descriptors; returns its pid and the socket that hands them."""
+def _prefork_program(channel: socket.socket, namespaced: bool, maxima: dict, workdir: str) -> tuple[int, socket.socket]:
+    """Fork the program, which does what it can before the request and waits for its
+    descriptors; returns its pid and the socket that hands them."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
+        isolation.name_process("pb-program")
+        failure = ""
         try:
             ours.close()
             channel.close()
-            message, fds, _flags, _address = socket.recv_fds(theirs, 1 << 16, 16)
+            # If the setup process dies, so does the program (and, as pid 1, its namespace).
+            isolation.libc.prctl(isolation.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            os.setpgid(0, 0)
+            if namespaced:
+                _mount_proc()
+                isolation.drop_capabilities()
+            _prepare_process(workdir, namespaced)
+        except BaseException as error:  # noqa: BLE001
+            failure = f"sandbox setup failed: {error}"
+        try:
+            message, fds, _flags, _address = socket.recv_fds(theirs, 16, 16)
         except BaseException:  # noqa: BLE001 - no request will come
             _os_exit(0)
         if not message or not fds:
-            _os_exit(0)  # the run needs no judge, or the supervisor went away
+            _os_exit(0)  # the setup process went away
         theirs.close()
-        setup = json.loads(message)
-        _become(setup, fds, setup["workdir"], namespaced, role=role)
+        if failure:
+            write_status(fds[-1], event="error", message=failure)
+            _os_exit(1)
+        _become_program(fds, workdir, namespaced, maxima)
     theirs.close()
     try:
         os.setpgid(pid, pid)
@@ -172,54 +163,137 @@ def _prefork(channel: socket.socket, role: str, namespaced: bool) -> tuple[int, 
     return pid, ours
 
 
-def supervise(request: dict, fds: list[int], namespaced: bool, children: dict) -> None:
-    """Supervisor: pid 1 of the run's pid namespace. Hands the program (and the judge) their
-    descriptors, enforces the wall-clock limit and reports how each ended. Never returns."""
+def _prepare_process(workdir: str, namespaced: bool) -> None:
+    """Before the request, in the program and in the setup process (the judge): the work
+    directory and a random stream of its own (forked from one server, every run would otherwise
+    share one)."""
+    os.chdir(workdir)
+    if not namespaced:
+        os.environ["HOME"] = os.environ["TMPDIR"] = workdir
+    import random
+
+    random.seed()
+
+
+def _mount_proc() -> None:
+    """A /proc of the run's own pid namespace (we are its pid 1), hiding the host's processes."""
+    proc_flags = isolation.MS_NOSUID | isolation.MS_NODEV | isolation.MS_NOEXEC
+    try:
+        isolation.mount("proc", "/proc", "proc", proc_flags)
+    except SetupError:
+        # Some container runtimes mask parts of /proc, which forbids a new proc mount;
+        # hide the server's /proc (host processes) behind an empty tmpfs instead.
+        isolation.mount("tmpfs", "/proc", "tmpfs", proc_flags, "size=4k")
+
+
+class _Deadline(BaseException):
+    """The run's wall clock ran out while the judge was running the tests."""
+
+
+def supervise(
+    request: dict, fds: list[int], namespaced: bool, program: tuple[int, socket.socket], workdir: str
+) -> None:
+    """Hand the program its descriptors, judge (tests mode) or wait for it (script mode) within
+    the wall clock, and report how the run ended. Never returns."""
     program_request_fd, judge_request_fd, stdout_fd, stderr_fd, report_fd, status_fd = fds
     limits = request["limits"]
     testing = request["mode"] == "tests"
-    workdir = "/tmp"
+    program_pid, program_socket = program
     try:
-        if not namespaced:
-            workdir = tempfile.mkdtemp(prefix="passband-sandbox-")
-        setup = _json_dumps({"limits": limits, "mode": request["mode"], "workdir": workdir}).encode()
-        program_pid, program_socket = children["program"]
-        judge_pid, judge_socket = children["judge"]
         if testing:
             calls_read, calls_write = os.pipe()
             replies_read, replies_write = os.pipe()
             program_fds = [stdout_fd, stderr_fd, calls_read, replies_write, program_request_fd, status_fd]
-            judge_fds = [stdout_fd, stderr_fd, report_fd, replies_read, calls_write, judge_request_fd, status_fd]
-            socket.send_fds(program_socket, [setup], program_fds)
-            socket.send_fds(judge_socket, [setup], judge_fds)
-            for fd in (calls_read, calls_write, replies_read, replies_write):
-                os.close(fd)
+            socket.send_fds(program_socket, [b"t"], program_fds)
+            os.close(calls_read)
+            os.close(replies_write)
         else:
-            socket.send_fds(program_socket, [setup], [stdout_fd, stderr_fd, report_fd, program_request_fd, status_fd])
-            judge_pid = 0
+            socket.send_fds(program_socket, [b"s"], [stdout_fd, stderr_fd, report_fd, program_request_fd, status_fd])
         program_socket.close()
-        judge_socket.close()  # a judge that got nothing exits
-        for fd in (program_request_fd, judge_request_fd, stdout_fd, stderr_fd, report_fd):
-            os.close(fd)
-        write_status(status_fd, event="program_started", program_pid=program_pid, judge_pid=judge_pid)
         started = time.monotonic()
-        main_pid = judge_pid or program_pid
-        wait_status, usage, timed_out = _wait_with_deadline(main_pid, float(limits["wall_seconds"]), program_pid)
-        result: dict[str, object] = {"event": "exit", "timed_out": timed_out}
-        result.update(_ending(wait_status, usage))
+        started_event = {"supervisor_pid": os.getpid(), "program_pid": program_pid, "namespaced": namespaced}
+        if not namespaced:
+            started_event["workdir"] = workdir  # for the caller to remove if we die without reporting
+        write_status(status_fd, event="started", **started_event)
+        os.close(program_request_fd)
         if testing:
-            # A judge that passed needs nothing more from the program: end it now.
-            passed = os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == 0
-            ending = _end_program(program_pid, 0.0 if passed else PROGRAM_EXIT_GRACE_SECONDS)
-            result.update({f"program_{key}": value for key, value in ending.items()})
+            judge_request = read_request(judge_request_fd)
+            os.close(judge_request_fd)
+            # The judge's descriptors: 0 empty stdin, 1 stdout, 2 stderr, 3 report, 4 replies
+            # in, 5 calls out, 6 status (ours, not the tests').
+            status_fd = _arrange_fds([stdout_fd, stderr_fd, report_fd, replies_read, calls_write, status_fd])
+            isolation.apply_limits(limits, namespaced, judge=True)
+            if namespaced:
+                isolation.drop_capabilities()
+            deadline = started + float(limits["wall_seconds"])
+            # What the judge's alarm cannot interrupt (a long call into C, a test that ignores
+            # SIGALRM) ends with the judge killed a second later; the caller then reports the
+            # run as over its wall clock.
+            killer = isolation.kill_self_after(max(deadline - time.monotonic(), 0.0) + JUDGE_KILL_GRACE_SECONDS)
+            if not namespaced:
+                isolation.install_audit_guard(workdir, may_kill=program_pid, may_disarm=True)
+            result = _judge(judge_request, program_pid, deadline, killer)
+        else:
+            for fd in (judge_request_fd, stdout_fd, stderr_fd, report_fd):
+                os.close(fd)
+            wait_status, usage, timed_out = _wait_with_deadline(program_pid, started + float(limits["wall_seconds"]))
+            result = {"event": "exit", "timed_out": timed_out, **_ending(wait_status, usage)}
         result["wall_seconds"] = round(time.monotonic() - started, 4)
         write_status(status_fd, **result)
-        if not namespaced:
-            shutil.rmtree(workdir, ignore_errors=True)
-        _os_exit(0)
+        _leave(0, workdir, namespaced)
     except BaseException as error:  # noqa: BLE001
+        _kill_group(program_pid)
         write_status(status_fd, event="error", message=f"sandbox supervisor failed: {error}")
-        _os_exit(1)
+        _leave(1, workdir, namespaced)
+
+
+def _judge(request: dict, program_pid: int, deadline: float, killer: object) -> dict[str, object]:
+    """Run the tests against the program within the wall clock; the run's exit event. ``killer``:
+    the kernel timer that kills this process a little after the deadline, disarmed here."""
+    from . import judge
+
+    state = {"active": True, "timed_out": False}
+
+    def on_alarm(_signum: int, _frame: object) -> None:
+        # Again every ALARM_REPEAT_SECONDS after the first: a test that catches one gets the next.
+        if state["active"]:
+            if not state["timed_out"]:
+                state["timed_out"] = True
+                _kill_group(program_pid)
+            raise _Deadline
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, max(deadline - time.monotonic(), 0.001), ALARM_REPEAT_SECONDS)
+    usage_before = os.times()
+    try:
+        try:
+            event, code = judge.run_judge(request, stop=_Deadline)
+        finally:
+            state["active"] = False  # from here on the alarm raises nothing
+    except _Deadline:
+        event, code = {}, 1
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    isolation.disarm(killer)
+    timed_out = state["timed_out"]
+    if event and not timed_out:
+        judge.report(event)
+    usage = os.times()
+    result: dict[str, object] = {
+        "event": "exit",
+        "timed_out": timed_out,
+        "exit_code": code,
+        "cpu_seconds": round(usage.user + usage.system - usage_before.user - usage_before.system, 4),
+    }
+    # Close our ends of the channel: a program left waiting for a call exits by itself. One
+    # that passed needs nothing more; one that failed gets a moment to tell how it ended.
+    for fd in (judge.REPLIES_FD, judge.CALLS_FD):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    ending = _end_program(program_pid, 0.0 if code == 0 or timed_out else PROGRAM_EXIT_GRACE_SECONDS)
+    result.update({f"program_{key}": value for key, value in ending.items()})
+    return result
 
 
 def _ending(wait_status: int, usage) -> dict[str, object]:
@@ -229,9 +303,6 @@ def _ending(wait_status: int, usage) -> dict[str, object]:
     else:
         ending["exit_code"] = os.waitstatus_to_exitcode(wait_status)
     return ending
-
-
-PROGRAM_EXIT_GRACE_SECONDS = 1.0
 
 
 def _end_program(pid: int, grace: float) -> dict[str, object]:
@@ -255,9 +326,8 @@ def _end_program(pid: int, grace: float) -> dict[str, object]:
     return {**_ending(wait_status, usage), "ended_by_supervisor": True}
 
 
-def _wait_with_deadline(pid: int, seconds: float, also_kill: int) -> tuple[int, object, bool]:
-    """wait4 with a deadline; on expiry kill the process groups. Returns (status, rusage, timed_out)."""
-    deadline = time.monotonic() + seconds
+def _wait_with_deadline(pid: int, deadline: float) -> tuple[int, object, bool]:
+    """wait4 with a deadline; on expiry kill the program. Returns (status, rusage, timed_out)."""
     try:
         pidfd = os.pidfd_open(pid)
     except (AttributeError, OSError):
@@ -269,7 +339,6 @@ def _wait_with_deadline(pid: int, seconds: float, also_kill: int) -> tuple[int, 
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             _kill_group(pid)
-            _kill_group(also_kill)
             _, wait_status, usage = os.wait4(pid, 0)
             return wait_status, usage, True
         if pidfd is not None:
@@ -279,6 +348,7 @@ def _wait_with_deadline(pid: int, seconds: float, also_kill: int) -> tuple[int, 
 
 
 def _kill_group(pid: int) -> None:
+    """End the program: with namespaces it is pid 1 of the run, and its death ends them all."""
     for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
         try:
             target()
@@ -286,71 +356,67 @@ def _kill_group(pid: int) -> None:
             pass
 
 
-def _become(setup: dict, fds: list[int], workdir: str, namespaced: bool, *, role: str) -> None:
-    """A child of the supervisor, handed its descriptors: limits, then the harness. Never returns.
+def _arrange_fds(fds: list[int], stdin: bytes = b"") -> int:
+    """Make ``fds`` descriptors 1, 2, 3... with a memfd holding ``stdin`` as 0, close every
+    other descriptor, and return the number of the last one."""
+    stdin_fd = os.memfd_create("stdin")
+    if stdin:
+        os.write(stdin_fd, stdin)
+        os.lseek(stdin_fd, 0, os.SEEK_SET)
+    # Move every source above the targets first so no dup2 overwrites a source still needed.
+    sources = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in [stdin_fd, *fds]]
+    for target, source in enumerate(sources):
+        os.dup2(source, target)
+    isolation.close_fds_except(set(range(len(sources))))
+    return len(sources) - 1
 
-    Program: 0 stdin, 1 stdout, 2 stderr, then (tests) 3 calls in, 4 replies out or (script)
-    3 report; it is handed its request too, read and closed here. Judge: 0 empty stdin,
-    1 stdout, 2 stderr, 3 report, 4 replies in, 5 calls out, 6 its request. The status pipe
+
+def prepare_interpreter() -> None:
+    """Once, in the server before it forks anything: what the program and the judge of every
+    run would otherwise each do before their code runs. A forked process pays for every page it
+    writes, so settings made here once are cheaper than the same settings made in each run.
+
+    The server was started with an empty environment; its standard streams are reopened by
+    every run on the run's own descriptors 0-2.
+    """
+    os.environ.clear()
+    os.environ.update(isolation.SANDBOX_ENVIRONMENT)
+    # Python's own SIGINT handler would let a process of the run interrupt another with
+    # KeyboardInterrupt; SIGPIPE stays ignored (a closed pipe is an OSError, not a death).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    sys.stdin.reconfigure(encoding="utf-8", errors="replace")
+    sys.stdout.reconfigure(encoding="utf-8", errors="backslashreplace")
+    sys.stderr.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
+    sys.argv = ["solution.py"]
+    sys.dont_write_bytecode = True
+    sys.path = [path for path in sys.path if path]  # no cwd on the path: /tmp is writable
+
+
+def _become_program(fds: list[int], workdir: str, namespaced: bool, maxima: dict) -> None:
+    """The program, handed its descriptors: limits, then the harness. Never returns.
+
+    Descriptors: 0 stdin, 1 stdout, 2 stderr, then (tests) 3 calls in, 4 replies out or
+    (script) 3 report; it is handed its request too, read and closed here. The status pipe
     comes last and is closed before any untrusted code runs.
     """
     status_target = fds[-1]  # where a setup failure is reported; moves with the others
-    request = {"mode": setup["mode"], "limits": setup["limits"]}
     try:
-        os.setpgid(0, 0)
-        if role == "judge":
-            # Before anything secret is read: non-dumpable, so the program (same uid) cannot
-            # ptrace this process or open its memory and descriptors through /proc.
-            isolation.libc.prctl(isolation.PR_SET_DUMPABLE, 0, 0, 0, 0)
-        else:
-            request_fd = fds.pop(-2)
-            request = {**read_request(request_fd), **request}  # limits as the supervisor clamped them
-            os.close(request_fd)
-        stdin_fd = os.memfd_create("stdin")
-        os.write(stdin_fd, request.get("stdin", "").encode() if role == "program" else b"")
-        os.lseek(stdin_fd, 0, os.SEEK_SET)
-        # Move every source above the targets first so no dup2 overwrites a source still needed.
-        sources = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in [stdin_fd, *fds]]
-        for target, source in enumerate(sources):
-            os.dup2(source, target)
-        status_target = len(sources) - 1
-        isolation.close_fds_except(set(range(len(sources))))
-        os.chdir(workdir)
-        os.environ.clear()
-        os.environ.update(isolation.SANDBOX_ENVIRONMENT)
-        if not namespaced:
-            os.environ["HOME"] = os.environ["TMPDIR"] = workdir
-        for name in ("SIGINT", "SIGTERM", "SIGCHLD", "SIGALRM", "SIGXCPU", "SIGPIPE"):
-            signal.signal(getattr(signal, name), signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # a closed pipe is an OSError, not a death
-        isolation.apply_limits(request["limits"], namespaced, testing=request["mode"] == "tests")
-        if namespaced:
-            isolation.drop_capabilities()
-        import random
-
-        random.seed()  # forked from one server: without this every run shares one random stream
-        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="replace")
-        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
-        sys.stderr = io.TextIOWrapper(
-            io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
-        )
-        sys.argv = ["solution.py"]
-        sys.dont_write_bytecode = True
-        sys.path = [path for path in sys.path if path]  # no cwd on the path: /tmp is writable
-        judge_request = read_request(6) if role == "judge" else None
+        request_fd = fds.pop(-2)
+        request = read_request(request_fd)
+        os.close(request_fd)
+        limits = isolation.clamp_limits(request["limits"], maxima)
+        status_target = _arrange_fds(fds, request.get("stdin", "").encode())
+        isolation.apply_limits(limits, namespaced, judge=False)
     except BaseException as error:  # noqa: BLE001
         # Reported on the status pipe: nothing the program writes may turn a run into an error.
-        write_status(status_target, event="error", message=f"sandbox {role} setup failed: {error}")
+        write_status(status_target, event="error", message=f"sandbox program setup failed: {error}")
         _os_exit(1)
     os.close(status_target)
     if not namespaced:
         isolation.install_audit_guard(workdir)
-    from . import judge, program
+    from . import program
 
-    if role == "judge":
-        judge.run_judge(judge_request)
-    elif request["mode"] == "tests":
+    if request["mode"] == "tests":
         program.serve_program(request["program"])
     else:
         program.run_script(request["program"])

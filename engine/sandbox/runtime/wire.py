@@ -15,6 +15,7 @@ dict, {"s": [...]} set, {"f": [...]} frozenset, {"b": hex} bytes, {"y": hex} byt
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import struct
@@ -107,6 +108,18 @@ def decode(data: bytes, resolve_handle) -> object:
     """Decode a message; ``resolve_handle(id, type_name)`` makes the receiver's object for a handle.
 
     Raises ProtocolError for anything malformed, including nesting too deep to decode."""
+    try:
+        return _decoder(resolve_handle).decode(data.decode("utf-8"))
+    except ProtocolError:
+        raise
+    except (ValueError, TypeError, RecursionError, MemoryError) as error:
+        raise ProtocolError(f"malformed message: {type(error).__name__}") from None
+
+
+@functools.lru_cache(maxsize=8)
+def _decoder(resolve_handle) -> json.JSONDecoder:
+    """One decoder per receiver (each side of a run has one): building it per message costs more
+    than decoding a typical message."""
 
     def hook(pairs: list) -> object:
         if len(pairs) == 2 and {pairs[0][0], pairs[1][0]} == {"h", "n"}:
@@ -116,16 +129,14 @@ def decode(data: bytes, resolve_handle) -> object:
             return resolve_handle(found["h"], _str(found["n"]))
         return _tagged(pairs)
 
-    try:
-        return json.loads(data, object_pairs_hook=hook)
-    except ProtocolError:
-        raise
-    except (ValueError, TypeError, RecursionError, MemoryError) as error:
-        raise ProtocolError(f"malformed message: {type(error).__name__}") from None
+    return json.JSONDecoder(object_pairs_hook=hook)
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 
 def dumps(message: object) -> bytes:
-    return json.dumps(message, separators=(",", ":")).encode()
+    return _ENCODER.encode(message).encode()
 
 
 class Channel:

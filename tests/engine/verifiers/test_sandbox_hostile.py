@@ -93,7 +93,7 @@ def test_fork_bomb_children_do_not_outlive_the_run(sandbox):
     assert _stray_processes() == []
 
 
-SPARE_PROCESSES_PER_SERVER = 4  # each idle server keeps one prepared sandbox: setup, supervisor, program, judge
+SPARE_PROCESSES_PER_SERVER = 2  # each idle server keeps one prepared sandbox: its setup process and program
 
 
 def _stray_processes():
@@ -318,4 +318,27 @@ def test_signalling_itself_does_not_pose_as_a_timeout(sandbox):
         pytest.skip("the fallback refuses os.kill")
     program = "import os, signal\nos.kill(os.getpid(), signal.SIGXCPU)\ndef solve():\n    return 0\n"
     verdict = check_rejected(program, expected=("fail",))
-    assert "SIGXCPU" in verdict.detail
+    # Killed by its own signal, or (as pid 1 of its namespace) left alive by it to fail the test.
+    assert "SIGXCPU" in verdict.detail or "assert 1 of 1 failed" in verdict.detail
+
+
+# -- the task's own tests stall the judge: still a timeout, never a hang or an error ---------
+
+JUDGE_STALLS = {
+    "a loop that catches the deadline, then sleeps": (
+        "import time\ntry:\n    for _ in range(10**12):\n        pass\nexcept BaseException:\n    pass\ntime.sleep(3600)\n"
+    ),
+    "a call into C that never checks for signals": (
+        "import hashlib\nhashlib.pbkdf2_hmac('sha256', b'x', b'y', 2**31 - 1)\n"
+    ),
+    "the alarm ignored": "import signal, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\ntime.sleep(3600)\n",
+}
+
+
+@pytest.mark.parametrize("test", JUDGE_STALLS.values(), ids=JUDGE_STALLS.keys())
+def test_tests_that_stall_the_judge_end_as_a_timeout(sandbox, test):
+    run = sandbox.run_tests(
+        program="def f(x):\n    return x\n", tests=[test], limits=SandboxLimits(wall_seconds=1, cpu_seconds=1)
+    )
+    assert run.status == "timeout", run
+    assert not run.passed
