@@ -32,6 +32,7 @@ def test_many_duplicates_collapse_to_a_count_with_a_sample_that_names_the_task(c
     assert "line 11 (again-10)" not in page
     assert f'href="{reverse("task_detail", args=["arithmetic", "new"])}"' in page
     assert 'id="imported-tasks-link"' in page and "mine=1" in page
+    assert 'id="similarity-note"' in page  # the checks run after the upload, and the page says so
 
 
 def test_json_errors_say_at_column_once(client, alice, arithmetic):
