@@ -9,6 +9,8 @@ the kernel isolation (namespaces) when this machine allows it and under the fall
 import os
 import secrets
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -182,6 +184,52 @@ def test_killing_its_parent(sandbox):
         "    return 42\n"
     )
     check_rejected(program, expected=("fail", "error"))
+
+
+def test_killing_its_parent_through_a_pidfd(sandbox):
+    program = (
+        "import os, signal\n"
+        "try:\n"
+        "    signal.pidfd_send_signal(os.pidfd_open(os.getppid()), signal.SIGKILL)\n"
+        "except Exception:\n"
+        "    pass\n"
+        "def solve():\n"
+        "    return 0\n"
+    )
+    check_rejected(program, expected=("fail", "error"))
+
+
+def test_a_caller_running_python_with_optimizations_keeps_the_asserts(sandbox, tmp_path):
+    """`python -O` (or PYTHONOPTIMIZE) strips asserts from code the caller compiles: the tests must keep theirs."""
+    script = tmp_path / "optimized.py"
+    script.write_text(
+        "import sys\n"
+        "from engine.sandbox import Sandbox\n"
+        "from engine.verifiers import verify\n"
+        "from engine.verifiers.kinds import code\n"
+        f"sandbox = Sandbox(isolation={sandbox.requested_isolation!r})\n"
+        "code.default_sandbox = lambda: sandbox\n"
+        "assert sys.flags.optimize == 1\n"
+        f"task = {TASK!r}\n"
+        "print(verify(verifier=task, completion='def solve():\\n    return 0\\n').outcome)\n"
+        "sandbox.close()\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    result = subprocess.run(
+        [sys.executable, "-O", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "fail"
+
+
+def test_a_huge_return_value_is_refused_not_decoded(sandbox):
+    # 64 MB across to the judge: over the frame limit, so the judge never spends seconds decoding it.
+    check_rejected("def solve():\n    return 'x' * (64 << 20)\n")
 
 
 def test_signalling_the_supervisor(sandbox):
