@@ -221,9 +221,10 @@ PASSBAND_MODEL_CACHE = os.environ.get("PASSBAND_MODEL_CACHE", "")
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = VAR_DIR / "broker"
-    for _folder in ("queue", "processed"):
+    for _folder in ("queue", "processed", "control"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "control_folder": str(_broker_dir / "control"),  # kombu's default is ./control, in the working directory
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
