@@ -164,18 +164,24 @@ def draft_audit(draft: TaskDraft) -> list[str]:
 
 
 def versions_written(*, environment: Environment) -> None:
-    """After the commit, queue the near-duplicate and contamination check of the environment's new versions.
+    """After the commit, queue the near-duplicate and contamination check of the environment's new versions."""
+    similarity_check_queue(environment=environment)
+
+
+def similarity_check_queue(*, environment: Environment | None, recheck: bool = False) -> None:
+    """After the commit, queue the near-duplicate and contamination check of an environment (all with None).
 
     By name: the similarity app sits above curation. The check runs in a worker, so a slow model
-    never holds up an upload; a broker that is down is logged, not raised, since the upload is
-    already written (`manage.py similarity_index` catches up).
+    never holds up an upload; a broker that is down is logged, not raised, since what was written
+    stays written (`manage.py similarity_index` catches up).
     """
+    environment_id = environment.pk if environment else None
 
     def queue() -> None:
         try:
-            current_app.tasks["similarity.tasks.index_versions"].delay(environment.pk)
+            current_app.tasks["similarity.tasks.index_versions"].delay(environment_id, recheck=recheck)
         except Exception:
-            logger.exception("could not queue the similarity check of %s", environment.name)
+            logger.exception("could not queue the similarity check of %s", environment or "every environment")
 
     transaction.on_commit(queue)
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine.verifiers.text import completion_text, is_chat_messages, message_text
+
 NUM_PERM = 128
 SHINGLE_CHARS = 5
 # 32 bands of 4 rows: a pair at Jaccard 0.5 shares a band with probability 1 - (1 - 0.5**4)**32 = 0.87,
@@ -44,30 +46,40 @@ def normalize(text: str) -> str:
 
 
 def prompt_text(prompt: str | Sequence[dict]) -> str:
-    """The text of a prompt: a string as is, chat messages' contents joined by newlines."""
+    """What a task asks, as plain text: a string as is; of chat messages, the text of those that are
+    not system messages (a system prompt that an environment's tasks share would make them all
+    alike), or of all of them when there is nothing else."""
     if isinstance(prompt, str):
         return prompt
-    parts = []
-    for message in prompt:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):  # content parts: keep the text ones
-            parts.extend(part.get("text", "") for part in content if isinstance(part, dict))
-    return "\n".join(parts)
+    if not is_chat_messages(prompt):
+        return completion_text(prompt)
+    asked = [message for message in prompt if message.get("role") != "system"] or prompt
+    return "\n".join(message_text(message) for message in asked)
 
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_THOUSANDS = re.compile(r",(?=\d{3}(?:\D|$))")  # 1,000 and 1000 are one number
+# An arithmetic operation written between two numbers ("2 + 6", "6 times 2", "9 divided by 3"),
+# as one canonical symbol: "What is 2 + 6?" and "What is 6 times 2?" share their numbers and most
+# of their words, yet are different tasks.
+_OPERATION = re.compile(
+    r"(?<=\d)\s*([-+*/x×÷^]|plus|minus|times|multiplied by|divided by|over|to the power of)\s*(?=\d)", re.IGNORECASE
+)
+_CANONICAL_OPERATION = {"x": "*", "×": "*", "times": "*", "multiplied by": "*", "plus": "+", "minus": "-"}
+_CANONICAL_OPERATION |= {"÷": "/", "divided by": "/", "over": "/", "to the power of": "^"}
 
 
 def numbers_key(text: str) -> int:
-    """A signed 64-bit key of the text's numbers, in any order: tasks that differ in a number are different tasks.
+    """A signed 64-bit key of the text's numbers, in any order, and of the operations written between them.
 
-    Templated sets (What is 17 + 25? / What is 18 + 3?) read alike to MinHash and to the sentence
-    model; only their numbers tell them apart. Sorted, so a paraphrase that reorders its clauses
-    keeps its key.
+    Templated sets (What is 17 + 25? / What is 18 + 3? / What is 25 times 17?) read alike to MinHash
+    and to the sentence model; only their numbers and operations tell them apart. Sorted, so a
+    paraphrase that reorders its clauses, says "plus" for "+" or "1,000" for "1000" keeps its key.
     """
-    digest = hashlib.blake2b(" ".join(sorted(_NUMBER.findall(text))).encode(), digest_size=8).digest()
+    operations = {_CANONICAL_OPERATION.get(found.lower(), found) for found in _OPERATION.findall(text)}
+    numbers = [_THOUSANDS.sub("", number) for number in _NUMBER.findall(text)]
+    words = sorted(numbers) + ["|"] + sorted(operations)
+    digest = hashlib.blake2b(" ".join(words).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)
 
 
@@ -320,11 +332,21 @@ class ContaminationMatch:
     shared_ngrams: int
     task_ngrams: int
     cosine: float
+    item_ngrams: int = 0
 
     @property
     def overlap(self) -> float:
-        """Share of the task's 13-grams found in the item (0 when the task has none)."""
-        return self.shared_ngrams / self.task_ngrams if self.task_ngrams else 0.0
+        """The share of the smaller side's 13-grams that the two share (0 when either has none).
+
+        Of the task's when the task is the shorter, of the item's when the item is: a whole benchmark
+        item pasted into a long task is as contaminated as a bare copy."""
+        return ngram_overlap(self.shared_ngrams, self.task_ngrams, self.item_ngrams)
+
+
+def ngram_overlap(shared: int, task_ngrams: int, item_ngrams: int) -> float:
+    """``shared`` over the smaller of the two 13-gram counts that are known (0 when neither is)."""
+    sizes = [size for size in (task_ngrams, item_ngrams) if size]
+    return shared / min(sizes) if sizes else 0.0
 
 
 def word_ngrams(text: str, size: int = NGRAM_WORDS) -> set[int]:
@@ -353,6 +375,7 @@ class ReferenceCorpus:
     items: list[ReferenceItem]
     embeddings: np.ndarray
     postings: dict[int, list[int]] = field(default_factory=dict)
+    item_ngrams: list[int] = field(default_factory=list)
 
     @classmethod
     def build(cls, items: Iterable[ReferenceItem], *, embeddings: np.ndarray | None = None) -> ReferenceCorpus:
@@ -360,7 +383,9 @@ class ReferenceCorpus:
         vectors = embeddings if embeddings is not None else embed([item.text for item in items])
         corpus = cls(items=items, embeddings=np.asarray(vectors, dtype=np.float32))
         for index, item in enumerate(items):
-            for gram in word_ngrams(item.text):
+            grams = word_ngrams(item.text)
+            corpus.item_ngrams.append(len(grams))
+            for gram in grams:
                 corpus.postings.setdefault(gram, []).append(index)
         return corpus
 
@@ -383,6 +408,7 @@ class ReferenceCorpus:
             shared_ngrams=counts.get(best, 0),
             task_ngrams=len(grams),
             cosine=float(cosines[best]),
+            item_ngrams=self.item_ngrams[best],
         )
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Start the Celery workers, beat and the web server on port 8000; stop them all on Ctrl-C.
 # As in docker-compose.yml: one model process on `generate` (an in-process model uses every core;
-# two would fight over them), CPU workers for `verify`, `default` and `similarity`, and beat, which re-queues
-# rounds that stalled (a lost message, a killed worker).
+# two would fight over them), CPU workers for `verify` and `default`, one process for `similarity` (one
+# copy of the sentence model), and beat, which re-queues rounds that stalled (a lost message, a killed worker).
 set -euo pipefail
 PY=${1:-.venv/bin/python}
 PORT=${PORT:-8000}
@@ -12,8 +12,10 @@ mkdir -p var
 # waiting for a child that is gone, ignoring SIGTERM.
 setsid "$PY" -m celery -A passband worker -Q generate --concurrency 1 --hostname "generate@%h" --loglevel INFO &
 generate_worker=$!
-setsid "$PY" -m celery -A passband worker -Q verify,default,similarity --concurrency 2 --hostname "cpu@%h" --loglevel INFO &
+setsid "$PY" -m celery -A passband worker -Q verify,default --concurrency 2 --hostname "cpu@%h" --loglevel INFO &
 cpu_worker=$!
+setsid "$PY" -m celery -A passband worker -Q similarity --concurrency 1 --hostname "similarity@%h" --loglevel INFO &
+similarity_worker=$!
 setsid "$PY" -m celery -A passband beat --schedule var/celerybeat-schedule --loglevel INFO &
 beat=$!
 # Alive and not a zombie (an exited child stays one until `wait`, and kill -0 still finds it).
@@ -21,13 +23,13 @@ running() { ps -o stat= -p "$1" 2>/dev/null | grep -qv Z; }
 stop() {
   # Warm shutdown first (finish the job in hand); a model job can take a while, so after 10 s
   # shut down cold: acknowledged-late jobs are handed out again, and beat re-queues the rest.
-  kill -TERM $generate_worker $cpu_worker $beat 2>/dev/null || true
+  kill -TERM $generate_worker $cpu_worker $similarity_worker $beat 2>/dev/null || true
   for _ in $(seq 20); do
-    running $generate_worker || running $cpu_worker || break
+    running $generate_worker || running $cpu_worker || running $similarity_worker || break
     sleep 0.5
   done
-  kill -QUIT $generate_worker $cpu_worker 2>/dev/null || true
-  wait $generate_worker $cpu_worker $beat 2>/dev/null || true
+  kill -QUIT $generate_worker $cpu_worker $similarity_worker 2>/dev/null || true
+  wait $generate_worker $cpu_worker $similarity_worker $beat 2>/dev/null || true
 }
 trap stop EXIT INT TERM
 echo "Passband on http://127.0.0.1:$PORT/ (credentials above; Ctrl-C stops the server, the workers and beat)"

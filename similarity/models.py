@@ -20,6 +20,9 @@ class VersionSignature(models.Model):
     numbers_key = models.BigIntegerField()
     model = models.CharField(max_length=80, default=similarity.EMBEDDING_MODEL)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Compared with the corpus and its flags written: a job that dies between signing and checking
+    # leaves this False, and the next run checks the version.
+    checked = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["pk"]
@@ -45,6 +48,7 @@ class SimilarityFlag(models.Model):
     cosine = models.FloatField(null=True, blank=True)
     shared_ngrams = models.PositiveIntegerField(null=True, blank=True)
     task_ngrams = models.PositiveIntegerField(null=True, blank=True)
+    reference_ngrams = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
     resolved_by = models.ForeignKey(
@@ -62,5 +66,7 @@ class SimilarityFlag(models.Model):
 
     @property
     def ngram_overlap(self) -> float | None:
-        """Share of the task's 13-grams found in the reference item."""
-        return self.shared_ngrams / self.task_ngrams if self.task_ngrams else None
+        """Shared 13-grams over the smaller side's: the task's, or the reference item's if shorter."""
+        if self.shared_ngrams is None or not (self.task_ngrams or self.reference_ngrams):
+            return None
+        return similarity.ngram_overlap(self.shared_ngrams, self.task_ngrams or 0, self.reference_ngrams or 0)

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.permissions import REVIEWERS, in_group
 from curation import review_services
 from curation.errors import CurationError
-from curation.models import Environment, TaskStatus, TaskVersion
+from curation.models import TaskStatus, TaskVersion
 from curation.services import task_transition
 from engine import similarity
 from similarity.errors import SimilarityError
@@ -120,11 +120,13 @@ def _versions_in(environment_id: int | None) -> QuerySet[TaskVersion]:
 
 
 def versions_index(*, environment_id: int | None = None, recheck: bool = False) -> IndexResult:
-    """Sign every version that has no signature yet, then check the new ones (all, with `recheck`).
+    """Sign every version that has no signature yet, then check those not checked yet (all, with `recheck`).
 
     A check compares a version with every other task's versions (same numbers only) and with the
     benchmark reference corpus, and writes or clears its near_duplicate and contaminated flags.
-    Safe to run twice and from two workers: signatures are unique per version, flags per kind.
+    Safe to run twice and from two workers: signatures are unique per version, flags per kind, and
+    a version is marked checked in the transaction that writes its flags, so a job that dies after
+    signing leaves its versions for the next run.
     """
     result = IndexResult()
     unsigned = _versions_in(environment_id).filter(signature__isnull=True).order_by("pk")
@@ -150,10 +152,15 @@ def versions_index(*, environment_id: int | None = None, recheck: bool = False) 
         )
         new_ids.extend(pk for pk, _ in batch)
     result.indexed = len(new_ids)
-    to_check = _versions_in(environment_id) if recheck else TaskVersion.objects.filter(pk__in=new_ids)
-    check_ids = list(to_check.order_by("pk").values_list("pk", flat=True))
+    to_check = VersionSignature.objects.filter(task_version__in=_versions_in(environment_id))
+    if not recheck:
+        to_check = to_check.filter(checked=False)
+    check_ids = list(to_check.order_by("task_version_id").values_list("task_version_id", flat=True))
     for start in range(0, len(check_ids), INDEX_BATCH):
-        _versions_check(check_ids[start : start + INDEX_BATCH], result)
+        batch = check_ids[start : start + INDEX_BATCH]
+        with transaction.atomic():
+            _versions_check(batch, result)
+            VersionSignature.objects.filter(task_version_id__in=batch).update(checked=True)
     return result
 
 
@@ -208,6 +215,7 @@ def _versions_check(version_ids: list[int], result: IndexResult) -> None:
                 cosine=match.cosine,
                 shared_ngrams=match.shared_ngrams,
                 task_ngrams=match.task_ngrams,
+                reference_ngrams=match.item_ngrams,
             )
         else:
             _flag_clear(version_id, SimilarityFlag.Kind.CONTAMINATED)
@@ -217,8 +225,12 @@ def _flag_set(version_id: int, kind: str, **values) -> None:
     """Write the flag. A reviewer's resolution stays while the flag names the same neighbour or item."""
     flag = SimilarityFlag.objects.filter(task_version_id=version_id, kind=kind).first()
     if flag is None:
-        SimilarityFlag.objects.create(task_version_id=version_id, kind=kind, **values)
-        return
+        try:
+            with transaction.atomic():  # a savepoint: another job may write the same flag first
+                SimilarityFlag.objects.create(task_version_id=version_id, kind=kind, **values)
+            return
+        except IntegrityError:
+            flag = SimilarityFlag.objects.get(task_version_id=version_id, kind=kind)
     same_match = flag.neighbour_id == values.get("neighbour_id") and flag.reference_item == values.get(
         "reference_item", ""
     )
@@ -239,16 +251,6 @@ def signatures_drop(*, environment_id: int | None = None) -> int:
     deleted, _ = VersionSignature.objects.filter(task_version__in=versions).delete()
     index_forget()
     return deleted
-
-
-def recheck_queue(*, environment: Environment | None) -> None:
-    """Queue a recheck of every version in scope after the commit (by name: the task module imports this one)."""
-    from celery import current_app
-
-    environment_id = environment.pk if environment else None
-    transaction.on_commit(
-        lambda: current_app.tasks["similarity.tasks.index_versions"].delay(environment_id, recheck=True)
-    )
 
 
 def cluster_dismiss(*, versions: list[TaskVersion], by: AbstractBaseUser) -> int:

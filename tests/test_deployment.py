@@ -83,4 +83,13 @@ def test_compose_file_is_valid_and_has_every_service():
     )
     assert result.returncode == 0, result.stderr
     services = set(result.stdout.split())
-    assert {"postgres", "redis", "web", "worker-generate", "worker-verify", "beat", "flower"} <= services
+    assert {
+        "postgres",
+        "redis",
+        "web",
+        "worker-generate",
+        "worker-verify",
+        "worker-similarity",
+        "beat",
+        "flower",
+    } <= services

@@ -12,9 +12,14 @@ def unit(vector) -> np.ndarray:
 
 def test_normalize_folds_case_width_and_punctuation():
     assert similarity.normalize("  ＷＨＡＴ is 2+2?!\n\tSay  it. ") == "what is 2 2 say it"
-    assert similarity.prompt_text([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]) == (
-        "Be brief.\nHi"
-    )
+
+
+def test_prompt_text_is_what_the_task_asks_without_a_shared_system_prompt():
+    system = {"role": "system", "content": "You are the back-office assistant. Use the tools."}
+    asked = [{"role": "user", "content": "Set deal #5 to won."}, {"role": "assistant", "content": "Done."}]
+    assert similarity.prompt_text([system, *asked]) == "Set deal #5 to won.\nDone."
+    assert similarity.prompt_text([system]) == system["content"]  # nothing else: the system prompt is the task
+    assert similarity.prompt_text("What is 2 + 2?") == "What is 2 + 2?"
 
 
 def test_minhash_estimates_jaccard_and_round_trips_through_bytes():
@@ -33,6 +38,16 @@ def test_numbers_key_ignores_order_but_not_values():
     assert key("Add 17 and 25.") == key("Take 25, then add 17.")
     assert key("Add 17 and 25.") != key("Add 18 and 25.")
     assert key("no numbers") == key("still none")
+
+
+def test_numbers_key_tells_operations_apart_but_not_their_spelling():
+    key = similarity.numbers_key
+    assert key("What is 2 + 6?") != key("What is 6 times 2?") != key("What is 6 - 2?")
+    assert key("What is 2 + 6?") == key("What is 6 plus 2?")
+    assert key("What is 9 times 8?") == key("Compute 8 × 9.") == key("What is 9*8?")
+    assert key("What is 12 / 4?") == key("What is 12 divided by 4?")
+    assert key("It costs $1,000 and 2.5 kg.") == key("It costs $1000 and 2.5 kg.") != key("It costs $1,001 and 2.5 kg.")
+    assert key("Count step-by-step to 10 in 2 ways.") == key("Count step by step to 10 in 2 ways.")
 
 
 def _index(texts, vectors, groups=None):
@@ -104,3 +119,12 @@ def test_thirteen_gram_overlap_names_the_item():
         text="What is the capital of France, and how many people live there today?", embedding=np.zeros(384)
     )
     assert unrelated.shared_ngrams == 0 and not similarity.is_contaminated(unrelated, overlap_at=0.2, cosine_at=0.99)
+    # The whole item pasted into a task five times its length: most of the item is copied.
+    padded = (
+        copied
+        + " "
+        + " ".join(f"Then explain step {n} of your plan in plain words for the reader." for n in "abcdefgh")
+    )
+    diluted = corpus.match(text=padded, embedding=np.zeros(384))
+    assert diluted.shared_ngrams / diluted.task_ngrams < 0.2 and diluted.overlap > 0.5
+    assert similarity.is_contaminated(diluted, overlap_at=0.2, cosine_at=0.99)

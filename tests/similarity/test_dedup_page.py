@@ -31,8 +31,11 @@ def cluster(arithmetic, alice):
     return {task.key: task for task in Task.objects.select_related("current_version")}
 
 
-def keep(client, version_id: int):
-    return client.post(reverse("dedup_keep_one"), {"keep": version_id}, follow=True)
+def keep(client, version_id: int, shown=None):
+    """Post the keep form as the page draws it: the chosen version and every version it showed."""
+    if shown is None:
+        shown = SimilarityFlag.objects.values_list("task_version_id", flat=True).distinct()
+    return client.post(reverse("dedup_keep_one"), {"keep": version_id, "shown": list(shown)}, follow=True)
 
 
 def test_reviewer_sees_the_cluster_and_keeps_one(client, cluster, bob):
@@ -62,6 +65,15 @@ def test_keeping_the_newer_one_retires_the_approved_one(client, cluster, bob):
     keep(client, cluster["train-again"].current_version_id)
     assert Task.objects.get(key="train").status == TaskStatus.RETIRED
     assert Task.objects.get(key="train").status_changes.last().changed_by == bob
+
+
+def test_keep_one_takes_out_only_what_the_page_showed(client, cluster, bob):
+    client.force_login(bob)
+    shown = [cluster[key].current_version_id for key in ("train", "train-again")]  # train-draft joined later
+    Task.objects.filter(key="train-draft").update(status=TaskStatus.APPROVED)
+    keep(client, cluster["train"].current_version_id, shown=shown)
+    statuses = dict(Task.objects.values_list("key", "status"))
+    assert statuses["train-again"] == TaskStatus.REJECTED and statuses["train-draft"] == TaskStatus.APPROVED
 
 
 @pytest.mark.parametrize("user", ["alice", "charlie"])

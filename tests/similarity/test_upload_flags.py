@@ -81,6 +81,27 @@ def test_the_check_is_idempotent_and_a_recheck_keeps_the_flags(arithmetic, alice
     assert SimilarityFlag.objects.filter(kind=SimilarityFlag.Kind.NEAR_DUPLICATE).count() == 2
 
 
+def test_versions_signed_by_a_job_that_died_before_checking_are_checked_next_time(
+    arithmetic, alice, eager, monkeypatch
+):
+    from similarity import services
+    from tests.factories import import_tasks
+
+    import_tasks(arithmetic, alice, task("train", TRAIN), task("train-again", TRAIN_PARAPHRASE))
+
+    def die(version_ids, result):
+        raise RuntimeError("worker killed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(services, "_versions_check", die)
+        with pytest.raises(RuntimeError):
+            services.versions_index()
+    assert VersionSignature.objects.count() == 2 and not SimilarityFlag.objects.exists()
+    rerun = services.versions_index()
+    assert rerun.indexed == 0 and rerun.checked == 2 and rerun.near_duplicates == 2
+    assert services.versions_index().checked == 0  # checked once, not again
+
+
 def test_background_import_job_is_checked_too(
     arithmetic, alice, eager, settings, tmp_path, django_capture_on_commit_callbacks
 ):

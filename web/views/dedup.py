@@ -7,6 +7,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
 from accounts.permissions import REVIEWERS, group_required
+from curation import services as curation_services
 from curation.models import Environment
 from similarity import selectors, services
 
@@ -34,13 +35,17 @@ def dedup_clusters(request):
 @require_POST
 @group_required(REVIEWERS)
 def dedup_keep_one(request):
-    """Keep the chosen version of a cluster; the cluster's other current versions are taken out."""
+    """Keep the chosen version of a cluster; the other versions the page showed are taken out.
+
+    Only those: a task that joined the cluster after the page was drawn is left for the next look.
+    """
     environment = _environment(request.POST.get("environment", ""))
     cluster = _posted_cluster(request, environment)
     if cluster is None:
         return _back(environment)
     keep = next(version for version in cluster.versions if version.pk == _int(request.POST.get("keep")))
-    others = [version for version in cluster.versions if version.pk != keep.pk]
+    shown = {_int(value) for value in request.POST.getlist("shown")}
+    others = [version for version in cluster.versions if version.pk != keep.pk and version.pk in shown]
     try:
         result = services.cluster_keep_one(keep=keep, others=others, by=request.user)
     except ServiceError as error:
@@ -73,7 +78,7 @@ def dedup_dismiss(request):
 def dedup_recheck(request):
     """Queue a check of every version (of the chosen environment) against the corpus and the benchmarks."""
     environment = _environment(request.POST.get("environment", ""))
-    services.recheck_queue(environment=environment)
+    curation_services.similarity_check_queue(environment=environment, recheck=True)
     messages.success(
         request,
         f"Checking every task of {environment.name if environment else 'every environment'} again in the background.",
