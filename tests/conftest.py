@@ -8,6 +8,24 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def fast_password_hasher():
+    """Tests sign users in by the hundred: MD5 instead of PBKDF2's million rounds (never outside tests)."""
+    from django.conf import settings
+    from django.contrib.auth.hashers import get_hashers, get_hashers_by_algorithm
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    get_hashers.cache_clear()
+    get_hashers_by_algorithm.cache_clear()
+
+
+def pytest_collection_modifyitems(items):
+    """Every browser test carries the `browser` mark (the other slow groups are marked in their modules)."""
+    for item in items:
+        if "e2e" in item.path.parts:
+            item.add_marker(pytest.mark.browser)
+
+
 def make_user(django_user_model, username: str, *groups: str, is_staff: bool = False):
     from django.contrib.auth.models import Group
 

@@ -16,7 +16,7 @@ from tests.factories import import_tasks
 from tests.support.openai_server import serve_openai
 from tests.support.workers import flush_broker, running_worker, wait_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
 
 BIG = 600
 

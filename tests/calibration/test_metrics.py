@@ -54,6 +54,7 @@ def test_healthz_checks_database_and_broker(client, settings):
     assert response.status_code == 503 and response.json()["broker"] == "fail" and response.json()["database"] == "ok"
 
 
+@pytest.mark.workers
 @pytest.mark.django_db(transaction=True)
 def test_counters_of_prefork_workers_move_after_a_small_campaign(client, arithmetic, alice, staff, settings, tmp_path):
     """A real prefork worker in multiprocess mode: its children's counters reach the web's /metrics."""

@@ -8,6 +8,8 @@ from engine.packing import unpack_logprobs, unpack_tokens
 from tests.factories import import_tasks, math_task
 from tests.support.workers import flush_broker, running_worker, wait_for
 
+pytestmark = [pytest.mark.model, pytest.mark.workers]
+
 BANDS = set(Band.values)
 
 

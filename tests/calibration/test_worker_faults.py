@@ -11,6 +11,8 @@ from tests.factories import import_tasks
 from tests.support.openai_server import serve_openai
 from tests.support.workers import flush_broker, start_worker, stop_worker, wait_for
 
+pytestmark = [pytest.mark.workers]
+
 TASKS, ROLLOUTS, ROUND = 24, 8, 4
 
 

@@ -13,6 +13,8 @@ from transformers import AutoTokenizer
 from engine.backends import Backend, SamplingParams
 from engine.backends.transformers_backend import TransformersBackend, sample_next_tokens
 
+pytestmark = [pytest.mark.model]
+
 QUESTION = [{"role": "user", "content": "Write a short poem about the sea."}]
 SHORT_ANSWER = [{"role": "user", "content": "What is the capital of France? One word."}]
 FEW_TOKENS = SamplingParams(temperature=1.0, top_p=0.95, max_new_tokens=8)

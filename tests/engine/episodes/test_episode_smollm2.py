@@ -13,6 +13,8 @@ from engine.backends import SamplingParams
 from engine.episodes import backoffice
 from engine.episodes.runner import EpisodeLimits, run_episode
 
+pytestmark = [pytest.mark.model]
+
 CALL = '<tool_call>{"name": "get_record", "arguments": {"table": "deals", "id": 1}}</tool_call>'
 
 

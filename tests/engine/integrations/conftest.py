@@ -1,7 +1,7 @@
 """A real release, built by the app, for the trainer integration tests.
 
 The only coupling to the Django app is here: `release_dir` makes a release of the four tasks of
-tests/curation/export_data.py (every band, so the tool task is in it too) and builds its files.
+tests/releases/export_data.py (every band, so the tool task is in it too) and builds its files.
 """
 
 import contextlib
@@ -12,7 +12,7 @@ import time
 import pytest
 
 from releases import services as releases
-from tests.curation.export_data import calibrated_environment
+from tests.releases.export_data import calibrated_environment
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from accounts.services import api_token_create
 from engine import formats
 from releases import services, tasks
 from releases.models import Release
-from tests.curation.export_data import calibrated_environment
+from tests.releases.export_data import calibrated_environment
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ import pytest
 
 from engine import verifiers
 from releases import services as releases
-from tests.curation.export_data import calibrated_environment
+from tests.releases.export_data import calibrated_environment
 
 pytestmark = pytest.mark.django_db
 

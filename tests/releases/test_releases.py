@@ -12,8 +12,8 @@ from calibration.models import Calibration
 from releases import tasks
 from releases.models import Release, ReleaseItem
 from tests.conftest import make_user
-from tests.curation.export_data import calibrated_environment
 from tests.factories import import_tasks, math_task
+from tests.releases.export_data import calibrated_environment
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ import pytest
 
 from engine import formats
 from releases import services as releases
-from tests.curation.export_data import TOOL, calibrated_environment
+from tests.releases.export_data import TOOL, calibrated_environment
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from accounts.services import api_token_create
 from calibration.models import Calibration, Campaign, Rollout
 from curation.models import Task
 from engine import packing
-from tests.curation.export_data import calibrated_environment
+from tests.releases.export_data import calibrated_environment
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from django.test import override_settings
 from hypothesis import HealthCheck, Phase, settings
 
 from accounts.services import api_token_create
-from tests.curation.export_data import calibrated_environment
+from tests.releases.export_data import calibrated_environment
 
 # Schemathesis calls the app in process as host "localhost"; test settings allow only "testserver".
 with override_settings(ALLOWED_HOSTS=["localhost"]):

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.curation.export_data import calibrated_environment
+from tests.releases.export_data import calibrated_environment
 
 pytestmark = pytest.mark.django_db
 
