@@ -8,6 +8,9 @@ INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/passband
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
 # Pages and API tests, also run on SQLite (browser and worker tests need a database file shared across processes).
+# Parallel test processes (pytest-xdist): each has its own test database, Redis database and var folder
+# (tests/support/parallel.py); a test file stays in one process. TEST_PROCESSES=0 runs in this process.
+TEST_PROCESSES ?= 2
 SQLITE_TESTS ?= tests/web tests/api tests/curation tests/accounts tests/releases tests/similarity
 
 .PHONY: install run test services clean
@@ -34,13 +37,13 @@ test: install services
 	CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
 	SECRET_KEY=$${SECRET_KEY:-passband-test-only} \
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile $(PYTEST_ARGS)
 	# The pages and the API again on the embedded default, SQLite: what a user clicks works on both.
 	DATABASE_URL=sqlite:///var/test-embedded.sqlite3 \
 	CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
 	SECRET_KEY=$${SECRET_KEY:-passband-test-only} \
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
-	$(PY) -m pytest $(SQLITE_TESTS) $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile $(SQLITE_TESTS) $(PYTEST_ARGS)
 
 services:
 	scripts/ensure-services.sh
