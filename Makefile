@@ -8,7 +8,7 @@ INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/passband
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
 # Pages and API tests, also run on SQLite (browser and worker tests need a database file shared across processes).
-SQLITE_TESTS ?= tests/curation tests/accounts tests/similarity
+SQLITE_TESTS ?= tests/curation tests/accounts tests/similarity tests/calibration/test_rollout_store_contract.py
 
 .PHONY: install run test services clean
 
