@@ -14,6 +14,7 @@ from accounts.permissions import REVIEWERS, group_required
 from calibration import services as calibration_services
 from curation import services
 from curation.models import Environment
+from curation.thresholds import ThresholdError, thresholds_validate
 
 
 class EnvironmentForm(forms.Form):
@@ -31,8 +32,9 @@ class EnvironmentForm(forms.Form):
         required=False,
         help_text='JSON, e.g. {"kind": "math"}; tasks without a verifier use it. Blank: none.',
     )
-    floor = forms.FloatField(min_value=0, max_value=1, help_text="Below it a task is too hard.")
-    retire_at = forms.FloatField(min_value=0, max_value=1, help_text="At or above it a task is retired.")
+    # Their bounds are checked once, in clean(), by curation.thresholds.
+    floor = forms.FloatField(help_text="Below it a task is too hard.")
+    retire_at = forms.FloatField(help_text="At or above it a task is retired.")
     max_new_tokens = forms.IntegerField(
         min_value=1,
         max_value=32768,
@@ -57,8 +59,11 @@ class EnvironmentForm(forms.Form):
     def clean(self):
         data = super().clean()
         floor, retire_at = data.get("floor"), data.get("retire_at")
-        if floor is not None and retire_at is not None and not 0 < floor < retire_at < 1:
-            raise forms.ValidationError("Thresholds need 0 < floor < retire at < 1.")
+        if floor is not None and retire_at is not None:
+            try:
+                thresholds_validate(floor=floor, retire_at=retire_at)
+            except ThresholdError as error:
+                self.add_error(error.field, str(error))
         return data
 
 
