@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from curation import policy
 from curation.errors import CurationError
 from curation.models import (
     Environment,
@@ -230,7 +231,7 @@ def task_version_edit(*, task: Task, by: AbstractBaseUser, content: dict, run_au
     metadata, domain, authoring_cost_usd). Raises CurationError naming the field when it is
     invalid, when nothing changed, or when the task is not the editor's or not editable now.
     """
-    if task.owner_id != by.pk and not by.is_staff:
+    if not policy.task_may_change(by, task):
         raise CurationError("Only the task's author can edit it.")
     if task.status not in EDITABLE_STATUSES:
         raise CurationError(f"{task.key} is {task.status}; only draft, sent-back or rejected tasks can be edited.")

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from calibration.models import Band, ProbeModel
 from curation.models import Environment, TaskStatus, TaskVersion
-from curation.selectors import tasks_visible_to
+from curation.policy import tasks_visible_to
 from engine import formats
 from releases.errors import ReleaseError
 from releases.models import Release, ReleaseItem, ReleaseStatus

@@ -2,15 +2,13 @@
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.authentication import scope_required
 from accounts.errors import ServiceError
 from calibration import selectors as calibration_selectors
 from calibration.models import Band, ProbeModel
-from curation import review_services
+from curation import policy, review_services
 from curation.models import Environment, TaskStatus
 
 
@@ -52,12 +50,11 @@ class BulkResult(serializers.Serializer):
     )
 
 
+@policy.api("api_task_bulk")
 class TaskBulk(APIView):
     """Submit tasks for review (the token's user must be an author; own tasks) or decide them
     (a reviewer; never their own), all matching the filters or the listed keys. Each task changes in
     its own transaction and is audited; tasks that cannot change are listed with the reason."""
-
-    permission_classes = [IsAuthenticated, scope_required("curate")]
 
     @extend_schema(request=BulkRequest, responses={200: BulkResult})
     def post(self, request):

@@ -5,12 +5,11 @@ from django.shortcuts import get_object_or_404
 from django.utils.functional import cached_property
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.permissions import IsAuthenticated
 
-from accounts.authentication import scope_required
 from api.views import base
 from calibration import selectors as calibration_selectors
 from calibration.models import Band, ProbeModel
+from curation import policy
 from curation.models import Environment, TaskStatus
 from similarity import selectors as similarity_selectors
 
@@ -68,11 +67,11 @@ class TaskFilters(serializers.Serializer):
 
 
 @extend_schema(parameters=[TaskFilters])
+@policy.api("api_task_list")
 class TaskList(base.IdOrderedList):
     """GET /api/v1/tasks: tasks with their calibration under one probe model, filtered, in id order."""
 
     serializer_class = TaskSerializer
-    permission_classes = [IsAuthenticated, scope_required("read")]
 
     @cached_property
     def filters(self) -> dict:

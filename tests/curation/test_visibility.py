@@ -4,7 +4,7 @@ import pytest
 
 from accounts.services import api_token_create
 from curation.models import Task, TaskStatus
-from curation.selectors import tasks_visible_to
+from curation.policy import tasks_visible_to
 from tests.factories import import_tasks, math_task
 
 pytestmark = pytest.mark.django_db

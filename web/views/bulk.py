@@ -10,10 +10,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
-from accounts.permissions import AUTHORS, REVIEWERS, group_required
 from calibration import selectors as calibration_selectors
 from calibration.models import ProbeModel
-from curation import review_services
+from curation import policy, review_services
 from curation.models import Environment
 
 LIST_FILTERS = ("environment", "model", "band", "status", "flag", "mine", "q", "sort")
@@ -39,7 +38,7 @@ def filtered_tasks(request):
 
 
 @require_POST
-@group_required(AUTHORS, REVIEWERS)
+@policy.page("task_bulk")
 def task_bulk(request):
     action = request.POST.get("action", "")
     try:

@@ -7,12 +7,11 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.db import transaction
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 
 from accounts.errors import ServiceError
-from accounts.permissions import REVIEWERS, group_required
 from calibration import services as calibration_services
-from curation import services
+from curation import policy, services
 from curation.models import Environment
 from curation.thresholds import ThresholdError, thresholds_validate
 
@@ -67,7 +66,7 @@ class EnvironmentForm(forms.Form):
         return data
 
 
-@group_required(REVIEWERS)
+@policy.page("environment_create")
 def environment_create(request):
     form = EnvironmentForm(
         request.POST or None, initial={"floor": settings.PASSBAND_FLOOR, "retire_at": settings.PASSBAND_RETIRE}
@@ -84,9 +83,9 @@ def environment_create(request):
     return render(request, "curation/environment_form.html", {"form": form, "environment": None})
 
 
-@group_required(REVIEWERS)
+@policy.page("environment_edit")
 def environment_edit(request, environment_name: str):
-    environment = get_object_or_404(Environment, name=environment_name)
+    environment = policy.get_for(request.user, policy.CHANGE, Environment.objects.all(), name=environment_name)
     initial = {
         field: getattr(environment, field)
         for field in ("name", "title", "domain", "description", "guidelines", "floor", "retire_at", "max_new_tokens")

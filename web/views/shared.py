@@ -1,25 +1,15 @@
-"""Helpers the page views share: the task a user may see or change, and links back."""
+"""Helpers the page views share: the task a user may act on, and links back."""
 
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 
-from curation import selectors
-
-
-def visible_task(request, environment_name: str, key: str):
-    return get_object_or_404(
-        selectors.tasks_visible_to(request.user).select_related("environment", "current_version", "owner"),
-        environment__name=environment_name,
-        key=key,
-    )
+from curation import policy
+from curation.models import Task
 
 
-def owned_task(request, environment_name: str, key: str):
-    """The task if the user may see it; 403 when they may see but not change it."""
-    task = visible_task(request, environment_name, key)
-    if task.owner_id != request.user.pk and not request.user.is_staff:
-        raise PermissionDenied("Only the task's author can change it.")
-    return task
+def task_for(request, action: str, environment_name: str, key: str) -> Task:
+    """The task in the URL if the user may `action` it (curation.policy: 404 unseen, 403 refused)."""
+    tasks = Task.objects.select_related("environment", "current_version", "owner")
+    return policy.get_for(request.user, action, tasks, environment__name=environment_name, key=key)
 
 
 def back(request, task):
