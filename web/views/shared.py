@@ -1,15 +1,27 @@
 """Helpers the page views share: the task a user may act on, and links back."""
 
+from django.core.exceptions import BadRequest
+from django.http import Http404
 from django.shortcuts import redirect
 
 from curation import policy
 from curation.models import Task
+from releases import task_filters
 
 
 def task_for(request, action: str, environment_name: str, key: str) -> Task:
     """The task in the URL if the user may `action` it (curation.policy: 404 unseen, 403 refused)."""
     tasks = Task.objects.select_related("environment", "current_version", "owner")
     return policy.get_for(request.user, action, tasks, environment__name=environment_name, key=key)
+
+
+def task_filter(params) -> task_filters.TaskFilter:
+    """The task list's filter from a query string: 404 for an environment or model that does not
+    exist, 400 naming the parameter for a value that is wrong."""
+    try:
+        return task_filters.task_filter_parse(params)
+    except task_filters.TaskFilterError as error:
+        raise (Http404 if error.missing else BadRequest)(str(error)) from None
 
 
 def back(request, task):

@@ -16,6 +16,7 @@ from curation import import_jobs, imports, policy, review_services, selectors, s
 from curation.models import Environment, ImportJob, TaskStatus
 from engine import stats
 from engine.packing import unpack_logprobs, unpack_tokens
+from releases import task_filters
 from similarity import selectors as similarity_selectors
 from web.views import shared
 
@@ -37,25 +38,9 @@ def environment_list(request):
 
 @policy.page("task_list")
 def task_list(request):
-    environment = None
-    if request.GET.get("environment"):
-        environment = get_object_or_404(Environment, name=request.GET["environment"])
-    probe_model = None
-    if request.GET.get("model"):
-        probe_model = get_object_or_404(ProbeModel, name=request.GET["model"])
-    probe_model = probe_model or calibration_selectors.default_probe_model(environment)
-    sort = request.GET.get("sort", "key")
-    tasks = calibration_selectors.tasks_with_calibration(
-        user=request.user,
-        environment=environment,
-        probe_model=probe_model,
-        band=request.GET.get("band", ""),
-        status=request.GET.get("status", ""),
-        search=request.GET.get("q", "").strip(),
-        sort=sort,
-        owner=request.user if request.GET.get("mine") else None,
-        flag=request.GET.get("flag", ""),
-    )
+    task_filter = shared.task_filter(request.GET)
+    environment, probe_model, sort = task_filter.environment, task_filter.probe_model, task_filter.sort
+    tasks = task_filters.tasks_matching(user=request.user, task_filter=task_filter)
     shown, page, has_next = shared.page_of(request, tasks, size=100)
     calibrated_count = tasks.filter(band__isnull=False).count() if probe_model and shown else 0
     return render(
@@ -72,7 +57,7 @@ def task_list(request):
             "probe_models": ProbeModel.objects.all(),
             "bands": Band.values,
             "statuses": TaskStatus.values,
-            "flags": [stats.Flag.VERIFIER_TROUBLE, stats.Flag.ZERO_VARIANCE, "audit_failed"],
+            "flags": [stats.Flag.VERIFIER_TROUBLE, stats.Flag.ZERO_VARIANCE, task_filters.AUDIT_FAILED],
             "sort": sort,
             "query": shared.query_without(request, "sort", "page"),
             "calibrated_count": calibrated_count,
