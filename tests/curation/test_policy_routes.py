@@ -278,3 +278,10 @@ def test_routes_with_an_object_answer_by_the_policy(client, users, tokens, world
         url = reverse(name, kwargs=kwargs)
         answers = {who: answer(client, users, tokens, who, method, url, data) for who in expected}
         assert answers == expected, url
+
+
+def test_the_campaign_page_offers_its_controls_only_to_who_may_use_them(client, users, world):
+    url = reverse("campaign_detail", args=[world["campaign"].pk])
+    for who, shown in (("alice", True), ("staff", True), ("dora", False), ("bob", False)):
+        client.force_login(users[who])
+        assert ('id="campaign-actions"' in client.get(url).content.decode()) is shown, who

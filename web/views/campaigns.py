@@ -51,6 +51,7 @@ def campaign_detail(request, campaign_id: int):
         "progress": progress,
         "eta": _duration(progress["eta_seconds"]),
         "bands": selectors.campaign_band_table(campaign=campaign),
+        "can_change": policy.allows(request.user, policy.CHANGE, campaign),
     }
     template = (
         "calibration/_campaign_progress.html"
