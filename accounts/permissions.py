@@ -1,9 +1,7 @@
-"""Who may do what in the browser. Roles are Django groups: authors, reviewers, trainers."""
+"""Roles (Django groups: authors, reviewers, trainers) and the API token scopes each may hold.
 
-from functools import wraps
-
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+Who may see and change each object, and each route's gate, is curation.policy.
+"""
 
 AUTHORS, REVIEWERS, TRAINERS = "authors", "reviewers", "trainers"
 
@@ -32,32 +30,3 @@ def scopes_allowed(user) -> list[str]:
         return list(SCOPE_ROLES)
     groups = set(user.groups.values_list("name", flat=True))
     return [scope for scope, roles in SCOPE_ROLES.items() if roles is None or groups.intersection(roles)]
-
-
-def group_required(*groups: str):
-    """Login required; then staff or a member of one of `groups`, else 403."""
-
-    def decorator(view):
-        @login_required
-        @wraps(view)
-        def wrapper(request, *args, **kwargs):
-            if not in_group(request.user, *groups):
-                raise PermissionDenied(f"This page is for {' or '.join(groups)}.")
-            return view(request, *args, **kwargs)
-
-        return wrapper
-
-    return decorator
-
-
-def browser_user_required(view):
-    """Any signed-in user except trainer-only accounts, who use the API."""
-
-    @login_required
-    @wraps(view)
-    def wrapper(request, *args, **kwargs):
-        if in_group(request.user, AUTHORS, REVIEWERS) or not request.user.groups.filter(name=TRAINERS).exists():
-            return view(request, *args, **kwargs)
-        raise PermissionDenied("Trainer accounts use the API.")
-
-    return wrapper

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from accounts.permissions import AUTHORS, REVIEWERS, in_group
+from curation import policy
 from curation.errors import CurationError
 from curation.models import Comment, Review, Task, TaskStatus
 from curation.services import task_transition
@@ -22,9 +22,9 @@ REVIEWABLE = (TaskStatus.SUBMITTED, TaskStatus.IN_REVIEW)
 
 
 def _reviewer_check(*, task: Task, reviewer: AbstractBaseUser) -> None:
-    if not in_group(reviewer, REVIEWERS):
+    if not policy.is_reviewer(reviewer):
         raise CurationError("Only reviewers and staff can review tasks.")
-    if task.owner_id == reviewer.pk and not reviewer.is_staff:
+    if not policy.task_may_review(reviewer, task):
         raise CurationError(f"{task.key} is your own task: another reviewer must review it.")
 
 
@@ -133,11 +133,11 @@ def tasks_submit_bulk(*, tasks: QuerySet[Task], author: AbstractBaseUser) -> Bul
     Authors submit their own tasks (staff any); each task moves in its own transaction, and tasks
     that cannot move (someone else's, failed audit, wrong status) are listed as skipped with the reason.
     """
-    if not (in_group(author, AUTHORS) or author.is_staff):
+    if not policy.is_author(author):
         raise CurationError("Only authors and staff can submit tasks.")
     result = BulkReviewResult()
     for task in tasks.select_related("current_version").order_by("pk").iterator(chunk_size=500):
-        if task.owner_id != author.pk and not author.is_staff:
+        if not policy.task_may_change(author, task):
             result.skipped.append(f"{task.key}: not your task")
             continue
         try:
@@ -160,18 +160,14 @@ def tasks_bulk_action(
         return tasks_submit_bulk(tasks=tasks, author=user)
     if action not in DECISIONS:
         raise CurationError(f"Unknown action {action!r}; use one of {', '.join(BULK_ACTIONS)}.")
-    if not in_group(user, REVIEWERS):
+    if not policy.is_reviewer(user):
         raise CurationError("Only reviewers and staff can review tasks.")
     return reviews_bulk(tasks=tasks, reviewer=user, decision=action, comment=comment)
 
 
-def _can_discuss(*, task: Task, user: AbstractBaseUser) -> bool:
-    return task.owner_id == user.pk or in_group(user, REVIEWERS)
-
-
 def comment_add(*, task: Task, author: AbstractBaseUser, body: str, parent: Comment | None = None) -> Comment:
     """Add a comment, or a reply when `parent` is given (replies attach to the thread's root)."""
-    if not _can_discuss(task=task, user=author):
+    if not policy.task_may_discuss(author, task):
         raise CurationError("Only the task's author and reviewers can comment on it.")
     if not body.strip():
         raise CurationError("A comment cannot be empty.")
@@ -185,7 +181,7 @@ def comment_add(*, task: Task, author: AbstractBaseUser, body: str, parent: Comm
 
 def comment_resolve(*, comment: Comment, by: AbstractBaseUser) -> Comment:
     """Mark a thread resolved (its root comment); resolving twice changes nothing."""
-    if not _can_discuss(task=comment.task, user=by):
+    if not policy.task_may_discuss(by, comment.task):
         raise CurationError("Only the task's author and reviewers can resolve comments.")
     while comment.parent_id is not None:
         comment = comment.parent

@@ -1,4 +1,4 @@
-"""Reads for curation: which tasks a user may see, review progress and comment threads.
+"""Reads for curation: review progress and comment threads (which tasks a user may see: curation.policy).
 
 Reads that join calibrations (the task list, the review queue) live in calibration.selectors.
 """
@@ -7,31 +7,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q
 from django.utils import timezone
 
-from accounts.permissions import REVIEWERS, TRAINERS
-from curation.models import Comment, Review, Task, TaskStatus
-
-# What each role sees of the corpus. Reviewers and staff see everything (they judge it); trainers
-# see what they may train on or report about (approved, active and retired tasks), never drafts
-# or work under review; authors see their own tasks and the approved and active ones of others.
-TRAINABLE = (TaskStatus.APPROVED, TaskStatus.ACTIVE, TaskStatus.RETIRED)
-PUBLISHED = (TaskStatus.APPROVED, TaskStatus.ACTIVE)
-
-
-def user_sees_every_task(user: AbstractBaseUser) -> bool:
-    return user.is_staff or user.groups.filter(name=REVIEWERS).exists()
-
-
-def tasks_visible_to(user: AbstractBaseUser) -> QuerySet[Task]:
-    """The tasks `user` may see, by role (see TRAINABLE and PUBLISHED above)."""
-    tasks = Task.objects.all()
-    if user_sees_every_task(user):
-        return tasks
-    statuses = TRAINABLE if user.groups.filter(name=TRAINERS).exists() else PUBLISHED
-    return tasks.filter(Q(owner=user) | Q(status__in=statuses))
+from curation.models import Comment, Review, Task
 
 
 def reviewer_progress(*, since_days: int = 7) -> list[dict]:

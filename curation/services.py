@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from curation import policy
 from curation.errors import CurationError
 from curation.models import (
     Environment,
@@ -19,7 +20,8 @@ from curation.models import (
     TaskStatus,
     TaskVersion,
 )
-from engine import stats, verifiers
+from curation.thresholds import thresholds_validate
+from engine import verifiers
 from engine.task_format import TaskDraft, validate_task_object
 
 logger = logging.getLogger(__name__)
@@ -47,7 +49,7 @@ def environment_create(
     """
     floor = settings.PASSBAND_FLOOR if floor is None else floor
     retire_at = settings.PASSBAND_RETIRE if retire_at is None else retire_at
-    thresholds_validate(floor=floor, retire_at=retire_at)
+    floor, retire_at = thresholds_validate(floor=floor, retire_at=retire_at)
     _environment_fields_validate(
         name=name, domain=domain, default_verifier=default_verifier, max_new_tokens=max_new_tokens
     )
@@ -120,14 +122,6 @@ def environment_update(
         setattr(environment, name, value)
     environment.save(update_fields=list(changes) or None)
     return environment
-
-
-def thresholds_validate(*, floor: float, retire_at: float) -> None:
-    """0 < floor < retire_at < 1, as engine.stats defines it; CurationError naming the values otherwise."""
-    try:
-        stats.check_thresholds(floor=floor, retire_at=retire_at)
-    except (TypeError, ValueError) as error:
-        raise CurationError(f"Thresholds need 0 < floor < retire_at < 1; {error}.") from None
 
 
 def version_row(
@@ -237,7 +231,7 @@ def task_version_edit(*, task: Task, by: AbstractBaseUser, content: dict, run_au
     metadata, domain, authoring_cost_usd). Raises CurationError naming the field when it is
     invalid, when nothing changed, or when the task is not the editor's or not editable now.
     """
-    if task.owner_id != by.pk and not by.is_staff:
+    if not policy.task_may_change(by, task):
         raise CurationError("Only the task's author can edit it.")
     if task.status not in EDITABLE_STATUSES:
         raise CurationError(f"{task.key} is {task.status}; only draft, sent-back or rejected tasks can be edited.")

@@ -24,12 +24,11 @@ from django.utils import timezone
 
 from calibration.models import Band, ProbeModel
 from curation.models import Environment, TaskStatus, TaskVersion
-from curation.selectors import tasks_visible_to
+from curation.policy import tasks_visible_to
 from engine import formats
+from releases import task_filters
 from releases.errors import ReleaseError
 from releases.models import Release, ReleaseItem, ReleaseStatus
-from similarity import selectors as similarity_selectors
-from similarity.models import SimilarityFlag
 
 logger = logging.getLogger(__name__)
 
@@ -60,35 +59,34 @@ def export_versions(
     domain: str = "",
     user: AbstractBaseUser | None = None,
     exclude_contaminated: bool = False,
+    task_filter: task_filters.TaskFilter | None = None,
 ) -> QuerySet[TaskVersion]:
-    """Current task versions matching the filter, as record dicts with the calibration under `probe_model`.
+    """Current task versions matching the filter, as record dicts with the calibration under the probe model.
 
-    One LEFT JOIN to the calibration of that model (unique per version and model), no subqueries.
-    Without a probe model the calibration fields are null. `user` limits to tasks they may see.
-    `exclude_contaminated` leaves out versions with an open contamination flag (a public benchmark item).
+    The filter is `task_filter` (releases.task_filters, as the task list and the API parse it) or
+    else the keyword arguments (TaskFilterError naming a wrong band or status). One LEFT JOIN to the
+    calibration of that model (unique per version and model), no subqueries. Without a probe model
+    the calibration fields are null. `user` limits to tasks they may see. `exclude_contaminated`
+    leaves out versions with an open contamination flag (a public benchmark item).
     """
-    if band and band not in Band.values:
-        raise ReleaseError(f"Unknown band {band!r}; use one of {', '.join(Band.values)}.")
-    if status and status not in TaskStatus.values:
-        raise ReleaseError(f"Unknown status {status!r}; use one of {', '.join(TaskStatus.values)}.")
+    if task_filter is None:
+        task_filter = task_filters.task_filter_make(
+            environment=environment,
+            probe_model=probe_model,
+            band=band,
+            status=status,
+            domain=domain,
+            exclude_contaminated=exclude_contaminated,
+        )
     versions = TaskVersion.objects.filter(task__current_version=F("pk"))
     if user is not None:
         versions = versions.filter(task__in=tasks_visible_to(user).values("pk"))
-    if environment is not None:
-        versions = versions.filter(task__environment=environment)
-    if status:
-        versions = versions.filter(task__status=status)
-    if domain:
-        versions = versions.filter(domain=domain)
-    if exclude_contaminated:
-        versions = versions.exclude(similarity_selectors.flagged(SimilarityFlag.Kind.CONTAMINATED, version="pk"))
-    model_id = probe_model.pk if probe_model is not None else None
+    model_id = task_filter.probe_model.pk if task_filter.probe_model is not None else None
     versions = versions.annotate(
         calibration=FilteredRelation("calibrations", condition=Q(calibrations__probe_model_id=model_id))
     )
+    versions = task_filters.versions_matching(versions, task_filter=task_filter)
     calibration_fields = {name: F(f"calibration__{name}") for name in CALIBRATION_FIELDS}
-    if band:
-        versions = versions.filter(calibration__band=band)
     return versions.values("pk", *CONTENT_FIELDS, **VERSION_FIELDS, **calibration_fields).order_by("pk")
 
 

@@ -8,7 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Exists, F, OuterRef, QuerySet
 
 from curation.models import Environment, Task, TaskVersion
-from curation.selectors import tasks_visible_to
+from curation.policy import tasks_visible_to
 from engine import similarity
 from similarity.models import SimilarityFlag
 

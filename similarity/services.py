@@ -13,8 +13,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from accounts.permissions import REVIEWERS, in_group
-from curation import review_services
+from curation import policy, review_services
 from curation.errors import CurationError
 from curation.models import TaskStatus, TaskVersion
 from curation.services import task_transition
@@ -258,7 +257,7 @@ def cluster_dismiss(*, versions: list[TaskVersion], by: AbstractBaseUser) -> int
 
     Reviewers and staff only. Returns how many flags were resolved; a recheck does not reopen them.
     """
-    if not in_group(by, REVIEWERS):
+    if not policy.is_reviewer(by):
         raise SimilarityError("Only reviewers and staff can resolve near-duplicates.")
     ids = [version.pk for version in versions]
     return SimilarityFlag.objects.filter(
@@ -305,7 +304,7 @@ def cluster_keep_one(*, keep: TaskVersion, others: list[TaskVersion], by: Abstra
     drafts and sent-back tasks belong to their authors and are refused with the reason. The
     cluster's open near-duplicate flags are resolved.
     """
-    if not in_group(by, REVIEWERS):
+    if not policy.is_reviewer(by):
         raise SimilarityError("Only reviewers and staff can resolve near-duplicates.")
     if any(version.pk == keep.pk for version in others):
         raise SimilarityError("The task to keep cannot also be one to take out.")

@@ -22,7 +22,7 @@ urlpatterns = [
     # For Prometheus and for load balancers and compose health checks.
     path("metrics", ops_views.metrics_view, name="metrics"),
     path("healthz", ops_views.healthz_view, name="healthz"),
-    path("favicon.ico", RedirectView.as_view(url=static("web/favicon.svg"), permanent=True)),
+    path("favicon.ico", RedirectView.as_view(url=static("web/favicon.svg"), permanent=True), name="favicon"),
     path("", task_views.environment_list, name="environment_list"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

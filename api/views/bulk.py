@@ -2,35 +2,32 @@
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.authentication import scope_required
 from accounts.errors import ServiceError
-from calibration import selectors as calibration_selectors
-from calibration.models import Band, ProbeModel
-from curation import review_services
-from curation.models import Environment, TaskStatus
+from api.views.tasks import api_task_filter
+from calibration.models import Band
+from curation import policy, review_services
+from curation.models import TaskStatus
+from releases import task_filters
 
 
 class BulkRequest(serializers.Serializer):
     action = serializers.ChoiceField(choices=review_services.BULK_ACTIONS)
-    environment = serializers.SlugRelatedField(slug_field="name", queryset=Environment.objects.all())
+    environment = serializers.CharField(help_text="Environment name.")
     keys = serializers.ListField(
         child=serializers.CharField(),
         required=False,
         max_length=100_000,
         help_text="Only these task keys; without it, every task matching the filters.",
     )
+    # The filter, as GET /api/v1/tasks takes it; releases.task_filters parses it.
     status = serializers.ChoiceField(choices=TaskStatus.values, required=False)
     band = serializers.ChoiceField(choices=Band.values, required=False)
-    model = serializers.SlugRelatedField(
-        slug_field="name",
-        queryset=ProbeModel.objects.all(),
-        required=False,
-        help_text="The probe model `band` refers to.",
-    )
+    model = serializers.CharField(required=False, help_text="The probe model `band` and `flag` refer to.")
+    flag = serializers.ChoiceField(choices=task_filters.FLAGS, required=False)
+    q = serializers.CharField(required=False, help_text="Text in the key or the prompt.")
     mine = serializers.BooleanField(required=False, default=False, help_text="Only the token owner's tasks.")
     comment = serializers.CharField(
         required=False, allow_blank=True, default="", help_text="Required to reject or send back."
@@ -52,29 +49,22 @@ class BulkResult(serializers.Serializer):
     )
 
 
+@policy.api("api_task_bulk")
 class TaskBulk(APIView):
     """Submit tasks for review (the token's user must be an author; own tasks) or decide them
     (a reviewer; never their own), all matching the filters or the listed keys. Each task changes in
     its own transaction and is audited; tasks that cannot change are listed with the reason."""
-
-    permission_classes = [IsAuthenticated, scope_required("curate")]
 
     @extend_schema(request=BulkRequest, responses={200: BulkResult})
     def post(self, request):
         data = BulkRequest(data=request.data)
         data.is_valid(raise_exception=True)
         params = data.validated_data
-        environment = params["environment"]
-        tasks = calibration_selectors.tasks_with_calibration(
-            user=request.user,
-            environment=environment,
-            probe_model=params.get("model") or calibration_selectors.default_probe_model(environment),
-            band=params.get("band", ""),
-            status=params.get("status", ""),
-            owner=request.user if params["mine"] else None,
-        )
+        filters = {name: params[name] for name in task_filters.PARAMS if name in params}
+        task_filter = api_task_filter(filters, in_body=True)
         if "keys" in params:
-            tasks = tasks.filter(key__in=params["keys"])
+            task_filter = task_filters.with_keys(task_filter, params["keys"])
+        tasks = task_filters.tasks_matching(user=request.user, task_filter=task_filter)
         try:
             result = review_services.tasks_bulk_action(
                 tasks=tasks, user=request.user, action=params["action"], comment=params["comment"]

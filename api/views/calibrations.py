@@ -2,12 +2,10 @@
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.permissions import IsAuthenticated
 
-from accounts.authentication import scope_required
 from api.views import base
 from calibration.models import Band, Calibration, Outcome, Rollout
-from curation import selectors
+from curation import policy
 from engine import packing
 
 
@@ -41,11 +39,11 @@ class CalibrationFilters(serializers.Serializer):
 
 
 @extend_schema(parameters=[CalibrationFilters])
+@policy.api("api_calibration_list")
 class CalibrationList(base.LookupFilteredList):
     """GET /api/v1/calibrations: every (task version, probe model) calibration you may see, in id order."""
 
     serializer_class = CalibrationSerializer
-    permission_classes = [IsAuthenticated, scope_required("read")]
 
     filters_class = CalibrationFilters
     lookups = {
@@ -58,7 +56,7 @@ class CalibrationList(base.LookupFilteredList):
 
     def base_queryset(self):
         return Calibration.objects.select_related("task_version__task__environment", "probe_model").filter(
-            task_version__task__in=selectors.tasks_visible_to(self.request.user).values("pk")
+            task_version__task__in=policy.tasks_visible_to(self.request.user).values("pk")
         )
 
 
@@ -104,11 +102,11 @@ class RolloutFilters(serializers.Serializer):
 
 
 @extend_schema(parameters=[RolloutFilters])
+@policy.api("api_rollout_list")
 class RolloutList(base.LookupFilteredList):
     """GET /api/v1/rollouts: attempts with their token ids and logprobs, for offline analysis, in id order."""
 
     serializer_class = RolloutSerializer
-    permission_classes = [IsAuthenticated, scope_required("read")]
 
     filters_class = RolloutFilters
     lookups = {
@@ -121,5 +119,5 @@ class RolloutList(base.LookupFilteredList):
 
     def base_queryset(self):
         return Rollout.objects.select_related("task_version__task__environment", "probe_model").filter(
-            task_version__task__in=selectors.tasks_visible_to(self.request.user).values("pk")
+            task_version__task__in=policy.tasks_visible_to(self.request.user).values("pk")
         )

@@ -3,14 +3,13 @@
 from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.authentication import FeedbackRateThrottle, TokenRateThrottle, scope_required
+from accounts.authentication import FeedbackRateThrottle, TokenRateThrottle
 from accounts.errors import ServiceError
 from calibration import services
-from curation import selectors
+from curation import policy
 
 
 class FeedbackItem(serializers.Serializer):
@@ -48,6 +47,7 @@ class FeedbackResult(serializers.Serializer):
     duplicate = serializers.BooleanField(help_text="True when this report_id was stored before.")
 
 
+@policy.api("api_feedback")
 class Feedback(APIView):
     """POST /api/v1/feedback: a trainer's pass counts per task and policy checkpoint (one object or a list).
 
@@ -55,7 +55,6 @@ class Feedback(APIView):
     task whose band there is decided `retire` is retired automatically (audited).
     """
 
-    permission_classes = [IsAuthenticated, scope_required("feedback")]
     throttle_classes = [TokenRateThrottle, FeedbackRateThrottle]
     MAX_ITEMS = 1000
 
@@ -67,7 +66,7 @@ class Feedback(APIView):
         body = FeedbackItem(data=request.data, many=many)
         body.is_valid(raise_exception=True)
         items = body.validated_data if many else [body.validated_data]
-        visible = selectors.tasks_visible_to(request.user).filter(current_version__isnull=False)
+        visible = policy.tasks_visible_to(request.user).filter(current_version__isnull=False)
         tasks = []
         for index, item in enumerate(items):
             matches = visible.filter(key=item["task"])

@@ -1,18 +1,16 @@
 """Releases over the API: create one, read its manifest, download its files."""
 
 from django.http import FileResponse, Http404
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.authentication import scope_required
 from accounts.errors import ServiceError
 from api.views import base
 from calibration.models import Band, ProbeModel
+from curation import policy
 from curation.models import Environment, TaskStatus
 from engine import formats
 from releases import selectors as release_selectors
@@ -67,17 +65,18 @@ class ReleaseSerializer(serializers.Serializer):
         }
 
 
-def release_for(request, release_id: int) -> Release:
-    """A release its creator, staff, reviewers and trainers may see; 404 for anyone else."""
-    return get_object_or_404(release_selectors.releases_visible_to(request.user), pk=release_id)
+def release_for(request, release_id: int, action: str = policy.SEE) -> Release:
+    """The release in the URL if the user may `action` it (curation.policy: 404 unseen, 403 refused)."""
+    releases = Release.objects.select_related("probe_model", "created_by")
+    return policy.get_for(request.user, action, releases, pk=release_id)
 
 
+@policy.api("api_release_create")
 class ReleaseCreate(base.IdOrderedList):
     """GET /api/v1/releases: the releases you may see, newest first.
     POST /api/v1/releases: pin the matching task versions; the files are built in the background."""
 
     serializer_class = ReleaseSerializer
-    permission_classes = [IsAuthenticated, scope_required("export")]
     ordering = "-pk"
 
     def get_queryset(self):
@@ -113,10 +112,9 @@ class ReleaseCreate(base.IdOrderedList):
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": f"/api/v1/releases/{release.pk}"})
 
 
+@policy.api("api_release_detail")
 class ReleaseDetail(APIView):
     """GET /api/v1/releases/<id>: status, manifest and (when ready) file links."""
-
-    permission_classes = [IsAuthenticated, scope_required("export")]
 
     @extend_schema(responses=ReleaseSerializer)
     def get(self, request, release_id: int):
@@ -124,14 +122,13 @@ class ReleaseDetail(APIView):
         return Response(ReleaseSerializer(release, context={"request": request}).data)
 
 
+@policy.api("api_release_retry")
 class ReleaseRetry(APIView):
     """POST /api/v1/releases/<id>/retry: build a failed release again."""
 
-    permission_classes = [IsAuthenticated, scope_required("export")]
-
     @extend_schema(request=None, responses={202: ReleaseSerializer})
     def post(self, request, release_id: int):
-        release = release_for(request, release_id)
+        release = release_for(request, release_id, policy.CHANGE)
         try:
             release = releases.release_retry(release=release)
         except ServiceError as error:
@@ -139,10 +136,9 @@ class ReleaseRetry(APIView):
         return Response(ReleaseSerializer(release, context={"request": request}).data, status=status.HTTP_202_ACCEPTED)
 
 
+@policy.api("api_release_file")
 class ReleaseFile(APIView):
     """GET /api/v1/releases/<id>/files/<format>.<jsonl|parquet>: one built file of a ready release."""
-
-    permission_classes = [IsAuthenticated, scope_required("export")]
 
     @extend_schema(
         parameters=[
@@ -154,7 +150,7 @@ class ReleaseFile(APIView):
     def get(self, request, release_id: int, export_format: str, file_type: str):
         # Not `format`: DRF reserves that URL keyword for choosing a renderer.
         format = export_format
-        release = release_for(request, release_id)
+        release = release_for(request, release_id, policy.EXPORT)
         if format not in formats.FORMATS or file_type not in formats.FILE_TYPES:
             raise Http404(
                 f"No file {format}.{file_type}; formats: {', '.join(formats.FORMATS)}; types: jsonl, parquet."

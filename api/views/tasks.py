@@ -1,18 +1,15 @@
 """GET /api/v1/tasks: tasks with their calibration under one probe model."""
 
-from django.db.models import Exists, OuterRef
-from django.shortcuts import get_object_or_404
 from django.utils.functional import cached_property
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.exceptions import NotFound, ValidationError
 
-from accounts.authentication import scope_required
 from api.views import base
-from calibration import selectors as calibration_selectors
-from calibration.models import Band, ProbeModel
-from curation.models import Environment, TaskStatus
-from similarity import selectors as similarity_selectors
+from calibration.models import Band
+from curation import policy
+from curation.models import TaskStatus
+from releases import task_filters
 
 
 class TaskSerializer(serializers.Serializer):
@@ -47,8 +44,19 @@ class TaskSerializer(serializers.Serializer):
         }
 
 
+def api_task_filter(params, *, in_body: bool = False) -> task_filters.TaskFilter:
+    """The task filter (releases.task_filters) from API parameters: 400 naming the parameter for a
+    wrong value, and for a name that does not exist 404 (in the URL) or 400 (`in_body`)."""
+    try:
+        return task_filters.task_filter_parse(params)
+    except task_filters.TaskFilterError as error:
+        if error.missing and not in_body:
+            raise NotFound(str(error)) from None
+        raise ValidationError({error.field: [error.reason]}) from None
+
+
 class TaskFilters(serializers.Serializer):
-    """Query parameters of GET /api/v1/tasks; a bad value is answered 400 naming the parameter."""
+    """Query parameters of GET /api/v1/tasks, for the schema; releases.task_filters parses them."""
 
     environment = serializers.CharField(required=False, help_text="Environment name.")
     domain = serializers.CharField(required=False, help_text="Domain of the current version (math, code...).")
@@ -57,7 +65,11 @@ class TaskFilters(serializers.Serializer):
     model = serializers.CharField(required=False, help_text="Probe model name; default: the latest used.")
     pass_rate_min = serializers.FloatField(required=False, min_value=0, max_value=1)
     pass_rate_max = serializers.FloatField(required=False, min_value=0, max_value=1)
-    flag = serializers.CharField(required=False, help_text="Only tasks whose calibration carries this flag.")
+    flag = serializers.ChoiceField(
+        choices=task_filters.FLAGS, required=False, help_text="A calibration flag, or audit_failed."
+    )
+    q = serializers.CharField(required=False, help_text="Text in the key or the prompt.")
+    mine = serializers.BooleanField(required=False, help_text="Only the token owner's tasks.")
     updated_since = serializers.DateTimeField(required=False, help_text="ISO 8601; tasks changed at or after it.")
     contaminated = serializers.ChoiceField(
         choices=["true", "false"], required=False, help_text="Only (true) or no (false) tasks flagged contaminated."
@@ -68,60 +80,19 @@ class TaskFilters(serializers.Serializer):
 
 
 @extend_schema(parameters=[TaskFilters])
+@policy.api("api_task_list")
 class TaskList(base.IdOrderedList):
     """GET /api/v1/tasks: tasks with their calibration under one probe model, filtered, in id order."""
 
     serializer_class = TaskSerializer
-    permission_classes = [IsAuthenticated, scope_required("read")]
 
     @cached_property
-    def filters(self) -> dict:
-        parsed = TaskFilters(data=self.request.query_params)
-        parsed.is_valid(raise_exception=True)
-        return parsed.validated_data
-
-    @cached_property
-    def environment(self) -> Environment | None:
-        name = self.filters.get("environment")
-        return get_object_or_404(Environment, name=name) if name else None
-
-    @cached_property
-    def probe_model(self) -> ProbeModel | None:
-        name = self.filters.get("model")
-        return (
-            get_object_or_404(ProbeModel, name=name)
-            if name
-            else calibration_selectors.default_probe_model(self.environment)
-        )
+    def task_filter(self) -> task_filters.TaskFilter:
+        return api_task_filter(self.request.query_params)
 
     def get_queryset(self):
-        filters = self.filters
-        tasks = calibration_selectors.tasks_with_calibration(
-            user=self.request.user,
-            environment=self.environment,
-            probe_model=self.probe_model,
-            band=filters.get("band", ""),
-            status=filters.get("status", ""),
-        ).filter(current_version__isnull=False)
-        if filters.get("domain"):
-            tasks = tasks.filter(current_version__domain=filters["domain"])
-        if filters.get("pass_rate_min") is not None:
-            tasks = tasks.filter(pass_rate__gte=filters["pass_rate_min"])
-        if filters.get("pass_rate_max") is not None:
-            tasks = tasks.filter(pass_rate__lte=filters["pass_rate_max"])
-        if filters.get("updated_since"):
-            tasks = tasks.filter(updated_at__gte=filters["updated_since"])
-        for kind in similarity_selectors.FLAG_KINDS:
-            if filters.get(kind):
-                tasks = similarity_selectors.tasks_filter_flag(tasks, kind=kind, present=filters[kind] == "true")
-        if filters.get("flag"):
-            flagged = calibration_selectors.calibrations_flagged(filters["flag"]).filter(
-                task_version=OuterRef("current_version")
-            )
-            if self.probe_model is not None:
-                flagged = flagged.filter(probe_model=self.probe_model)
-            tasks = tasks.filter(Exists(flagged))
-        return tasks
+        tasks = task_filters.tasks_matching(user=self.request.user, task_filter=self.task_filter)
+        return tasks.filter(current_version__isnull=False)
 
     def get_serializer_context(self):
-        return {**super().get_serializer_context(), "probe_model": self.probe_model}
+        return {**super().get_serializer_context(), "probe_model": self.task_filter.probe_model}

@@ -2,12 +2,10 @@
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.authentication import scope_required
-from curation import selectors
+from curation import policy
 from engine import verifiers
 
 
@@ -33,10 +31,9 @@ class VerdictResponse(serializers.Serializer):
     latency_ms = serializers.FloatField()
 
 
+@policy.api("api_verify")
 class Verify(APIView):
     """POST /api/v1/verify: grade a completion; returns {outcome, reward, detail, latency_ms}."""
-
-    permission_classes = [IsAuthenticated, scope_required("verify")]
 
     @extend_schema(request=VerifyRequest, responses=VerdictResponse)
     def post(self, request):
@@ -44,7 +41,7 @@ class Verify(APIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         if data.get("task"):
-            tasks = selectors.tasks_visible_to(request.user).filter(key=data["task"], current_version__isnull=False)
+            tasks = policy.tasks_visible_to(request.user).filter(key=data["task"], current_version__isnull=False)
             if data.get("environment"):
                 tasks = tasks.filter(environment__name=data["environment"])
             matches = list(tasks.select_related("current_version")[:2])

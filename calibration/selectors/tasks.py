@@ -25,7 +25,7 @@ from calibration.models import (
     ProbeModel,
 )
 from curation.models import Environment, Task, TaskStatus
-from curation.selectors import tasks_visible_to
+from curation.policy import tasks_visible_to
 from engine import stats
 
 SORTS = {

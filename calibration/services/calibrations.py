@@ -14,7 +14,6 @@ from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
-from calibration.errors import CalibrationError
 from calibration.models import (
     Calibration,
     Campaign,
@@ -23,6 +22,7 @@ from calibration.models import (
     Rollout,
 )
 from curation.models import Environment, TaskVersion
+from curation.thresholds import thresholds_validate
 from engine import stats
 
 logger = logging.getLogger(__name__)
@@ -287,17 +287,10 @@ def environment_thresholds_set(
 ) -> int:
     """Change an environment's floor and retirement threshold, then re-band its tasks.
 
-    Validates 0 < floor < retire_at < 1 (CalibrationError otherwise). Bands are recomputed from
+    Validates them with curation.thresholds (ThresholdError naming the field). Bands are recomputed from
     the stored rollouts, with no new inference. Returns how many calibrations were recomputed.
     """
-    try:
-        floor, retire_at = float(floor), float(retire_at)
-    except (TypeError, ValueError):
-        raise CalibrationError(f"Thresholds must be numbers; got floor={floor!r}, retire_at={retire_at!r}.") from None
-    try:
-        stats.check_thresholds(floor=floor, retire_at=retire_at)
-    except ValueError as error:
-        raise CalibrationError(f"Thresholds need 0 < floor < retire_at < 1; {error}.") from None
+    floor, retire_at = thresholds_validate(floor=floor, retire_at=retire_at)
     with transaction.atomic():
         previous = (environment.floor, environment.retire_at)
         Environment.objects.filter(pk=environment.pk).update(floor=floor, retire_at=retire_at)

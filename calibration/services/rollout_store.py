@@ -67,7 +67,7 @@ def rollouts_insert(rows: list[dict]) -> int:
         return 0
     now = timezone.now()
     if connection.vendor != "postgresql":
-        return len(Rollout.objects.bulk_create([Rollout(**row, created_at=now) for row in rows], ignore_conflicts=True))
+        return _rollouts_insert_portable([{**row, "created_at": now} for row in rows])
     names = [name for name, _ in ROLLOUT_INSERT_COLUMNS]
     columns = []
     for name, kind in ROLLOUT_INSERT_COLUMNS:
@@ -149,13 +149,7 @@ def verdicts_save(verdicts: list[tuple], *, verified_at) -> None:
     if not verdicts:
         return
     if connection.vendor != "postgresql":
-        rollouts = [
-            Rollout(pk=pk, outcome=outcome, reward=reward, detail=detail, verify_ms=verify_ms, verified_at=verified_at)
-            for pk, outcome, reward, detail, verify_ms in verdicts
-        ]
-        Rollout.objects.bulk_update(
-            rollouts, ["outcome", "reward", "detail", "verify_ms", "verified_at"], batch_size=500
-        )
+        _verdicts_save_portable(verdicts, verified_at=verified_at)
         return
     # Django's bulk_update builds a CASE per column and row; unnest() of arrays is ~10x cheaper.
     pks, outcomes, rewards, details, latencies = (list(column) for column in zip(*verdicts))
@@ -170,4 +164,35 @@ def verdicts_save(verdicts: list[tuple], *, verified_at) -> None:
             WHERE rollout.id = verdict.id AND rollout.outcome IS NULL
             """,
             [verified_at, pks, outcomes, rewards, details, latencies],
+        )
+
+
+def _db_value(name: str, value):
+    """A column value as the database adapter takes it (JSON as text, datetimes and decimals adapted)."""
+    return Rollout._meta.get_field(name).get_db_prep_save(value, connection)
+
+
+def _rollouts_insert_portable(rows: list[dict]) -> int:
+    """rollouts_insert on other databases (the embedded SQLite): the same ON CONFLICT DO NOTHING and the
+    same count, of rows really inserted (the adapter sums each statement's changes over executemany)."""
+    names = [name for name, _ in ROLLOUT_INSERT_COLUMNS]
+    columns = [Rollout._meta.get_field(name).column for name in names]
+    placeholders = ", ".join(["%s"] * len(names))
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {Rollout._meta.db_table} ({', '.join(columns)}) VALUES ({placeholders}) "
+            "ON CONFLICT (campaign_id, task_version_id, sample_index) DO NOTHING",
+            [[_db_value(name, row[name]) for name in names] for row in rows],
+        )
+        return cursor.rowcount
+
+
+def _verdicts_save_portable(verdicts: list[tuple], *, verified_at) -> None:
+    """verdicts_save on other databases, with the same `outcome IS NULL` guard."""
+    at = _db_value("verified_at", verified_at)
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"UPDATE {Rollout._meta.db_table} SET outcome = %s, reward = %s, detail = %s, verify_ms = %s, "
+            "verified_at = %s WHERE id = %s AND outcome IS NULL",
+            [[outcome, reward, detail, verify_ms, at, pk] for pk, outcome, reward, detail, verify_ms in verdicts],
         )

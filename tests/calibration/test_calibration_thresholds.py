@@ -3,8 +3,8 @@
 import pytest
 from django.core.management import CommandError, call_command
 
+from accounts.errors import ServiceError
 from calibration import services
-from calibration.errors import CalibrationError
 from calibration.models import Band, Calibration, Rollout
 from engine import stats
 from tests.calibration.scripted import import_scripted, scripted_model
@@ -80,7 +80,7 @@ def test_adaptive_calibration_keeps_its_policy_when_rebanded(arithmetic, alice):
 @pytest.mark.django_db
 @pytest.mark.parametrize("floor, retire_at", [(0, 0.7), (0.7, 0.7), (0.5, 0.2), (0.02, 1.0), ("x", 0.7)])
 def test_thresholds_are_validated(arithmetic, floor, retire_at):
-    with pytest.raises(CalibrationError, match="floor"):
+    with pytest.raises(ServiceError, match="floor"):
         services.environment_thresholds_set(environment=arithmetic, floor=floor, retire_at=retire_at, by=None)
     arithmetic.refresh_from_db()
     assert (arithmetic.floor, arithmetic.retire_at) == (0.02, 0.7)

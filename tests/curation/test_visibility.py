@@ -4,7 +4,7 @@ import pytest
 
 from accounts.services import api_token_create
 from curation.models import Task, TaskStatus
-from curation.selectors import tasks_visible_to
+from curation.policy import tasks_visible_to
 from tests.factories import import_tasks, math_task
 
 pytestmark = pytest.mark.django_db
@@ -41,3 +41,14 @@ def test_a_trainer_cannot_page_drafts_over_the_api(client, corpus, charlie):
     _, secret = api_token_create(user=charlie, name="t", scopes=["read"])
     body = client.get("/api/v1/tasks", HTTP_AUTHORIZATION=f"Bearer {secret}").json()
     assert sorted(row["key"] for row in body["results"]) == ["active", "approved", "retired"]
+
+
+def test_the_object_check_agrees_with_the_queryset(corpus, alice, bob, charlie, staff, django_user_model):
+    from django.contrib.auth.models import AnonymousUser
+
+    from curation.policy import task_may_see
+
+    other = django_user_model.objects.create_user(username="erin", password="x")
+    for user in (alice, bob, charlie, staff, other, AnonymousUser()):
+        by_object = sorted(task.key for task in Task.objects.all() if task_may_see(user, task))
+        assert by_object == keys(user), user

@@ -54,5 +54,5 @@ def test_mistakes_name_the_option(model, tmp_path):
         call_command("export", "--environment", "nowhere", "--format", "trl", "-o", out)
     with pytest.raises(CommandError, match="--model: no probe model named 'ghost'"):
         call_command("export", "--environment", "arithmetic", "--model", "ghost", "--format", "trl", "-o", out)
-    with pytest.raises(CommandError, match="Unknown status 'sleeping'"):
+    with pytest.raises(CommandError, match="--status: 'sleeping' is not one of draft"):
         call_command("export", "--environment", "arithmetic", "--status", "sleeping", "--format", "trl", "-o", out)

@@ -5,41 +5,25 @@ showed."""
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
-from accounts.permissions import AUTHORS, REVIEWERS, group_required
-from calibration import selectors as calibration_selectors
-from calibration.models import ProbeModel
-from curation import review_services
-from curation.models import Environment
+from curation import policy, review_services
+from releases import task_filters
+from web.views import shared
 
-LIST_FILTERS = ("environment", "model", "band", "status", "flag", "mine", "q", "sort")
 DONE = {"submit": "submitted for review", "approve": "approved", "reject": "rejected", "send_back": "sent back"}
 
 
 def filtered_tasks(request):
     """The tasks the task list shows for the filter in the query string."""
-    params = request.GET
-    environment = get_object_or_404(Environment, name=params["environment"]) if params.get("environment") else None
-    probe_model = get_object_or_404(ProbeModel, name=params["model"]) if params.get("model") else None
-    probe_model = probe_model or calibration_selectors.default_probe_model(environment)
-    return calibration_selectors.tasks_with_calibration(
-        user=request.user,
-        environment=environment,
-        probe_model=probe_model,
-        band=params.get("band", ""),
-        status=params.get("status", ""),
-        search=params.get("q", "").strip(),
-        owner=request.user if params.get("mine") else None,
-        flag=params.get("flag", ""),
-    )
+    return task_filters.tasks_matching(user=request.user, task_filter=shared.task_filter(request.GET))
 
 
 @require_POST
-@group_required(AUTHORS, REVIEWERS)
+@policy.page("task_bulk")
 def task_bulk(request):
     action = request.POST.get("action", "")
     try:
@@ -54,5 +38,5 @@ def task_bulk(request):
             messages.warning(request, line)
         if len(result.skipped) > 20:
             messages.warning(request, f"… and {len(result.skipped) - 20} more skipped.")
-    query = {name: request.GET[name] for name in LIST_FILTERS if request.GET.get(name)}
+    query = {name: request.GET[name] for name in task_filters.PARAMS if request.GET.get(name)}
     return redirect(reverse("task_list") + ("?" + urlencode(query) if query else ""))

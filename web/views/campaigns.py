@@ -1,18 +1,17 @@
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
-from accounts.permissions import AUTHORS, browser_user_required, group_required
 from calibration import selectors, services
 from calibration.models import Band, Campaign, ProbeModel
 from calibration.selectors import default_probe_model
+from curation import policy
 from curation.models import Environment
 
 
-@browser_user_required
+@policy.page("dashboard")
 def dashboard(request):
     environment_name = request.GET.get("environment", "")
     environment = Environment.objects.filter(name=environment_name).first() or Environment.objects.first()
@@ -33,7 +32,7 @@ def dashboard(request):
     )
 
 
-@browser_user_required
+@policy.page("pass_rate_histogram_data")
 def pass_rate_histogram_data(request):
     environment = get_object_or_404(Environment, name=request.GET.get("environment", ""))
     probe_model = ProbeModel.objects.filter(name=request.GET.get("model", "")).first()
@@ -42,17 +41,17 @@ def pass_rate_histogram_data(request):
     return JsonResponse(data)
 
 
-@browser_user_required
+@policy.page("campaign_detail")
 def campaign_detail(request, campaign_id: int):
-    campaign = get_object_or_404(
-        Campaign.objects.select_related("environment", "probe_model", "created_by"), pk=campaign_id
-    )
+    campaigns = Campaign.objects.select_related("environment", "probe_model", "created_by")
+    campaign = policy.get_for(request.user, policy.SEE, campaigns, pk=campaign_id)
     progress = selectors.campaign_progress(campaign=campaign)
     context = {
         "campaign": campaign,
         "progress": progress,
         "eta": _duration(progress["eta_seconds"]),
         "bands": selectors.campaign_band_table(campaign=campaign),
+        "can_change": policy.allows(request.user, policy.CHANGE, campaign),
     }
     template = (
         "calibration/_campaign_progress.html"
@@ -74,12 +73,9 @@ def _duration(seconds: float | None) -> str:
 
 
 @require_POST
-@group_required(AUTHORS)
+@policy.page("campaign_control")
 def campaign_control(request, campaign_id: int, action: str):
-    campaign = get_object_or_404(Campaign, pk=campaign_id)
-    if campaign.created_by_id != request.user.pk and not request.user.is_staff:
-        messages.error(request, "Only the person who started a campaign, or staff, can change it.")
-        return redirect("campaign_detail", campaign_id=campaign.pk)
+    campaign = policy.get_for(request.user, policy.CHANGE, Campaign.objects.all(), pk=campaign_id)
     status = {
         "pause": Campaign.Status.PAUSED,
         "resume": Campaign.Status.RUNNING,
@@ -101,7 +97,7 @@ def _comparison_models(request):
     return environment, first, second
 
 
-@browser_user_required
+@policy.page("model_compare")
 def model_compare(request):
     """Two probe models task by task: scatter of pass rates, rank correlation, band agreement."""
     environments = Environment.objects.all()
@@ -125,12 +121,10 @@ def model_compare(request):
 
 
 @require_POST
-@browser_user_required
+@policy.page("probe_model_edit")
 def probe_model_edit(request, name: str):
     """Staff change a probe model's temperature and default completion budget."""
-    if not request.user.is_staff:
-        raise PermissionDenied("Only staff change probe models.")
-    probe_model = get_object_or_404(ProbeModel, name=name)
+    probe_model = policy.get_for(request.user, policy.CHANGE, ProbeModel.objects.all(), name=name)
     try:
         services.probe_model_update(
             probe_model=probe_model,
@@ -146,14 +140,14 @@ def probe_model_edit(request, name: str):
     return redirect("model_compare")
 
 
-@browser_user_required
+@policy.page("model_compare_data")
 def model_compare_data(request):
     environment, first, second = _comparison_models(request)
     return JsonResponse(selectors.model_comparison(environment=environment, first=first, second=second))
 
 
-@browser_user_required
+@policy.page("environment_costs_data")
 def environment_costs_data(request, environment_name: str):
-    environment = get_object_or_404(Environment, name=environment_name)
+    environment = policy.get_for(request.user, policy.SEE, Environment.objects.all(), name=environment_name)
     probe_model = ProbeModel.objects.filter(name=request.GET.get("model", "")).first()
     return JsonResponse(selectors.environment_costs(environment=environment, probe_model=probe_model))

@@ -3,9 +3,9 @@
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
 
-from accounts.permissions import browser_user_required
 from calibration import selectors
 from calibration.models import Band, ProbeModel
+from curation import policy
 from curation.models import Environment
 
 
@@ -21,31 +21,31 @@ def _bounded(request, name: str, default: int, most: int) -> int:
     return min(max(int(value), 1), most) if value.isdigit() else default
 
 
-@browser_user_required
+@policy.page("bands_over_time_data")
 def bands_over_time_data(request):
     data = selectors.bands_over_time(**_filters(request), days=_bounded(request, "days", 90, 730))
     data["band_order"] = Band.values
     return JsonResponse(data)
 
 
-@browser_user_required
+@policy.page("cost_data")
 def cost_data(request):
     data = selectors.cost_summary(**_filters(request))
     data["band_order"] = Band.values
     return JsonResponse(data)
 
 
-@browser_user_required
+@policy.page("verifier_latency_data")
 def verifier_latency_data(request):
     return JsonResponse(selectors.verifier_latency(**_filters(request), hours=_bounded(request, "hours", 24, 24 * 30)))
 
 
-@browser_user_required
+@policy.page("campaigns_progress_data")
 def campaigns_progress_data(request):
     return JsonResponse({"campaigns": selectors.campaigns_progress(**_filters(request))})
 
 
-@browser_user_required
+@policy.page("operating_characteristic_data")
 def operating_characteristic_data(request):
     """The stopping rule's operating characteristic on one environment (its thresholds and policy)."""
     environment = get_object_or_404(Environment, name=request.GET.get("environment", ""))

@@ -6,7 +6,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
-from accounts.permissions import REVIEWERS, group_required
+from curation import policy
 from curation import services as curation_services
 from curation.models import Environment
 from similarity import selectors, services
@@ -21,7 +21,7 @@ def _back(environment: Environment | None):
     return redirect(f"{url}?environment={environment.name}" if environment else url)
 
 
-@group_required(REVIEWERS)
+@policy.page("dedup_clusters")
 def dedup_clusters(request):
     environment = _environment(request.GET.get("environment", ""))
     clusters = selectors.near_duplicate_clusters(environment=environment)
@@ -33,7 +33,7 @@ def dedup_clusters(request):
 
 
 @require_POST
-@group_required(REVIEWERS)
+@policy.page("dedup_keep_one")
 def dedup_keep_one(request):
     """Keep the chosen version of a cluster; the other versions the page showed are taken out.
 
@@ -56,7 +56,7 @@ def dedup_keep_one(request):
 
 
 @require_POST
-@group_required(REVIEWERS)
+@policy.page("dedup_dismiss")
 def dedup_dismiss(request):
     """Not duplicates after all: resolve the cluster's flags and change no task."""
     environment = _environment(request.POST.get("environment", ""))
@@ -74,7 +74,7 @@ def dedup_dismiss(request):
 
 
 @require_POST
-@group_required(REVIEWERS)
+@policy.page("dedup_recheck")
 def dedup_recheck(request):
     """Queue a check of every version (of the chosen environment) against the corpus and the benchmarks."""
     environment = _environment(request.POST.get("environment", ""))

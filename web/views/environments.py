@@ -7,13 +7,13 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.db import transaction
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 
 from accounts.errors import ServiceError
-from accounts.permissions import REVIEWERS, group_required
 from calibration import services as calibration_services
-from curation import services
+from curation import policy, services
 from curation.models import Environment
+from curation.thresholds import ThresholdError, thresholds_validate
 
 
 class EnvironmentForm(forms.Form):
@@ -31,8 +31,9 @@ class EnvironmentForm(forms.Form):
         required=False,
         help_text='JSON, e.g. {"kind": "math"}; tasks without a verifier use it. Blank: none.',
     )
-    floor = forms.FloatField(min_value=0, max_value=1, help_text="Below it a task is too hard.")
-    retire_at = forms.FloatField(min_value=0, max_value=1, help_text="At or above it a task is retired.")
+    # Their bounds are checked once, in clean(), by curation.thresholds.
+    floor = forms.FloatField(help_text="Below it a task is too hard.")
+    retire_at = forms.FloatField(help_text="At or above it a task is retired.")
     max_new_tokens = forms.IntegerField(
         min_value=1,
         max_value=32768,
@@ -57,12 +58,15 @@ class EnvironmentForm(forms.Form):
     def clean(self):
         data = super().clean()
         floor, retire_at = data.get("floor"), data.get("retire_at")
-        if floor is not None and retire_at is not None and not 0 < floor < retire_at < 1:
-            raise forms.ValidationError("Thresholds need 0 < floor < retire at < 1.")
+        if floor is not None and retire_at is not None:
+            try:
+                thresholds_validate(floor=floor, retire_at=retire_at)
+            except ThresholdError as error:
+                self.add_error(error.field, str(error))
         return data
 
 
-@group_required(REVIEWERS)
+@policy.page("environment_create")
 def environment_create(request):
     form = EnvironmentForm(
         request.POST or None, initial={"floor": settings.PASSBAND_FLOOR, "retire_at": settings.PASSBAND_RETIRE}
@@ -79,9 +83,9 @@ def environment_create(request):
     return render(request, "curation/environment_form.html", {"form": form, "environment": None})
 
 
-@group_required(REVIEWERS)
+@policy.page("environment_edit")
 def environment_edit(request, environment_name: str):
-    environment = get_object_or_404(Environment, name=environment_name)
+    environment = policy.get_for(request.user, policy.CHANGE, Environment.objects.all(), name=environment_name)
     initial = {
         field: getattr(environment, field)
         for field in ("name", "title", "domain", "description", "guidelines", "floor", "retire_at", "max_new_tokens")

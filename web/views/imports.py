@@ -9,8 +9,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 
 from accounts.errors import ServiceError
-from accounts.permissions import AUTHORS, group_required
-from curation import import_jobs, import_mappings
+from curation import import_jobs, import_mappings, policy
 from curation.models import ImportJob
 from engine import verifiers
 from engine.task_mapping import EXTRACTORS, ROW_NUMBER, ColumnMapping, MappingError, suggest_mapping
@@ -80,10 +79,10 @@ def _preview_tasks(preview) -> list[dict]:
     ]
 
 
-@group_required(AUTHORS)
+@policy.page("import_job_map")
 def import_job_map(request, job_id: int):
     """Map a stored upload's columns to tasks; Preview shows the first five, Import queues the job."""
-    job = get_object_or_404(ImportJob.objects.select_related("environment"), pk=job_id, owner=request.user)
+    job = policy.get_for(request.user, policy.CHANGE, ImportJob.objects.select_related("environment"), pk=job_id)
     if job.status != ImportJob.Status.MAPPING:
         return redirect("import_job_detail", job_id=job.pk)
     environment = job.environment

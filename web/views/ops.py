@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
 from calibration import metrics
+from curation import policy
 
 
 def _may_scrape(request: HttpRequest) -> bool:
@@ -28,6 +29,7 @@ def _may_scrape(request: HttpRequest) -> bool:
 
 
 @require_GET
+@policy.page("metrics")
 def metrics_view(request: HttpRequest) -> HttpResponse:
     """Prometheus exposition: pipeline counters of every process sharing PASSBAND_METRICS_DIR, and
     queue depth and campaign progress read now. Staff or the metrics bearer token only."""
@@ -40,6 +42,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@policy.page("healthz")
 def healthz_view(request: HttpRequest) -> JsonResponse:
     """200 when the database and the broker answer, else 503; says which failed, never why (it is public)."""
     checks = {"database": _database_ok(), "broker": _broker_ok()}

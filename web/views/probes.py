@@ -10,9 +10,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
-from accounts.permissions import AUTHORS, group_required
 from calibration import selectors, services
 from calibration.models import Campaign, ProbeModel
+from curation import policy
 from curation.models import Environment, TaskVersion
 
 FILTER_FIELDS = ("band", "status", "q", "flag", "mine")
@@ -24,9 +24,9 @@ def _int(post, name: str, default: int | None) -> int | None:
 
 
 @require_POST
-@group_required(AUTHORS)
+@policy.page("environment_probe")
 def environment_probe(request, environment_name: str):
-    environment = get_object_or_404(Environment, name=environment_name)
+    environment = policy.get_for(request.user, policy.PROBE, Environment.objects.all(), name=environment_name)
     probe_model = get_object_or_404(ProbeModel, name=request.POST.get("model", ""))
     back = request.POST.get("next", "")
     if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
@@ -36,7 +36,7 @@ def environment_probe(request, environment_name: str):
         max_new_tokens = (
             _int(request.POST, "max_new_tokens", None) or environment.max_new_tokens or probe_model.max_new_tokens
         )
-        policy = request.POST.get("policy", Campaign.Policy.FIXED)
+        sampling_policy = request.POST.get("policy", Campaign.Policy.FIXED)
         scope = request.POST.get("scope", "all")
         sample_size = _int(request.POST, "sample_size", 0) or 0
         sample_seed = _int(request.POST, "sample_seed", None)
@@ -71,7 +71,7 @@ def environment_probe(request, environment_name: str):
                 "running": selectors.probes_running(environment=environment, probe_model=probe_model),
                 "fields": {
                     "model": probe_model.name,
-                    "policy": policy,
+                    "policy": sampling_policy,
                     "rollouts": rollouts,
                     "max_new_tokens": max_new_tokens,
                     "scope": scope,
@@ -81,7 +81,7 @@ def environment_probe(request, environment_name: str):
                     **filters,
                 },
                 "scope": scope,
-                "policy": policy,
+                "policy": sampling_policy,
                 "rollouts": rollouts,
                 "max_new_tokens": max_new_tokens,
             },
@@ -91,7 +91,7 @@ def environment_probe(request, environment_name: str):
             environment=environment,
             probe_model=probe_model,
             created_by=request.user,
-            policy=policy,
+            policy=sampling_policy,
             rollouts=rollouts,
             max_new_tokens=max_new_tokens,
             task_versions=list(TaskVersion.objects.filter(pk__in=version_ids)) if scope != "all" else None,

@@ -3,22 +3,15 @@
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
-from accounts.permissions import (
-    REVIEWERS,
-    browser_user_required,
-    group_required,
-    in_group,
-)
 from calibration import selectors as calibration_selectors
 from calibration.models import Band, Rollout
-from curation import review_services, selectors
+from curation import policy, review_services, selectors
 from curation.models import Comment, Environment
 from similarity import selectors as similarity_selectors
 from web.views import shared
@@ -49,7 +42,7 @@ def _queue_url(params, position: int) -> str:
     return reverse("review_queue") + "?" + urlencode(query)
 
 
-@group_required(REVIEWERS)
+@policy.page("review_queue")
 def review_queue(request):
     queue = _queue_from_request(request)
     total = queue.count()
@@ -107,11 +100,11 @@ DONE_MESSAGES = {
 
 
 @require_POST
-@group_required(REVIEWERS)
+@policy.page("review_action")
 def review_action(request, environment_name: str, key: str, action: str):
     if action not in REVIEW_ACTIONS:
         raise Http404(f"Unknown review action {action!r}.")
-    task = shared.visible_task(request, environment_name, key)
+    task = shared.task_for(request, policy.REVIEW, environment_name, key)
     try:
         REVIEW_ACTIONS[action](task, request.user, request.POST.get("comment", ""))
         messages.success(request, f"{task.key} {DONE_MESSAGES[action]}.")
@@ -124,7 +117,7 @@ def review_action(request, environment_name: str, key: str, action: str):
 
 
 @require_POST
-@group_required(REVIEWERS)
+@policy.page("review_bulk")
 def review_bulk(request):
     decision = request.POST.get("decision", "")
     # The filter travels in the query string so that "everything matching" means the same as on the page.
@@ -144,31 +137,26 @@ def review_bulk(request):
 
 
 @require_POST
-@browser_user_required
+@policy.page("comment_create")
 def comment_create(request, environment_name: str, key: str):
-    task = shared.visible_task(request, environment_name, key)
+    task = shared.task_for(request, policy.DISCUSS, environment_name, key)
     parent = None
     if request.POST.get("parent", "").isdigit():
         parent = get_object_or_404(Comment, pk=int(request.POST["parent"]), task=task)
     try:
         review_services.comment_add(task=task, author=request.user, body=request.POST.get("body", ""), parent=parent)
     except ServiceError as error:
-        if task.owner_id != request.user.pk and not in_group(request.user, REVIEWERS):
-            raise PermissionDenied(str(error)) from error
         messages.error(request, str(error))
     return shared.back(request, task)
 
 
 @require_POST
-@browser_user_required
+@policy.page("comment_resolve")
 def comment_resolve(request, comment_id: int):
-    comment = get_object_or_404(
-        Comment.objects.select_related("task__environment"),
-        pk=comment_id,
-        task__in=selectors.tasks_visible_to(request.user),
-    )
+    comments = Comment.objects.select_related("task__environment")
+    comment = policy.get_for(request.user, policy.CHANGE, comments, pk=comment_id)
     try:
         review_services.comment_resolve(comment=comment, by=request.user)
     except ServiceError as error:
-        raise PermissionDenied(str(error)) from error
+        messages.error(request, str(error))
     return shared.back(request, comment.task)

@@ -1,25 +1,27 @@
-"""Helpers the page views share: the task a user may see or change, and links back."""
+"""Helpers the page views share: the task a user may act on, and links back."""
 
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, redirect
+from django.core.exceptions import BadRequest
+from django.http import Http404
+from django.shortcuts import redirect
 
-from curation import selectors
-
-
-def visible_task(request, environment_name: str, key: str):
-    return get_object_or_404(
-        selectors.tasks_visible_to(request.user).select_related("environment", "current_version", "owner"),
-        environment__name=environment_name,
-        key=key,
-    )
+from curation import policy
+from curation.models import Task
+from releases import task_filters
 
 
-def owned_task(request, environment_name: str, key: str):
-    """The task if the user may see it; 403 when they may see but not change it."""
-    task = visible_task(request, environment_name, key)
-    if task.owner_id != request.user.pk and not request.user.is_staff:
-        raise PermissionDenied("Only the task's author can change it.")
-    return task
+def task_for(request, action: str, environment_name: str, key: str) -> Task:
+    """The task in the URL if the user may `action` it (curation.policy: 404 unseen, 403 refused)."""
+    tasks = Task.objects.select_related("environment", "current_version", "owner")
+    return policy.get_for(request.user, action, tasks, environment__name=environment_name, key=key)
+
+
+def task_filter(params) -> task_filters.TaskFilter:
+    """The task list's filter from a query string: 404 for an environment or model that does not
+    exist, 400 naming the parameter for a value that is wrong."""
+    try:
+        return task_filters.task_filter_parse(params)
+    except task_filters.TaskFilterError as error:
+        raise (Http404 if error.missing else BadRequest)(str(error)) from None
 
 
 def back(request, task):

@@ -5,30 +5,23 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
-from accounts.permissions import (
-    AUTHORS,
-    REVIEWERS,
-    browser_user_required,
-    group_required,
-    in_group,
-)
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
 from calibration.models import Band, Campaign, ProbeModel, Rollout
-from curation import import_jobs, imports, review_services, selectors, services
+from curation import import_jobs, imports, policy, review_services, selectors, services
 from curation.models import Environment, ImportJob, TaskStatus
 from engine import stats
 from engine.packing import unpack_logprobs, unpack_tokens
+from releases import task_filters
 from similarity import selectors as similarity_selectors
 from web.views import shared
 
 
-@browser_user_required
+@policy.page("environment_list")
 def environment_list(request):
     return render(
         request,
@@ -36,34 +29,18 @@ def environment_list(request):
         {
             "rows": calibration_selectors.environments_overview(user=request.user),
             "probe_models": ProbeModel.objects.all(),
-            "can_author": in_group(request.user, AUTHORS),
-            "can_manage": in_group(request.user, REVIEWERS),
+            "can_author": policy.is_author(request.user),
+            "can_manage": policy.is_reviewer(request.user),
             "bands": Band.values,
         },
     )
 
 
-@browser_user_required
+@policy.page("task_list")
 def task_list(request):
-    environment = None
-    if request.GET.get("environment"):
-        environment = get_object_or_404(Environment, name=request.GET["environment"])
-    probe_model = None
-    if request.GET.get("model"):
-        probe_model = get_object_or_404(ProbeModel, name=request.GET["model"])
-    probe_model = probe_model or calibration_selectors.default_probe_model(environment)
-    sort = request.GET.get("sort", "key")
-    tasks = calibration_selectors.tasks_with_calibration(
-        user=request.user,
-        environment=environment,
-        probe_model=probe_model,
-        band=request.GET.get("band", ""),
-        status=request.GET.get("status", ""),
-        search=request.GET.get("q", "").strip(),
-        sort=sort,
-        owner=request.user if request.GET.get("mine") else None,
-        flag=request.GET.get("flag", ""),
-    )
+    task_filter = shared.task_filter(request.GET)
+    environment, probe_model, sort = task_filter.environment, task_filter.probe_model, task_filter.sort
+    tasks = task_filters.tasks_matching(user=request.user, task_filter=task_filter)
     shown, page, has_next = shared.page_of(request, tasks, size=100)
     calibrated_count = tasks.filter(band__isnull=False).count() if probe_model and shown else 0
     return render(
@@ -80,28 +57,21 @@ def task_list(request):
             "probe_models": ProbeModel.objects.all(),
             "bands": Band.values,
             "statuses": TaskStatus.values,
-            "flags": [stats.Flag.VERIFIER_TROUBLE, stats.Flag.ZERO_VARIANCE, "audit_failed"],
+            "flags": [stats.Flag.VERIFIER_TROUBLE, stats.Flag.ZERO_VARIANCE, task_filters.AUDIT_FAILED],
             "sort": sort,
             "query": shared.query_without(request, "sort", "page"),
             "calibrated_count": calibrated_count,
-            "can_author": in_group(request.user, AUTHORS),
-            "can_review": in_group(request.user, REVIEWERS),
+            "can_author": policy.is_author(request.user),
+            "can_review": policy.is_reviewer(request.user),
             # The Probe form's "matching this filter" carries the list's filter.
             "probe_filters": {name: request.GET.get(name, "") for name in ("band", "status", "q", "flag", "mine")},
         },
     )
 
 
-@browser_user_required
+@policy.page("task_detail")
 def task_detail(request, environment_name: str, key: str):
-    task = (
-        selectors.tasks_visible_to(request.user)
-        .select_related("environment", "current_version", "owner")
-        .filter(environment__name=environment_name, key=key)
-        .first()
-    )
-    if task is None:
-        raise Http404("No such task, or it is not yours to see.")
+    task = shared.task_for(request, policy.SEE, environment_name, key)
     version = task.current_version
     outcome = request.GET.get("outcome", "")
     rollouts = calibration_selectors.task_version_rollouts(task_version=version, outcome=outcome)
@@ -130,8 +100,8 @@ def task_detail(request, environment_name: str, key: str):
             "status_changes": task.status_changes.select_related("changed_by"),
             "reviews": task.reviews.select_related("reviewer", "task_version"),
             "threads": selectors.comment_threads(task=task),
-            "can_comment": task.owner_id == request.user.pk or in_group(request.user, REVIEWERS),
-            "can_review": task.status in review_services.REVIEWABLE and in_group(request.user, REVIEWERS),
+            "can_comment": policy.task_may_discuss(request.user, task),
+            "can_review": task.status in review_services.REVIEWABLE and policy.is_reviewer(request.user),
             "editable_statuses": services.EDITABLE_STATUSES,
             "probe_models": ProbeModel.objects.all(),
             "trajectories_query": urlencode({"environment": task.environment.name, "task": task.key}),
@@ -142,7 +112,7 @@ def task_detail(request, environment_name: str, key: str):
     )
 
 
-@group_required(AUTHORS)
+@policy.page("task_upload")
 def task_upload(request):
     environments = Environment.objects.all()
     context = {"environments": environments, "report": None, "inline_limit": settings.PASSBAND_IMPORT_INLINE_BYTES}
@@ -181,10 +151,10 @@ def task_upload(request):
     return render(request, "curation/task_upload.html", context)
 
 
-@group_required(AUTHORS)
+@policy.page("import_job_detail")
 def import_job_detail(request, job_id: int):
     """A background import's progress, then its report; htmx polls the fragment until it ends."""
-    job = get_object_or_404(ImportJob.objects.select_related("environment"), pk=job_id, owner=request.user)
+    job = policy.get_for(request.user, policy.SEE, ImportJob.objects.select_related("environment"), pk=job_id)
     if job.status == ImportJob.Status.MAPPING:
         return redirect("import_job_map", job_id=job.pk)
     report = imports.ImportReport.from_dict(job.report) if job.report else None
@@ -192,13 +162,11 @@ def import_job_detail(request, job_id: int):
     return render(request, template, {"job": job, "report": report, "selected": job.environment.name})
 
 
-@group_required(AUTHORS)
+@policy.page("task_submit")
 def task_submit(request, environment_name: str, key: str):
     if request.method != "POST":
         return redirect("task_detail", environment_name=environment_name, key=key)
-    task = get_object_or_404(selectors.tasks_visible_to(request.user), environment__name=environment_name, key=key)
-    if task.owner_id != request.user.pk and not request.user.is_staff:
-        raise Http404("Only the task's author can submit it.")
+    task = shared.task_for(request, policy.CHANGE, environment_name, key)
     try:
         services.task_transition(task=task, to_status=TaskStatus.SUBMITTED, by=request.user)
         messages.success(request, f"{task.key} was submitted for review.")
@@ -234,9 +202,9 @@ def _editor_content(post) -> tuple[dict, list[str]]:
     return content, problems
 
 
-@group_required(AUTHORS)
+@policy.page("task_edit")
 def task_edit(request, environment_name: str, key: str):
-    task = shared.owned_task(request, environment_name, key)
+    task = shared.task_for(request, policy.CHANGE, environment_name, key)
     version = task.current_version
     single_user_prompt = len(version.prompt) == 1 and version.prompt[0]["role"] == "user"
     form = {
@@ -278,10 +246,10 @@ def task_edit(request, environment_name: str, key: str):
 
 
 @require_POST
-@group_required(AUTHORS)
+@policy.page("task_probe")
 def task_probe(request, environment_name: str, key: str):
     """Probe now: a campaign over this one task's current version."""
-    task = shared.owned_task(request, environment_name, key)
+    task = shared.task_for(request, policy.PROBE, environment_name, key)
     probe_model = get_object_or_404(ProbeModel, name=request.POST.get("model", ""))
     try:
         campaign = calibration_services.campaign_start(

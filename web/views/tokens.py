@@ -1,19 +1,19 @@
 """The signed-in user's API tokens: list, create (the secret is shown once), revoke."""
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts import services
 from accounts.errors import ServiceError
 from accounts.models import ApiToken
 from accounts.permissions import scopes_allowed
+from curation import policy
 
 EXPIRY_CHOICES = (7, 30, 90, 365)
 
 
-@login_required
+@policy.page("token_list")
 def token_list(request):
     """GET: the user's tokens. POST: create one and show its secret on this response only."""
     secret = None
@@ -42,10 +42,10 @@ def token_list(request):
     )
 
 
-@login_required
 @require_POST
+@policy.page("token_revoke")
 def token_revoke(request, token_id: int):
-    token = get_object_or_404(ApiToken, pk=token_id, user=request.user)
+    token = policy.get_for(request.user, policy.CHANGE, ApiToken.objects.all(), pk=token_id)
     services.api_token_revoke(token=token)
     messages.success(request, f"Token {token.prefix}… ({token.name}) revoked.")
     return redirect("token_list")

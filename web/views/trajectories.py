@@ -4,11 +4,10 @@ import math
 
 from django.shortcuts import get_object_or_404, render
 
-from accounts.permissions import browser_user_required
 from calibration import selectors as calibration_selectors
 from calibration.models import ProbeModel
 from calibration.selectors import rollouts_for_viewer
-from curation import selectors
+from curation import policy
 from curation.models import Environment
 from engine.backends.tokenizers import token_pieces
 from engine.episodes import world as episode_world
@@ -58,9 +57,9 @@ def _episode_state_changes(episode: dict | None) -> list[dict] | None:
     return episode_world.state_diff(before=before, after=episode["final_state"])
 
 
-@browser_user_required
+@policy.page("trajectory_list")
 def trajectory_list(request):
-    tasks = selectors.tasks_visible_to(request.user)
+    tasks = policy.tasks_visible_to(request.user)
     environment = None
     if request.GET.get("environment"):
         environment = get_object_or_404(Environment, name=request.GET["environment"])

@@ -1,15 +1,15 @@
-"""python manage.py export --environment NAME [--band B] [--status S] [--model M] --format F -o FILE"""
+"""python manage.py export --environment NAME [--band B] [--status S] [--flag F] [--model M] --format F -o FILE
 
+The filter is the task list's (releases.task_filters)."""
+
+import dataclasses
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from calibration import selectors as calibration_selectors
-from calibration.models import ProbeModel
-from curation.models import Environment
 from engine import formats
 from releases import services as releases
-from releases.errors import ReleaseError
+from releases import task_filters
 
 
 class Command(BaseCommand):
@@ -19,6 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--environment", required=True)
         parser.add_argument("--band", default="", help="Only tasks in this band under the probe model.")
         parser.add_argument("--status", default="", help="Only tasks with this status.")
+        parser.add_argument("--flag", default="", help="Only tasks with this calibration flag, or audit_failed.")
         parser.add_argument(
             "--model", default="", help="Probe model whose calibration rows carry; default: the latest used."
         )
@@ -32,28 +33,18 @@ class Command(BaseCommand):
         )
 
     def handle(
-        self, *args, environment, band, status, model, format, file_type, output, exclude_contaminated, **options
+        self, *args, environment, band, status, model, flag, format, file_type, output, exclude_contaminated, **options
     ):
-        env = Environment.objects.filter(name=environment).first()
-        if env is None:
-            raise CommandError(f"--environment: no environment named {environment!r}.")
-        if model:
-            probe_model = ProbeModel.objects.filter(name=model).first()
-            if probe_model is None:
-                raise CommandError(f"--model: no probe model named {model!r}.")
-        else:
-            probe_model = calibration_selectors.default_probe_model(env)
-        file_type = file_type or ("parquet" if output.suffix == ".parquet" else "jsonl")
+        filters = {"environment": environment, "band": band, "status": status, "model": model, "flag": flag}
         try:
-            versions = releases.export_versions(
-                environment=env,
-                probe_model=probe_model,
-                band=band,
-                status=status,
-                exclude_contaminated=exclude_contaminated,
-            )
-        except ReleaseError as error:
-            raise CommandError(str(error)) from None
+            task_filter = task_filters.task_filter_parse(filters, required=("environment",))
+        except task_filters.TaskFilterError as error:
+            raise CommandError(f"--{error.field}: {error.reason}") from None
+        if exclude_contaminated:
+            task_filter = dataclasses.replace(task_filter, contaminated=False)
+        env, probe_model = task_filter.environment, task_filter.probe_model
+        file_type = file_type or ("parquet" if output.suffix == ".parquet" else "jsonl")
+        versions = releases.export_versions(task_filter=task_filter)
         count = formats.write_file(
             records=releases.export_records(versions=versions, probe_model=probe_model),
             format=format,

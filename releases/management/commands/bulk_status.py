@@ -3,17 +3,17 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from calibration import selectors
-from calibration.models import Band, ProbeModel
+from calibration.models import Band
 from curation import review_services
 from curation.errors import CurationError
-from curation.models import Environment, TaskStatus
+from curation.models import TaskStatus
+from releases import task_filters
 
 
 class Command(BaseCommand):
     help = (
         "Submit tasks for review (as an author: own tasks) or decide them (as a reviewer), every task of an "
-        "environment matching the filters. Each change is audited under --user."
+        "environment matching the filters (those of the task list). Each change is audited under --user."
     )
 
     def add_arguments(self, parser):
@@ -28,6 +28,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--keys-from", default="", metavar="FILE", help="Only the task keys listed in FILE, one a line."
         )
+        parser.add_argument(
+            "--flag", choices=task_filters.FLAGS, default="", help="A calibration flag, or audit_failed."
+        )
         parser.add_argument("--mine", action="store_true", help="Only tasks --user owns.")
         parser.add_argument("--comment", default="", help="Required to reject or send back.")
         parser.add_argument("--dry-run", action="store_true", help="List the matching tasks; change nothing.")
@@ -36,25 +39,15 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=options["user"]).first()
         if user is None:
             raise CommandError(f"No user {options['user']!r}.")
-        environment = Environment.objects.filter(name=options["environment"]).first()
-        if environment is None:
-            raise CommandError(f"No environment {options['environment']!r}.")
-        probe_model = None
-        if options["model"]:
-            probe_model = ProbeModel.objects.filter(name=options["model"]).first()
-            if probe_model is None:
-                raise CommandError(f"No probe model {options['model']!r}.")
-        tasks = selectors.tasks_with_calibration(
-            user=user,
-            environment=environment,
-            probe_model=probe_model or selectors.default_probe_model(environment),
-            band=options["band"],
-            status=options["status"],
-            owner=user if options["mine"] else None,
-        )
+        filters = {name: options[name] for name in ("environment", "status", "band", "model", "flag", "mine")}
+        try:
+            task_filter = task_filters.task_filter_parse(filters, required=("environment",))
+        except task_filters.TaskFilterError as error:
+            raise CommandError(f"--{error.field}: {error.reason}") from None
         if options["keys_from"]:
             with open(options["keys_from"], encoding="utf-8") as handle:
-                tasks = tasks.filter(key__in=[line.strip() for line in handle if line.strip()])
+                task_filter = task_filters.with_keys(task_filter, [line.strip() for line in handle if line.strip()])
+        tasks = task_filters.tasks_matching(user=user, task_filter=task_filter)
         if options["dry_run"]:
             keys = list(tasks.values_list("key", flat=True))
             self.stdout.write("\n".join(keys))
