@@ -71,12 +71,6 @@ def test_a_new_route_without_a_policy_fails():
 # Users and objects --------------------------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    """Six users a test: hash their passwords cheaply (what is tested here is who may do what)."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def users(alice, bob, charlie, staff, django_user_model):
     return {
