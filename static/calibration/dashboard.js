@@ -1,6 +1,8 @@
 // Legends sit above the plot, where the margin grows to fit them: below it they covered the x axis's title and ticks.
 const LEGEND_ABOVE = { orientation: "h", x: 0, xanchor: "left", y: 1.02, yanchor: "bottom" };
 const LINE_INK = "#1d2330";
+// Bands read as the pages spell them (the band_label template filter): "too hard", not "too_hard".
+const bandLabel = (band) => String(band ?? "").replace("_", " ");
 
 // Pass-rate histogram: stacked bars per band, with the floor and retirement lines.
 const BAND_COLOURS = {
@@ -23,12 +25,12 @@ async function drawPassRateHistogram(element) {
     .filter((band) => data.series[band])
     .map((band) => ({
       type: "bar",
-      name: band,
+      name: bandLabel(band),
       x: centres,
       y: data.series[band],
       width: data.bin_width * 0.95,
       marker: { color: BAND_COLOURS[band] || "#666" },
-      hovertemplate: band + ": %{y} tasks near %{x:.2f}<extra></extra>",
+      hovertemplate: bandLabel(band) + ": %{y} tasks near %{x:.2f}<extra></extra>",
     }));
   const line = (x, label, colour) => ({
     type: "line", x0: x, x1: x, yref: "paper", y0: 0, y1: 1, layer: "above", line: { color: colour, width: 2, dash: "dash" },
@@ -84,7 +86,7 @@ async function drawBandsOverTime(element) {
   const dashes = ["solid", "dot", "dash", "longdash", "dashdot"];
   const environments = [...new Set(data.series.map((s) => s.environment))];
   const traces = data.series.map((s) => ({
-    type: "scatter", mode: "lines+markers", name: s.environment + " · " + s.band, x: data.days, y: s.counts,
+    type: "scatter", mode: "lines+markers", name: s.environment + " · " + bandLabel(s.band), x: data.days, y: s.counts,
     line: { shape: "hv", color: BAND_COLOURS[s.band] || "#666", dash: dashes[environments.indexOf(s.environment) % dashes.length] },
   }));
   // Whole days, from the first to the last with half a day either side, so the last point is inside the axis.
@@ -118,7 +120,7 @@ async function drawCost(element) {
     const traces = data.band_order
       .filter((band) => data.bands.some((row) => row.band === band))
       .map((band) => ({
-        type: "bar", name: band, x: environments, marker: { color: BAND_COLOURS[band] || "#666" },
+        type: "bar", name: bandLabel(band), x: environments, marker: { color: BAND_COLOURS[band] || "#666" },
         y: environments.map((env) => {
           const row = data.bands.find((r) => r.environment === env && r.band === band);
           return row ? row.probing_usd + row.authoring_usd : 0;

@@ -87,7 +87,7 @@ def test_every_page_fits_a_phone(browser, live_server, workbench, screenshot):
         f"/campaigns/{campaign.pk}/",
         "/models/compare/",
         "/tokens/",
-        # "/releases/",
+        "/releases/",
     ]
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
     context.set_default_timeout(15_000)
