@@ -59,7 +59,8 @@ def release_list(request):
         except ServiceError as error:
             messages.error(request, str(error))
         else:
-            messages.success(request, f"Release {release.pk} pinned {release.items.count()} task(s); building its files.")
+            pinned = release.items.count()
+            messages.success(request, f"Release {release.pk} pinned {pinned} task(s); building its files.")
             return redirect("release_list")
     rows, page, has_next = shared.page_of(request, release_selectors.releases_visible_to(request.user), size=20)
     return render(
