@@ -75,6 +75,7 @@ class Preview:
     rows: list[tuple[int, dict]] = field(default_factory=list)  # the first rows as the file has them
     tasks: list[tuple[int, TaskDraft | None, list[LineProblem]]] = field(default_factory=list)
     problems: list[LineProblem] = field(default_factory=list)  # the mapping's or the file's, not a row's
+    skipped: list[LineProblem] = field(default_factory=list)  # lines the first rows passed over, and why
 
     @property
     def ok(self) -> bool:
@@ -92,7 +93,7 @@ def import_preview(
     except SourceError as error:
         preview.problems = [LineProblem(source.filename, 0, "", str(error))]
         return preview
-    preview.rows = source.first_rows(count, max_line_bytes=max_line_bytes)
+    preview.rows, preview.skipped = source.first_rows_and_problems(count, max_line_bytes=max_line_bytes)
     if mapping is None:
         return preview
     preview.problems = mapping.column_problems(preview.columns, filename=source.filename)

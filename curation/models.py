@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from engine.natural_sort import natural_sort_key
 from engine.task_sources import source_kind
 
 
@@ -64,11 +65,30 @@ class TaskStatus(models.TextChoices):
     RETIRED = "retired"
 
 
+class NaturalSortKeyField(models.CharField):
+    """The task key in natural order (engine.natural_sort), filled from `key` whenever a task is saved.
+
+    Set in `pre_save`, which `bulk_create` calls too, so every way of making a task fills it.
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("max_length", 800)  # a 200-character key of single digits grows fourfold
+        kwargs.setdefault("editable", False)
+        kwargs.setdefault("default", "")
+        super().__init__(*args, **kwargs)
+
+    def pre_save(self, model_instance, add):
+        value = natural_sort_key(model_instance.key)
+        setattr(model_instance, self.attname, value)
+        return value
+
+
 class Task(models.Model):
     """A durable task identity; its content lives in immutable TaskVersion rows."""
 
     environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="tasks")
     key = models.CharField(max_length=200)
+    key_order = NaturalSortKeyField(help_text="The key in natural order: /2 before /10.")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="tasks")
     status = models.CharField(max_length=20, choices=TaskStatus.choices, default=TaskStatus.DRAFT)
     current_version = models.ForeignKey(
@@ -80,7 +100,11 @@ class Task(models.Model):
     class Meta:
         ordering = ["environment", "key"]
         constraints = [models.UniqueConstraint(fields=["environment", "key"], name="task_key_unique_in_environment")]
-        indexes = [models.Index(fields=["status"]), models.Index(fields=["updated_at"])]
+        indexes = [
+            models.Index(fields=["status"]),
+            models.Index(fields=["updated_at"]),
+            models.Index(fields=["key_order"], name="task_key_order"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.environment.name}/{self.key}"

@@ -204,13 +204,21 @@ class TaskSource:
 
     def first_rows(self, count: int, *, max_line_bytes: int) -> list[tuple[int, dict]]:
         """The first `count` readable rows, with their numbers (for a preview)."""
-        rows = []
+        return self.first_rows_and_problems(count, max_line_bytes=max_line_bytes)[0]
+
+    def first_rows_and_problems(
+        self, count: int, *, max_line_bytes: int
+    ) -> tuple[list[tuple[int, dict]], list[LineProblem]]:
+        """`first_rows`, and the problems of the lines passed over on the way (not JSON, too long...)."""
+        rows, skipped = [], []
         for number, row, problems in self.records(max_line_bytes=max_line_bytes):
             if isinstance(row, dict) and not problems:
                 rows.append((number, row))
+            else:
+                skipped.extend(problems or [LineProblem(self.filename, number, "", "not an object with columns")])
             if len(rows) >= count:
                 break
-        return rows
+        return rows, skipped
 
 
 def _arrow_reader(stream: IO[bytes]):

@@ -26,6 +26,7 @@ from calibration.models import Band, ProbeModel
 from curation.models import Environment, TaskStatus, TaskVersion
 from curation.policy import tasks_visible_to
 from engine import formats
+from engine.backends import model_store
 from releases import task_filters
 from releases.errors import ReleaseError
 from releases.models import Release, ReleaseItem, ReleaseStatus
@@ -264,6 +265,22 @@ def release_retry(*, release: Release) -> Release:
     return release
 
 
+def probe_model_identity(*, probe_model: ProbeModel) -> dict[str, str]:
+    """The model a release's calibration came from: name, backend, model, file and revision.
+
+    An in-process (transformers) model names its weights file and revision even when it was registered
+    with neither, as the embedded default once was; a server model names what it was registered with.
+    """
+    identity = {"name": probe_model.name, "backend": probe_model.backend, "model": probe_model.model, "file": ""}
+    identity["revision"] = probe_model.revision
+    if probe_model.backend == ProbeModel.Backend.TRANSFORMERS:
+        try:
+            identity |= model_store.model_identity(model=probe_model.model, revision=probe_model.revision)
+        except model_store.ModelFilesError as error:
+            logger.warning("release manifest: the files of probe model %s are not here: %s", probe_model.name, error)
+    return identity
+
+
 def release_build(*, release_id: int) -> Release:
     """Write every format as JSONL and Parquet, then record the manifest; safe to run twice.
 
@@ -299,11 +316,7 @@ def release_build(*, release_id: int) -> Release:
             "release": release.pk,
             "filter": release.filter,
             "thresholds": release.thresholds,
-            "probe_model": {
-                "name": release.probe_model.name,
-                "model": release.probe_model.model,
-                "revision": release.probe_model.revision,
-            },
+            "probe_model": probe_model_identity(probe_model=release.probe_model),
             "tasks": items.count(),
             "bands": dict(Counter(band or "uncalibrated" for band in items.values_list("band", flat=True))),
             "domains": dict(Counter(items.values_list("task_version__domain", flat=True))),

@@ -23,14 +23,40 @@ running() { ps -o stat= -p "$1" 2>/dev/null | grep -qv Z; }
 stop() {
   # Warm shutdown first (finish the job in hand); a model job can take a while, so after 10 s
   # shut down cold: acknowledged-late jobs are handed out again, and beat re-queues the rest.
-  kill -TERM $generate_worker $cpu_worker $similarity_worker $beat 2>/dev/null || true
+  kill -TERM ${server:-} $generate_worker $cpu_worker $similarity_worker $beat 2>/dev/null || true
   for _ in $(seq 20); do
     running $generate_worker || running $cpu_worker || running $similarity_worker || break
     sleep 0.5
   done
   kill -QUIT $generate_worker $cpu_worker $similarity_worker 2>/dev/null || true
-  wait $generate_worker $cpu_worker $similarity_worker $beat 2>/dev/null || true
+  wait ${server:-} $generate_worker $cpu_worker $similarity_worker $beat 2>/dev/null || true
 }
 trap stop EXIT INT TERM
-echo "Passband on http://127.0.0.1:$PORT/ (credentials above; Ctrl-C stops the server, the workers and beat)"
-"$PY" manage.py runserver "0.0.0.0:$PORT"
+"$PY" manage.py runserver "0.0.0.0:$PORT" &
+server=$!
+# The URL and the demo admin's sign-in come last, once the server answers, below the workers' start-up logs.
+"$PY" - "http://127.0.0.1:$PORT/login/" <<'WAIT' || true
+import sys, time, urllib.error, urllib.request
+for _ in range(240):
+    try:
+        urllib.request.urlopen(sys.argv[1], timeout=2)
+        break
+    except urllib.error.HTTPError:
+        break  # it answered
+    except OSError:
+        time.sleep(0.5)
+WAIT
+credentials="${PASSBAND_VAR_DIR:-var}/demo-admin.txt"
+echo
+echo "================================================================"
+echo "  Passband is running: http://127.0.0.1:$PORT/"
+if [ -r "$credentials" ]; then
+  read -r username password < "$credentials"
+  echo "  Sign in as: $username"
+  echo "  Password:   $password"
+else
+  echo "  Sign in with the demo admin's password (manage.py changepassword admin sets a new one)."
+fi
+echo "  Ctrl-C stops the server, the workers and beat."
+echo "================================================================"
+wait $server

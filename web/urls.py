@@ -13,6 +13,7 @@ from web.views import environments as environment_views
 from web.views import imports as import_views
 from web.views import ops as ops_views
 from web.views import probes as probe_views
+from web.views import releases as release_views
 from web.views import review as review_views
 from web.views import tasks as task_views
 from web.views import tokens as token_views
@@ -77,6 +78,8 @@ urlpatterns = [
         campaign_views.campaign_control,
         name="campaign_control",
     ),
+    path("releases/", release_views.release_list, name="release_list"),
+    path("releases/<int:release_id>/files/<str:file_name>", release_views.release_file, name="release_file"),
     path("tokens/", token_views.token_list, name="token_list"),
     path("tokens/<int:token_id>/revoke/", token_views.token_revoke, name="token_revoke"),
 ]

@@ -29,8 +29,8 @@ from curation.policy import tasks_visible_to
 from engine import stats
 
 SORTS = {
-    "key": "key",
-    "-key": "-key",
+    "key": "key_order",  # natural order: /2 before /10
+    "-key": "-key_order",
     "pass_rate": F("pass_rate").asc(nulls_last=True),
     "-pass_rate": F("pass_rate").desc(nulls_last=True),
     "attempts": "attempts",
@@ -109,7 +109,7 @@ def tasks_with_calibration(
         if probe_model is not None:
             flagged = flagged.filter(probe_model=probe_model)
         tasks = tasks.filter(Exists(flagged))
-    return tasks.order_by(SORTS.get(sort, "key"), "pk")
+    return tasks.order_by(SORTS.get(sort, "key_order"), "pk")
 
 
 def environments_overview(*, user: AbstractBaseUser) -> list[dict]:

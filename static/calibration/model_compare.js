@@ -1,4 +1,6 @@
 // Two probe models task by task: a pass-rate scatter coloured by band agreement, and the agreement table.
+// Bands read as the pages spell them (the band_label template filter): "too hard", not "too_hard".
+const bandLabel = (band) => String(band ?? "").replace("_", " ");
 async function drawModelCompare(element) {
   const response = await fetch(element.dataset.url, { headers: { Accept: "application/json" } });
   if (!response.ok) {
@@ -17,7 +19,7 @@ async function drawModelCompare(element) {
       name: name,
       x: pick(points.first),
       y: pick(points.second),
-      text: pick(points.key).map((key, index) => key + " (" + pick(points.first_band)[index] + " / " + pick(points.second_band)[index] + ")"),
+      text: pick(points.key).map((key, index) => key + " (" + bandLabel(pick(points.first_band)[index]) + " / " + bandLabel(pick(points.second_band)[index]) + ")"),
       hovertemplate: "%{text}<br>" + data.first + " %{x:.3f}<br>" + data.second + " %{y:.3f}<extra></extra>",
       marker: { color: colour, size: 6, opacity: 0.7 },
     };
@@ -56,7 +58,7 @@ async function drawModelCompare(element) {
   body.replaceChildren(
     ...agreement.counts.map((row) => {
       const tr = document.createElement("tr");
-      for (const value of [row.first, row.second, row.count]) {
+      for (const value of [bandLabel(row.first), bandLabel(row.second), row.count]) {
         const td = document.createElement("td");
         td.textContent = value;
         tr.appendChild(td);

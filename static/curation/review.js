@@ -50,7 +50,8 @@
     const actions = {
       j: () => follow("next-task"),
       k: () => follow("previous-task"),
-      a: () => { const form = document.getElementById("approve-form"); if (form) form.requestSubmit(); },
+      // A click, not a submit: the button's data-confirm (a too-hard or undecided task) asks first.
+      a: () => { const button = document.getElementById("approve-button"); if (button) button.click(); },
       r: () => openForm("reject-form"),
       s: () => openForm("send-back-form"),
       c: () => { const body = document.getElementById("comment-body"); if (body) { body.scrollIntoView({ block: "center" }); body.focus(); } },

@@ -17,3 +17,15 @@ def as_json(value, indent: int | None = None) -> str:
 def percent(value) -> str:
     """A share (0-1) as a whole percentage; a dash for none."""
     return "—" if value is None else f"{100 * float(value):.0f}%"
+
+
+@register.filter
+def band_label(value) -> str:
+    """A band as people read it, the one spelling every page uses: "too hard", "in band", "retire"."""
+    return str(value or "").replace("_", " ")
+
+
+@register.filter
+def get_item(mapping, key):
+    """`mapping[key]`, or None: for keys a template cannot spell, like "trl.jsonl"."""
+    return mapping.get(key) if hasattr(mapping, "get") else None

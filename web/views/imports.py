@@ -143,6 +143,7 @@ def import_job_map(request, job_id: int):
                 for number, row in file_preview.rows
             ],
             "unit": source.unit,
+            "skipped": file_preview.skipped,
             "form": form,
             "saved_mappings": saved,
             "extractors": EXTRACTORS.items(),

@@ -14,6 +14,7 @@ from calibration.models import Band, Rollout
 from curation import policy, review_services, selectors
 from curation.models import Comment, Environment
 from similarity import selectors as similarity_selectors
+from web.templatetags.display import band_label
 from web.views import shared
 
 QUEUE_FILTERS = ("environment", "band", "flag", "q")
@@ -40,6 +41,18 @@ def _queue_url(params, position: int) -> str:
     query = {name: params.get(name) for name in QUEUE_FILTERS if params.get(name)}
     query["position"] = position
     return reverse("review_queue") + "?" + urlencode(query)
+
+
+# Approving these hands trainers a task the evidence does not put in the band: the button asks first.
+CONFIRM_BANDS = {Band.TOO_HARD: "is too hard for the probe model", Band.UNDECIDED: "has no decided band yet"}
+
+
+def _approve_confirm(task) -> str:
+    """The question the Approve button asks first, or "" when the task's band is no reason to."""
+    reason = CONFIRM_BANDS.get(getattr(task, "band", None) or "")
+    if reason is None:
+        return ""
+    return f"{task.key} {reason} ({band_label(task.band)}). Approve it anyway?"
 
 
 @policy.page("review_queue")
@@ -74,6 +87,7 @@ def review_queue(request):
             threads=selectors.comment_threads(task=task),
             status_changes=task.status_changes.select_related("changed_by"),
             own_task=task.owner_id == request.user.pk and not request.user.is_staff,
+            approve_confirm=_approve_confirm(task),
             similarity_flags=similarity_selectors.version_flags(task_version=version, user=request.user),
         )
     return render(request, "curation/review_queue.html", context)

@@ -10,6 +10,7 @@ from calibration import services as calibration_services
 from calibration.models import ProbeModel
 from curation import imports, services
 from curation.models import Environment
+from engine.backends import model_store
 from engine.episodes.backoffice_tasks import backoffice_tasks
 
 ENVIRONMENTS = [
@@ -71,15 +72,31 @@ class Command(BaseCommand):
                 run_audits=not no_audit,
             )
             self.stdout.write(report.summary())
-        if not ProbeModel.objects.filter(name="smollm2-135m").exists():
+        self._embedded_probe_model()
+        self._print_credentials()
+
+    def _embedded_probe_model(self) -> None:
+        """The embedded SmolLM2-135M, registered by its model name and revision so releases can name it."""
+        try:
+            identity = model_store.model_identity(model=model_store.DEFAULT_MODEL_NAME)
+        except model_store.ModelFilesError as error:
+            identity = {"model": model_store.DEFAULT_MODEL_NAME, "revision": ""}
+            self.stderr.write(f"The embedded model's files are missing ({error}); its revision is left blank.")
+        existing = ProbeModel.objects.filter(name="smollm2-135m").first()
+        if existing is None:
             calibration_services.probe_model_add(
                 name="smollm2-135m",
                 backend="transformers",
+                model=identity["model"],
+                revision=identity["revision"],
                 temperature=0.7,
                 max_new_tokens=96,
                 usd_per_gpu_hour=0.5,  # a CPU-hour, roughly; change it in the admin
             )
-            self.stdout.write("Probe model smollm2-135m (embedded SmolLM2-135M-Instruct, transformers) added.")
+            self.stdout.write(f"Probe model smollm2-135m ({identity['model']} {identity['revision']}) added.")
+        elif existing.backend == ProbeModel.Backend.TRANSFORMERS and not existing.model and not existing.revision:
+            # Registered before it carried its identity: the same weights, now named.
+            ProbeModel.objects.filter(pk=existing.pk).update(model=identity["model"], revision=identity["revision"])
 
     def _demo_admin(self):
         users = get_user_model().objects
@@ -92,7 +109,11 @@ class Command(BaseCommand):
             credentials.parent.mkdir(parents=True, exist_ok=True)
             credentials.write_text(f"admin {password}\n")
             credentials.chmod(0o600)
+        return admin
+
+    def _print_credentials(self) -> None:
+        """Last, after every import report: `make run` prints them again once the server answers."""
+        credentials = settings.VAR_DIR / "demo-admin.txt"
         if credentials.exists():
             username, password = credentials.read_text().split()
             self.stdout.write(self.style.SUCCESS(f"Demo admin: username {username}, password {password}"))
-        return admin

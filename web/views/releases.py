@@ -1,0 +1,101 @@
+"""Releases in the browser: build one with the API's filters, list them with their manifests, download files."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404, redirect, render
+
+from accounts.errors import ServiceError
+from accounts.permissions import scopes_allowed
+from calibration.models import Band, ProbeModel
+from curation.models import Environment, TaskStatus
+from engine import formats
+from releases import selectors as release_selectors
+from releases import services as releases
+from releases.errors import ReleaseError
+from releases.models import ReleaseStatus
+from web.views import shared
+
+
+def may_release(user) -> bool:
+    """Whoever the API lets export (its `export` scope: trainers and staff) builds and downloads releases here.
+
+    The one check this page makes, so a shared permission policy can replace it in one place.
+    """
+    return "export" in scopes_allowed(user)
+
+
+def _release_filter(post) -> dict:
+    """The release_create arguments from the form; ReleaseError names the field that is wrong."""
+    probe_model = ProbeModel.objects.filter(name=post.get("probe_model", "")).first()
+    if probe_model is None:
+        raise ReleaseError(f"Probe model: no probe model named {post.get('probe_model', '')!r}.")
+    environment = None
+    if post.get("environment"):
+        environment = Environment.objects.filter(name=post["environment"]).first()
+        if environment is None:
+            raise ReleaseError(f"Environment: no environment named {post['environment']!r}.")
+    return {
+        "probe_model": probe_model,
+        "environment": environment,
+        "band": post.get("band", Band.IN_BAND),
+        "status": post.get("status", TaskStatus.APPROVED),
+        "domain": post.get("domain", "").strip(),
+        "exclude_contaminated": post.get("exclude_contaminated") == "on",
+        "allow_empty": post.get("allow_empty") == "on",
+    }
+
+
+@login_required
+def release_list(request):
+    """GET: the form and the releases this user may see, newest first. POST: pin a release; a worker builds it."""
+    if not may_release(request.user):
+        raise PermissionDenied("Releases are for trainers and staff (the API's export scope).")
+    form = request.POST if request.method == "POST" else {}
+    if request.method == "POST":
+        try:
+            release = releases.release_create(user=request.user, **_release_filter(request.POST))
+        except ServiceError as error:
+            messages.error(request, str(error))
+        else:
+            pinned = release.items.count()
+            messages.success(request, f"Release {release.pk} pinned {pinned} task(s); building its files.")
+            return redirect("release_list")
+    rows, page, has_next = shared.page_of(request, release_selectors.releases_visible_to(request.user), size=20)
+    return render(
+        request,
+        "releases/release_list.html",
+        {
+            "releases": rows,
+            "page": page,
+            "has_next": has_next,
+            "form": form,
+            "probe_models": ProbeModel.objects.all(),
+            "environments": Environment.objects.all(),
+            "bands": Band.values,
+            "statuses": TaskStatus.values,
+            "file_names": [f"{format}.{file_type}" for format in formats.FORMATS for file_type in formats.FILE_TYPES],
+            "building": any(release.status in (ReleaseStatus.PENDING, ReleaseStatus.BUILDING) for release in rows),
+        },
+    )
+
+
+@login_required
+def release_file(request, release_id: int, file_name: str):
+    """One built file of a ready release, as an attachment with its sha256 from the manifest."""
+    if not may_release(request.user):
+        raise PermissionDenied("Releases are for trainers and staff (the API's export scope).")
+    release = get_object_or_404(release_selectors.releases_visible_to(request.user), pk=release_id)
+    format, _, file_type = file_name.partition(".")
+    if format not in formats.FORMATS or file_type not in formats.FILE_TYPES:
+        raise Http404(f"No file {file_name}; formats: {', '.join(formats.FORMATS)}; types: jsonl, parquet.")
+    if release.status != ReleaseStatus.READY:
+        messages.error(request, f"Release {release.pk} is {release.status}, not ready: its files are not built yet.")
+        return redirect("release_list")
+    path = releases.release_file_path(release=release, format=format, file_type=file_type)
+    if not path.exists():
+        raise Http404(f"Release {release.pk} has no file {path.name} on this server.")
+    response = FileResponse(open(path, "rb"), as_attachment=True, filename=f"release-{release.pk}-{path.name}")
+    response["X-Checksum-SHA256"] = release.manifest.get("files", {}).get(path.name, {}).get("sha256", "")
+    return response
