@@ -66,6 +66,7 @@ GATES: dict[str, Callable[[AbstractBaseUser], bool]] = {
     REVIEWERS: is_reviewer,
     CURATORS: lambda user: in_group(user, AUTHORS, REVIEWERS),
     STAFF: lambda user: user.is_authenticated and user.is_staff,
+    TRAINERS: is_trainer,
 }
 GATE_REFUSALS = {
     BROWSER: "Trainer accounts use the API.",
@@ -73,6 +74,7 @@ GATE_REFUSALS = {
     REVIEWERS: "This page is for reviewers.",
     CURATORS: "This is for authors and reviewers.",
     STAFF: "This is for staff.",
+    TRAINERS: "Releases are for trainers and staff (the API's export scope).",
 }
 
 

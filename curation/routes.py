@@ -15,6 +15,7 @@ SIGNED_IN = "signed_in"  # any signed-in user, trainers included
 BROWSER = "browser"  # signed in, not a trainer-only account
 AUTHORS, REVIEWERS = "authors", "reviewers"
 CURATORS = "curators"  # authors or reviewers (bulk status changes: submit, or decide)
+TRAINERS = "trainers"  # trainers (the API's export scope) and staff: releases in the browser
 STAFF = "staff"
 API = "api:"  # "api:<scope>": an API token holding that scope (accounts.permissions.SCOPE_ROLES)
 ADMIN = "admin"  # Django's admin site: its own staff login
@@ -79,6 +80,9 @@ ROUTES: dict[str, Route] = {
     # API tokens (trainers make theirs here too)
     "token_list": Route(SIGNED_IN, methods=("GET", "POST")),
     "token_revoke": Route(SIGNED_IN, "apitoken", "change", methods=POST),
+    # Releases in the browser (what the API's export scope may do)
+    "release_list": Route(TRAINERS, methods=("GET", "POST")),
+    "release_file": Route(TRAINERS, "release", "export"),
     # API v1: the token's scope; objects in the body (a task key) answer 404 when not visible
     "api_task_list": Route(API + "read"),
     "api_task_bulk": Route(API + "curate", methods=POST),

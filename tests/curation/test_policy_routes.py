@@ -145,6 +145,7 @@ REFUSED_BY_GATE = {
     routes.REVIEWERS: "alice",
     routes.CURATORS: "charlie",
     routes.STAFF: "alice",
+    routes.TRAINERS: "bob",
     routes.SIGNED_IN: None,
     routes.API + "read": None,
     routes.API + "export": "alice",
@@ -241,6 +242,11 @@ CASES = {
     ],
     "token_revoke": [
         ({"token_id": "alice_token"}, {}, {"anonymous": "login", "dora": 404, "staff": 404, "alice": 302}),
+    ],
+    "release_file": [
+        ({"release_id": "release", "file_name": "trl.jsonl"}, {}, {"anonymous": "login", "alice": 403, "bob": 403}),
+        ({"release_id": "release", "file_name": "trl.jsonl"}, {}, {"charlie": 302, "trinity": 302}),
+        ({"release_id": 999999, "file_name": "trl.jsonl"}, {}, {"charlie": 404}),
     ],
     "api_release_detail": [
         ({"release_id": "release"}, {}, {"anonymous": 401, "alice": 403, "trinity": 200, "charlie": 200}),

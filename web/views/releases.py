@@ -1,29 +1,19 @@
 """Releases in the browser: build one with the API's filters, list them with their manifests, download files."""
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 
 from accounts.errors import ServiceError
-from accounts.permissions import scopes_allowed
 from calibration.models import Band, ProbeModel
+from curation import policy
 from curation.models import Environment, TaskStatus
 from engine import formats
 from releases import selectors as release_selectors
 from releases import services as releases
 from releases.errors import ReleaseError
-from releases.models import ReleaseStatus
+from releases.models import Release, ReleaseStatus
 from web.views import shared
-
-
-def may_release(user) -> bool:
-    """Whoever the API lets export (its `export` scope: trainers and staff) builds and downloads releases here.
-
-    The one check this page makes, so a shared permission policy can replace it in one place.
-    """
-    return "export" in scopes_allowed(user)
 
 
 def _release_filter(post) -> dict:
@@ -47,11 +37,9 @@ def _release_filter(post) -> dict:
     }
 
 
-@login_required
+@policy.page("release_list")
 def release_list(request):
     """GET: the form and the releases this user may see, newest first. POST: pin a release; a worker builds it."""
-    if not may_release(request.user):
-        raise PermissionDenied("Releases are for trainers and staff (the API's export scope).")
     form = request.POST if request.method == "POST" else {}
     if request.method == "POST":
         try:
@@ -81,12 +69,10 @@ def release_list(request):
     )
 
 
-@login_required
+@policy.page("release_file")
 def release_file(request, release_id: int, file_name: str):
     """One built file of a ready release, as an attachment with its sha256 from the manifest."""
-    if not may_release(request.user):
-        raise PermissionDenied("Releases are for trainers and staff (the API's export scope).")
-    release = get_object_or_404(release_selectors.releases_visible_to(request.user), pk=release_id)
+    release = policy.get_for(request.user, "export", Release.objects.all(), pk=release_id)
     format, _, file_type = file_name.partition(".")
     if format not in formats.FORMATS or file_type not in formats.FILE_TYPES:
         raise Http404(f"No file {file_name}; formats: {', '.join(formats.FORMATS)}; types: jsonl, parquet.")
