@@ -120,12 +120,12 @@ def validate_task_object(
     key = obj.get("key")
     if key is not None and (not isinstance(key, str) or not KEY_PATTERN.match(key)):
         problem("key", KEY_RULE)
-    refused = set()  # fields that break the input rule are reported once and checked no further
-    for field_name, value in obj.items():
-        found = input_rules.value_problem(value, max_depth=input_rules.MAX_JSON_DEPTH - 1)
-        if found is not None:
-            problem(str(field_name), found.reason)
-            refused.add(field_name)
+    # The first break of the input rule (a NUL, a lone surrogate, nesting too deep) is reported, and
+    # its field checked no further: a verifier nested too deep would exhaust the stack when checked.
+    broken = input_rules.value_problem(obj)
+    refused = {broken.field} if broken is not None else set()
+    if broken is not None:
+        problem(broken.field, broken.reason)
 
     prompt: list[dict[str, str]] = []
     if "prompt" in obj:
