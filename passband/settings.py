@@ -66,6 +66,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "web.middleware.RequestMetricsMiddleware",
+    "web.debug.LoopbackDebugPagesMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "web.middleware.InputRuleMiddleware",
@@ -77,6 +78,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
 ]
+
+# Debug pages (DEBUG=1, as `make run` sets) go to loopback clients only; others get the plain pages.
+DEFAULT_EXCEPTION_REPORTER = "web.debug.LoopbackExceptionReporter"
 
 ROOT_URLCONF = "passband.urls"
 WSGI_APPLICATION = "passband.wsgi.application"

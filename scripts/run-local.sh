@@ -6,6 +6,9 @@
 set -euo pipefail
 PY=${1:-.venv/bin/python}
 PORT=${PORT:-8000}
+# Loopback only by default (DEBUG is on); PASSBAND_BIND=0.0.0.0 opts in to the network, where clients still
+# never see Django's debug pages (web/debug.py).
+BIND=${PASSBAND_BIND:-127.0.0.1}
 mkdir -p var
 # Each worker in a session of its own: Ctrl-C then reaches only this script, which stops the main
 # processes in order. A signal sent to a worker's pool processes directly can leave its main process
@@ -32,5 +35,5 @@ stop() {
   wait $generate_worker $cpu_worker $similarity_worker $beat 2>/dev/null || true
 }
 trap stop EXIT INT TERM
-echo "Passband on http://127.0.0.1:$PORT/ (credentials above; Ctrl-C stops the server, the workers and beat)"
-"$PY" manage.py runserver "0.0.0.0:$PORT"
+echo "Passband on http://$BIND:$PORT/ (credentials above; Ctrl-C stops the server, the workers and beat)"
+"$PY" manage.py runserver "$BIND:$PORT"
