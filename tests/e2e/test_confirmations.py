@@ -29,6 +29,10 @@ def test_cancel_campaign_asks_first(page, live_server, sign_in, alice, arithmeti
     )
     sign_in(page, "alice")
     page.goto(f"{live_server.url}/campaigns/{campaign.pk}/")
+    # The buttons sit in the fragment htmx swaps every 2 s: ask from a swapped-in one.
+    page.evaluate(
+        "() => new Promise((swapped) => document.body.addEventListener('htmx:afterSwap', swapped, {once: true}))"
+    )
     cancel = "#campaign-actions button.danger"
     assert f"Cancel campaign #{campaign.pk}?" in click_and_answer(page, cancel, accept=False)
     page.reload()  # had the form been sent, the page would now say cancelled
