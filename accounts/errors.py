@@ -4,3 +4,12 @@ class ServiceError(Exception):
     Every app's services raise a subclass of this one type (CurationError, CalibrationError,
     ReleaseError), so a view that calls services across apps catches one thing.
     """
+
+
+def api_error_document(*, detail: str, code: str, fields: dict[str, list[str]] | None = None) -> dict:
+    """The one JSON form of every API error (docs/api.md): `detail`, a sentence saying what is wrong
+    and what to do; `code`, a stable machine-readable word (`invalid`, `not_found`, `too_large`...);
+    `fields`, the messages per request field (a path such as `items[2].task`), empty when the error
+    is about the request as a whole. It lives here, below web and api, because the input middleware
+    (which refuses before any view runs) answers API requests in it too."""
+    return {"detail": detail, "code": code, "fields": fields or {}}

@@ -1,26 +1,39 @@
-"""The API's JSON parser: bounded in size and nesting, so no body can exhaust memory or the stack."""
+"""The API's JSON parser: bounded in size and nesting, and held to the input rule (engine.input_rules),
+so no body can exhaust memory or the stack or carry text the database cannot store."""
 
 import orjson
 from django.conf import settings
-from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
+from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.parsers import BaseParser
 
-# orjson refuses documents nested deeper than this (1024) with a decode error; the bodies Passband
-# takes (tasks, feedback, verify requests) nest a handful of levels.
-MAX_DEPTH = 1024
+from engine import input_rules
 
 
-class BoundedJSONParser(JSONParser):
-    """JSON bodies up to settings.PASSBAND_API_MAX_BODY_BYTES; deeper or larger ones are a 400."""
+class BoundedJSONParser(BaseParser):
+    """JSON bodies up to settings.PASSBAND_API_MAX_BODY_BYTES, nested at most
+    input_rules.MAX_JSON_DEPTH levels, without NUL or lone surrogates; anything else is a 400 that
+    names the field.
+
+    Not a subclass of DRF's JSONParser: DRF hands that one `request.body`, which Django refuses
+    over DATA_UPLOAD_MAX_MEMORY_SIZE (4 MB) with its own HTML page; this one reads the stream itself
+    up to its own limit."""
+
+    media_type = "application/json"
 
     def parse(self, stream, media_type=None, parser_context=None):
         limit = settings.PASSBAND_API_MAX_BODY_BYTES
         body = stream.read(limit + 1) if stream is not None else b""
         if len(body) > limit:
-            raise ParseError(f"The body is over {limit:,} bytes; send fewer items per request.")
+            raise ParseError(f"The body is over {limit:,} bytes; send fewer items per request.", code="too_large")
         if not body:
             raise ParseError("The body is empty; send a JSON document.")
         try:
-            return orjson.loads(body)
+            data = orjson.loads(body)  # refuses nesting deeper than 1,024 levels
         except orjson.JSONDecodeError as error:
-            raise ParseError(f"The body is not valid JSON (or nests deeper than {MAX_DEPTH} levels): {error}") from None
+            raise ParseError(
+                f"The body is not valid JSON (or nests deeper than {input_rules.MAX_JSON_DEPTH} levels): {error}"
+            ) from None
+        problem = input_rules.value_problem(data)
+        if problem is not None:
+            raise ValidationError({problem.field or "body": [problem.reason]})
+        return data

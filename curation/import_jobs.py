@@ -36,10 +36,9 @@ def import_directory() -> Path:
 
 
 def _upload_store(upload: UploadedFile) -> Path:
-    if upload.size > settings.PASSBAND_MAX_UPLOAD_BYTES:
-        raise CurationError(
-            f"{upload.name} is {upload.size:,} bytes; the limit is {settings.PASSBAND_MAX_UPLOAD_BYTES:,}. Split it."
-        )
+    too_large = imports.upload_size_problem(filename=upload.name, size=upload.size)
+    if too_large is not None:
+        raise CurationError(too_large)
     directory = import_directory()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{uuid.uuid4().hex}.upload"

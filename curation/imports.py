@@ -99,6 +99,15 @@ def _chunks(items: list, size: int = LOOKUP_CHUNK):
         yield items[start : start + size]
 
 
+def upload_size_problem(*, filename: str, size: int) -> str | None:
+    """The one upload size rule (settings.PASSBAND_MAX_UPLOAD_BYTES) for the page, background jobs
+    and the command: why a file of `size` bytes is refused, or None."""
+    limit = settings.PASSBAND_MAX_UPLOAD_BYTES
+    if size <= limit:
+        return None
+    return f"{filename} is {size:,} bytes; the limit is {limit:,}. Split it."
+
+
 def tasks_import(
     *,
     environment: Environment,
@@ -124,10 +133,9 @@ def tasks_import(
     """
     source = TaskSource(filename=filename, data=data, path=path)
     report = ImportReport(filename=filename, unit=source.unit)
-    size = source.size_bytes
-    if size > settings.PASSBAND_MAX_UPLOAD_BYTES:
-        limit = settings.PASSBAND_MAX_UPLOAD_BYTES
-        report.problems = [LineProblem(filename, 0, "", f"file is {size:,} bytes; the limit is {limit:,}. Split it.")]
+    too_large = upload_size_problem(filename=filename, size=source.size_bytes)
+    if too_large is not None:
+        report.problems = [LineProblem(filename, 0, "", too_large)]
         raise ImportRejected(report)
 
     options = dict(

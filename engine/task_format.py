@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from engine import verifiers
+from engine import input_rules, verifiers
 
 # A key is segments joined by "/", each starting with a letter or digit: no empty, "." or ".."
 # segments, so a key can never be normalised into another task's URL.
@@ -24,8 +24,6 @@ KEY_RULE = (
     "must be 1-200 characters: segments of letters, digits and . _ : - joined by /, "
     "each starting with a letter or digit"
 )
-# Lone UTF-16 surrogates decode from JSON escapes ("\ud800") but cannot be encoded as UTF-8.
-SURROGATE = re.compile("[\ud800-\udfff]")
 ROLES = {"system", "user", "assistant", "tool"}
 FIELDS = {"key", "prompt", "answer", "verifier", "domain", "metadata", "authoring_cost_usd", "tools"}
 REQUIRED = ("prompt",)
@@ -101,28 +99,6 @@ def normalise_prompt(value: Any) -> list[dict[str, str]]:
     raise ValueError("must be a non-empty string or a list of {role, content} messages")
 
 
-def _lone_surrogate_in(value: Any, path: str = "") -> str | None:
-    """Where a lone surrogate hides in a decoded JSON value (e.g. "at [2].content"), or None."""
-    if isinstance(value, str):
-        match = SURROGATE.search(value)
-        return f"at character {match.start()}{' of ' + path if path else ''}" if match else None
-    if isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, list):
-        items = ((f"[{index}]", item) for index, item in enumerate(value))
-    else:
-        return None
-    for name, item in items:
-        if isinstance(name, str) and SURROGATE.search(name):
-            return f"in the name {path + '.' if path else ''}{name!r}"
-        found = _lone_surrogate_in(
-            item, f"{path}.{name}" if path and not str(name).startswith("[") else f"{path}{name}"
-        )
-        if found is not None:
-            return found
-    return None
-
-
 def validate_task_object(
     obj: Any, *, filename: str, line: int, default_verifier: dict, default_domain: str
 ) -> tuple[TaskDraft | None, list[LineProblem]]:
@@ -144,10 +120,12 @@ def validate_task_object(
     key = obj.get("key")
     if key is not None and (not isinstance(key, str) or not KEY_PATTERN.match(key)):
         problem("key", KEY_RULE)
-    for field_name, value in obj.items():
-        where = _lone_surrogate_in(value)
-        if where is not None:
-            problem(str(field_name), f"holds a lone surrogate {where}: not valid Unicode text; fix the escape")
+    # The first break of the input rule (a NUL, a lone surrogate, nesting too deep) is reported, and
+    # its field checked no further: a verifier nested too deep would exhaust the stack when checked.
+    broken = input_rules.value_problem(obj)
+    refused = {broken.field} if broken is not None else set()
+    if broken is not None:
+        problem(broken.field, broken.reason)
 
     prompt: list[dict[str, str]] = []
     if "prompt" in obj:
@@ -163,7 +141,9 @@ def validate_task_object(
     answer = str(answer)
 
     verifier = obj.get("verifier", default_verifier)
-    if not isinstance(verifier, dict) or not verifier:
+    if "verifier" in refused:
+        verifier = {}
+    elif not isinstance(verifier, dict) or not verifier:
         problem("verifier", 'must be an object like {"kind": "math"} (or set a default on the environment)')
         verifier = {}
     else:

@@ -66,8 +66,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "web.middleware.RequestMetricsMiddleware",
+    "web.debug.LoopbackDebugPagesMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "web.middleware.InputRuleMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -76,6 +78,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
 ]
+
+# Debug pages (DEBUG=1, as `make run` sets) go to loopback clients only; others get the plain pages.
+DEFAULT_EXCEPTION_REPORTER = "web.debug.LoopbackExceptionReporter"
 
 ROOT_URLCONF = "passband.urls"
 WSGI_APPLICATION = "passband.wsgi.application"
@@ -280,6 +285,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

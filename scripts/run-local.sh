@@ -6,6 +6,9 @@
 set -euo pipefail
 PY=${1:-.venv/bin/python}
 PORT=${PORT:-8000}
+# Loopback only by default (DEBUG is on); PASSBAND_BIND=0.0.0.0 opts in to the network, where clients still
+# never see Django's debug pages (web/debug.py).
+BIND=${PASSBAND_BIND:-127.0.0.1}
 mkdir -p var
 # Each worker in a session of its own: Ctrl-C then reaches only this script, which stops the main
 # processes in order. A signal sent to a worker's pool processes directly can leave its main process
@@ -32,7 +35,7 @@ stop() {
   wait ${server:-} $generate_worker $cpu_worker $similarity_worker $beat 2>/dev/null || true
 }
 trap stop EXIT INT TERM
-"$PY" manage.py runserver "0.0.0.0:$PORT" &
+"$PY" manage.py runserver "$BIND:$PORT" &
 server=$!
 # The URL and the demo admin's sign-in come last, once the server answers, below the workers' start-up logs.
 "$PY" - "http://127.0.0.1:$PORT/login/" <<'WAIT' || true
@@ -49,7 +52,7 @@ WAIT
 credentials="${PASSBAND_VAR_DIR:-var}/demo-admin.txt"
 echo
 echo "================================================================"
-echo "  Passband is running: http://127.0.0.1:$PORT/"
+echo "  Passband is running: http://$BIND:$PORT/"
 if [ -r "$credentials" ]; then
   read -r username password < "$credentials"
   echo "  Sign in as: $username"

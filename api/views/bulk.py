@@ -1,7 +1,8 @@
 """POST /api/v1/tasks/bulk: one status change for many tasks (submit, approve, reject, send back)."""
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -70,5 +71,5 @@ class TaskBulk(APIView):
                 tasks=tasks, user=request.user, action=params["action"], comment=params["comment"]
             )
         except ServiceError as error:
-            return Response({"detail": str(error)}, status=status.HTTP_403_FORBIDDEN)
+            raise PermissionDenied(str(error)) from None
         return Response({"action": params["action"], "changed": result.decided, "skipped": result.skipped})

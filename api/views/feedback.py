@@ -3,6 +3,7 @@
 from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -62,7 +63,7 @@ class Feedback(APIView):
     def post(self, request):
         many = isinstance(request.data, list)
         if many and len(request.data) > self.MAX_ITEMS:
-            return Response({"detail": f"Send at most {self.MAX_ITEMS} reports per request."}, status=400)
+            raise ValidationError(f"Send at most {self.MAX_ITEMS} reports per request.")
         body = FeedbackItem(data=request.data, many=many)
         body.is_valid(raise_exception=True)
         items = body.validated_data if many else [body.validated_data]
@@ -75,12 +76,11 @@ class Feedback(APIView):
             matches = list(matches.select_related("environment")[:2])
             where = f"item {index}: " if many else ""
             if not matches:
-                return Response({"detail": f"{where}no task {item['task']!r} visible to you."}, status=404)
+                raise NotFound(f"{where}no task {item['task']!r} visible to you.")
             if len(matches) > 1:
-                return Response(
-                    {"detail": f"{where}key {item['task']!r} exists in several environments; add 'environment'."},
-                    status=400,
-                )
+                field = f"[{index}].environment" if many else "environment"
+                ambiguous = f"key {item['task']!r} exists in several environments; add 'environment'."
+                raise ValidationError({field: [ambiguous]})
             tasks.append(matches[0])
         results, created_any = [], False
         try:
@@ -116,5 +116,5 @@ class Feedback(APIView):
                         }
                     )
         except ServiceError as error:
-            return Response({"detail": str(error)}, status=400)
+            raise ValidationError(str(error)) from None
         return Response(results if many else results[0], status=201 if created_any else 200)

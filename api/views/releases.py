@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.errors import ServiceError
+from api.errors import Conflict
 from api.views import base
 from calibration.models import Band, ProbeModel
 from curation import policy
@@ -132,7 +133,7 @@ class ReleaseRetry(APIView):
         try:
             release = releases.release_retry(release=release)
         except ServiceError as error:
-            return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
+            raise Conflict(str(error)) from None
         return Response(ReleaseSerializer(release, context={"request": request}).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -156,7 +157,7 @@ class ReleaseFile(APIView):
                 f"No file {format}.{file_type}; formats: {', '.join(formats.FORMATS)}; types: jsonl, parquet."
             )
         if release.status != ReleaseStatus.READY:
-            return Response({"detail": f"Release {release.pk} is {release.status}, not ready."}, status=409)
+            raise Conflict(f"Release {release.pk} is {release.status}, not ready.")
         path = releases.release_file_path(release=release, format=format, file_type=file_type)
         if not path.exists():
             raise Http404(f"Release {release.pk} has no file {path.name} on this server.")

@@ -2,6 +2,7 @@
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -46,9 +47,9 @@ class Verify(APIView):
                 tasks = tasks.filter(environment__name=data["environment"])
             matches = list(tasks.select_related("current_version")[:2])
             if not matches:
-                return Response({"detail": f"No task {data['task']!r} visible to you."}, status=404)
+                raise NotFound(f"No task {data['task']!r} visible to you.")
             if len(matches) > 1:
-                return Response({"detail": "That key exists in several environments; add 'environment'."}, status=400)
+                raise ValidationError({"environment": ["That key exists in several environments; add 'environment'."]})
             version = matches[0].current_version
             verifier, answer = version.verifier, version.answer
         else:
@@ -56,5 +57,5 @@ class Verify(APIView):
         try:
             verdict = verifiers.verify(verifier=verifier, completion=data["completion"], answer=answer)
         except verifiers.VerifierConfigError as error:
-            return Response({"verifier": [str(error)]}, status=400)
+            raise ValidationError({"verifier": [str(error)]}) from None
         return Response(verdict.to_dict())

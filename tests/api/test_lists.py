@@ -53,7 +53,7 @@ def test_bad_filter_values_name_the_parameter(client, secret, model):
         ({"band": "hot"}, "band"),
     ):
         response = get(client, "/api/v1/tasks", secret, **params)
-        assert response.status_code == 400 and field in response.json()
+        assert response.status_code == 400 and field in response.json()["fields"]
 
 
 def test_cursor_pagination_walks_every_task_once(client, secret, model, settings):

@@ -1,6 +1,8 @@
 """Browser tests: Playwright (Python) driving Debian's chromium against pytest-django's live_server.
 
 Never runs `playwright install`: it uses /usr/bin/chromium, and skips with a reason when it is absent.
+Every context the tests open reports Content-Security-Policy violations (csp_watch.js), and a test that
+met one fails at teardown, naming the page and the directive.
 """
 
 import os
@@ -10,6 +12,7 @@ import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
+CSP_WATCH = Path(__file__).with_name("csp_watch.js")
 
 # Playwright's sync API keeps an event loop in this thread; the ORM calls the tests make between
 # browser steps are still plain synchronous calls, so Django's async guard does not apply.
@@ -31,12 +34,32 @@ def browser():
 
 
 @pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    yield page
-    context.close()
+def new_context(browser):
+    """Opens browser contexts that record CSP violations; the test fails at teardown if any page had one."""
+    contexts, violations = [], []
+
+    def record(message) -> None:
+        text = message.text
+        if message.type == "error" and ("Content Security Policy" in text or text.startswith("CSP violation")):
+            violations.append(f"{message.page.url if message.page else '?'}: {text}")
+
+    def open_context(**options):
+        context = browser.new_context(**options)
+        context.set_default_timeout(15_000)
+        context.add_init_script(path=str(CSP_WATCH))
+        context.on("console", record)
+        contexts.append(context)
+        return context
+
+    yield open_context
+    for context in contexts:
+        context.close()
+    assert not violations, "Content-Security-Policy violations:\n" + "\n".join(violations)
+
+
+@pytest.fixture
+def page(new_context):
+    return new_context(viewport={"width": 1400, "height": 1000}).new_page()
 
 
 @pytest.fixture

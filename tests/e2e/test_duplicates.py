@@ -38,8 +38,16 @@ def test_reviewer_compares_and_keeps_one(page, live_server, sign_in, screenshot,
     page.click("nav >> text=Duplicates")
     page.wait_for_selector("section.cluster[data-size='2']")
     screenshot(page, "duplicates")
+    keep_one = "section.cluster button.danger"
+    with page.expect_event("dialog") as dialog:  # dismissed: nothing changes
+        page.once("dialog", lambda dialog: dialog.dismiss())
+        page.click(keep_one)
+    assert dialog.value.message.startswith("Keep the chosen task and retire or reject the other 1?")
+    page.reload()
+    page.wait_for_selector("section.cluster[data-size='2']")
+    assert Task.objects.get(key="train-again").status == TaskStatus.SUBMITTED
     page.once("dialog", lambda dialog: dialog.accept())
-    page.click("section.cluster button.danger")
+    page.click(keep_one)
     page.wait_for_selector("text=No open near-duplicate clusters")
     assert "rejected arithmetic/train-again" in page.inner_text("main")
     assert Task.objects.get(key="train-again").status == TaskStatus.REJECTED

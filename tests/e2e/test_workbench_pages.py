@@ -46,11 +46,11 @@ def test_create_then_edit_an_environment(page, live_server, sign_in, screenshot,
     assert (environment.title, environment.retire_at, environment.max_new_tokens) == ("GSM8K", 0.6, 384)
 
 
-def test_sign_out_is_reachable_at_phone_width(browser, live_server, alice, bob, screenshot):
+def test_sign_out_is_reachable_at_phone_width(new_context, live_server, alice, bob, screenshot):
     from django.contrib.auth.models import Group
 
     alice.groups.add(Group.objects.get_or_create(name="reviewers")[0])  # every nav link shows
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    context = new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page = context.new_page()
     page.goto(live_server.url + "/login/")
     page.fill("input[name=username]", "alice")

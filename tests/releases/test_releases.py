@@ -104,11 +104,11 @@ def test_later_edits_and_calibration_never_change_a_release(
 
 def test_bad_requests_say_what_is_wrong(client, secret, model, django_capture_on_commit_callbacks):
     response, _ = create(client, secret, django_capture_on_commit_callbacks, probe_model="nobody")
-    assert response.status_code == 400 and "nobody" in response.json()["probe_model"][0]
+    assert response.status_code == 400 and "nobody" in response.json()["fields"]["probe_model"][0]
     response, _ = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe", band="hot")
-    assert response.status_code == 400 and "band" in response.json()
+    assert response.status_code == 400 and "band" in response.json()["fields"]
     response, _ = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe", environment="nowhere")
-    assert response.status_code == 400 and "nowhere" in response.json()["environment"][0]
+    assert response.status_code == 400 and "nowhere" in response.json()["fields"]["environment"][0]
     assert client.get("/api/v1/releases/999999", **auth(secret)).status_code == 404
 
 

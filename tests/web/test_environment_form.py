@@ -46,7 +46,7 @@ def test_the_create_form_names_what_is_wrong(client, bob):
             "retire_at": "0.4",
         },
     ).content.decode()
-    assert "Not JSON: Expecting property name enclosed in double quotes at line 1, column 2." in page
+    assert "Not valid JSON (Expecting property name enclosed in double quotes at line 1, column 2)." in page
     assert "retire_at: thresholds need 0 &lt; floor &lt; retire_at &lt; 1" in page
     assert not Environment.objects.filter(name="x").exists()
 

@@ -1,12 +1,12 @@
-"""Small things a new user met: verifiers shown as JSON, a favicon, Revoke asks first, the
+"""Small things a new user met: verifiers shown as JSON, a favicon, no inline handler (the CSP blocks them), the
 per-task Probe defaults match the environment's, and `make run` starts beat."""
 
+import re
 from pathlib import Path
 
 import pytest
 from django.urls import reverse
 
-from accounts.services import api_token_create
 from calibration.models import ProbeModel
 from tests.factories import import_tasks, math_task
 
@@ -32,11 +32,17 @@ def test_favicon_is_linked_and_served(client, alice):
     assert response.status_code == 301 and response.url.endswith("web/favicon.svg")
 
 
-def test_revoke_asks_for_confirmation(client, alice):
-    api_token_create(user=alice, name="ci's token", scopes=["read"])
-    client.force_login(alice)
-    page = client.get(reverse("token_list")).content.decode()
-    assert "return confirm('Revoke ci\\u0027s token?" in page
+def test_no_template_carries_an_inline_handler():
+    """The CSP (script-src 'self') blocks inline handlers: a button asks through data-confirm instead."""
+    templates = ROOT / "templates"
+    inline = re.compile(r"\son[a-z]+\s*=|javascript:", re.IGNORECASE)
+    offenders = [
+        f"{path.relative_to(templates)}:{number}"
+        for path in templates.rglob("*.html")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if inline.search(line)
+    ]
+    assert offenders == []
 
 
 def test_per_task_probe_defaults_match_the_environments(client, alice, arithmetic):

@@ -14,6 +14,7 @@ from calibration import services as calibration_services
 from curation import policy, services
 from curation.models import Environment
 from curation.thresholds import ThresholdError, thresholds_validate
+from engine import input_rules
 
 
 class EnvironmentForm(forms.Form):
@@ -46,11 +47,9 @@ class EnvironmentForm(forms.Form):
         if not text:
             return {}
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise forms.ValidationError(
-                f"Not JSON: {error.msg} at line {error.lineno}, column {error.colno}."
-            ) from None
+            value = input_rules.json_text(text)
+        except input_rules.InputError as error:
+            raise forms.ValidationError(f"{str(error)[:1].upper()}{str(error)[1:]}.") from None
         if not isinstance(value, dict):
             raise forms.ValidationError('A JSON object, e.g. {"kind": "math"}.')
         return value

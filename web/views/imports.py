@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from accounts.errors import ServiceError
 from curation import import_jobs, import_mappings, policy
 from curation.models import ImportJob
-from engine import verifiers
+from engine import input_rules, verifiers
 from engine.task_mapping import EXTRACTORS, ROW_NUMBER, ColumnMapping, MappingError, suggest_mapping
 from engine.task_sources import TaskSource
 
@@ -43,9 +43,9 @@ def _mapping_from_form(form: dict) -> ColumnMapping:
     verifier = None
     if form["verifier_kind"]:
         try:
-            config = json.loads(form["verifier_config"] or "{}")
-        except json.JSONDecodeError as error:
-            raise MappingError("verifier", f"its settings are not valid JSON ({error.msg} at column {error.colno})")
+            config = input_rules.json_text(form["verifier_config"] or "{}")
+        except input_rules.InputError as error:
+            raise MappingError("verifier", f"its settings are {error}") from None
         if not isinstance(config, dict):
             raise MappingError("verifier", 'its settings must be a JSON object, like {"tolerance": 0.01}')
         verifier = {**config, "kind": form["verifier_kind"]}

@@ -14,7 +14,7 @@ from calibration import services as calibration_services
 from calibration.models import Band, Campaign, ProbeModel, Rollout
 from curation import import_jobs, imports, policy, review_services, selectors, services
 from curation.models import Environment, ImportJob, TaskStatus
-from engine import stats
+from engine import input_rules, stats
 from engine.packing import unpack_logprobs, unpack_tokens
 from releases import task_filters
 from similarity import selectors as similarity_selectors
@@ -122,12 +122,8 @@ def task_upload(request):
         context["selected"] = environment.name
         if upload is None:
             messages.error(request, "Choose a task file (.jsonl, .csv, .parquet or .arrow) to upload.")
-        elif upload.size > settings.PASSBAND_MAX_UPLOAD_BYTES:
-            messages.error(
-                request,
-                f"{upload.name} is {upload.size:,} bytes; "
-                f"the limit is {settings.PASSBAND_MAX_UPLOAD_BYTES:,}. Split it.",
-            )
+        elif too_large := imports.upload_size_problem(filename=upload.name, size=upload.size):
+            messages.error(request, too_large)
         elif request.POST.get("action") == "map":
             # Someone else's dataset: store it, then map its columns on a page of its own.
             job = import_jobs.import_job_create(environment=environment, owner=request.user, upload=upload, queue=False)
@@ -182,17 +178,17 @@ def _editor_content(post) -> tuple[dict, list[str]]:
     prompt_text = post.get("prompt", "")
     if post.get("prompt_format") == "messages":
         try:
-            content["prompt"] = json.loads(prompt_text)
-        except json.JSONDecodeError as error:
-            problems.append(f"prompt: not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})")
+            content["prompt"] = input_rules.json_text(prompt_text)
+        except input_rules.InputError as error:
+            problems.append(f"prompt: {error}")
     else:
         content["prompt"] = prompt_text
     for name, default in (("verifier", "{}"), ("tools", "[]"), ("metadata", "{}")):
         raw = post.get(name, "").strip() or default
         try:
-            content[name] = json.loads(raw)
-        except json.JSONDecodeError as error:
-            problems.append(f"{name}: not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})")
+            content[name] = input_rules.json_text(raw)
+        except input_rules.InputError as error:
+            problems.append(f"{name}: {error}")
     if post.get("domain", "").strip():
         content["domain"] = post["domain"].strip()
     if post.get("authoring_cost_usd", "").strip():
