@@ -127,8 +127,8 @@ def test_a_wrong_value_is_refused_naming_the_parameter(client, corpus, bob):
     assert client.get(reverse("task_list"), {"band": "hot"}).status_code == 400
     assert client.get(reverse("task_list"), {"environment": "nowhere"}).status_code == 404
     response = client.get("/api/v1/tasks", {"flag": "sticky"}, HTTP_AUTHORIZATION=secret)
-    assert response.status_code == 400 and list(response.json()) == ["flag"]
+    assert response.status_code == 400 and list(response.json()["fields"]) == ["flag"]
     assert client.get("/api/v1/tasks", {"model": "ghost"}, HTTP_AUTHORIZATION=secret).status_code == 404
     body = {"action": "approve", "environment": "nowhere"}
     response = client.post("/api/v1/tasks/bulk", body, content_type="application/json", HTTP_AUTHORIZATION=secret)
-    assert response.status_code == 400 and list(response.json()) == ["environment"]
+    assert response.status_code == 400 and list(response.json()["fields"]) == ["environment"]
