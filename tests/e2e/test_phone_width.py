@@ -68,7 +68,7 @@ def workbench(alice, staff, arithmetic, media):
     return {"campaign": campaign, "model": model, "job": job}
 
 
-def test_every_page_fits_a_phone(browser, live_server, workbench, screenshot):
+def test_every_page_fits_a_phone(new_context, live_server, workbench, screenshot):
     campaign, job = workbench["campaign"], workbench["job"]
     key = "gsm8k/test/a-rather-long-key-made-from-a-file-name/1"
     pages = [
@@ -89,9 +89,7 @@ def test_every_page_fits_a_phone(browser, live_server, workbench, screenshot):
         "/tokens/",
         "/releases/",
     ]
-    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
-    context.set_default_timeout(15_000)
-    page = context.new_page()
+    page = new_context(viewport=PHONE, is_mobile=True, has_touch=True).new_page()
     page.goto(live_server.url + "/login/")
     page.fill("input[name=username]", "sam")
     page.fill("input[name=password]", "pw-sam")
@@ -106,5 +104,4 @@ def test_every_page_fits_a_phone(browser, live_server, workbench, screenshot):
         if width > PHONE["width"]:
             too_wide[path] = (width, page.evaluate(OVERFLOWING))
             screenshot(page, "phone-too-wide-" + path.strip("/").replace("/", "-"))
-    context.close()
     assert not too_wide, "\n".join(f"{path}: {width} px, {what}" for path, (width, what) in too_wide.items())
