@@ -47,6 +47,8 @@ def _shorten(text: str, limit: int = 80) -> str:
 def split_sides(stated: str) -> tuple[list[str], list[str]]:
     """``a = b \\approx c`` split at the ``=`` and ``\\approx`` outside brackets (not <=, >=, !=).
     Out: (the exact sides, the sides after the first ``\\approx``), empty sides dropped."""
+    if "=" not in stated and _APPROX not in stated:  # the common case: one side
+        return ([stated.strip()] if stated.strip() else []), []
     exact: list[str] = []
     approximate: list[str] = []
     target, depth, start, index = exact, 0, 0, 0
@@ -117,6 +119,8 @@ def _contains_set(value: object) -> bool:
     try:
         from sympy import Set
 
+        if getattr(value, "is_Number", False):
+            return False
         return isinstance(value, Set) or (hasattr(value, "atoms") and bool(value.atoms(Set)))  # type: ignore[union-attr]
     except Exception:  # noqa: BLE001
         return False

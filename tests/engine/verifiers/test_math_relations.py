@@ -114,3 +114,13 @@ def test_bad_new_fields_are_named(field, value):
     with pytest.raises(VerifierConfigError) as raised:
         validate_config({"kind": "math", field: value})
     assert raised.value.field == field
+
+
+def test_plain_integer_references_are_read_as_math_verify_reads_them():
+    import math_verify
+
+    from engine.verifiers.math_worker import _reference
+
+    for text in ("0", "7", "-5", "18", "1547", "-100000", "123456789012345", " 42 "):
+        assert _reference(text, math_verify.parse) == math_verify.parse(f"${text.strip()}$"), text
+    assert _reference("004", math_verify.parse) == math_verify.parse("$004$")  # not the fast path
