@@ -4,7 +4,6 @@ The model is tiny and randomly initialised; the tokenizer is SmolLM2's, read fro
 transformers backend already has on disk (no download: HF_HUB_OFFLINE=1).
 """
 
-
 import pytest
 
 from releases import services as releases
