@@ -12,16 +12,28 @@ from engine import verifiers
 
 class VerifyRequest(serializers.Serializer):
     task = serializers.CharField(
-        required=False, help_text="Task key; its current version's verifier and answer are used."
+        required=False, help_text="Task key; its current version's verifier, answer and prompt are used."
     )
     environment = serializers.CharField(required=False, help_text="Environment name, when a task key is ambiguous.")
     verifier = serializers.JSONField(required=False)
     answer = serializers.CharField(required=False, allow_blank=True, allow_null=True)
+    prompt = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="With 'verifier': the task's prompt (text or chat messages). With 'task', its own prompt is used.",
+    )
     completion = serializers.JSONField(help_text="The text to grade, a chat message, or a list of messages.")
 
     def validate(self, data):
         if bool(data.get("task")) == bool(data.get("verifier")):
             raise serializers.ValidationError("Send either 'task' or 'verifier' (with 'answer'), not both or neither.")
+        if data.get("task") and data.get("prompt") is not None:
+            raise serializers.ValidationError(
+                {"prompt": "A task's own prompt is used; send 'prompt' only with 'verifier'."}
+            )
+        prompt = data.get("prompt")
+        if prompt is not None and not isinstance(prompt, (str, list)):
+            raise serializers.ValidationError({"prompt": "Must be text or a list of chat messages."})
         return data
 
 
@@ -51,11 +63,12 @@ class Verify(APIView):
             if len(matches) > 1:
                 raise ValidationError({"environment": ["That key exists in several environments; add 'environment'."]})
             version = matches[0].current_version
-            verifier, answer = version.verifier, version.answer
+            verifier, answer, prompt = version.verifier, version.answer, version.prompt
         else:
-            verifier, answer = data["verifier"], data.get("answer")
+            verifier, answer, prompt = data["verifier"], data.get("answer"), data.get("prompt")
         try:
-            verdict = verifiers.verify(verifier=verifier, completion=data["completion"], answer=answer)
+            # The prompt as the probe passes it: the math verifier refuses an answer that restates it.
+            verdict = verifiers.verify(verifier=verifier, completion=data["completion"], answer=answer, prompt=prompt)
         except verifiers.VerifierConfigError as error:
             raise ValidationError({"verifier": [str(error)]}) from None
         return Response(verdict.to_dict())

@@ -8,4 +8,8 @@ task's own verifier; the other modules import their library, installed by the `t
 * `openenv_env`: an OpenEnv environment (reset with a seed picks a task version, step scores a
   completion) with its FastAPI app and typed client.
 * `nemo_gym`: a NeMo Gym resources server (`/seed_session`, `/verify`) that scores `nemo_gym` rows.
+* `trl_reward`: a reward function for TRL's GRPOTrainer over a `trl` export (no import of trl).
+
+Every path passes the task's prompt and its own verifier config to engine.verifiers.verify, as
+calibration does, so a completion gets one verdict wherever it is scored.
 """

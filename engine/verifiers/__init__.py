@@ -5,7 +5,7 @@ function); nothing here imports Django::
 
     from engine.verifiers import verify
 
-    verdict = verify(verifier={"kind": "math"}, completion=text, answer="\\\\frac{3}{4}")
+    verdict = verify(verifier={"kind": "math"}, completion=text, answer="\\\\frac{3}{4}", prompt=prompt)
     reward = verdict.reward          # 1.0, 0.0, or None when the verifier could not decide
 
 A verifier is ``{"kind": <one of KINDS>, ...config}``; each kind documents its config in its
@@ -163,7 +163,9 @@ def verify(
 
     In: the task's verifier ``{"kind": ..., ...config}``; the completion (text, a chat message,
     a list of chat messages, or for json/tool_calls a JSON value or tool-call list); the task's
-    reference answer; the task's prompt (text or chat messages; only llm_judge reads it).
+    reference answer; the task's prompt (text or chat messages): ``math`` reads it to refuse an
+    answer that only restates the question ("17 + 25" for "What is 17 + 25?"), ``llm_judge`` shows
+    it to the judge. Pass it on every path (calibration, training, the API) or verdicts differ.
     Out: a Verdict (outcome pass/fail/error/timeout, reward 1.0/0.0/None, detail, latency).
     Never raises because of the completion; raises VerifierConfigError for an unknown kind, a
     bad config, or a reference answer the kind needs but did not get.

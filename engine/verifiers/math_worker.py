@@ -1,15 +1,16 @@
 """Math-verify evaluation, and the helper process that runs it for risky inputs.
 
-``evaluate(request)`` is the whole comparison; ``kinds/math.py`` calls it in the calling thread
-for ordinary answers. Answers that could make sympy run away (``10^{10^{10}}``, factorials,
-huge expressions) go to this module run as a helper: ``python -I math_worker.py <memory_bytes>``
-reads one JSON request per line on stdin and writes one JSON response per line on stdout.
-There, in a main thread, an interval timer gives a soft deadline that usually returns a clean
-"timeout"; when sympy is stuck in C where no signal reaches, the caller kills the process.
-The module imports only the standard library at import time (math-verify lazily).
+``evaluate(request)`` is the whole comparison (the answer-reading rules are in math_answer.py).
+``kinds/math.py`` sends every comparison, since any answer could make sympy run away
+(``10^{10^{10}}``, factorials, huge expressions), to this module run as a helper:
+``python -I math_worker.py <memory_bytes>`` reads one JSON request per line on stdin and writes
+one JSON response per line on stdout. There, in a main thread, an interval timer gives a soft
+deadline that usually returns a clean "timeout"; when sympy is stuck in C where no signal
+reaches, the caller kills the process. The module imports only the standard library at import time (math-verify lazily).
 
 Request:  {"answer": str, "completion": str, "prompt": str, "timeout_seconds": float,
-           "float_rounding": int, "numeric_precision": int, "strict": bool, "boxed_first": bool}
+           "float_rounding": int, "numeric_precision": int, "strict": bool, "boxed_first": bool,
+           "extraction": ["latex", "expr"], "allow_set_relation_comp": bool}
 Response: {"outcome": "pass" | "fail" | "error" | "timeout", "detail": str}
 """
 
@@ -22,6 +23,12 @@ import re
 import resource
 import signal
 import sys
+
+if __package__:  # imported as engine.verifiers.math_worker
+    from engine.verifiers import math_answer
+else:  # the helper script (python -I): its sibling file, never another installed copy of the package
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import math_answer
 
 
 class SoftTimeout(BaseException):
@@ -50,16 +57,25 @@ def _load_math_verify():
 
         math_verify.parser.TIMEOUT_WARNING_SHOWN = True
         math_verify.grader.TIMEOUT_WARNING_SHOWN = True
-        _EXTRACTION[True] = [
-            math_verify.LatexExtractionConfig(boxed_match_priority=0),
-            math_verify.ExprExtractionConfig(),
-        ]
-        _EXTRACTION[False] = [math_verify.LatexExtractionConfig(), math_verify.ExprExtractionConfig()]
         _math_verify = math_verify
     return _math_verify
 
 
-_EXTRACTION: dict[bool, list] = {}  # boxed_first -> extraction configs (built once: hashed per call)
+_EXTRACTION: dict[tuple, list] = {}  # (boxed_first, targets) -> extraction configs (built once: hashed per call)
+TARGETS = ("latex", "expr")
+
+
+def _extraction(request: dict) -> list:
+    """math-verify extraction configs for the request's ``boxed_first`` and ``extraction`` targets."""
+    key = (bool(request.get("boxed_first", True)), tuple(request.get("extraction") or TARGETS))
+    if key not in _EXTRACTION:
+        math_verify = _load_math_verify()
+        latex = (
+            math_verify.LatexExtractionConfig(boxed_match_priority=0) if key[0] else math_verify.LatexExtractionConfig()
+        )
+        built = {"latex": latex, "expr": math_verify.ExprExtractionConfig()}
+        _EXTRACTION[key] = [built[target] for target in TARGETS if target in key[1]]
+    return _EXTRACTION[key]
 
 
 def evaluate(request: dict) -> dict:
@@ -75,38 +91,82 @@ def evaluate(request: dict) -> dict:
         return {"outcome": "error", "detail": f"math-verify raised {type(error).__name__}: {_shorten(str(error))}"}
 
 
+_DELIMITERS = ("$", "\\boxed", "\\(", "\\[")
+# "1,22" or "0,5": a decimal comma (three digits after it would be a thousands separator).
+_DECIMAL_COMMA = re.compile(r"[-+]?\d+,(?:\d{1,2}|\d{4,})")
+
+
+# math-verify cuts "1 - \\frac{1}{\\mathrm{e}}" short at "\\mathrm{e}" and reads it as 1, so every answer
+# starting "1" matched; written as "e" it is Euler's number (docs/verifiers.md, deliberate disagreements).
+_UPRIGHT_E = re.compile(r"\\(?:mathrm|rm|text|operatorname)\s*\{\s*e\s*\}")
+
+
+# The commonest reference, a plain integer, read as math-verify reads "$18$" ([Integer(18), "18"]),
+# without its parse: that parse is about half of a comparison's time.
+_PLAIN_INTEGER = re.compile(r"-?(?:0|[1-9]\d{0,14})")
+
+
+def _reference(answer: str, parse) -> list:
+    """math-verify's readings of the reference: a bare one ("x^2+1", "\\{1,2\\}") is LaTeX math, and
+    a bare decimal comma ("1,22") is read as a decimal as well as a pair."""
+    stripped = answer.strip()
+    if _PLAIN_INTEGER.fullmatch(stripped):
+        from sympy import Integer
+
+        return [Integer(stripped), stripped]
+    if any(marker in answer for marker in _DELIMITERS):
+        return parse(answer, parsing_timeout=None)
+    gold = parse(f"${answer}$", parsing_timeout=None) or parse(answer, parsing_timeout=None)
+    if _DECIMAL_COMMA.fullmatch(answer.strip()):
+        gold = parse(f"${answer.strip().replace(',', '.')}$", parsing_timeout=None) + gold
+    return gold
+
+
 def _compare(request: dict, math_verify) -> dict:
-    parse, verify = math_verify.parse, math_verify.verify
-    answer = request["answer"]
-    delimited = any(marker in answer for marker in ("$", "\\boxed", "\\(", "\\["))
-    # A bare reference like "x^2+1" or "\\{1,2\\}" is LaTeX math; the delimiters make
-    # math-verify read it as such instead of as plain text.
-    gold = parse(answer, parsing_timeout=None) if delimited else parse(f"${answer}$", parsing_timeout=None)
-    if not gold and not delimited:
-        gold = parse(answer, parsing_timeout=None)
+    parse = math_verify.parse
+    answer = _UPRIGHT_E.sub("e", request["answer"])
+    gold = _reference(answer, parse)
     if not gold:
         return {"outcome": "error", "detail": f"reference answer {_shorten(answer)!r} could not be parsed"}
-    extraction = _EXTRACTION[bool(request.get("boxed_first", True))]
-    predicted = parse(request["completion"], extraction_config=extraction, parsing_timeout=None)
+    completion = _UPRIGHT_E.sub("e", request["completion"])
+    predicted = parse(completion, extraction_config=_extraction(request), parsing_timeout=None)
     if not predicted:
         return {"outcome": "fail", "detail": "no final answer found"}
     stated = predicted[-1] if isinstance(predicted[-1], str) else ""
-    problem = hedge_problem(stated, answer, predicted[0])
+    readings = [value for value in gold if not isinstance(value, str)]
+    one_value = bool(readings) and all(map(math_answer.is_one_value, readings))
+    problem = _hedge(stated, answer, predicted[0], one_value=one_value)
     if problem:
         return {"outcome": "fail", "detail": problem}
-    result = final_result(stated, request.get("prompt") or "", answer)
+    result = math_answer.final_result(stated, request.get("prompt") or "", answer)
     if result is None:
         return {"outcome": "fail", "detail": f"answer {_shorten(stated)!r} restates the question's expression"}
     if result != stated:
         predicted = parse(f"${result}$", parsing_timeout=None)
         if not predicted:
             return {"outcome": "fail", "detail": f"no value in {_shorten(stated)!r}"}
-    equal = verify(
+        problem = _hedge(result, answer, predicted[0], one_value=one_value)
+        if problem:
+            return {"outcome": "fail", "detail": problem}
+    return _verdict(request, math_verify, gold, predicted)
+
+
+def _hedge(stated: str, answer: str, value: object, *, one_value: bool) -> str:
+    """Why the stated answer hedges between values (math_answer's rules), or ""."""
+    problem = math_answer.operator_problem(stated, answer, value)
+    if not problem and one_value and math_answer.several_values(value):
+        problem = f"answer {_shorten(stated)!r} gives several values; one is asked"
+    return problem
+
+
+def _verdict(request: dict, math_verify, gold: list, predicted: list) -> dict:
+    equal = math_verify.verify(
         gold,
         predicted,
         float_rounding=int(request.get("float_rounding", 6)),
         numeric_precision=int(request.get("numeric_precision", 15)),
         strict=bool(request.get("strict", True)),
+        allow_set_relation_comp=bool(request.get("allow_set_relation_comp", False)),
         timeout_seconds=None,
     )
     shown = str(predicted[-1]) if isinstance(predicted[-1], str) else str(predicted[0])
@@ -116,82 +176,6 @@ def _compare(request: dict, math_verify) -> dict:
         "outcome": "pass" if equal else "fail",
         "detail": f"answer {_shorten(shown)!r} {verb} {_shorten(expected)!r}",
     }
-
-
-# Operators math-verify reads as "keep the right-hand side": a boxed "41 \\lor 42" would match 42
-# and 41 alike. An answer using one the reference does not use is hedging between values.
-_HEDGES = re.compile(
-    r"\\(?:lor|land|vee|wedge|bigvee|bigwedge|cup|cap|bigcup|bigcap|sqcup|sqcap|uplus|setminus|smallsetminus"
-    r"|oplus|ominus|otimes|oslash|odot|mid|nmid|parallel|approx|sim|simeq|cong|equiv|propto|asymp|doteq"
-    r"|to|rightarrow|leftarrow|Rightarrow|Leftarrow|implies|impliedby|iff|leftrightarrow|Leftrightarrow"
-    r"|longrightarrow|Longrightarrow|mapsto|gets|vdash|models|lnot|neg|lor|vert|Vert|lvert|rvert|lVert|rVert"
-    r"|triangleleft|triangleright|star|diamond|bowtie|wr|amalg|perp|between|Join)(?![A-Za-z])"
-    r"|\\\\|\\or(?![A-Za-z])|\|"
-)
-
-
-def hedge_problem(stated: str, reference: str, value: object) -> str:
-    """Why the stated answer hedges between values, or "" (absolute values |x| are fine)."""
-    used = {match.group(0) for match in _HEDGES.finditer(stated)} - {
-        match.group(0) for match in _HEDGES.finditer(reference)
-    }
-    if used <= {"|", "\\vert", "\\lvert", "\\rvert"} and used:
-        try:
-            from sympy import Abs
-
-            if getattr(value, "has", None) is not None and value.has(Abs):
-                used = set()
-        except Exception:  # noqa: BLE001
-            pass
-    if not used:
-        return ""
-    return f"answer {_shorten(stated)!r} combines values with {sorted(used)[0]}: one final answer is needed"
-
-
-_BINARY_OPERATION = re.compile(r"[\w)\]]\s*(?:[-+*/^]|\\cdot|\\times|\\div)")
-_LAYOUT = re.compile(r"\s+|\$|\\left|\\right|\\[,;:!]|\\displaystyle|[{}]")
-
-
-def _normalize(text: str) -> str:
-    text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
-    text = text.replace("\\cdot", "*").replace("\\times", "*").replace("\u00d7", "*").replace("\u00b7", "*")
-    text = text.replace("\\div", "/").replace("\u00f7", "/")
-    return _LAYOUT.sub("", text)
-
-
-def _top_level_sides(stated: str) -> list[str]:
-    """``a = b = c`` split at the equals signs outside brackets (not <=, >=, !=)."""
-    sides, depth, start = [], 0, 0
-    for index, character in enumerate(stated):
-        if character in "({[":
-            depth += 1
-        elif character in ")}]":
-            depth = max(0, depth - 1)
-        elif character == "=" and depth == 0 and (index == 0 or stated[index - 1] not in "<>!:"):
-            sides.append(stated[start:index])
-            start = index + 1
-    sides.append(stated[start:])
-    return [side.strip() for side in sides if side.strip()]
-
-
-def final_result(stated: str, prompt: str, reference: str = "") -> str | None:
-    """The stated result: the last side of ``a = b = c`` that is not an unevaluated copy of an
-    expression in the question ("2 + 6" for "What is 2 + 6?"). None when every side is one."""
-    if not prompt or not stated:
-        return stated
-    question = _normalize(prompt)
-    sides = _top_level_sides(stated)
-
-    def is_copy(side: str) -> bool:
-        normalized = _normalize(side)
-        return bool(_BINARY_OPERATION.search(side)) and len(normalized) >= 3 and normalized in question
-
-    if reference and is_copy(reference):
-        return stated  # the task's answer is itself an expression from the question
-    kept = [side for side in sides if not is_copy(side)]
-    if not kept:
-        return None
-    return stated if kept[-1] == sides[-1] else kept[-1]
 
 
 def main() -> None:

@@ -74,3 +74,25 @@ def test_a_body_over_the_limit_is_refused_before_parsing(client, settings):
         "/api/v1/verify", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}"
     )
     assert response.status_code == 400 and "over 1,000 bytes" in response.json()["detail"]
+
+
+def test_the_task_prompt_is_passed_to_the_verifier(client, verify_token, alice, arithmetic):
+    import_tasks(arithmetic, alice, math_task("add", "What is 17 + 25?", "42"))
+    arithmetic.tasks.update(status="approved")
+    # As the probe scores it: an answer that only restates the question is no answer.
+    restated = post(client, verify_token, {"task": "add", "completion": "17 + 25"}).json()
+    assert restated["outcome"] == "fail" and "restates" in restated["detail"]
+    assert post(client, verify_token, {"task": "add", "completion": "17 + 25 = 42"}).json()["outcome"] == "pass"
+
+
+def test_an_inline_prompt_is_text_or_messages_and_only_with_a_verifier(client, verify_token, alice, arithmetic):
+    inline = {"verifier": {"kind": "math"}, "answer": "42", "completion": "17 + 25"}
+    assert post(client, verify_token, inline).json()["outcome"] == "pass"  # no prompt: nothing to restate
+    messages = [{"role": "user", "content": "What is 17 + 25?"}]
+    assert post(client, verify_token, inline | {"prompt": messages}).json()["outcome"] == "fail"
+    response = post(client, verify_token, inline | {"prompt": {"text": "What is 17 + 25?"}})
+    assert response.status_code == 400 and "prompt" in response.json()
+    import_tasks(arithmetic, alice, math_task("add", "What is 17 + 25?", "42"))
+    arithmetic.tasks.update(status="approved")
+    response = post(client, verify_token, {"task": "add", "prompt": "What is 2 + 2?", "completion": "4"})
+    assert response.status_code == 400 and "prompt" in response.json()

@@ -4,11 +4,8 @@ The model is tiny and randomly initialised; the tokenizer is SmolLM2's, read fro
 transformers backend already has on disk (no download: HF_HUB_OFFLINE=1).
 """
 
-import json
-
 import pytest
 
-from engine import verifiers
 from releases import services as releases
 from tests.releases.export_data import calibrated_environment
 
@@ -29,13 +26,12 @@ def smollm2_tokenizer():
     return AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
 
 
-def passband_reward(completions, answer, verifier, **columns):
-    """A TRL reward function: each completion graded by the task's own Passband verifier."""
-    rewards = []
-    for completion, reference, verifier_json in zip(completions, answer, verifier, strict=True):
-        verdict = verifiers.verify(verifier=json.loads(verifier_json), completion=completion, answer=reference)
-        rewards.append(verdict.reward)  # None for an error or timeout: TRL leaves it out of the mean
-    passband_reward.calls.append({"rewards": rewards, "task_keys": list(columns["task_key"])})
+def passband_reward(prompts, completions, **columns):
+    """The shipped TRL reward function (the README's), recording what GRPOTrainer gave it."""
+    from engine.integrations.trl_reward import passband_reward as shipped
+
+    rewards = shipped(prompts, completions, **columns)  # None for an error or timeout: left out of the mean
+    passband_reward.calls.append({"rewards": rewards, "task_keys": list(columns["task_key"]), "prompts": prompts})
     return rewards
 
 
@@ -58,6 +54,7 @@ def test_trl_export_trains_one_grpo_step(arithmetic, alice, tmp_path, settings, 
     row = dataset[0]
     passband_reward.calls = []
     assert passband_reward(
+        prompts=[row["prompt"]] * 2,
         completions=[[{"role": "assistant", "content": row["answer"]}], [{"role": "assistant", "content": "no idea"}]],
         answer=[row["answer"]] * 2,
         verifier=[row["verifier"]] * 2,
@@ -104,3 +101,7 @@ def test_trl_export_trains_one_grpo_step(arithmetic, alice, tmp_path, settings, 
     graded = passband_reward.calls[0]
     assert len(graded["rewards"]) == 4 and set(graded["task_keys"]) <= {"sum", "product"}
     assert all(reward in (0.0, 1.0, None) for reward in graded["rewards"])
+    # TRL hands the reward function each row's prompt, which the verifier reads as calibration does.
+    questions = {"sum": "What is 2 + 3?", "product": "What is 91 * 17?"}
+    for key, prompt in zip(graded["task_keys"], graded["prompts"], strict=True):
+        assert prompt[-1]["content"].endswith(questions[key])

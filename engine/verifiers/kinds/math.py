@@ -10,6 +10,8 @@ Config (all optional)::
      "numeric_precision": 15,        # math-verify: significant digits for numeric comparison
      "strict": true,                 # math-verify: variables matter; sets and tuples differ
      "boxed_first": true,            # prefer the last \\boxed{} over other answer patterns
+     "extraction": ["latex", "expr"], # where answers are looked for: LaTeX, plain expressions
+     "allow_set_relation_comp": false, # math-verify: a set reference matches an inequality answer
      "isolation": "process"}         # "process" ("auto", its former default, is read as "process")
 
 The reference answer is the task's answer, LaTeX or plain (``\\frac{3}{4}``, ``0.75``,
@@ -22,10 +24,13 @@ giant factorial) can hold the calling thread or its GIL past the limit plus one 
 helper is replaced on the next call. This works in Celery prefork and threaded pools alike
 (math-verify's own signal-based timeouts are disabled: they only work in a main thread).
 
-Beyond math-verify's equivalence: an answer that joins values with an operator the reference
-does not use (``41 \\lor 42``, ``\\vee``, ``\\wedge``, ``\\cup``, ``|``...) fails, since math-verify
-would read it as its last value; in ``a = b = c`` the last side is the result, and a side that
-only restates an expression from the question (``2 + 6`` for "What is 2 + 6?") is not a value.
+Beyond math-verify's equivalence (the rules are in ``math_answer.py``): in ``name = value`` the
+last side is the value (``P(A\\mid B)=1/3``, ``A\\cap B=\\{2\\}``, a limit written as an equation);
+a side that only restates an expression from the question (``2 + 6`` for "What is 2 + 6?") is not
+a value; a value that joins values with an operator the reference does not use (``41 \\lor 42``,
+``\\vee``, ``|``...) fails, since math-verify would read it as its last value; set operators are
+fine in a set (``\\{1\\}\\cup\\{2\\}``); and when the reference is one value, an answer giving several
+(``x=2 or x=3``) or a range (``1 \\le x \\le 100``) fails.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ WORKER_SCRIPT = Path(__file__).resolve().parent.parent / "math_worker.py"
 WORKER_MEMORY_BYTES = 2 << 30
 HARD_LIMIT_GRACE_SECONDS = 1.0
 ISOLATION_MODES = ("auto", "process")
+EXTRACTION_TARGETS = ("latex", "expr")
 PROMPT_CHARS = 20_000
 
 # What can keep sympy inside one long C call (or allocate gigabytes). Every answer goes to the
@@ -82,6 +88,8 @@ class MathConfig:
     strict: bool
     boxed_first: bool
     isolation: str
+    extraction: tuple[str, ...]
+    allow_set_relation_comp: bool
 
 
 def parse_config(raw: dict[str, Any]) -> MathConfig:
@@ -94,9 +102,19 @@ def parse_config(raw: dict[str, Any]) -> MathConfig:
         strict=reader.boolean("strict", True),
         boxed_first=reader.boolean("boxed_first", True),
         isolation=reader.string("isolation", "process", choices=ISOLATION_MODES),
+        extraction=_extraction_targets(reader),
+        allow_set_relation_comp=reader.boolean("allow_set_relation_comp", False),
     )
     reader.finish()
     return config
+
+
+def _extraction_targets(reader: ConfigReader) -> tuple[str, ...]:
+    targets = reader.string_list("extraction", list(EXTRACTION_TARGETS), non_empty=True)
+    unknown = [target for target in targets if target not in EXTRACTION_TARGETS]
+    if unknown:
+        raise VerifierConfigError("extraction", f"unknown target {unknown[0]!r}; known: latex, expr")
+    return tuple(dict.fromkeys(targets))
 
 
 _pool_lock = threading.Lock()
@@ -147,6 +165,8 @@ def check(config: MathConfig, *, completion: Any, answer: str | None, prompt: An
         "numeric_precision": config.numeric_precision,
         "strict": config.strict,
         "boxed_first": config.boxed_first,
+        "extraction": list(config.extraction),
+        "allow_set_relation_comp": config.allow_set_relation_comp,
     }
     result = _in_helper_process(request, config)
     if truncated and result.outcome in ("pass", "fail"):
