@@ -91,8 +91,8 @@ def test_an_inline_prompt_is_text_or_messages_and_only_with_a_verifier(client, v
     messages = [{"role": "user", "content": "What is 17 + 25?"}]
     assert post(client, verify_token, inline | {"prompt": messages}).json()["outcome"] == "fail"
     response = post(client, verify_token, inline | {"prompt": {"text": "What is 17 + 25?"}})
-    assert response.status_code == 400 and "prompt" in response.json()
+    assert response.status_code == 400 and "prompt" in response.json()["fields"]
     import_tasks(arithmetic, alice, math_task("add", "What is 17 + 25?", "42"))
     arithmetic.tasks.update(status="approved")
     response = post(client, verify_token, {"task": "add", "prompt": "What is 2 + 2?", "completion": "4"})
-    assert response.status_code == 400 and "prompt" in response.json()
+    assert response.status_code == 400 and "prompt" in response.json()["fields"]

@@ -99,23 +99,33 @@ SPARE_PROCESSES_PER_SERVER = 2  # each idle server keeps one prepared sandbox: i
 
 
 def _stray_processes():
-    """Sandbox processes beyond the servers (our children) and their idle spare sandboxes.
+    """Sandbox processes of this test process beyond its servers and their idle spare sandboxes, and
+    any orphaned sandbox process.
 
-    Found by command line rather than ancestry, so a child that escaped to another parent
-    would still be counted; by this checkout's server path, so the sandboxes of other
-    checkouts' test runs on a shared machine are not."""
-    servers, others = [], []
+    Found by command line (this checkout's server path), then traced up to the topmost sandbox
+    process of each tree: a tree under this test process is ours; one whose top was orphaned to
+    init is a stray whoever started it; one under any other process (a parallel test process, a
+    Celery worker, another checkout's run) is theirs, not counted."""
+    parents = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             if str(SERVER_SCRIPT).encode() not in (entry / "cmdline").read_bytes():
                 continue
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue
-        (servers if parent == os.getpid() else others).append(int(entry.name))
-    return others if len(others) > SPARE_PROCESSES_PER_SERVER * len(servers) else []
+
+    def top(pid: int) -> int:
+        while parents.get(pid) in parents:
+            pid = parents[pid]
+        return pid
+
+    servers = [pid for pid, parent in parents.items() if parent == os.getpid()]
+    ours = [pid for pid in parents if pid not in servers and parents[top(pid)] == os.getpid()]
+    orphans = [pid for pid in parents if parents[top(pid)] == 1]
+    return orphans + (ours if len(ours) > SPARE_PROCESSES_PER_SERVER * len(servers) else [])
 
 
 def test_process_limit_is_enforced_per_run(sandbox):
