@@ -78,7 +78,7 @@ class ImportReport:
             new_versions=data["new_versions"],
             duplicates=data["duplicates"],
             audit_failures=data["audit_failures"],
-            problems=[LineProblem(*problem[:4], unit=unit) for problem in data["problems"]],
+            problems=[LineProblem(p[0], p[1], p[2], p[3], unit=unit) for p in data["problems"]],
             problems_not_shown=data.get("problems_not_shown", 0),
             unit=unit,
         )
@@ -122,7 +122,7 @@ def tasks_import(
     hashes, never its content. `on_line(line, bytes_read)` is called as the first pass reads, and
     `on_writing()` once the file is known good, before the write.
     """
-    source = TaskSource(filename=filename, data=data, path=path)
+    source = TaskSource(filename=filename, data=data, path=Path(path) if path is not None else None)
     report = ImportReport(filename=filename, unit=source.unit)
     size = source.size_bytes
     if size > settings.PASSBAND_MAX_UPLOAD_BYTES:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -106,6 +107,7 @@ def _lone_surrogate_in(value: Any, path: str = "") -> str | None:
     if isinstance(value, str):
         match = SURROGATE.search(value)
         return f"at character {match.start()}{' of ' + path if path else ''}" if match else None
+    items: Iterable[tuple[str, Any]]
     if isinstance(value, dict):
         items = value.items()
     elif isinstance(value, list):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from decimal import Decimal
+from typing import cast
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -182,7 +183,7 @@ def calibrations_refresh(
 
     def population(environment: Environment) -> stats.Beta | None:
         if population_prior is not _POPULATION_PRIOR:
-            return population_prior
+            return cast("stats.Beta | None", population_prior)
         if environment.pk not in fitted:
             fitted[environment.pk] = environment_prior(environment=environment, probe_model=probe_model, cached=True)
         return fitted[environment.pk]

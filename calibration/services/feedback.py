@@ -145,6 +145,7 @@ def feedback_record(
                 report_id=report_id,
             )
         drift = feedback_drift(task_version=report.task_version)
+        assert drift is not None  # the report above is evidence
         task.refresh_from_db(fields=["status", "current_version"])
         changed = False
         about_current = report.task_version_id == task.current_version_id

@@ -246,7 +246,8 @@ def campaign_items_advance(*, campaign_id: int, task_version_ids: int | list[int
         .annotate(stored=Count("id"), unverified=Count("id", filter=Q(outcome__isnull=True)))
         .order_by()
     }
-    finished, unfinished = [], []
+    finished: list[int] = []
+    unfinished: list[int] = []
     for version in versions:
         row = rounds.get(version.pk)
         if row is None or row["stored"] < len(planned) or row["unverified"]:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.backends import openai_wire
-from engine.backends.base import Generation
+from engine.backends.base import FinishReason, Generation
 from engine.backends.openai_transport import FinalError, RetryableError, json_object
 
 _TOKEN_ID_PREFIX = "token_id:"
@@ -25,6 +25,7 @@ def decode_choices(*, raw: bytes, endpoint: str, seeds: list[int]) -> list[Gener
     response = openai_wire.decode_response(raw)
     if response is None:
         return parse_choices(payload=json_object(raw), endpoint=endpoint, seeds=seeds)
+    assert response.choices  # decode_response gives None for an answer without choices
     by_index = _choices_by_index(response.choices, index_of=lambda choice: choice.index, n=len(seeds))
     usage = response.usage or {}
     return [
@@ -88,6 +89,7 @@ def _choice_parts(*, choice: dict[str, Any], payload: dict[str, Any], endpoint: 
 
 def _generation(parts: openai_wire.ChoiceParts, *, seed: int, usage: dict[str, Any], n: int) -> Generation:
     server_finish = parts.finish_reason
+    finish_reason: FinishReason
     if server_finish == "length":
         finish_reason = "length"
     elif server_finish in ("stop", "tool_calls", "function_call", "eos"):

@@ -61,7 +61,9 @@ def parse_text_tool_calls(text: str) -> list[ParsedCall]:
             # raw_decode: a call cut short after its JSON (a missing or truncated "</tool_call>") still counts.
             value, _end = json.JSONDecoder().raw_decode(block)
         except ValueError as error:
-            call.problem = f"the tool call is not valid JSON ({error.msg} at character {error.pos})"
+            # Not only JSONDecodeError: an integer of more digits than Python converts is a plain ValueError.
+            where = f"{error.msg} at character {error.pos}" if isinstance(error, json.JSONDecodeError) else str(error)
+            call.problem = f"the tool call is not valid JSON ({where})"
             calls.append(call)
             continue
         if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
@@ -130,8 +132,8 @@ class _OpenAIDriver:
         answer, failures = backend.retrying(attempt)
         latency_ms = (time.perf_counter() - started) * 1000
         if answer is None:
-            message = failure_message(server=backend.base_url, failures=failures)
-            return TurnOutput(Generation.failed(seed=seed, error=message, latency_ms=latency_ms), [], {})
+            error = failure_message(server=backend.base_url, failures=failures)
+            return TurnOutput(Generation.failed(seed=seed, error=error, latency_ms=latency_ms), [], {})
         payload, generation = answer
         generation.latency_ms = latency_ms
         message = payload["choices"][0].get("message") or {}

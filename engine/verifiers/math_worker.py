@@ -22,6 +22,7 @@ import re
 import resource
 import signal
 import sys
+from typing import Any
 
 
 class SoftTimeout(BaseException):
@@ -130,7 +131,7 @@ _HEDGES = re.compile(
 )
 
 
-def hedge_problem(stated: str, reference: str, value: object) -> str:
+def hedge_problem(stated: str, reference: str, value: Any) -> str:
     """Why the stated answer hedges between values, or "" (absolute values |x| are fine)."""
     used = {match.group(0) for match in _HEDGES.finditer(stated)} - {
         match.group(0) for match in _HEDGES.finditer(reference)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from .fields import ToolError, bad_arguments, checked_id, checked_table, checked_text, clean_fields, fetch_row
@@ -127,7 +128,7 @@ def submit_expense_report(connection: sqlite3.Connection, *, employee: Any, titl
     return {"submitted": report_id, "total": total, "items": len(cleaned)}
 
 
-TOOLS = {
+TOOLS: dict[str, Callable[..., dict]] = {
     "search_records": search_records,
     "get_record": get_record,
     "create_record": create_record,
