@@ -21,7 +21,7 @@ from prometheus_client import Counter, Histogram, values
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from engine.backends import openai_backend
+from engine.backends import openai_transport
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ QUEUES = ("default", "generate", "verify", "similarity")
 
 
 def _on_backend_event(event: str, labels: dict[str, str]) -> None:
-    """The openai backend's events (see openai_backend.EVENT_HOOKS) as counters."""
+    """The openai backend's events (see openai_transport.EVENT_HOOKS) as counters."""
     server = labels.get("server", "")
     if event == "request":
         MODEL_REQUESTS.labels(server=server, result=labels.get("result", "")).inc()
@@ -64,8 +64,8 @@ def _on_backend_event(event: str, labels: dict[str, str]) -> None:
         MODEL_RETRIES.labels(server=server, reason=labels.get("reason", "")).inc()
 
 
-if _on_backend_event not in openai_backend.EVENT_HOOKS:
-    openai_backend.EVENT_HOOKS.append(_on_backend_event)
+if _on_backend_event not in openai_transport.EVENT_HOOKS:
+    openai_transport.EVENT_HOOKS.append(_on_backend_event)
 
 
 def rollouts_generated(*, model: str, count: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,7 +78,7 @@ class ImportReport:
             new_versions=data["new_versions"],
             duplicates=data["duplicates"],
             audit_failures=data["audit_failures"],
-            problems=[LineProblem(*problem[:4], unit=unit) for problem in data["problems"]],
+            problems=[LineProblem(p[0], p[1], p[2], p[3], unit=unit) for p in data["problems"]],
             problems_not_shown=data.get("problems_not_shown", 0),
             unit=unit,
         )
@@ -131,7 +131,7 @@ def tasks_import(
     hashes, never its content. `on_line(line, bytes_read)` is called as the first pass reads, and
     `on_writing()` once the file is known good, before the write.
     """
-    source = TaskSource(filename=filename, data=data, path=path)
+    source = TaskSource(filename=filename, data=data, path=Path(path) if path is not None else None)
     report = ImportReport(filename=filename, unit=source.unit)
     too_large = upload_size_problem(filename=filename, size=source.size_bytes)
     if too_large is not None:
@@ -149,26 +149,70 @@ def tasks_import(
     if not report.ok:
         raise ImportRejected(report)
 
-    # Content already in the environment, and the task that holds it (named in the report): the
-    # current version's task first, so a match names the task that shows this content now.
-    existing_hashes: dict[str, str] = {}
-    for hashes in _chunks([line.content_hash for line in scan.lines]):
+    owners_by_key = _owners_by_key(environment=environment, keys=[line.key for line in scan.lines if line.key])
+    to_write = _lines_to_write(
+        scan.lines, report=report, source=source, environment=environment, owner=owner, owners_by_key=owners_by_key
+    )
+    if report.problems:
+        raise ImportRejected(report)
+
+    if on_writing is not None:
+        on_writing()
+    with transaction.atomic():
+        drafts = (draft for draft in task_files.iter_task_drafts(source, **options) if draft.line in to_write)
+        _drafts_write(
+            drafts,
+            report=report,
+            source=source,
+            environment=environment,
+            owner=owner,
+            owners_by_key=owners_by_key,
+            run_audits=run_audits,
+        )
+    return report
+
+
+def _existing_hashes(*, environment: Environment, hashes: list[str]) -> dict[str, str]:
+    """Content already in the environment, and the task that holds it (named in the report): the
+    current version's task first, so a match names the task that shows this content now."""
+    existing: dict[str, str] = {}
+    for chunk in _chunks(hashes):
         rows = (
-            TaskVersion.objects.filter(task__environment=environment, content_hash__in=hashes)
+            TaskVersion.objects.filter(task__environment=environment, content_hash__in=chunk)
             .order_by("-task__current_version_id", "pk")
             .values_list("content_hash", "task__key")
         )
         for digest, key in rows:
-            existing_hashes.setdefault(digest, key)
-    owners_by_key: dict[str, tuple[int, int]] = {}
-    for keys in _chunks([line.key for line in scan.lines if line.key]):
-        for pk, key, owner_id in Task.objects.filter(environment=environment, key__in=keys).values_list(
+            existing.setdefault(digest, key)
+    return existing
+
+
+def _owners_by_key(*, environment: Environment, keys: list[str]) -> dict[str, tuple[int, int]]:
+    """(task pk, owner pk) of the environment's tasks with these keys."""
+    owners: dict[str, tuple[int, int]] = {}
+    for chunk in _chunks(keys):
+        for pk, key, owner_id in Task.objects.filter(environment=environment, key__in=chunk).values_list(
             "pk", "key", "owner_id"
         ):
-            owners_by_key[key] = (pk, owner_id)
+            owners[key] = (pk, owner_id)
+    return owners
+
+
+def _lines_to_write(
+    lines: list[task_files.LineSummary],
+    *,
+    report: ImportReport,
+    source: TaskSource,
+    environment: Environment,
+    owner: AbstractBaseUser,
+    owners_by_key: dict[str, tuple[int, int]],
+) -> set[int]:
+    """The lines to write: not duplicates (of the environment or of an earlier line, listed in the
+    report) and, for a known key, owned by `owner` (a problem in the report otherwise)."""
+    existing_hashes = _existing_hashes(environment=environment, hashes=[line.content_hash for line in lines])
     seen_hashes: dict[str, int] = {}
     to_write: set[int] = set()
-    for line in scan.lines:
+    for line in lines:
         where = f"{source.unit} {line.line}"
         label = line.key or where
         if line.content_hash in existing_hashes:
@@ -186,7 +230,7 @@ def tasks_import(
         if known is not None and known[1] != owner.pk and not owner.is_staff:
             report.problems.append(
                 LineProblem(
-                    filename,
+                    report.filename,
                     line.line,
                     "key",
                     f"task {line.key!r} belongs to another author; choose a new key",
@@ -194,38 +238,39 @@ def tasks_import(
                 )
             )
         to_write.add(line.line)
-    if report.problems:
-        raise ImportRejected(report)
+    return to_write
 
-    if on_writing is not None:
-        on_writing()
-    with transaction.atomic():
-        batch: list[tuple[TaskDraft, list[str]]] = []
-        for draft in task_files.iter_task_drafts(source, **options):
-            if draft.line not in to_write:
-                continue
-            audit_problems = draft_audit(draft) if run_audits else []
-            if audit_problems:
-                where = f"{source.unit} {draft.line}"
-                report.audit_failures.append(f"{where} ({draft.key or where}): " + "; ".join(audit_problems))
-            known = owners_by_key.get(draft.key) if draft.key else None
-            if known is None:
-                batch.append((draft, audit_problems))
-                if len(batch) >= WRITE_BATCH:
-                    report.created += _tasks_create(
-                        environment=environment, owner=owner, batch=batch, audited=run_audits
-                    )
-                    batch = []
-            else:
-                task = Task.objects.get(pk=known[0])
-                report.new_versions.append(task.key)
-                version_add(
-                    task=task, draft=draft, created_by=owner, audit_problems=audit_problems if run_audits else None
-                )
-        report.created += _tasks_create(environment=environment, owner=owner, batch=batch, audited=run_audits)
-        if report.created or report.new_versions:
-            versions_written(environment=environment)
-    return report
+
+def _drafts_write(
+    drafts: Iterable[TaskDraft],
+    *,
+    report: ImportReport,
+    source: TaskSource,
+    environment: Environment,
+    owner: AbstractBaseUser,
+    owners_by_key: dict[str, tuple[int, int]],
+    run_audits: bool,
+) -> None:
+    """Audit and write the drafts: new keys as new tasks (in batches), known keys as new versions."""
+    batch: list[tuple[TaskDraft, list[str]]] = []
+    for draft in drafts:
+        audit_problems = draft_audit(draft) if run_audits else []
+        if audit_problems:
+            where = f"{source.unit} {draft.line}"
+            report.audit_failures.append(f"{where} ({draft.key or where}): " + "; ".join(audit_problems))
+        known = owners_by_key.get(draft.key) if draft.key else None
+        if known is None:
+            batch.append((draft, audit_problems))
+            if len(batch) >= WRITE_BATCH:
+                report.created += _tasks_create(environment=environment, owner=owner, batch=batch, audited=run_audits)
+                batch = []
+        else:
+            task = Task.objects.get(pk=known[0])
+            report.new_versions.append(task.key)
+            version_add(task=task, draft=draft, created_by=owner, audit_problems=audit_problems if run_audits else None)
+    report.created += _tasks_create(environment=environment, owner=owner, batch=batch, audited=run_audits)
+    if report.created or report.new_versions:
+        versions_written(environment=environment)
 
 
 # New tasks are written this many at a time: three statements per batch instead of three per task.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from typing import Any
 
 from celery import current_app
 from django.conf import settings
@@ -101,7 +102,7 @@ def environment_update(
     """Change an environment's descriptive fields, default verifier and default completion budget
     (the arguments given; `clear_max_new_tokens` goes back to the probe model's). Thresholds change
     through calibration's environment_thresholds_set, which re-bands the tasks."""
-    changes = {
+    changes: dict[str, Any] = {
         "title": title,
         "domain": domain,
         "description": description,
@@ -244,6 +245,7 @@ def task_version_edit(*, task: Task, by: AbstractBaseUser, content: dict, run_au
     )
     if problems:
         raise CurationError("; ".join(f"{problem.field}: {problem.reason}" for problem in problems))
+    assert draft is not None  # a draft whenever there is no problem
     if task.current_version_id and task.current_version.content_hash == draft.content_hash:
         raise CurationError("Nothing changed: this content is already the current version.")
     audit_problems = draft_audit(draft) if run_audit else None

@@ -22,6 +22,7 @@ import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 import numpy as np
 
@@ -197,8 +198,10 @@ class SimilarityIndex:
     @property
     def nbytes(self) -> int:
         self._flush()
-        arrays = [self.ids, self.groups, self.numbers, self.signatures, self.embeddings, self._band_keys]
-        arrays += [self._sorted_keys, self._sorted_rows] if self._sorted_keys is not None else []
+        arrays: list[np.ndarray] = [self.ids, self.groups, self.numbers, self.signatures, self.embeddings]
+        arrays += [self._band_keys]
+        if self._sorted_keys is not None and self._sorted_rows is not None:
+            arrays += [self._sorted_keys, self._sorted_rows]
         return sum(array.nbytes for array in arrays)
 
     def add(
@@ -238,6 +241,7 @@ class SimilarityIndex:
             self._sorted_keys = np.take_along_axis(self._band_keys, self._sorted_rows, axis=0)
 
     def _lsh_candidates(self, signature: np.ndarray) -> np.ndarray:
+        assert self._sorted_keys is not None and self._sorted_rows is not None  # _flush sorted them
         keys = _band_keys(signature[None, :])[0]
         found = []
         for band in range(LSH_BANDS):
@@ -265,15 +269,15 @@ class SimilarityIndex:
         group are skipped. A neighbour carries both similarities.
         """
         self._flush()
-        groups = np.asarray(groups, dtype=np.int64)
-        numbers = np.asarray(numbers, dtype=np.int64)
+        query_groups = np.asarray(groups, dtype=np.int64)
+        query_number_keys = np.asarray(numbers, dtype=np.int64)
         results: list[tuple[Neighbour | None, Neighbour | None]] = []
         if not len(self.ids):
-            return [(None, None)] * len(groups)
-        for start in range(0, len(groups), chunk):
+            return [(None, None)] * len(query_groups)
+        for start in range(0, len(query_groups), chunk):
             part = slice(start, start + chunk)
             scores = np.asarray(embeddings[part], dtype=np.float32) @ self.embeddings.T
-            for offset, (query_group, query_numbers) in enumerate(zip(groups[part], numbers[part])):
+            for offset, (query_group, query_numbers) in enumerate(zip(query_groups[part], query_number_keys[part])):
                 row_scores = scores[offset]
                 row_scores[(self.groups == query_group) | (self.numbers != query_numbers)] = -np.inf
                 best_cosine_row = int(np.argmax(row_scores))
@@ -419,7 +423,9 @@ def reference_corpus(sources: tuple[str, ...] = tuple(REFERENCE_SOURCES)) -> Ref
     return ReferenceCorpus.build(items)
 
 
-def is_contaminated(match: ContaminationMatch | None, *, overlap_at: float, cosine_at: float) -> bool:
+def is_contaminated(
+    match: ContaminationMatch | None, *, overlap_at: float, cosine_at: float
+) -> TypeGuard[ContaminationMatch]:
     return match is not None and (
         (match.shared_ngrams > 0 and match.overlap >= overlap_at) or match.cosine >= cosine_at
     )

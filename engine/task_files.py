@@ -202,7 +202,7 @@ def parse_task_file(
             LineProblem(filename, 0, "", f"file is {len(data):,} bytes; the limit is {max_file_bytes:,}. Split it.")
         ]
     source = TaskSource(filename=filename, data=data)
-    options = dict(
+    options: dict[str, Any] = dict(
         default_verifier=default_verifier, default_domain=default_domain, max_line_bytes=max_line_bytes, mapping=mapping
     )
     scan = scan_task_file(source, **options)

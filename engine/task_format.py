@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -127,30 +128,9 @@ def validate_task_object(
     if broken is not None:
         problem(broken.field, broken.reason)
 
-    prompt: list[dict[str, str]] = []
-    if "prompt" in obj:
-        try:
-            prompt = normalise_prompt(obj["prompt"])
-        except ValueError as error:
-            problem("prompt", str(error))
-
-    answer = obj.get("answer", "")
-    if isinstance(answer, bool) or not isinstance(answer, (str, int, float)):
-        problem("answer", f"must be a string, got {type(answer).__name__}")
-        answer = ""
-    answer = str(answer)
-
-    verifier = obj.get("verifier", default_verifier)
-    if "verifier" in refused:
-        verifier = {}
-    elif not isinstance(verifier, dict) or not verifier:
-        problem("verifier", 'must be an object like {"kind": "math"} (or set a default on the environment)')
-        verifier = {}
-    else:
-        try:
-            verifiers.validate_config(verifier)
-        except verifiers.VerifierConfigError as error:
-            problem("verifier", str(error))
+    prompt = _prompt(obj, problem)
+    answer = _answer(obj, problem)
+    verifier = {} if "verifier" in refused else _verifier(obj, default_verifier, problem)
 
     domain = obj.get("domain", default_domain)
     if not isinstance(domain, str) or not domain.strip() or len(domain) > 40:
@@ -164,17 +144,7 @@ def validate_task_object(
     if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
         problem("tools", "must be a list of tool (function schema) objects")
 
-    cost_value = obj.get("authoring_cost_usd", 0)
-    cost = Decimal("0")
-    if isinstance(cost_value, bool) or not isinstance(cost_value, (int, float, str)):
-        problem("authoring_cost_usd", f"must be a number, got {type(cost_value).__name__}")
-    else:
-        try:
-            cost = Decimal(str(cost_value))
-            if not cost.is_finite() or cost < 0 or cost >= Decimal("1e8"):
-                raise InvalidOperation
-        except InvalidOperation:
-            problem("authoring_cost_usd", f"must be a number of dollars between 0 and 99,999,999, got {cost_value!r}")
+    cost = _authoring_cost(obj, problem)
 
     if problems:
         return None, problems
@@ -190,3 +160,51 @@ def validate_task_object(
         authoring_cost_usd=cost.quantize(Decimal("0.01")),
     )
     return draft, []
+
+
+Problem = Callable[[str, str], None]  # problem(field, reason) records one problem of the object
+
+
+def _prompt(obj: dict, problem: Problem) -> list[dict[str, str]]:
+    if "prompt" not in obj:
+        return []  # a problem already: the field is required
+    try:
+        return normalise_prompt(obj["prompt"])
+    except ValueError as error:
+        problem("prompt", str(error))
+        return []
+
+
+def _answer(obj: dict, problem: Problem) -> str:
+    answer = obj.get("answer", "")
+    if isinstance(answer, bool) or not isinstance(answer, (str, int, float)):
+        problem("answer", f"must be a string, got {type(answer).__name__}")
+        return ""
+    return str(answer)
+
+
+def _verifier(obj: dict, default_verifier: dict, problem: Problem) -> dict:
+    verifier = obj.get("verifier", default_verifier)
+    if not isinstance(verifier, dict) or not verifier:
+        problem("verifier", 'must be an object like {"kind": "math"} (or set a default on the environment)')
+        return {}
+    try:
+        verifiers.validate_config(verifier)
+    except verifiers.VerifierConfigError as error:
+        problem("verifier", str(error))
+    return verifier
+
+
+def _authoring_cost(obj: dict, problem: Problem) -> Decimal:
+    cost_value = obj.get("authoring_cost_usd", 0)
+    if isinstance(cost_value, bool) or not isinstance(cost_value, (int, float, str)):
+        problem("authoring_cost_usd", f"must be a number, got {type(cost_value).__name__}")
+        return Decimal("0")
+    try:
+        cost = Decimal(str(cost_value))
+        if not cost.is_finite() or cost < 0 or cost >= Decimal("1e8"):
+            raise InvalidOperation
+    except InvalidOperation:
+        problem("authoring_cost_usd", f"must be a number of dollars between 0 and 99,999,999, got {cost_value!r}")
+        return Decimal("0")
+    return cost

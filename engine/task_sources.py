@@ -101,12 +101,17 @@ class TaskSource:
     def size_bytes(self) -> int:
         if self.data is not None:
             return len(self.data)
+        assert self.path is not None  # one of the two, see __post_init__
         if self.path.is_dir():
             return sum(path.stat().st_size for path in self.path.iterdir() if path.is_file())
         return self.path.stat().st_size
 
     def _open(self, path: Path | None = None) -> IO[bytes]:
-        return io.BytesIO(self.data) if self.data is not None else open(path or self.path, "rb")
+        if self.data is not None:
+            return io.BytesIO(self.data)
+        chosen = path or self.path
+        assert chosen is not None  # one of data and path, see __post_init__
+        return open(chosen, "rb")
 
     def _arrow_files(self) -> list[Path | None]:
         if self.path is not None and self.path.is_dir():

@@ -206,23 +206,28 @@ def release_create(
             },
             thresholds={e.name: {"floor": e.floor, "retire_at": e.retire_at} for e in environments},
         )
-        batch = []
-        for record in versions.iterator(chunk_size=CHUNK_SIZE):
-            batch.append(
-                ReleaseItem(
-                    release=release,
-                    task_version_id=record["pk"],
-                    **{n: record[n] for n in CALIBRATION_FIELDS if n != "band"},
-                    band=record["band"] or "",
-                )
-            )
-            if len(batch) >= CHUNK_SIZE:
-                ReleaseItem.objects.bulk_create(batch)
-                batch = []
-        ReleaseItem.objects.bulk_create(batch)
+        _release_items_pin(release=release, versions=versions)
         # By name: the task module imports this one. The registered task honours eager mode and mocks.
         transaction.on_commit(lambda: current_app.tasks["releases.tasks.build_release"].delay(release.pk))
     return release
+
+
+def _release_items_pin(*, release: Release, versions) -> None:
+    """One item per matching version, with its calibration as it is now, written CHUNK_SIZE at a time."""
+    batch = []
+    for record in versions.iterator(chunk_size=CHUNK_SIZE):
+        batch.append(
+            ReleaseItem(
+                release=release,
+                task_version_id=record["pk"],
+                **{n: record[n] for n in CALIBRATION_FIELDS if n != "band"},
+                band=record["band"] or "",
+            )
+        )
+        if len(batch) >= CHUNK_SIZE:
+            ReleaseItem.objects.bulk_create(batch)
+            batch = []
+    ReleaseItem.objects.bulk_create(batch)
 
 
 def _filter_text(*, environment, probe_model, band, status, domain) -> str:
@@ -281,6 +286,47 @@ def probe_model_identity(*, probe_model: ProbeModel) -> dict[str, str]:
     return identity
 
 
+def _release_files_write(*, release: Release, folder: Path) -> dict[str, dict]:
+    """Every format as every file type in `folder`; each file's rows, bytes and SHA-256 by its name."""
+    files = {}
+    for format in formats.FORMATS:
+        for file_type in formats.FILE_TYPES:
+            path = folder / f"{format}.{file_type}"
+            rows = formats.write_file(
+                records=release_records(release=release), format=format, file_type=file_type, path=path
+            )
+            files[f"{format}.{file_type}"] = {
+                "rows": rows,
+                "bytes": path.stat().st_size,
+                "sha256": formats.sha256_of_file(path),
+            }
+    return files
+
+
+def _release_manifest(*, release: Release, files: dict[str, dict]) -> dict:
+    """What the release holds: its filter, thresholds and probe model, counts by band and domain, the files."""
+    items = ReleaseItem.objects.filter(release=release)
+    manifest = {
+        "release": release.pk,
+        "filter": release.filter,
+        "thresholds": release.thresholds,
+        "probe_model": probe_model_identity(probe_model=release.probe_model),
+        "tasks": items.count(),
+        "bands": dict(Counter(band or "uncalibrated" for band in items.values_list("band", flat=True))),
+        "domains": dict(Counter(items.values_list("task_version__domain", flat=True))),
+        "created_by": release.created_by.get_username(),
+        "created_at": release.created_at.isoformat(),
+        "files": files,
+        "warnings": [],
+    }
+    if not manifest["tasks"]:
+        manifest["warnings"].append(
+            "This release is empty: no task matched its filter when it was pinned. Its files hold no rows "
+            "(Parquet: the schema and no row group); 🤗 datasets refuses to load a split with no rows."
+        )
+    return manifest
+
+
 def release_build(*, release_id: int) -> Release:
     """Write every format as JSONL and Parquet, then record the manifest; safe to run twice.
 
@@ -299,37 +345,7 @@ def release_build(*, release_id: int) -> Release:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
-        files = {}
-        for format in formats.FORMATS:
-            for file_type in formats.FILE_TYPES:
-                path = staging / f"{format}.{file_type}"
-                rows = formats.write_file(
-                    records=release_records(release=release), format=format, file_type=file_type, path=path
-                )
-                files[f"{format}.{file_type}"] = {
-                    "rows": rows,
-                    "bytes": path.stat().st_size,
-                    "sha256": formats.sha256_of_file(path),
-                }
-        items = ReleaseItem.objects.filter(release=release)
-        manifest = {
-            "release": release.pk,
-            "filter": release.filter,
-            "thresholds": release.thresholds,
-            "probe_model": probe_model_identity(probe_model=release.probe_model),
-            "tasks": items.count(),
-            "bands": dict(Counter(band or "uncalibrated" for band in items.values_list("band", flat=True))),
-            "domains": dict(Counter(items.values_list("task_version__domain", flat=True))),
-            "created_by": release.created_by.get_username(),
-            "created_at": release.created_at.isoformat(),
-            "files": files,
-            "warnings": [],
-        }
-        if not manifest["tasks"]:
-            manifest["warnings"].append(
-                "This release is empty: no task matched its filter when it was pinned. Its files hold no rows "
-                "(Parquet: the schema and no row group); 🤗 datasets refuses to load a split with no rows."
-            )
+        manifest = _release_manifest(release=release, files=_release_files_write(release=release, folder=staging))
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
     except Exception as error:

@@ -93,3 +93,31 @@ def test_compose_file_is_valid_and_has_every_service():
         "beat",
         "flower",
     } <= services
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"), [("DEBUG", "ture"), ("SECURE_COOKIES", "flase"), ("CELERY_TASK_ALWAYS_EAGER", "2")]
+)
+def test_a_misspelt_yes_no_setting_stops_the_start(variable, value):
+    result = run_settings({"SECRET_KEY": "x", variable: value})
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert f"{variable} must be a yes/no value (1, true, yes, on, 0, false, no, off), got {value!r}" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("TRUE", "True"),
+        (" yes ", "True"),
+        ("On", "True"),
+        ("0", "False"),
+        ("no", "False"),
+        ("OFF", "False"),
+        ("", "False"),
+    ],
+)
+def test_yes_no_settings_take_every_accepted_spelling_in_any_case(value, shown):
+    result = run_settings({"SECRET_KEY": "x", "DEBUG": value})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[0] == shown

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 from django.db import connection
@@ -260,7 +261,8 @@ def verifier_latency(*, environment: Environment | None, probe_model: ProbeModel
             values = latencies.get(row["hour"])
             for name, fraction in PERCENTILES.items():
                 row[name] = float(np.percentile(values, 100 * fraction)) if values else None
-    hours_list, series = [], {"p50": [], "p90": [], "p99": [], "error_rate": [], "verdicts": []}
+    hours_list: list[str] = []
+    series: dict[str, list[Any]] = {"p50": [], "p90": [], "p99": [], "error_rate": [], "verdicts": []}
     totals = {"verdicts": 0, "errors": 0, "timeouts": 0}
     for row in rows:
         hours_list.append(row["hour"].isoformat())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from decimal import Decimal
+from typing import cast
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -156,33 +157,13 @@ def calibrations_refresh(
         return {}
     ids = [version.pk for version in task_versions]
     zero = {"successes": 0, "failures": 0, "verifier_errors": 0, "generation_errors": 0, "cost": None}
-    counts = {
-        row["task_version"]: row
-        for row in Rollout.objects.filter(task_version_id__in=ids, probe_model=probe_model)
-        .values("task_version")
-        .annotate(
-            successes=Count("id", filter=Q(outcome=Outcome.PASS)),
-            failures=Count("id", filter=Q(outcome=Outcome.FAIL)),
-            verifier_errors=Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
-            generation_errors=Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
-            cost=Sum("cost_usd"),
-        )
-        .order_by()
-    }
-    policies = dict(policies or {})
-    missing = [version_id for version_id in ids if version_id not in policies]
-    if missing:
-        stored = dict(
-            Calibration.objects.filter(task_version_id__in=missing, probe_model=probe_model).values_list(
-                "task_version_id", "policy"
-            )
-        )
-        policies.update({version_id: stored.get(version_id) or {} for version_id in missing})
+    counts = _rollout_counts(ids=ids, probe_model=probe_model)
+    policies = _policies_with_stored(ids=ids, probe_model=probe_model, policies=policies or {})
     fitted: dict[int, stats.Beta | None] = {}
 
     def population(environment: Environment) -> stats.Beta | None:
         if population_prior is not _POPULATION_PRIOR:
-            return population_prior
+            return cast("stats.Beta | None", population_prior)
         if environment.pk not in fitted:
             fitted[environment.pk] = environment_prior(environment=environment, probe_model=probe_model, cached=True)
         return fitted[environment.pk]
@@ -217,6 +198,37 @@ def calibrations_refresh(
             for calibration in Calibration.objects.filter(task_version_id__in=ids, probe_model=probe_model)
         }
     return {row.task_version_id: row for row in rows}
+
+
+def _rollout_counts(*, ids: list[int], probe_model: ProbeModel) -> dict[int, dict]:
+    """Per version id: its rollouts' passes, fails, verifier and generation errors, and their cost."""
+    return {
+        row["task_version"]: row
+        for row in Rollout.objects.filter(task_version_id__in=ids, probe_model=probe_model)
+        .values("task_version")
+        .annotate(
+            successes=Count("id", filter=Q(outcome=Outcome.PASS)),
+            failures=Count("id", filter=Q(outcome=Outcome.FAIL)),
+            verifier_errors=Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
+            generation_errors=Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
+            cost=Sum("cost_usd"),
+        )
+        .order_by()
+    }
+
+
+def _policies_with_stored(*, ids: list[int], probe_model: ProbeModel, policies: dict[int, dict]) -> dict[int, dict]:
+    """`policies`, with the stored policy (or {}) of every version id it lacks."""
+    policies = dict(policies)
+    missing = [version_id for version_id in ids if version_id not in policies]
+    if missing:
+        stored = dict(
+            Calibration.objects.filter(task_version_id__in=missing, probe_model=probe_model).values_list(
+                "task_version_id", "policy"
+            )
+        )
+        policies.update({version_id: stored.get(version_id) or {} for version_id in missing})
+    return policies
 
 
 def _calibration_row(

@@ -118,7 +118,6 @@ def feedback_record(
     `source` (e.g. the API token) is named in the audited reason of any status change.
     Raises CalibrationError for impossible counts or an unknown version.
     """
-
     if attempts < 1 or not 0 <= passes <= attempts:
         raise CalibrationError(f"Need attempts >= 1 and 0 <= passes <= attempts; got {passes} of {attempts}.")
     if checkpoint_step < 0 or not checkpoint.strip():
@@ -145,30 +144,15 @@ def feedback_record(
                 report_id=report_id,
             )
         drift = feedback_drift(task_version=report.task_version)
+        assert drift is not None  # the report above is evidence
         task.refresh_from_db(fields=["status", "current_version"])
-        changed = False
         about_current = report.task_version_id == task.current_version_id
         summary = (
             f"pass rate {drift.pass_rate:.3f} [{drift.interval_low:.3f}, {drift.interval_high:.3f}] under "
             f"{drift.latest_checkpoint} (step {drift.latest_step}), reported by {reported_by.get_username()}"
             + (f" with {source}" if source else "")
         )
-        decided = about_current and drift.decided
-        try:
-            if decided and drift.band == Band.RETIRE and task.status in (TaskStatus.APPROVED, TaskStatus.ACTIVE):
-                reason = f"{FEEDBACK_RETIRE_REASON}: {summary}"
-                task = task_transition(task=task, to_status=TaskStatus.RETIRED, by=None, reason=reason)
-                changed = True
-            elif decided and drift.band == Band.IN_BAND and task.status == TaskStatus.RETIRED:
-                last = task.status_changes.filter(to_status=TaskStatus.RETIRED).order_by("-changed_at", "-id").first()
-                if last is not None and last.reason.startswith(FEEDBACK_RETIRE_REASON):
-                    reason = f"{FEEDBACK_REVIVE_REASON}: {summary}"
-                    task = task_transition(task=task, to_status=TaskStatus.ACTIVE, by=None, reason=reason)
-                    changed = True
-        except CurationError:
-            # A concurrent report moved it first; the evidence is stored either way.
-            logger.info("feedback on %s: status already changed", task, exc_info=True)
-            task.refresh_from_db(fields=["status"])
+        task, changed = _status_follow(task, drift=drift, decided=about_current and drift.decided, summary=summary)
     return FeedbackOutcome(report=report, created=created, drift=drift, task_status=task.status, status_changed=changed)
 
 
@@ -216,3 +200,22 @@ def reprobe_sample(
             )
             logger.info("re-probing %d too-hard or retired task(s) of %s", len(picked), environment.name)
     return started
+
+
+def _status_follow(task: Task, *, drift: Drift, decided: bool, summary: str) -> tuple[Task, bool]:
+    """Retire an approved or active task that feedback decides in the retire band, or bring back one that
+    feedback retired once it is decided in band again. Returns the task and whether its status changed."""
+    try:
+        if decided and drift.band == Band.RETIRE and task.status in (TaskStatus.APPROVED, TaskStatus.ACTIVE):
+            reason = f"{FEEDBACK_RETIRE_REASON}: {summary}"
+            return task_transition(task=task, to_status=TaskStatus.RETIRED, by=None, reason=reason), True
+        if decided and drift.band == Band.IN_BAND and task.status == TaskStatus.RETIRED:
+            last = task.status_changes.filter(to_status=TaskStatus.RETIRED).order_by("-changed_at", "-id").first()
+            if last is not None and last.reason.startswith(FEEDBACK_RETIRE_REASON):
+                reason = f"{FEEDBACK_REVIVE_REASON}: {summary}"
+                return task_transition(task=task, to_status=TaskStatus.ACTIVE, by=None, reason=reason), True
+    except CurationError:
+        # A concurrent report moved it first; the evidence is stored either way.
+        logger.info("feedback on %s: status already changed", task, exc_info=True)
+        task.refresh_from_db(fields=["status"])
+    return task, False

@@ -73,13 +73,7 @@ def campaign_start_ladder(
         )
     cheap = _current_evidence(environment=environment, probe_model=cheap_model)
     if task_versions is None:
-        probed = _current_evidence(environment=environment, probe_model=probe_model)
-        task_versions = list(
-            TaskVersion.objects.filter(task__environment=environment, task__current_version=F("pk"))
-            .exclude(task__status=TaskStatus.REJECTED)
-            .exclude(pk__in=list(probed))
-            .order_by("pk")
-        )
+        task_versions = _versions_not_probed(environment=environment, probe_model=probe_model)
     with transaction.atomic():
         campaign = campaign_start(
             environment=environment,
@@ -93,12 +87,7 @@ def campaign_start_ladder(
             task_versions=task_versions,
             enqueue=False,
         )
-        items = list(CampaignItem.objects.filter(campaign=campaign, task_version_id__in=list(cheap)))
-        for item in items:
-            successes, attempts = cheap[item.task_version_id]
-            prior = stats.ladder_prior(successes=successes, attempts=attempts, ladder=ladder)
-            item.prior = [prior.alpha, prior.beta]
-        CampaignItem.objects.bulk_update(items, ["prior"])
+        priors = _ladder_priors_set(campaign=campaign, cheap=cheap, ladder=ladder)
         if enqueue:
             transaction.on_commit(lambda: campaign_enqueue_pending(campaign_id=campaign.pk))
     logger.info(
@@ -109,6 +98,28 @@ def campaign_start_ladder(
         ladder.shift,
         ladder.spread,
         ladder.tasks,
-        len(items),
+        priors,
     )
     return campaign
+
+
+def _versions_not_probed(*, environment: Environment, probe_model: ProbeModel) -> list[TaskVersion]:
+    """The environment's current versions (not rejected) that `probe_model` has no evidence on."""
+    probed = _current_evidence(environment=environment, probe_model=probe_model)
+    return list(
+        TaskVersion.objects.filter(task__environment=environment, task__current_version=F("pk"))
+        .exclude(task__status=TaskStatus.REJECTED)
+        .exclude(pk__in=list(probed))
+        .order_by("pk")
+    )
+
+
+def _ladder_priors_set(*, campaign: Campaign, cheap: dict[int, tuple[int, int]], ladder: stats.LogitShift) -> int:
+    """Give each of the campaign's items that the cheap model probed its ladder prior; how many got one."""
+    items = list(CampaignItem.objects.filter(campaign=campaign, task_version_id__in=list(cheap)))
+    for item in items:
+        successes, attempts = cheap[item.task_version_id]
+        prior = stats.ladder_prior(successes=successes, attempts=attempts, ladder=ladder)
+        item.prior = [prior.alpha, prior.beta]
+    CampaignItem.objects.bulk_update(items, ["prior"])
+    return len(items)

@@ -83,6 +83,26 @@ def _version_ids(task_version_ids: int | list[int]) -> list[int]:
     return [task_version_ids] if isinstance(task_version_ids, int) else list(task_version_ids)
 
 
+def _samples_missing(
+    *, campaign: Campaign, version_ids: set[int], planned: range
+) -> list[tuple[TaskVersion, list[int]]]:
+    """Per version (in id order), the sample indices of the round that no stored rollout has yet."""
+    existing: dict[int, set[int]] = {}
+    for version_id, index in Rollout.objects.filter(
+        campaign=campaign,
+        task_version_id__in=version_ids,
+        sample_index__gte=planned.start,
+        sample_index__lt=planned.stop,
+    ).values_list("task_version_id", "sample_index"):
+        existing.setdefault(version_id, set()).add(index)
+    work = []
+    for version in TaskVersion.objects.filter(pk__in=version_ids).order_by("pk"):
+        indices = [index for index in planned if index not in existing.get(version.pk, ())]
+        if indices:
+            work.append((version, indices))
+    return work
+
+
 def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
     """Generate one round's missing samples for task versions of a campaign. Returns how many were stored.
 
@@ -100,16 +120,7 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
     if not open_ids:
         return 0
     planned = round_indices(campaign, round_index)
-    existing: dict[int, set[int]] = {}
-    for version_id, index in Rollout.objects.filter(
-        campaign=campaign, task_version_id__in=open_ids, sample_index__gte=planned.start, sample_index__lt=planned.stop
-    ).values_list("task_version_id", "sample_index"):
-        existing.setdefault(version_id, set()).add(index)
-    work = []
-    for version in TaskVersion.objects.filter(pk__in=open_ids).order_by("pk"):
-        indices = [index for index in planned if index not in existing.get(version.pk, ())]
-        if indices:
-            work.append((version, indices))
+    work = _samples_missing(campaign=campaign, version_ids=open_ids, planned=planned)
     if not work:
         return 0
     probe_model = campaign.probe_model
@@ -246,7 +257,8 @@ def campaign_items_advance(*, campaign_id: int, task_version_ids: int | list[int
         .annotate(stored=Count("id"), unverified=Count("id", filter=Q(outcome__isnull=True)))
         .order_by()
     }
-    finished, unfinished = [], []
+    finished: list[int] = []
+    unfinished: list[int] = []
     for version in versions:
         row = rounds.get(version.pk)
         if row is None or row["stored"] < len(planned) or row["unverified"]:

@@ -22,50 +22,23 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-import orjson
 
-from engine.backends import openai_wire
+from engine.backends import openai_transport
 from engine.backends.base import Generation, SamplingParams
+from engine.backends.openai_parsing import decode_choices
+from engine.backends.openai_transport import Result
 
 logger = logging.getLogger(__name__)
 
 ENDPOINTS = ("chat", "completions")
-_RETRY_STATUSES = frozenset({408, 425, 429}) | frozenset(range(500, 600))
-_TOKEN_ID_PREFIX = "token_id:"
-
-
-# Observers of requests, for metrics: each is called as hook(event, labels) with event "request"
-# (labels server, result: ok, retry or error) or "retry" (labels server, reason). Errors in a hook are logged.
-EVENT_HOOKS: list[Callable[[str, dict[str, str]], None]] = []
-
-
-def _emit(event: str, **labels: str) -> None:
-    for hook in EVENT_HOOKS:
-        try:
-            hook(event, labels)
-        except Exception:  # noqa: BLE001 - observing must never break sampling
-            logger.exception("openai backend event hook failed")
-
-
-class _RetryableError(Exception):
-    """A failure worth another try (429, 5xx, timeout, dropped connection); `reason` names its kind."""
-
-    def __init__(self, message: str, *, retry_after_s: float | None = None, reason: str = "other") -> None:
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
-        self.reason = reason
-
-
-class _FinalError(Exception):
-    """A failure that another try would repeat (a 4xx other than 429, a malformed answer)."""
 
 
 class OpenAIBackend:
@@ -192,61 +165,34 @@ class OpenAIBackend:
         url = f"{self.base_url}/{'chat/completions' if self.endpoint == 'chat' else 'completions'}"
         body = self.request_body(messages=messages, seed=seeds[0], params=params, n=len(seeds))
         started = time.perf_counter()
-        failures: list[str] = []
-        for attempt in range(self.max_retries + 1):
-            try:
-                generations = decode_choices(
-                    raw=self._post_raw(url=url, body=body), endpoint=self.endpoint, seeds=seeds
-                )
-                latency_ms = (time.perf_counter() - started) * 1000
-                for generation in generations:
-                    generation.latency_ms = latency_ms
-                _emit("request", server=self.base_url, result="ok")
-                return generations
-            except _FinalError as error:
-                failures.append(str(error))
-                break
-            except _RetryableError as error:
-                failures.append(str(error))
-                if attempt == self.max_retries:
-                    break
-                _emit("request", server=self.base_url, result="retry")
-                _emit("retry", server=self.base_url, reason=error.reason)
-                time.sleep(self._backoff_s(attempt=attempt, retry_after_s=error.retry_after_s))
-        _emit("request", server=self.base_url, result="error")
-        message = f"{self.base_url} failed after {len(failures)} tries: " + "; ".join(failures[-3:])
-        logger.warning(
-            "openai generation failed (model %s, seeds %d..%d): %s", self.model, seeds[0], seeds[-1], message
+        generations, failures = self.retrying(
+            lambda: decode_choices(raw=self.post(url=url, body=body), endpoint=self.endpoint, seeds=seeds)
         )
         latency_ms = (time.perf_counter() - started) * 1000
-        return [Generation.failed(seed=seed, error=message, latency_ms=latency_ms) for seed in seeds]
-
-    def _post(self, *, url: str, body: dict[str, Any]) -> dict[str, Any]:
-        """POST `body`; the answer as a JSON object. Raises _RetryableError or _FinalError."""
-        return _json_object(self._post_raw(url=url, body=body))
-
-    def _post_raw(self, *, url: str, body: dict[str, Any]) -> bytes:
-        """POST `body`; the answer's bytes when the status is a success. Raises _RetryableError or _FinalError."""
-        try:
-            response = self._client.post(url, content=orjson.dumps(body))
-        except httpx.TransportError as error:  # timeouts, refused and dropped connections
-            raise _RetryableError(f"{type(error).__name__}: {error}", reason="transport") from error
-        if response.status_code in _RETRY_STATUSES:
-            raise _RetryableError(
-                f"HTTP {response.status_code}: {_error_text(response)}",
-                retry_after_s=_retry_after_s(response),
-                reason=f"http_{response.status_code}",
+        if generations is None:
+            message = openai_transport.failure_message(server=self.base_url, failures=failures)
+            logger.warning(
+                "openai generation failed (model %s, seeds %d..%d): %s", self.model, seeds[0], seeds[-1], message
             )
-        if response.status_code >= 400:
-            raise _FinalError(f"HTTP {response.status_code}: {_error_text(response)}")
-        return response.content
+            return [Generation.failed(seed=seed, error=message, latency_ms=latency_ms) for seed in seeds]
+        for generation in generations:
+            generation.latency_ms = latency_ms
+        return generations
 
-    def _backoff_s(self, *, attempt: int, retry_after_s: float | None) -> float:
-        # Jitter keeps the workers that a 429 stopped together from retrying together.
-        delay = min(self.backoff_max_s, self.backoff_base_s * 2**attempt) * random.uniform(0.5, 1.0)
-        if retry_after_s is not None:
-            delay = max(delay, min(retry_after_s, self.backoff_max_s))
-        return delay
+    def post(self, *, url: str, body: dict[str, Any]) -> bytes:
+        """POST `body` on this backend's connections; the answer's bytes. Raises RetryableError or FinalError."""
+        return openai_transport.post_raw(self._client, url=url, body=body)
+
+    def retrying(self, attempt: Callable[[], Result]) -> tuple[Result | None, list[str]]:
+        """`attempt()` under this backend's retry policy (see openai_transport.with_retries)."""
+        return openai_transport.with_retries(
+            attempt,
+            server=self.base_url,
+            max_retries=self.max_retries,
+            backoff_s=lambda number, retry_after_s: openai_transport.backoff_s(
+                attempt=number, retry_after_s=retry_after_s, base_s=self.backoff_base_s, max_s=self.backoff_max_s
+            ),
+        )
 
 
 def normalise_base_url(*, base_url: str) -> str:
@@ -267,191 +213,3 @@ def seed_runs(seeds: list[int], *, limit: int) -> list[list[int]]:
         else:
             runs.append([seed])
     return runs
-
-
-def parse_response(*, payload: dict[str, Any], endpoint: str, seed: int) -> Generation:
-    """Turn one chat or completions response (n=1) into a Generation, keeping the server's token ids."""
-    return parse_choices(payload=payload, endpoint=endpoint, seeds=[seed])[0]
-
-
-def decode_choices(*, raw: bytes, endpoint: str, seeds: list[int]) -> list[Generation]:
-    """`parse_choices` of a raw answer: typed decoding (openai_wire) where the answer fits its types,
-    the generic path over dicts otherwise; both give the same Generations."""
-    response = openai_wire.decode_response(raw)
-    if response is None:
-        return parse_choices(payload=_json_object(raw), endpoint=endpoint, seeds=seeds)
-    by_index = _choices_by_index(response.choices, index_of=lambda choice: choice.index, n=len(seeds))
-    usage = response.usage or {}
-    return [
-        _generation(
-            openai_wire.choice_parts(response=response, choice=by_index[index], endpoint=endpoint),
-            seed=seed,
-            usage=usage,
-            n=len(seeds),
-        )
-        for index, seed in enumerate(seeds)
-    ]
-
-
-def parse_choices(*, payload: dict[str, Any], endpoint: str, seeds: list[int]) -> list[Generation]:
-    """Turn a chat or completions response with n = len(seeds) choices into Generations.
-
-    Choice i (by its `index`) was sampled with `seeds[i]`. Raises _RetryableError when the server
-    aborted a sample (finish reason "abort" or none), and _FinalError when choices are missing.
-    """
-    choices = payload.get("choices")
-    if not choices or not isinstance(choices, list) or not all(isinstance(choice, dict) for choice in choices):
-        raise _FinalError(f"response has no choices: {str(payload)[:200]}")
-    by_index = _choices_by_index(choices, index_of=lambda choice: choice.get("index"), n=len(seeds))
-    usage = payload.get("usage") or {}
-    return [
-        _generation(
-            _choice_parts(choice=by_index[index], payload=payload, endpoint=endpoint),
-            seed=seed,
-            usage=usage,
-            n=len(seeds),
-        )
-        for index, seed in enumerate(seeds)
-    ]
-
-
-def _choices_by_index(choices: list[Any], *, index_of: Callable[[Any], Any], n: int) -> dict[Any, Any]:
-    by_index = {index_of(choice): choice for choice in choices} if n > 1 else {0: choices[0]}
-    if set(by_index) != set(range(n)):
-        raise _FinalError(f"asked for {n} choices, got indices {sorted(by_index, key=str)[:20]}")
-    return by_index
-
-
-def _choice_parts(*, choice: dict[str, Any], payload: dict[str, Any], endpoint: str) -> openai_wire.ChoiceParts:
-    if endpoint == "chat":
-        text = (choice.get("message") or {}).get("content") or ""
-        prompt_token_ids = payload.get("prompt_token_ids", choice.get("prompt_token_ids"))
-    else:
-        text = choice.get("text") or ""
-        prompt_token_ids = choice.get("prompt_token_ids", payload.get("prompt_token_ids"))
-    logprobs, entry_ids, token_names = _logprob_entries(choice.get("logprobs"))
-    return openai_wire.ChoiceParts(
-        finish_reason=choice.get("finish_reason"),
-        text=text,
-        prompt_token_ids=prompt_token_ids,
-        token_ids=choice.get("token_ids"),
-        logprobs=logprobs,
-        entry_ids=entry_ids,
-        token_names=token_names,
-    )
-
-
-def _generation(parts: openai_wire.ChoiceParts, *, seed: int, usage: dict[str, Any], n: int) -> Generation:
-    server_finish = parts.finish_reason
-    if server_finish == "length":
-        finish_reason = "length"
-    elif server_finish in ("stop", "tool_calls", "function_call", "eos"):
-        finish_reason = "stop"
-    else:  # "abort", None or anything unknown: the server did not finish this sample
-        raise _RetryableError(f"server finished the sample with finish_reason={server_finish!r}", reason="aborted")
-    # The server's own ids, in order of preference: vLLM's `token_ids`, an id in each logprob entry
-    # (llama.cpp's server), vLLM's "token_id:<id>" token names.
-    completion_token_ids = parts.token_ids
-    if completion_token_ids is None:
-        completion_token_ids = parts.entry_ids
-    if completion_token_ids is None and parts.token_names:
-        completion_token_ids = _ids_from_token_names(parts.token_names)
-    if parts.checked:  # typed decoding already made them lists of ints
-        completion_ids, prompt_ids = completion_token_ids, parts.prompt_token_ids
-    else:
-        completion_ids, prompt_ids = _ints(completion_token_ids), _ints(parts.prompt_token_ids)
-    # `usage` counts the prompt once and the completions of all n choices together.
-    output_tokens = len(completion_ids) if completion_ids is not None else None
-    if output_tokens is None and n == 1:
-        output_tokens = usage.get("completion_tokens")
-    return Generation(
-        text=parts.text,
-        seed=seed,
-        finish_reason=finish_reason,
-        truncated=finish_reason == "length",
-        prompt_token_ids=prompt_ids,
-        completion_token_ids=completion_ids,
-        logprobs=parts.logprobs,
-        input_tokens=usage.get("prompt_tokens", len(prompt_ids) if prompt_ids is not None else None),
-        output_tokens=output_tokens,
-    )
-
-
-def _logprob_entries(logprobs: Any) -> tuple[list[float] | None, list[int] | None, list[Any] | None]:
-    """(logprobs, token ids, token names) from a choice's `logprobs`, each None when absent.
-
-    Two shapes exist: {"content": [{"token", "logprob", "id"?}, ...]} (chat, and llama.cpp's
-    completions) and the legacy completions {"tokens": [...], "token_logprobs": [...]}.
-    """
-    if not isinstance(logprobs, dict):
-        return None, None, None
-    entries = logprobs.get("content")
-    if isinstance(entries, list):
-        entries = [entry if isinstance(entry, dict) else {} for entry in entries]
-        values = _floats([entry.get("logprob") for entry in entries])
-        ids = _ints([entry.get("id") for entry in entries]) if entries else None
-        return values, ids, [entry.get("token") for entry in entries]
-    token_logprobs = logprobs.get("token_logprobs")
-    values = _floats(token_logprobs) if isinstance(token_logprobs, list) else None
-    return values, None, logprobs.get("tokens")
-
-
-def _ids_from_token_names(tokens: list[Any]) -> list[int] | None:
-    """Token ids from vLLM's "token_id:<id>" names; None unless every name has that form."""
-    ids: list[int] = []
-    for token in tokens:
-        if not isinstance(token, str) or not token.startswith(_TOKEN_ID_PREFIX):
-            return None
-        try:
-            ids.append(int(token[len(_TOKEN_ID_PREFIX) :]))
-        except ValueError:
-            return None
-    return ids
-
-
-def _ints(values: Any) -> list[int] | None:
-    if not isinstance(values, list) or not all(isinstance(value, int) for value in values):
-        return None
-    return [int(value) for value in values]
-
-
-def _floats(values: list[Any]) -> list[float] | None:
-    # A missing logprob in the middle (a server quirk) makes the list unusable as a whole.
-    if not all(isinstance(value, (int, float)) for value in values):
-        return None
-    return [float(value) for value in values]
-
-
-def _json_object(raw: bytes) -> dict[str, Any]:
-    try:
-        payload = orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
-        raise _RetryableError(
-            f"response is not JSON: {raw[:200].decode(errors='replace')!r}", reason="invalid_json"
-        ) from error
-    if not isinstance(payload, dict):
-        raise _FinalError(f"response is not a JSON object: {raw[:200].decode(errors='replace')!r}")
-    return payload
-
-
-def _error_text(response: httpx.Response) -> str:
-    try:
-        payload = response.json()
-    except ValueError:
-        return response.text[:300]
-    error = payload.get("error") if isinstance(payload, dict) else None
-    if isinstance(error, dict) and error.get("message"):
-        return str(error["message"])[:300]
-    if isinstance(payload, dict) and payload.get("message"):
-        return str(payload["message"])[:300]
-    return str(payload)[:300]
-
-
-def _retry_after_s(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None  # an HTTP date: rare from model servers, and the backoff covers it

@@ -14,7 +14,7 @@ path over plain dicts, which accepts whatever the server sent. Both paths give t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -102,6 +102,7 @@ def decode_response(raw: bytes) -> Response | _LeanResponse | None:
 
     First without the logprob entries' ids and names, which vLLM's `token_ids` make unneeded; only a
     choice without `token_ids` (other servers) makes it decode the answer again with them."""
+    response: Response | _LeanResponse
     try:
         response = _LEAN_DECODER.decode(raw)
         if response.choices and any(
@@ -125,17 +126,20 @@ def choice_parts(*, response: Response | _LeanResponse, choice: _Choice | _LeanC
         prompt_ids = choice.prompt_token_ids
         if prompt_ids is UNSET:
             prompt_ids = response.prompt_token_ids
-    logprobs = entry_ids = token_names = None
+    logprobs: Any = None
+    entry_ids: Any = None
+    token_names: Any = None
     if choice.logprobs is not None:
         entries = choice.logprobs.content
         if entries is not None:
             values = [entry.logprob for entry in entries]
             logprobs = None if None in values else values
             if choice.token_ids is None:  # only then are ids and names read (and decoded: see decode_response)
-                ids = [entry.id for entry in entries]
+                full = cast("list[_Entry]", entries)  # decoded with ids and names then, see decode_response
+                ids = [entry.id for entry in full]
                 entry_ids = None if not entries or None in ids else ids
                 if entry_ids is None:
-                    token_names = [entry.token for entry in entries]
+                    token_names = [entry.token for entry in full]
         else:
             logprobs = choice.logprobs.token_logprobs
             token_names = getattr(choice.logprobs, "tokens", None)

@@ -30,6 +30,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -113,7 +114,7 @@ class TransformersBackend:
         cls,
         *,
         model: torch.nn.Module,
-        tokenizer: object,
+        tokenizer: Any,
         model_name: str,
         revision: str,
         max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
@@ -132,7 +133,7 @@ class TransformersBackend:
         return backend
 
     def _attach(
-        self, *, model: torch.nn.Module, tokenizer: object, model_name: str, revision: str, max_batch_size: int
+        self, *, model: torch.nn.Module, tokenizer: Any, model_name: str, revision: str, max_batch_size: int
     ) -> None:
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
@@ -355,7 +356,7 @@ def _converted_gguf(*, gguf_path: Path, name: str, cache_root: Path | None) -> t
 
         with _quiet_transformers():
             tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-            model = AutoModelForCausalLM.from_pretrained(
+            model: Any = AutoModelForCausalLM.from_pretrained(  # Any: transformers' types miss hf_quantizer
                 gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32
             )
             # The weights are dequantised already; without this the copy would claim to be GGUF.
@@ -370,18 +371,18 @@ def _converted_gguf(*, gguf_path: Path, name: str, cache_root: Path | None) -> t
     return target, "gguf"
 
 
-def _load_pretrained(*, path: Path, dtype: torch.dtype, device: torch.device) -> tuple[object, torch.nn.Module]:
+def _load_pretrained(*, path: Path, dtype: torch.dtype, device: torch.device) -> tuple[Any, torch.nn.Module]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     with _quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=True)
+        model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=True)
     model.to(device)
     model.eval()
     return tokenizer, model
 
 
-def _eos_token_ids(*, tokenizer: object, model: torch.nn.Module) -> frozenset[int]:
+def _eos_token_ids(*, tokenizer: Any, model: torch.nn.Module) -> frozenset[int]:
     """Every token that ends a reply: the generation config's EOS ids and the tokenizer's."""
     ids: set[int] = set()
     configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)

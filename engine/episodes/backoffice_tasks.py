@@ -258,7 +258,7 @@ def submit_capped_expenses(state: State, rng: random.Random):
     employee = rng.choice(state["employees"])["name"]
     limits = _limits(state)
     categories = rng.sample(sorted(limits), 3)
-    items = []
+    items: list[dict[str, Any]] = []
     for position, category in enumerate(categories):
         limit = limits[category]
         # At least one item above its limit, so the policy matters.

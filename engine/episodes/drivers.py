@@ -10,8 +10,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from engine.backends import openai_backend
 from engine.backends.base import Generation, SamplingParams
+from engine.backends.openai_parsing import parse_response
+from engine.backends.openai_transport import failure_message, json_object
 
 MAX_CALLS_PER_TURN = 8
 
@@ -60,7 +61,9 @@ def parse_text_tool_calls(text: str) -> list[ParsedCall]:
             # raw_decode: a call cut short after its JSON (a missing or truncated "</tool_call>") still counts.
             value, _end = json.JSONDecoder().raw_decode(block)
         except ValueError as error:
-            call.problem = f"the tool call is not valid JSON ({error.msg} at character {error.pos})"
+            # Not only JSONDecodeError: an integer of more digits than Python converts is a plain ValueError.
+            where = f"{error.msg} at character {error.pos}" if isinstance(error, json.JSONDecodeError) else str(error)
+            call.problem = f"the tool call is not valid JSON ({where})"
             calls.append(call)
             continue
         if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
@@ -90,6 +93,22 @@ def _set_arguments(call: ParsedCall, arguments: Any) -> None:
     call.arguments = arguments
 
 
+def _native_call(raw: Any, index: int) -> ParsedCall:
+    """One entry of a chat answer's `tool_calls` (the server's own tool-call parsing)."""
+    function = raw.get("function") or {} if isinstance(raw, dict) else {}
+    arguments = function.get("arguments")
+    call = ParsedCall(
+        call_id=str(raw.get("id") or f"call_{index}") if isinstance(raw, dict) else f"call_{index}",
+        name=str(function.get("name") or ""),
+        arguments_text=arguments if isinstance(arguments, str) else json.dumps(arguments),
+    )
+    if not call.name:
+        call.problem = "the tool call has no function name"
+    else:
+        _set_arguments(call, arguments)
+    return call
+
+
 class _OpenAIDriver:
     def __init__(self, backend: Any, tools: list[dict[str, Any]]) -> None:
         if getattr(backend, "endpoint", "chat") != "chat":
@@ -99,64 +118,42 @@ class _OpenAIDriver:
         self.prefix_consistent = True
 
     def turn(self, *, history: list[dict[str, Any]], seed: int, params: SamplingParams) -> TurnOutput:
-
         backend = self.backend
         body = backend.request_body(messages=history, seed=seed, params=params)
         body["tools"] = self.tools
         url = f"{backend.base_url}/chat/completions"
         started = time.perf_counter()
-        failures: list[str] = []
-        payload = None
+
+        def attempt() -> tuple[dict[str, Any], Generation]:
+            payload = json_object(backend.post(url=url, body=body))
+            return payload, parse_response(payload=payload, endpoint="chat", seed=seed)
+
         # The backend's retry policy, with a tools field its generate() does not send.
-        for attempt in range(backend.max_retries + 1):
-            try:
-                payload = backend._post(url=url, body=body)
-                generation = openai_backend.parse_response(payload=payload, endpoint="chat", seed=seed)
-                break
-            except openai_backend._FinalError as error:
-                failures.append(str(error))
-                payload = None
-                break
-            except openai_backend._RetryableError as error:
-                failures.append(str(error))
-                payload = None
-                if attempt < backend.max_retries:
-                    time.sleep(backend._backoff_s(attempt=attempt, retry_after_s=error.retry_after_s))
+        answer, failures = backend.retrying(attempt)
         latency_ms = (time.perf_counter() - started) * 1000
-        if payload is None:
-            message = f"{backend.base_url} failed after {len(failures)} tries: " + "; ".join(failures[-3:])
-            return TurnOutput(Generation.failed(seed=seed, error=message, latency_ms=latency_ms), [], {})
+        if answer is None:
+            error = failure_message(server=backend.base_url, failures=failures)
+            return TurnOutput(Generation.failed(seed=seed, error=error, latency_ms=latency_ms), [], {})
+        payload, generation = answer
         generation.latency_ms = latency_ms
         message = payload["choices"][0].get("message") or {}
         native = message.get("tool_calls") or []
-        calls: list[ParsedCall] = []
-        for index, raw in enumerate(native[:MAX_CALLS_PER_TURN]):
-            function = raw.get("function") or {} if isinstance(raw, dict) else {}
-            call = ParsedCall(
-                call_id=str(raw.get("id") or f"call_{index}") if isinstance(raw, dict) else f"call_{index}",
-                name=str(function.get("name") or ""),
-                arguments_text=function.get("arguments")
-                if isinstance(function.get("arguments"), str)
-                else json.dumps(function.get("arguments")),
-            )
-            if not call.name:
-                call.problem = "the tool call has no function name"
-            else:
-                _set_arguments(call, function.get("arguments"))
-            calls.append(call)
         if not native:
             calls = parse_text_tool_calls(generation.text)
-        assistant: dict[str, Any] = {"role": "assistant", "content": generation.text}
-        if native:
-            assistant["content"] = message.get("content") or ""
-            assistant["tool_calls"] = [
+            return TurnOutput(generation, calls, {"role": "assistant", "content": generation.text})
+        calls = [_native_call(raw, index) for index, raw in enumerate(native[:MAX_CALLS_PER_TURN])]
+        assistant: dict[str, Any] = {
+            "role": "assistant",
+            "content": message.get("content") or "",
+            "tool_calls": [
                 {
                     "id": call.call_id,
                     "type": "function",
                     "function": {"name": call.name, "arguments": call.arguments_text or "{}"},
                 }
                 for call in calls
-            ]
+            ],
+        }
         return TurnOutput(generation, calls, assistant)
 
     def observe(self, *, history: list[dict[str, Any]], added: list[dict[str, Any]]) -> None:

@@ -37,10 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.backends.base import Generation, SamplingParams
-from engine.episodes.drivers import (
-    driver_for,
-    turn_seed,
-)
+from engine.episodes.drivers import ParsedCall, driver_for, turn_seed
 from engine.episodes.world import SandboxedWorld, World
 
 TRANSCRIPT_VERSION = 1
@@ -64,9 +61,6 @@ class Episode:
     generation: Generation
 
 
-# -- drivers ---------------------------------------------------------------------------------------
-
-
 # -- the episode -------------------------------------------------------------------------------------
 
 
@@ -88,102 +82,127 @@ def run_episode(
     started = time.perf_counter()
     driver = driver_for(backend, tools)
     world = world or SandboxedWorld(environment=environment, seed=world_seed, tool_seconds=limits.tool_seconds)
-    history = driver.prepare(messages) if hasattr(driver, "prepare") else list(messages)
-    counts = {status: 0 for status in OBSERVATION_STATUSES} | {"tool_calls": 0}
-    turns: list[dict[str, Any]] = []
-    used_tokens = 0
-    stop_reason = "max_turns"
-    error = None
-    for turn_index in range(limits.max_turns):
-        if time.perf_counter() - started > limits.wall_seconds:
-            stop_reason = "wall_time"
-            break
-        remaining = limits.max_completion_tokens - used_tokens
-        if remaining <= 0:
-            stop_reason = "max_tokens"
-            break
-        turn_params = dataclasses.replace(params, max_new_tokens=min(params.max_new_tokens, remaining))
-        output = driver.turn(history=history, seed=turn_seed(seed, turn_index), params=turn_params)
-        generation = output.generation
-        turn: dict[str, Any] = {
-            "index": turn_index,
-            "seed": generation.seed,
-            "prompt_token_ids": generation.prompt_token_ids,
-            "completion_token_ids": generation.completion_token_ids,
-            "logprobs": generation.logprobs,
-            "text": generation.text,
-            "finish_reason": generation.finish_reason,
-            "latency_ms": round(generation.latency_ms, 3),
-            "tool_calls": [],
-            "observations": [],
-        }
-        turns.append(turn)
-        if generation.error is not None:
-            stop_reason, error = "generation_error", generation.error
-            turn["error"] = generation.error
-            break
-        used_tokens += generation.output_tokens or len(generation.completion_token_ids or [])
-        history.append(output.assistant_message)
-        if not output.calls:
-            stop_reason = "max_tokens" if generation.truncated else "answered"
-            break
-        added: list[dict[str, Any]] = []
-        timed_out = False
-        for call in output.calls:
-            counts["tool_calls"] += 1
-            turn["tool_calls"].append(
-                {"id": call.call_id, "name": call.name, "arguments": call.arguments_text, "parsed": call.arguments}
-            )
-            if call.problem:
-                status, content, latency_ms = "malformed", json.dumps({"error": call.problem}), 0.0
-            else:
-                result = world.call(call.name, call.arguments)
-                status, content, latency_ms = result.status, result.content, result.latency_ms
-            counts[status] += 1
-            turn["observations"].append(
-                {
-                    "tool_call_id": call.call_id,
-                    "name": call.name,
-                    "status": status,
-                    "content": content,
-                    "latency_ms": round(latency_ms, 3),
-                }
-            )
-            added.append(
-                {"role": "tool", "tool_call_id": call.call_id, "name": call.name or "invalid", "content": content}
-            )
-            if status == "timeout":
-                timed_out = True
-                break
-        history.extend(added)
-        if timed_out:
-            stop_reason = "tool_timeout"
-            break
-        driver.observe(history=history, added=added)
+    play = _Play(history=driver.prepare(messages) if hasattr(driver, "prepare") else list(messages))
+    _play_turns(play, driver=driver, world=world, seed=seed, params=params, limits=limits, started=started)
     final_state = None
-    if stop_reason not in ("tool_timeout", "generation_error"):
+    if play.stop_reason not in ("tool_timeout", "generation_error"):
         try:
             final_state = world.state()
         except RuntimeError as state_error:
-            error = f"could not read the final state: {state_error}"
+            play.error = f"could not read the final state: {state_error}"
     transcript = {
         "version": TRANSCRIPT_VERSION,
         "environment": environment,
         "seed": world_seed,
         "rollout_seed": seed,
         "backend": backend.name,
-        "messages": history,
-        "turns": turns,
-        "counts": counts,
-        "stop_reason": stop_reason,
-        "error": error,
+        "messages": play.history,
+        "turns": play.turns,
+        "counts": play.counts,
+        "stop_reason": play.stop_reason,
+        "error": play.error,
         "wall_ms": round((time.perf_counter() - started) * 1000, 3),
         "final_state": final_state,
     }
-    transcript.update(flat_tokens(turns) if driver.prefix_consistent else {"tokens": None})
+    transcript.update(flat_tokens(play.turns) if driver.prefix_consistent else {"tokens": None})
     # Whether the turns form one token sequence (each prompt extends the previous prompt and completion).
     transcript["prefix_consistent"] = transcript["tokens"] is not None
     return Episode(transcript=transcript, generation=_summary(transcript, seed=seed))
+
+
+@dataclass
+class _Play:
+    """The episode so far: the conversation, the turns' records, the observation counts, why it stopped."""
+
+    history: list[dict[str, Any]]
+    turns: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    counts: dict[str, int] = dataclasses.field(
+        default_factory=lambda: {status: 0 for status in OBSERVATION_STATUSES} | {"tool_calls": 0}
+    )
+    stop_reason: str = "max_turns"
+    error: str | None = None
+
+
+def _play_turns(
+    play: _Play, *, driver: Any, world: World, seed: int, params: SamplingParams, limits: EpisodeLimits, started: float
+) -> None:
+    """Turns until the model answers or a limit stops the episode; sets `play.stop_reason`."""
+    used_tokens = 0
+    for turn_index in range(limits.max_turns):
+        if time.perf_counter() - started > limits.wall_seconds:
+            play.stop_reason = "wall_time"
+            return
+        remaining = limits.max_completion_tokens - used_tokens
+        if remaining <= 0:
+            play.stop_reason = "max_tokens"
+            return
+        turn_params = dataclasses.replace(params, max_new_tokens=min(params.max_new_tokens, remaining))
+        output = driver.turn(history=play.history, seed=turn_seed(seed, turn_index), params=turn_params)
+        generation = output.generation
+        turn = _turn_record(turn_index, generation)
+        play.turns.append(turn)
+        if generation.error is not None:
+            play.stop_reason, play.error = "generation_error", generation.error
+            turn["error"] = generation.error
+            return
+        used_tokens += generation.output_tokens or len(generation.completion_token_ids or [])
+        play.history.append(output.assistant_message)
+        if not output.calls:
+            play.stop_reason = "max_tokens" if generation.truncated else "answered"
+            return
+        added, timed_out = _run_calls(output.calls, world=world, turn=turn, counts=play.counts)
+        play.history.extend(added)
+        if timed_out:
+            play.stop_reason = "tool_timeout"
+            return
+        driver.observe(history=play.history, added=added)
+
+
+def _turn_record(turn_index: int, generation: Generation) -> dict[str, Any]:
+    return {
+        "index": turn_index,
+        "seed": generation.seed,
+        "prompt_token_ids": generation.prompt_token_ids,
+        "completion_token_ids": generation.completion_token_ids,
+        "logprobs": generation.logprobs,
+        "text": generation.text,
+        "finish_reason": generation.finish_reason,
+        "latency_ms": round(generation.latency_ms, 3),
+        "tool_calls": [],
+        "observations": [],
+    }
+
+
+def _run_calls(
+    calls: list[ParsedCall], *, world: World, turn: dict[str, Any], counts: dict[str, int]
+) -> tuple[list[dict[str, Any]], bool]:
+    """Run one turn's tool calls in order, recording each call and observation in `turn`. Returns the
+    `tool` messages for the conversation and whether a call timed out (the calls after it do not run)."""
+    added: list[dict[str, Any]] = []
+    for call in calls:
+        counts["tool_calls"] += 1
+        turn["tool_calls"].append(
+            {"id": call.call_id, "name": call.name, "arguments": call.arguments_text, "parsed": call.arguments}
+        )
+        if call.problem:
+            status, content, latency_ms = "malformed", json.dumps({"error": call.problem}), 0.0
+        else:
+            result = world.call(call.name, call.arguments)
+            status, content, latency_ms = result.status, result.content, result.latency_ms
+        counts[status] += 1
+        turn["observations"].append(
+            {
+                "tool_call_id": call.call_id,
+                "name": call.name,
+                "status": status,
+                "content": content,
+                "latency_ms": round(latency_ms, 3),
+            }
+        )
+        added.append({"role": "tool", "tool_call_id": call.call_id, "name": call.name or "invalid", "content": content})
+        if status == "timeout":
+            return added, True
+    return added, False
 
 
 def flat_tokens(turns: list[dict[str, Any]]) -> dict[str, Any]:

@@ -3,12 +3,13 @@
 A world is reset from (environment, seed) and then takes tool calls one at a time:
 
 * `SandboxedWorld` (what episodes use): every tool call is one run of the code sandbox
-  (`engine.sandbox`, the same isolation as code verification). The run's program
-  is the environment module's own source; its stdin carries the database (SQLite's serialized
-  bytes), the tool name and the model's arguments as JSON; its stdout carries the observation
-  and the new database. The worker process therefore never executes a tool on model input, and
-  a tool that hangs or eats memory is killed by the sandbox's wall-clock, CPU and memory limits:
-  the call becomes a `timeout` observation, and the episode ends with stop reason `tool_timeout`.
+  (`engine.sandbox`, the same isolation as code verification). The run's program is the
+  environment package's own modules bundled into one script (`environment_program`); its stdin
+  carries the database (SQLite's serialized bytes), the tool name and the model's arguments as
+  JSON; its stdout carries the observation and the new database. The worker process therefore
+  never executes a tool on model input, and a tool that hangs or eats memory is killed by the
+  sandbox's wall-clock, CPU and memory limits: the call becomes a `timeout` observation, and the
+  episode ends with stop reason `tool_timeout`.
 * `LocalWorld`: the same tool code in this process. Only for trusted input: the verifier
   rebuilding a seed's initial state, replaying an author's reference solution during an audit,
   and tests.
@@ -29,12 +30,52 @@ from engine.sandbox import SandboxLimits, default_sandbox
 ENVIRONMENTS = {backoffice.ENVIRONMENT: backoffice}
 _SOURCES: dict[str, str] = {}
 
+# The sandboxed program: the package's modules travel as source text and are imported from it by a
+# finder on sys.meta_path (the sandbox sees no checkout), then the package's `sandbox_main` runs.
+_BUNDLE = """\
+import importlib.abc, importlib.util, sys
+
+PACKAGE = {package!r}
+SOURCES = {sources!r}
+
+
+class _Bundled(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path=None, target=None):
+        if name not in SOURCES:
+            return None
+        return importlib.util.spec_from_loader(name, self, is_package=name == PACKAGE)
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        exec(compile(SOURCES[module.__name__], module.__name__ + ".py", "exec", dont_inherit=True), module.__dict__)
+
+
+sys.meta_path.insert(0, _Bundled())
+importlib.import_module(PACKAGE).sandbox_main()
+"""
+
 
 def environment_module(name: str) -> Any:
     """The module of a named tool environment; raises KeyError for an unknown one."""
     if name not in ENVIRONMENTS:
         raise KeyError(f"unknown tool environment {name!r}; known: {', '.join(ENVIRONMENTS)}")
     return ENVIRONMENTS[name]
+
+
+def environment_program(name: str) -> str:
+    """The one script a sandbox run executes for environment `name`: its package's modules (which import
+    each other relatively and nothing of Passband) bundled with a loader that calls `sandbox_main`."""
+    if name not in _SOURCES:
+        package = environment_module(name)
+        folder = Path(package.__file__).parent
+        sources = {}
+        for path in sorted(folder.glob("*.py")):
+            module = name if path.stem == "__init__" else f"{name}.{path.stem}"
+            sources[module] = path.read_text(encoding="utf-8")
+        _SOURCES[name] = _BUNDLE.format(package=name, sources=sources)
+    return _SOURCES[name]
 
 
 def tool_schemas(environment: str) -> list[dict[str, Any]]:
@@ -115,17 +156,13 @@ class SandboxedWorld:
     """The environment's tools, each call in a fresh sandbox run; the state travels as bytes."""
 
     def __init__(self, *, environment: str, seed: int, tool_seconds: float = 5.0, sandbox: Any = None) -> None:
-
-        module = environment_module(environment)
         self.environment = environment
         self.seed = seed
         self._sandbox = sandbox or default_sandbox()
         self._limits = SandboxLimits(
             wall_seconds=tool_seconds, cpu_seconds=tool_seconds, memory_bytes=512 << 20, max_output_bytes=8 << 20
         )
-        if environment not in _SOURCES:
-            _SOURCES[environment] = Path(module.__file__).read_text(encoding="utf-8")
-        self._source = _SOURCES[environment]
+        self._source = environment_program(environment)
         self._database: str | None = None  # base64 of the serialized SQLite database; None before reset
         self._last_state: dict[str, list[dict[str, Any]]] | None = None
 

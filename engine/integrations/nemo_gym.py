@@ -102,7 +102,9 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
 def completion_of(response: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A Responses API response's output as chat messages: one assistant message carrying the output
     text and any function calls (as Chat Completions tool calls), then each function call's output."""
-    text, tool_calls, results = [], [], []
+    text: list[str] = []
+    tool_calls: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
     for item in response.get("output") or []:
         kind = item.get("type")
         if kind == "message":

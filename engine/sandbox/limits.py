@@ -10,7 +10,9 @@ and the fork server applies them again to every request it receives.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -52,11 +54,11 @@ class SandboxMaxima:
     max_output_bytes: int = 16 << 20
 
     @classmethod
-    def from_environment(cls, environ: dict[str, str] | None = None) -> SandboxMaxima:
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> SandboxMaxima:
         """Defaults, lowered or raised by PASSBAND_SANDBOX_MAX_* variables (bad values are ignored)."""
         environ = os.environ if environ is None else environ
         maxima = cls()
-        readers = {
+        readers: dict[str, tuple[str, Callable[[str], Any]]] = {
             "PASSBAND_SANDBOX_MAX_WALL_SECONDS": ("wall_seconds", float),
             "PASSBAND_SANDBOX_MAX_CPU_SECONDS": ("cpu_seconds", float),
             "PASSBAND_SANDBOX_MAX_MEMORY_MB": ("memory_bytes", lambda text: int(text) << 20),

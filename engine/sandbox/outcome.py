@@ -79,77 +79,85 @@ class _Collected:
 
 def collect(read_ends: list[int], *, max_output_bytes: int, deadline: float) -> _Collected:
     """Read the four pipes until the program's exit is reported, keeping outputs within caps."""
-    stdout_fd, stderr_fd, report_fd, status_fd = read_ends
-    collected = _Collected()
-    open_fds = set(read_ends)
-    status_events: list[dict[str, Any]] = []
-    exited = False
-    # A poll object rather than a selector: no descriptor of its own to create and close per run.
-    selector = select.poll()
-    for fd in read_ends:
-        selector.register(fd, select.POLLIN)
-
-    def finish(fd: int) -> None:
-        selector.unregister(fd)
-        os.close(fd)
-        open_fds.discard(fd)
-
-    def read_from(fd: int) -> None:
-        nonlocal status_events, exited
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            finish(fd)
-            if fd == status_fd and not exited:
-                exited = True  # setup process gone without an exit event: nothing more will come
-            return
-        if fd == stdout_fd:
-            collected.stdout += chunk
-            if len(collected.stdout) > max_output_bytes:
-                del collected.stdout[max_output_bytes:]
-                collected.output_exceeded = "stdout"
-                finish(fd)  # the program's next write fails with EPIPE
-        elif fd == stderr_fd:
-            collected.stderr_total += len(chunk)
-            collected.stderr_tail += chunk
-            del collected.stderr_tail[:-STDERR_TAIL_BYTES]
-            if collected.stderr_total > max_output_bytes:
-                collected.output_exceeded = collected.output_exceeded or "stderr"
-                finish(fd)
-        elif fd == report_fd:
-            if len(collected.report) < REPORT_CAP_BYTES:
-                collected.report += chunk
-        elif len(collected.status) < REPORT_CAP_BYTES:
-            collected.status += chunk
-            status_events = _parse_lines(collected.status)
-            exited = exited or any(event.get("event") in ("exit", "error") for event in status_events)
-
+    reader = _PipeReader(read_ends, max_output_bytes=max_output_bytes)
+    collected = reader.collected
     try:
-        while open_fds:
-            if exited:
+        while reader.open_fds:
+            if reader.exited:
                 # The program has exited, so what it wrote is already in the pipes: drain
                 # them without waiting for the setup process's own exit and namespace teardown.
-                ready = selector.poll(0)
+                ready = reader.poll.poll(0)
                 if not ready:
                     break
                 for fd, _ in ready:
-                    read_from(fd)
+                    reader.read(fd)
                 continue
             now = time.monotonic()
             if now >= deadline:
                 if collected.emergency_killed:
                     break
-                _emergency_kill(status_events)
+                _emergency_kill(reader.status_events)
                 collected.emergency_killed = True
                 deadline = now + 2.0
-            for fd, _ in selector.poll(max(0.0, deadline - now) * 1000):
-                read_from(fd)
+            for fd, _ in reader.poll.poll(max(0.0, deadline - now) * 1000):
+                reader.read(fd)
     finally:
-        for fd in list(open_fds):
-            finish(fd)
+        for fd in list(reader.open_fds):
+            reader.finish(fd)
     return collected
+
+
+class _PipeReader:
+    """The run's stdout, stderr, report and status pipes, read into a _Collected within the caps."""
+
+    def __init__(self, read_ends: list[int], *, max_output_bytes: int) -> None:
+        self.stdout_fd, self.stderr_fd, self.report_fd, self.status_fd = read_ends
+        self.max_output_bytes = max_output_bytes
+        self.collected = _Collected()
+        self.open_fds = set(read_ends)
+        self.status_events: list[dict[str, Any]] = []
+        self.exited = False
+        # A poll object rather than a selector: no descriptor of its own to create and close per run.
+        self.poll = select.poll()
+        for fd in read_ends:
+            self.poll.register(fd, select.POLLIN)
+
+    def finish(self, fd: int) -> None:
+        self.poll.unregister(fd)
+        os.close(fd)
+        self.open_fds.discard(fd)
+
+    def read(self, fd: int) -> None:
+        collected = self.collected
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.finish(fd)
+            if fd == self.status_fd and not self.exited:
+                self.exited = True  # setup process gone without an exit event: nothing more will come
+            return
+        if fd == self.stdout_fd:
+            collected.stdout += chunk
+            if len(collected.stdout) > self.max_output_bytes:
+                del collected.stdout[self.max_output_bytes :]
+                collected.output_exceeded = "stdout"
+                self.finish(fd)  # the program's next write fails with EPIPE
+        elif fd == self.stderr_fd:
+            collected.stderr_total += len(chunk)
+            collected.stderr_tail += chunk
+            del collected.stderr_tail[:-STDERR_TAIL_BYTES]
+            if collected.stderr_total > self.max_output_bytes:
+                collected.output_exceeded = collected.output_exceeded or "stderr"
+                self.finish(fd)
+        elif fd == self.report_fd:
+            if len(collected.report) < REPORT_CAP_BYTES:
+                collected.report += chunk
+        elif len(collected.status) < REPORT_CAP_BYTES:
+            collected.status += chunk
+            self.status_events = _parse_lines(collected.status)
+            self.exited = self.exited or any(event.get("event") in ("exit", "error") for event in self.status_events)
 
 
 def _emergency_kill(status_events: list[dict[str, Any]]) -> None:

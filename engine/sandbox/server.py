@@ -82,6 +82,7 @@ def load_runtime():
     spec = importlib.util.spec_from_file_location(
         "passband_sandbox", os.path.join(RUNTIME, "__init__.py"), submodule_search_locations=[RUNTIME]
     )
+    assert spec is not None and spec.loader is not None  # a file location always gives both
     package = importlib.util.module_from_spec(spec)
     sys.modules["passband_sandbox"] = package
     spec.loader.exec_module(package)

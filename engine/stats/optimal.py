@@ -76,7 +76,8 @@ def bayes_optimal_table(
     labels: list[np.ndarray] = [np.empty(0, dtype=np.int8)] * len(schedule)
     # Values are kept per path (one sequence of outcomes), divided by the path's total
     # probability `scale`, so that nothing underflows at a few hundred rollouts.
-    next_value = next_log_scale = None
+    next_value: np.ndarray | None = None
+    next_log_scale = np.empty(0)
     for index in range(len(schedule) - 1, -1, -1):
         attempts = schedule[index]
         joint = _log_likelihood(rates, attempts) + log_mass[None, :]

@@ -94,31 +94,16 @@ def _assessment(
     beta_posterior = posterior(successes=effective_successes, attempts=effective_attempts, prior=prior)
     observed_rate = effective_successes / effective_attempts if effective_attempts > 0 else None
 
-    if policy.kind == "fixed":
-        if attempts_toward_cap >= policy.fixed_n and observed_rate is not None:
-            band, decided, next_round = band_for_rate(pass_rate=observed_rate, thresholds=thresholds), True, 0
-        else:
-            band, decided, next_round = UNDECIDED, False, policy.fixed_n - attempts_toward_cap
-    else:
-        code = CONTINUE
-        if attempts > 0:  # the prior alone never decides
-            code = int(
-                decision_codes(
-                    successes=np.array([effective_successes]),
-                    attempts=effective_attempts,
-                    thresholds=thresholds,
-                    policy=policy,
-                    prior=prior,
-                )[0]
-            )
-        if code != CONTINUE:
-            band, decided, next_round = BANDS[code], True, 0
-        elif attempts_toward_cap >= policy.cap:
-            band, decided, next_round = BORDERLINE, False, 0
-        else:
-            band, decided = UNDECIDED, False
-            next_round = min(policy.round_size, policy.cap - attempts_toward_cap)
-
+    band, decided, next_round = _band_decision(
+        attempts=attempts,
+        effective_attempts=effective_attempts,
+        effective_successes=effective_successes,
+        observed_rate=observed_rate,
+        attempts_toward_cap=attempts_toward_cap,
+        thresholds=thresholds,
+        policy=policy,
+        prior=prior,
+    )
     interval = posterior_interval(
         successes=effective_successes, attempts=effective_attempts, prior=prior, level=interval_level
     )
@@ -140,6 +125,41 @@ def _assessment(
         effective_attempts=float(effective_attempts),
         effective_successes=float(effective_successes),
     )
+
+
+def _band_decision(
+    *,
+    attempts: int,
+    effective_attempts: float,
+    effective_successes: float,
+    observed_rate: float | None,
+    attempts_toward_cap: int,
+    thresholds: Thresholds,
+    policy: SamplingPolicy,
+    prior: Beta,
+) -> tuple[Band, bool, int]:
+    """The policy's rule: (band, decided, rollouts to request next). A fixed policy bands the observed
+    rate once it has its n; an adaptive one stops when the stopping table decides or at the cap."""
+    if policy.kind == "fixed":
+        if attempts_toward_cap >= policy.fixed_n and observed_rate is not None:
+            return band_for_rate(pass_rate=observed_rate, thresholds=thresholds), True, 0
+        return UNDECIDED, False, policy.fixed_n - attempts_toward_cap
+    code = CONTINUE
+    if attempts > 0:  # the prior alone never decides
+        code = int(
+            decision_codes(
+                successes=np.array([effective_successes]),
+                attempts=effective_attempts,
+                thresholds=thresholds,
+                policy=policy,
+                prior=prior,
+            )[0]
+        )
+    if code != CONTINUE:
+        return BANDS[code], True, 0
+    if attempts_toward_cap >= policy.cap:
+        return BORDERLINE, False, 0
+    return UNDECIDED, False, min(policy.round_size, policy.cap - attempts_toward_cap)
 
 
 def assess(

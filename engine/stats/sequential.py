@@ -100,7 +100,8 @@ class SamplingPolicy:
     @property
     def edge_errors(self) -> tuple[float, float, float, float]:
         """``calibrated`` rule: the most each claim (``ClaimLevels`` order) may be wrong at its edge."""
-        return tuple(round(min(0.5, multiple * self.delta), 12) for multiple in EDGE_ERROR_PER_DELTA)
+        first, second, third, fourth = (round(min(0.5, multiple * self.delta), 12) for multiple in EDGE_ERROR_PER_DELTA)
+        return first, second, third, fourth
 
 
 def round_schedule(policy: SamplingPolicy, *, horizon: int | None = None) -> list[int]:

@@ -152,8 +152,9 @@ def operating_characteristic_curve(
     """
     if pass_rates is None:
         near_floor = np.linspace(0.0, min(1.0, 5 * thresholds.floor_zone[1]), 61)
-        pass_rates = np.unique(np.round(np.concatenate([near_floor, np.linspace(0.0, 1.0, 101)]), 6))
-    rates = np.asarray(pass_rates, dtype=float)
+        rates = np.unique(np.round(np.concatenate([near_floor, np.linspace(0.0, 1.0, 101)]), 6))
+    else:
+        rates = np.asarray(pass_rates, dtype=float)
     for rate in rates:
         _check_rate(float(rate))
     table = table or stopping_table(thresholds=thresholds, policy=policy, prior=prior)

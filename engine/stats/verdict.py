@@ -105,16 +105,14 @@ def calibration_verdict(
     spent = attempts + verifier_errors + generation_errors
     if band == UNDECIDED and policy.kind == "adaptive" and spent >= policy.cap:
         band = BORDERLINE
-    flags: list[Flag] = []
-    verdicts = attempts + verifier_errors
-    if verdicts and verifier_errors / verdicts > verifier_trouble_share:
-        flags.append(Flag.VERIFIER_TROUBLE)
-        if band in (TOO_HARD, BORDERLINE):
-            band = UNDECIDED
-    if attempts and successes in (0, attempts):
-        flags.append(Flag.ZERO_VARIANCE)
-    if strong_model and audit_passed and band == TOO_HARD and successes == 0:
-        flags.append(Flag.STRONG_MODEL_FAILS)
+    band, flags = _flagged(
+        band,
+        successes=successes,
+        attempts=attempts,
+        verifier_errors=verifier_errors,
+        verifier_trouble_share=verifier_trouble_share,
+        strong_model_fails=strong_model and audit_passed,
+    )
     return Verdict(
         band=band,
         decided=band in BANDS,
@@ -125,3 +123,27 @@ def calibration_verdict(
         grpo_signal=assessment.grpo_signal if attempts else None,
         assessment=assessment,
     )
+
+
+def _flagged(
+    band: Band,
+    *,
+    successes: int,
+    attempts: int,
+    verifier_errors: int,
+    verifier_trouble_share: float,
+    strong_model_fails: bool,
+) -> tuple[Band, list[Flag]]:
+    """Rules 3 to 5 of calibration_verdict: the flags, and the band a verifier in trouble leaves undecided.
+    `strong_model_fails`: the probe model is a strong one and the task's audit passed."""
+    flags: list[Flag] = []
+    verdicts = attempts + verifier_errors
+    if verdicts and verifier_errors / verdicts > verifier_trouble_share:
+        flags.append(Flag.VERIFIER_TROUBLE)
+        if band in (TOO_HARD, BORDERLINE):
+            band = UNDECIDED
+    if attempts and successes in (0, attempts):
+        flags.append(Flag.ZERO_VARIANCE)
+    if strong_model_fails and band == TOO_HARD and successes == 0:
+        flags.append(Flag.STRONG_MODEL_FAILS)
+    return band, flags

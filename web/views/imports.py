@@ -79,6 +79,31 @@ def _preview_tasks(preview) -> list[dict]:
     ]
 
 
+def _mapping_form(request, *, action: str, saved, file_preview) -> dict:
+    """The mapping form: as posted, a saved mapping chosen by name, or one suggested from the columns."""
+    if action:
+        return _form_from_post(request.POST)
+    if request.GET.get("mapping"):
+        chosen = get_object_or_404(saved, name=request.GET["mapping"])
+        return _form_from_mapping(chosen.config, chosen.name)
+    first_row = file_preview.rows[0][1] if file_preview.rows else None
+    return _form_from_mapping(suggest_mapping(file_preview.columns, first_row))
+
+
+def _import_start(request, *, job, form: dict, mapping) -> bool:
+    """Save the mapping when asked and queue the import; False (with a message) when a service refused."""
+    try:
+        if form["save_as"].strip():
+            import_mappings.import_mapping_save(
+                environment=job.environment, name=form["save_as"].strip(), mapping=mapping, by=request.user
+            )
+        import_jobs.import_job_start(job=job, mapping=mapping)
+    except ServiceError as error:
+        messages.error(request, str(error))
+        return False
+    return True
+
+
 @policy.page("import_job_map")
 def import_job_map(request, job_id: int):
     """Map a stored upload's columns to tasks; Preview shows the first five, Import queues the job."""
@@ -93,14 +118,7 @@ def import_job_map(request, job_id: int):
         raise Http404("The uploaded file is gone; upload it again.") from None
     saved = environment.import_mappings.all()
     action = request.POST.get("action", "") if request.method == "POST" else ""
-    if action:
-        form = _form_from_post(request.POST)
-    elif request.GET.get("mapping"):
-        chosen = get_object_or_404(saved, name=request.GET["mapping"])
-        form = _form_from_mapping(chosen.config, chosen.name)
-    else:
-        first_row = file_preview.rows[0][1] if file_preview.rows else None
-        form = _form_from_mapping(suggest_mapping(file_preview.columns, first_row))
+    form = _mapping_form(request, action=action, saved=saved, file_preview=file_preview)
 
     preview, previewed, status = None, "", 200
     if action in ("preview", "import") and not file_preview.problems:
@@ -116,17 +134,9 @@ def import_job_map(request, job_id: int):
                 messages.error(request, "The mapping changed since its preview: check these tasks, then import.")
                 status = 400
             elif action == "import" and preview.ok:
-                try:
-                    if form["save_as"].strip():
-                        import_mappings.import_mapping_save(
-                            environment=environment, name=form["save_as"].strip(), mapping=mapping, by=request.user
-                        )
-                    import_jobs.import_job_start(job=job, mapping=mapping)
-                except ServiceError as error:
-                    messages.error(request, str(error))
-                    status = 400
-                else:
+                if _import_start(request, job=job, form=form, mapping=mapping):
                     return redirect("import_job_detail", job_id=job.pk)
+                status = 400
             if not preview.ok:
                 status = 400
     for problem in file_preview.problems:

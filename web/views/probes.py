@@ -32,68 +32,44 @@ def environment_probe(request, environment_name: str):
     if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
         back = "/"
     try:
-        rollouts = _int(request.POST, "rollouts", 8)
-        max_new_tokens = (
-            _int(request.POST, "max_new_tokens", None) or environment.max_new_tokens or probe_model.max_new_tokens
-        )
-        sampling_policy = request.POST.get("policy", Campaign.Policy.FIXED)
-        scope = request.POST.get("scope", "all")
-        sample_size = _int(request.POST, "sample_size", 0) or 0
-        sample_seed = _int(request.POST, "sample_seed", None)
+        fields = _probe_fields(request.POST, environment=environment, probe_model=probe_model)
     except ValueError as error:
         messages.error(request, f"Could not start the probe: {error}")
         return redirect(back)
+    scope, sample_size = fields["scope"], fields["sample_size"]
     if scope not in selectors.SCOPES or (scope == "sample" and sample_size < 1):
         messages.error(request, "Choose all tasks, a sample of at least one task, or the current filter.")
         return redirect(back)
-    sample_seed = secrets.randbits(31) if sample_seed is None else sample_seed
+    if fields["sample_seed"] is None:
+        fields["sample_seed"] = secrets.randbits(31)
     filters = {name: request.POST.get(name, "") for name in FILTER_FIELDS}
     version_ids = selectors.probe_task_versions(
         environment=environment,
         scope=scope,
         sample_size=sample_size,
-        sample_seed=sample_seed,
+        sample_seed=fields["sample_seed"],
         user=request.user,
         probe_model=probe_model,
         filters=filters,
     )
     if request.POST.get("confirm") != "1":
-        return render(
+        return _probe_confirm(
             request,
-            "calibration/probe_confirm.html",
-            {
-                "environment": environment,
-                "probe_model": probe_model,
-                "tasks": len(version_ids),
-                "estimate": selectors.probe_estimate(
-                    probe_model=probe_model, tasks=len(version_ids), rollouts=rollouts, max_new_tokens=max_new_tokens
-                ),
-                "running": selectors.probes_running(environment=environment, probe_model=probe_model),
-                "fields": {
-                    "model": probe_model.name,
-                    "policy": sampling_policy,
-                    "rollouts": rollouts,
-                    "max_new_tokens": max_new_tokens,
-                    "scope": scope,
-                    "sample_size": sample_size,
-                    "sample_seed": sample_seed,
-                    "next": back,
-                    **filters,
-                },
-                "scope": scope,
-                "policy": sampling_policy,
-                "rollouts": rollouts,
-                "max_new_tokens": max_new_tokens,
-            },
+            environment=environment,
+            probe_model=probe_model,
+            version_ids=version_ids,
+            fields=fields,
+            filters=filters,
+            back=back,
         )
     try:
         campaign = services.campaign_start(
             environment=environment,
             probe_model=probe_model,
             created_by=request.user,
-            policy=sampling_policy,
-            rollouts=rollouts,
-            max_new_tokens=max_new_tokens,
+            policy=fields["policy"],
+            rollouts=fields["rollouts"],
+            max_new_tokens=fields["max_new_tokens"],
             task_versions=list(TaskVersion.objects.filter(pk__in=version_ids)) if scope != "all" else None,
         )
     except ServiceError as error:
@@ -101,3 +77,40 @@ def environment_probe(request, environment_name: str):
         return redirect(back)
     messages.success(request, f"Probing {environment.name} with {probe_model.name}: campaign {campaign.pk} started.")
     return redirect("campaign_detail", campaign_id=campaign.pk)
+
+
+def _probe_fields(post, *, environment, probe_model) -> dict:
+    """The probe form's settings; raises ValueError for a number that is not one."""
+    return {
+        "policy": post.get("policy", Campaign.Policy.FIXED),
+        "rollouts": _int(post, "rollouts", 8),
+        "max_new_tokens": _int(post, "max_new_tokens", None)
+        or environment.max_new_tokens
+        or probe_model.max_new_tokens,
+        "scope": post.get("scope", "all"),
+        "sample_size": _int(post, "sample_size", 0) or 0,
+        "sample_seed": _int(post, "sample_seed", None),
+    }
+
+
+def _probe_confirm(request, *, environment, probe_model, version_ids, fields: dict, filters: dict, back: str):
+    """The confirmation page: how many tasks, the cost estimate, the probes already running."""
+    rollouts, max_new_tokens = fields["rollouts"], fields["max_new_tokens"]
+    return render(
+        request,
+        "calibration/probe_confirm.html",
+        {
+            "environment": environment,
+            "probe_model": probe_model,
+            "tasks": len(version_ids),
+            "estimate": selectors.probe_estimate(
+                probe_model=probe_model, tasks=len(version_ids), rollouts=rollouts, max_new_tokens=max_new_tokens
+            ),
+            "running": selectors.probes_running(environment=environment, probe_model=probe_model),
+            "fields": {"model": probe_model.name, **fields, "next": back, **filters},
+            "scope": fields["scope"],
+            "policy": fields["policy"],
+            "rollouts": rollouts,
+            "max_new_tokens": max_new_tokens,
+        },
+    )

@@ -67,6 +67,25 @@ class Command(BaseCommand):
                 task.current_version
                 for task in environment.tasks.select_related("current_version").order_by("key")[: options["limit"]]
             ]
+        campaign = self._campaign_start(
+            options, environment=environment, probe_model=probe_model, user=user, versions=versions
+        )
+        self.stdout.write(
+            f"Campaign {campaign.pk}: {environment.name} × {probe_model.name}, "
+            f"{campaign.policy} {campaign.max_rollouts}, max {campaign.max_new_tokens} new tokens."
+        )
+        if options["inline"]:
+            services.campaign_run_inline(campaign=campaign, progress=self._show_progress)
+            self.stdout.write("")
+        elif options["wait"]:
+            self._wait(campaign)
+        else:
+            self.stdout.write("Queued; the workers will probe it. Watch it on the campaign page or with --wait.")
+            return
+        self._print_table(campaign)
+
+    def _campaign_start(self, options, *, environment, probe_model, user, versions):
+        """A ladder campaign with --prior-from, else a plain one; CommandError for what the services refuse."""
         try:
             if options["prior_from"]:
                 cheap_model = ProbeModel.objects.filter(name=options["prior_from"]).first()
@@ -102,26 +121,18 @@ class Command(BaseCommand):
                 )
         except ServiceError as error:
             raise CommandError(str(error)) from None
-        self.stdout.write(
-            f"Campaign {campaign.pk}: {environment.name} × {probe_model.name}, "
-            f"{campaign.policy} {campaign.max_rollouts}, max {campaign.max_new_tokens} new tokens."
-        )
-        if options["inline"]:
-            services.campaign_run_inline(campaign=campaign, progress=self._show_progress)
-            self.stdout.write("")
-        elif options["wait"]:
-            while True:
-                campaign.refresh_from_db()
-                progress = selectors.campaign_progress(campaign=campaign)
-                self._show_progress(progress["items_done"], progress["items_total"])
-                if campaign.status in (Campaign.Status.DONE, Campaign.Status.CANCELLED):
-                    break
-                time.sleep(1)
-            self.stdout.write("")
-        else:
-            self.stdout.write("Queued; the workers will probe it. Watch it on the campaign page or with --wait.")
-            return
-        self._print_table(campaign)
+        return campaign
+
+    def _wait(self, campaign) -> None:
+        """Show the queued campaign's progress until the workers finish it (or it is cancelled)."""
+        while True:
+            campaign.refresh_from_db()
+            progress = selectors.campaign_progress(campaign=campaign)
+            self._show_progress(progress["items_done"], progress["items_total"])
+            if campaign.status in (Campaign.Status.DONE, Campaign.Status.CANCELLED):
+                break
+            time.sleep(1)
+        self.stdout.write("")
 
     def _show_progress(self, done: int, total: int) -> None:
         if sys.stdout.isatty():

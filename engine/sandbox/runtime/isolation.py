@@ -357,18 +357,9 @@ def apply_limits(limits: dict, namespaced: bool, *, judge: bool) -> None:
         resource.setrlimit(which, (soft, hard))
 
 
-def install_audit_guard(workdir: str, *, may_kill: int | None = None, may_disarm: bool = False) -> None:
-    """Fallback isolation only: refuse the obvious escapes at the Python level.
-
-    Not a security boundary (ctypes or a C extension bypasses it); it keeps honest-but-sloppy
-    and naive hostile programs from reaching the network, spawning processes, signalling other
-    processes or writing outside their directory when the kernel gives us no namespaces.
-    ``may_kill``: the one process (group) this process may still signal (the judge's program);
-    ``may_disarm``: whether it may still call ``disarm`` (the judge, ending its own kill timer).
-    """
-    timer_delete = ctypes.cast(libc.timer_delete, ctypes.c_void_p).value if may_disarm else None
-    root = os.path.realpath(workdir)
-    refused = {
+# What the fallback's audit guard refuses outright.
+AUDIT_REFUSED = frozenset(
+    {
         "os.fork",
         "os.forkpty",
         "os.system",
@@ -387,20 +378,36 @@ def install_audit_guard(workdir: str, *, may_kill: int | None = None, may_disarm
         "ctypes.dlsym",
         "ctypes.call_function",
     }
-    # Events whose arguments at these positions are paths that get modified.
-    modifying = {
-        "os.remove": (0,),
-        "os.rmdir": (0,),
-        "os.mkdir": (0,),
-        "os.chmod": (0,),
-        "os.chown": (0,),
-        "os.truncate": (0,),
-        "os.utime": (0,),
-        "os.rename": (0, 1),
-        "os.link": (0, 1),
-        "os.symlink": (1,),
-        "shutil.rmtree": (0,),
-    }
+)
+# Audit events whose arguments at these positions are paths that get modified (inside the work directory only).
+AUDIT_MODIFYING = {
+    "os.remove": (0,),
+    "os.rmdir": (0,),
+    "os.mkdir": (0,),
+    "os.chmod": (0,),
+    "os.chown": (0,),
+    "os.truncate": (0,),
+    "os.utime": (0,),
+    "os.rename": (0, 1),
+    "os.link": (0, 1),
+    "os.symlink": (1,),
+    "shutil.rmtree": (0,),
+}
+
+
+def install_audit_guard(workdir: str, *, may_kill: int | None = None, may_disarm: bool = False) -> None:
+    """Fallback isolation only: refuse the obvious escapes at the Python level.
+
+    Not a security boundary (ctypes or a C extension bypasses it); it keeps honest-but-sloppy
+    and naive hostile programs from reaching the network, spawning processes, signalling other
+    processes or writing outside their directory when the kernel gives us no namespaces.
+    ``may_kill``: the one process (group) this process may still signal (the judge's program);
+    ``may_disarm``: whether it may still call ``disarm`` (the judge, ending its own kill timer).
+    """
+    timer_delete = ctypes.cast(libc.timer_delete, ctypes.c_void_p).value if may_disarm else None
+    root = os.path.realpath(workdir)
+    # Copies held by the hook alone: the program can reach this module's globals, not the closure's values.
+    refused, modifying = frozenset(AUDIT_REFUSED), dict(AUDIT_MODIFYING)
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
     def require_inside(path: object) -> None:

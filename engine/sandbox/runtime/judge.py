@@ -20,6 +20,8 @@ import importlib
 import importlib.util
 import marshal
 import os
+import types
+from typing import Any
 
 from . import wire
 from .program import describe_error, failing_line, flush_standard_streams
@@ -47,6 +49,9 @@ class Remote:
     """A function or object that lives in the program's process."""
 
     __slots__ = ("_handle", "_link", "_type_name")
+    _link: Link
+    _handle: object
+    _type_name: str
 
     def __init__(self, link: Link, handle: object, type_name: str) -> None:
         object.__setattr__(self, "_link", link)
@@ -61,7 +66,7 @@ class Remote:
             raise AttributeError(name)
         return self._link.request(["getattr", self._handle, name])
 
-    def __iter__(self) -> Remote:
+    def __iter__(self) -> Any:  # the program's iterator, a Remote
         return self._link.request(["iter", self._handle])
 
     def __next__(self) -> object:
@@ -192,7 +197,7 @@ def _exception(reply: list) -> BaseException:
     return ProgramError(text or "exception in the program")
 
 
-def _code(source: str, filename: str, marshalled: str | None) -> object:
+def _code(source: str, filename: str, marshalled: str | None) -> types.CodeType:
     """The code of a test or prelude: unmarshalled when the caller sent it compiled (it comes
     from the trusted caller, through a descriptor only the judge reads), else compiled here."""
     if marshalled:

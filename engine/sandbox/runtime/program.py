@@ -222,7 +222,7 @@ def run_script(program: str) -> None:
         _report({"event": "program_error", "error": describe_error(error), "line": line, "source": text})
         try:
             # Start the traceback at the program's frame: the harness frame is noise.
-            traceback.print_exception(type(error), error, error.__traceback__.tb_next)
+            traceback.print_exception(type(error), error, error.__traceback__.tb_next if error.__traceback__ else None)
         except BaseException:  # noqa: BLE001
             pass
         exit_code = 1

@@ -19,7 +19,9 @@ Only it holds the report pipe, and it is non-dumpable.
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
+import io
 import json
 import os
 import select
@@ -29,6 +31,7 @@ import socket
 import sys
 import tempfile
 import time
+from typing import NoReturn
 
 from . import isolation
 from .isolation import SetupError
@@ -99,13 +102,14 @@ def prepare_spare(channel: socket.socket, namespaced: bool, maxima: dict) -> Non
             flags = isolation.MS_REMOUNT | isolation.MS_NOSUID | isolation.MS_NODEV
             isolation.mount(None, "/tmp", None, flags, f"size={tmp_bytes}")
     except BaseException as error:  # noqa: BLE001
-        message = str(error) if isinstance(error, SetupError) else f"sandbox setup failed: {error}"
-        write_status(status_fd, event="error", message=message)
+        reason = str(error) if isinstance(error, SetupError) else f"sandbox setup failed: {error}"
+        write_status(status_fd, event="error", message=reason)
         _leave(1, workdir, namespaced)
+    assert program is not None  # SetupError above otherwise
     supervise(request, fds, namespaced, program, workdir)
 
 
-def _leave(code: int, workdir: str, namespaced: bool) -> None:
+def _leave(code: int, workdir: str, namespaced: bool) -> NoReturn:
     """Exit, removing the fallback's work directory (with namespaces it is the run's own tmpfs)."""
     if workdir and not namespaced:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -211,7 +215,11 @@ def supervise(
             socket.send_fds(program_socket, [b"s"], [stdout_fd, stderr_fd, report_fd, program_request_fd, status_fd])
         program_socket.close()
         started = time.monotonic()
-        started_event = {"supervisor_pid": os.getpid(), "program_pid": program_pid, "namespaced": namespaced}
+        started_event: dict[str, object] = {
+            "supervisor_pid": os.getpid(),
+            "program_pid": program_pid,
+            "namespaced": namespaced,
+        }
         if not namespaced:
             started_event["workdir"] = workdir  # for the caller to remove if we die without reporting
         write_status(status_fd, event="started", **started_event)
@@ -247,7 +255,7 @@ def supervise(
         _leave(1, workdir, namespaced)
 
 
-def _judge(request: dict, program_pid: int, deadline: float, killer: object) -> dict[str, object]:
+def _judge(request: dict, program_pid: int, deadline: float, killer: ctypes.c_void_p) -> dict[str, object]:
     """Run the tests against the program within the wall clock; the run's exit event. ``killer``:
     the kernel timer that kills this process a little after the deadline, disarmed here."""
     from . import judge
@@ -384,9 +392,9 @@ def prepare_interpreter() -> None:
     # Python's own SIGINT handler would let a process of the run interrupt another with
     # KeyboardInterrupt; SIGPIPE stays ignored (a closed pipe is an OSError, not a death).
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    sys.stdin.reconfigure(encoding="utf-8", errors="replace")
-    sys.stdout.reconfigure(encoding="utf-8", errors="backslashreplace")
-    sys.stderr.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
+    for stream, errors in ((sys.stdin, "replace"), (sys.stdout, "backslashreplace"), (sys.stderr, "backslashreplace")):
+        assert isinstance(stream, io.TextIOWrapper)  # the interpreter's own streams
+        stream.reconfigure(encoding="utf-8", errors=errors, line_buffering=stream is sys.stderr or None)
     sys.argv = ["solution.py"]
     sys.dont_write_bytecode = True
     sys.path = [path for path in sys.path if path]  # no cwd on the path: /tmp is writable

@@ -19,6 +19,8 @@ import functools
 import json
 import os
 import struct
+from collections.abc import Callable
+from typing import Any
 
 # A value crossing between program and judge: 16 MB decodes in well under the second of grace past
 # the wall clock, so a program cannot hold the judge in C (where its alarm cannot interrupt) for long.
@@ -35,7 +37,7 @@ class ChannelClosed(Exception):
     """The other side closed its end (it exited or was killed)."""
 
 
-def encode(value: object, handle_for) -> object:
+def encode(value: Any, handle_for: Callable[[Any], object]) -> object:
     """A JSON-ready form of ``value``; ``handle_for(value)`` gives the handle of anything else."""
     kind = type(value)
     if kind is str or kind is bool or value is None:

@@ -139,7 +139,7 @@ def _additional_properties(validator: Any, additional: Any, instance: Any, schem
 
 
 @functools.lru_cache(maxsize=64)
-def _re2_validator_class(base: type) -> type:
+def _re2_validator_class(base: Any) -> Any:
     """The schema's validator class with its regex keywords running on RE2."""
     overrides = {"pattern": _pattern, "patternProperties": _pattern_properties}
     if "additionalProperties" in base.VALIDATORS:

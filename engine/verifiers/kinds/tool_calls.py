@@ -127,7 +127,7 @@ def read_calls(value: Any) -> list[ToolCall]:
 def _read_one(item: Any) -> ToolCall:
     if not isinstance(item, Mapping):
         raise MalformedCalls(f"a tool call must be an object, got {shorten(json.dumps(item, default=str), 60)}")
-    function = item.get("function") if isinstance(item.get("function"), Mapping) else item
+    function = item["function"] if isinstance(item.get("function"), Mapping) else item
     name = function.get("name")
     if not isinstance(name, str) or not name:
         raise MalformedCalls(f"tool call without a name: {shorten(json.dumps(item, default=str), 60)}")

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from engine.backends import openai_wire
-from engine.backends.openai_backend import _FinalError, _RetryableError, decode_choices, parse_choices
+from engine.backends.openai_parsing import decode_choices, parse_choices
+from engine.backends.openai_transport import FinalError, RetryableError
 
 
 def _chat_choice(index, *, ids=True, names=True, entry_ids=False, logprobs=(-0.5, -1, -0.25), finish="stop"):
@@ -92,14 +93,14 @@ def test_the_common_vllm_answer_takes_the_typed_path():
 @pytest.mark.parametrize(
     ("raw", "error"),
     [
-        (b"not json", _RetryableError),
-        (b"[1, 2]", _FinalError),
-        (b'{"choices": []}', _FinalError),
+        (b"not json", RetryableError),
+        (b"[1, 2]", FinalError),
+        (b'{"choices": []}', FinalError),
         (
             b'{"choices": [{"index": 0, "finish_reason": "abort"}, {"index": 1, "finish_reason": "stop"}]}',
-            _RetryableError,
+            RetryableError,
         ),
-        (b'{"choices": [{"index": 0, "finish_reason": "stop"}, {"index": 0, "finish_reason": "stop"}]}', _FinalError),
+        (b'{"choices": [{"index": 0, "finish_reason": "stop"}, {"index": 0, "finish_reason": "stop"}]}', FinalError),
     ],
 )
 def test_bad_answers_raise_as_before(raw, error):

@@ -166,3 +166,11 @@ def test_parse_text_tool_calls():
     assert parse_text_tool_calls('<tool_call>{"arguments": {}}</tool_call>')[0].problem
     assert parse_text_tool_calls('<tool_call>{"name": "a", "arguments": [1]}</tool_call>')[0].problem
     assert parse_text_tool_calls('{"name": "a", "arguments": {}}')[0].name == "a"
+
+
+def test_a_tool_call_with_an_integer_too_long_to_convert_is_a_malformed_call():
+    # json raises a plain ValueError (not JSONDecodeError) past Python's integer digit limit.
+    reply = '<tool_call>{"name": "get_record", "arguments": {"table": "deals", "id": ' + "7" * 5000 + "}}</tool_call>"
+    (call,) = parse_text_tool_calls(reply)
+    assert call.problem.startswith("the tool call is not valid JSON (Exceeds the limit")
+    assert call.name == "" and call.arguments is None

@@ -2,16 +2,17 @@
 the verifier. Every case must end fail, timeout or error, never pass, and must come back.
 
 Stalls are caught without timing anything: each verification runs under a generous watchdog
-(HANG_SECONDS); the inputs are sized so that a quadratic or exponential path would take far
+(HANG_SECONDS: past it, faulthandler prints every thread's stack and ends the test process, a
+failure pytest reports); the inputs are sized so that a quadratic or exponential path would take far
 longer than that, and a linear one a small fraction of it.
 """
 
+import faulthandler
 import json
 
 import pytest
 
 from engine.sandbox import Sandbox, SandboxMaxima
-from engine.sandbox.deadline import DeadlineExceeded, run_with_deadline
 from engine.verifiers import configure, verify
 from engine.verifiers.kinds import code as code_kind
 
@@ -20,12 +21,11 @@ NOT_A_PASS = ("fail", "timeout", "error")
 
 
 def verdict_of(verifier, completion, answer=None, prompt=None):
+    faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
     try:
-        return run_with_deadline(
-            lambda: verify(verifier=verifier, completion=completion, answer=answer, prompt=prompt), HANG_SECONDS
-        )
-    except DeadlineExceeded:
-        pytest.fail(f"verification did not come back within {HANG_SECONDS}s")
+        return verify(verifier=verifier, completion=completion, answer=answer, prompt=prompt)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 # -- code: the verdict is decided outside the program's interpreter ---------------------------
