@@ -21,6 +21,7 @@ Only the standard library at import time: this module runs inside math_worker's 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _LOGIC = (
     r"lor|land|vee|wedge|bigvee|bigwedge|oplus|ominus|otimes|oslash|odot|mid|nmid|parallel|sim|simeq|cong"
@@ -106,22 +107,22 @@ def operator_problem(stated: str, reference: str, value: object) -> str:
     return f"answer {_shorten(stated)!r} combines values with {sorted(used)[0]}: one final answer is needed"
 
 
-def _has(value: object, name: str) -> bool:
+def _has(value: Any, name: str) -> bool:
     try:
         import sympy
 
-        return bool(getattr(value, "has", None)) and value.has(getattr(sympy, name))  # type: ignore[union-attr]
+        return bool(getattr(value, "has", None)) and value.has(getattr(sympy, name))
     except Exception:  # noqa: BLE001 - a value sympy cannot inspect has nothing to exempt
         return False
 
 
-def _contains_set(value: object) -> bool:
+def _contains_set(value: Any) -> bool:
     try:
         from sympy import Set
 
         if getattr(value, "is_Number", False):
             return False
-        return isinstance(value, Set) or (hasattr(value, "atoms") and bool(value.atoms(Set)))  # type: ignore[union-attr]
+        return isinstance(value, Set) or (hasattr(value, "atoms") and bool(value.atoms(Set)))
     except Exception:  # noqa: BLE001
         return False
 

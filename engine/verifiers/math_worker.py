@@ -28,7 +28,7 @@ if __package__:  # imported as engine.verifiers.math_worker
     from engine.verifiers import math_answer
 else:  # the helper script (python -I): its sibling file, never another installed copy of the package
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import math_answer
+    import math_answer  # type: ignore[no-redef]
 
 
 class SoftTimeout(BaseException):
