@@ -19,7 +19,9 @@ CSP_WATCH = Path(__file__).with_name("csp_watch.js")
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
-@pytest.fixture(scope="session")
+# One browser per test module: Playwright's sync API keeps an asyncio loop running in this thread while
+# it is open, and tests after it in the same process (a trainer library's asyncio.run) need none.
+@pytest.fixture(scope="module")
 def browser():
     if not CHROMIUM.exists():
         pytest.skip("Browser tests need Debian's chromium at /usr/bin/chromium (apt-get install chromium).")

@@ -11,6 +11,7 @@ from calibration.services import probe_model_add
 from tests.factories import jsonl, math_task
 from tests.support.openai_server import OpenAITestServer
 from tests.support.workers import flush_broker, running_worker
+from web.templatetags.display import band_label
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,7 +72,7 @@ def test_upload_fix_probe_and_see_bands(page, live_server, sign_in, screenshot, 
     )
     assert set(bands) == {"sum", "product"}
     for band in bands.values():
-        assert band in bands_text
+        assert band_label(band) in bands_text
     assert Calibration.objects.get(task_version__task__key="product").successes == 8
     assert Calibration.objects.get(task_version__task__key="sum").attempts == 8
     screenshot(page, "campaign-bands")
