@@ -43,13 +43,14 @@ class Assessment:
       counts except for discounted (drift) evidence.
     * ``pass_rate``: the posterior mean, defined with no attempts and never exactly 0 or 1.
     * ``observed_rate``: effective successes / effective attempts (None with no attempts); a
-      fixed policy labels by this, as papers do.
+      fixed policy with ``labels="raw"`` labels by this, as papers do.
     * ``interval_low``, ``interval_high``: two-sided equal-tailed posterior interval at
       ``interval_level`` (the Jeffreys interval under the default prior).
     * ``band``: too_hard, in_band, retire, undecided or borderline.
     * ``band_probabilities``: posterior P(too_hard), P(in_band), P(retire).
     * ``grpo_signal``: posterior expected probability that a group of ``group_size`` is mixed.
-    * ``decided``: a band was decided (with the stated confidence, for adaptive sampling).
+    * ``decided``: a band was decided, with the stated confidence (whatever the policy, unless a
+      fixed policy asks for raw labels).
     * ``next_round``: rollouts to request next; 0 when sampling is over (decided or borderline).
     * ``posterior``, ``prior``: the Beta distributions used.
     """
@@ -94,23 +95,27 @@ def _assessment(
     beta_posterior = posterior(successes=effective_successes, attempts=effective_attempts, prior=prior)
     observed_rate = effective_successes / effective_attempts if effective_attempts > 0 else None
 
+    code = CONTINUE
+    if attempts > 0:  # the prior alone never decides
+        code = int(
+            decision_codes(
+                successes=np.array([effective_successes]),
+                attempts=effective_attempts,
+                thresholds=thresholds,
+                policy=policy,
+                prior=prior,
+            )[0]
+        )
     if policy.kind == "fixed":
-        if attempts_toward_cap >= policy.fixed_n and observed_rate is not None:
-            band, decided, next_round = band_for_rate(pass_rate=observed_rate, thresholds=thresholds), True, 0
-        else:
+        if attempts_toward_cap < policy.fixed_n or observed_rate is None:
             band, decided, next_round = UNDECIDED, False, policy.fixed_n - attempts_toward_cap
+        elif policy.labels == "raw":
+            band, decided, next_round = band_for_rate(pass_rate=observed_rate, thresholds=thresholds), True, 0
+        elif code != CONTINUE:
+            band, decided, next_round = BANDS[code], True, 0
+        else:  # N attempts, and the interval still straddles a threshold: no band is claimed
+            band, decided, next_round = UNDECIDED, False, 0
     else:
-        code = CONTINUE
-        if attempts > 0:  # the prior alone never decides
-            code = int(
-                decision_codes(
-                    successes=np.array([effective_successes]),
-                    attempts=effective_attempts,
-                    thresholds=thresholds,
-                    policy=policy,
-                    prior=prior,
-                )[0]
-            )
         if code != CONTINUE:
             band, decided, next_round = BANDS[code], True, 0
         elif attempts_toward_cap >= policy.cap:
