@@ -23,9 +23,10 @@ from django.db.models import F, FilteredRelation, Q, QuerySet
 from django.utils import timezone
 
 from calibration.models import Band, ProbeModel
+from calibration.services.calibrations import thresholds_for
 from curation.models import Environment, TaskStatus, TaskVersion
 from curation.selectors import tasks_visible_to
-from engine import formats
+from engine import formats, stats
 from releases.errors import ReleaseError
 from releases.models import Release, ReleaseItem, ReleaseStatus
 from similarity import selectors as similarity_selectors
@@ -60,12 +61,14 @@ def export_versions(
     domain: str = "",
     user: AbstractBaseUser | None = None,
     exclude_contaminated: bool = False,
+    with_policy: bool = False,
 ) -> QuerySet[TaskVersion]:
     """Current task versions matching the filter, as record dicts with the calibration under `probe_model`.
 
     One LEFT JOIN to the calibration of that model (unique per version and model), no subqueries.
     Without a probe model the calibration fields are null. `user` limits to tasks they may see.
     `exclude_contaminated` leaves out versions with an open contamination flag (a public benchmark item).
+    `with_policy` adds `calibration_policy`, the sampling policy behind the band (for release_create).
     """
     if band and band not in Band.values:
         raise ReleaseError(f"Unknown band {band!r}; use one of {', '.join(Band.values)}.")
@@ -87,6 +90,8 @@ def export_versions(
         calibration=FilteredRelation("calibrations", condition=Q(calibrations__probe_model_id=model_id))
     )
     calibration_fields = {name: F(f"calibration__{name}") for name in CALIBRATION_FIELDS}
+    if with_policy:
+        calibration_fields["calibration_policy"] = F("calibration__policy")
     if band:
         versions = versions.filter(calibration__band=band)
     return versions.values("pk", *CONTENT_FIELDS, **VERSION_FIELDS, **calibration_fields).order_by("pk")
@@ -168,11 +173,15 @@ def release_create(
     domain: str = "",
     allow_empty: bool = False,
     exclude_contaminated: bool = False,
+    include_thin_evidence: bool = False,
 ) -> Release:
     """Pin the matching current versions and their calibration; the files are built by `release_build`.
 
     Queues the build after the commit, so the worker always finds the release. Raises ReleaseError
     when no task matches, unless `allow_empty` (an empty release is then built, with a warning).
+    A task whose attempts are too few for its band (the stopping rule does not decide that band on
+    them: a calibration from before bands needed it, or from other thresholds) is left out, unless
+    `include_thin_evidence`; either way the manifest warns and names them.
     """
     versions = export_versions(
         environment=environment,
@@ -182,6 +191,7 @@ def release_create(
         domain=domain,
         user=user,
         exclude_contaminated=exclude_contaminated,
+        with_policy=True,
     )
     if not allow_empty and not versions.exists():
         filter_text = _filter_text(
@@ -192,6 +202,8 @@ def release_create(
             "nothing to release. Approve or probe tasks first, or ask for an empty release explicitly."
         )
     environments = Environment.objects.filter(pk=environment.pk) if environment else Environment.objects.all()
+    thresholds = {e.name: thresholds_for(e) for e in environments}
+    thin: list[str] = []
     with transaction.atomic():
         release = Release.objects.create(
             created_by=user,
@@ -204,11 +216,19 @@ def release_create(
                 "status": status or None,
                 "domain": domain or None,
                 "exclude_contaminated": exclude_contaminated,
+                "include_thin_evidence": include_thin_evidence,
             },
             thresholds={e.name: {"floor": e.floor, "retire_at": e.retire_at} for e in environments},
         )
         batch = []
+        supported = _evidence_check(thresholds)
+        pinned = 0
         for record in versions.iterator(chunk_size=CHUNK_SIZE):
+            if record["band"] and not supported(record):
+                thin.append(record["task_key"])
+                if not include_thin_evidence:
+                    continue
+            pinned += 1
             batch.append(
                 ReleaseItem(
                     release=release,
@@ -221,9 +241,48 @@ def release_create(
                 ReleaseItem.objects.bulk_create(batch)
                 batch = []
         ReleaseItem.objects.bulk_create(batch)
+        if thin and not pinned and not allow_empty:
+            raise ReleaseError(
+                f"Every matching task ({len(thin)}) has too few attempts for its band: nothing to release. "
+                "Probe them again, or ask to include tasks with thin evidence explicitly."
+            )
+        if thin:
+            release.manifest = {"warnings": [_thin_warning(thin, included=include_thin_evidence)]}
+            release.save(update_fields=["manifest"])
         # By name: the task module imports this one. The registered task honours eager mode and mocks.
         transaction.on_commit(lambda: current_app.tasks["releases.tasks.build_release"].delay(release.pk))
     return release
+
+
+def _evidence_check(thresholds: dict[str, stats.Thresholds]):
+    """record -> whether its attempts decide its band (stats.evidence_decides), memoised by evidence."""
+    seen: dict[tuple, bool] = {}
+
+    def supported(record: dict) -> bool:
+        if record["band"] not in stats.BANDS:  # undecided and borderline claim nothing
+            return True
+        confidence = (record.get("calibration_policy") or {}).get("confidence", 0.95)
+        key = (record["environment"], record["band"], record["successes"], record["attempts"], confidence)
+        if key not in seen:
+            seen[key] = stats.evidence_decides(
+                band=record["band"],
+                successes=record["successes"] or 0,
+                attempts=record["attempts"] or 0,
+                thresholds=thresholds[record["environment"]],
+                confidence=confidence,
+            )
+        return seen[key]
+
+    return supported
+
+
+def _thin_warning(keys: list[str], *, included: bool) -> str:
+    shown = ", ".join(sorted(keys)[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
+    what = "included because the release asked for them" if included else "left out"
+    return (
+        f"{len(keys)} task(s) have too few attempts for their band (the stopping rule does not decide it on "
+        f"them): {what}. Probe them again to decide their band. {shown}"
+    )
 
 
 def _filter_text(*, environment, probe_model, band, status, domain) -> str:
@@ -312,7 +371,8 @@ def release_build(*, release_id: int) -> Release:
             "created_by": release.created_by.get_username(),
             "created_at": release.created_at.isoformat(),
             "files": files,
-            "warnings": [],
+            # Warnings from pinning (tasks with too few attempts for their band) come first.
+            "warnings": list((release.manifest or {}).get("warnings", [])),
         }
         if not manifest["tasks"]:
             manifest["warnings"].append(

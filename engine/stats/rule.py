@@ -31,7 +31,7 @@ from engine.stats.posterior import (
 )
 from engine.stats.sequential import SamplingPolicy, decision_codes
 
-__all__ = ["Assessment", "assess"]
+__all__ = ["Assessment", "assess", "evidence_decides"]
 
 
 @dataclass(frozen=True)
@@ -178,3 +178,18 @@ def assess(
         group_size=group_size,
         interval_level=interval_level,
     )
+
+
+def evidence_decides(
+    *, band: str, successes: int, attempts: int, thresholds: Thresholds, confidence: float = 0.95
+) -> bool:
+    """Whether ``successes`` passes in ``attempts`` decide ``band`` under the stopping rule.
+
+    What a release asks of each task it pins: a calibration stored before bands needed the rule
+    (or under other thresholds) may claim a band its attempts do not support. False for a band
+    that is not one of too_hard, in_band, retire, and for no attempts.
+    """
+    if band not in BANDS or attempts <= 0:
+        return False
+    policy = SamplingPolicy(kind="fixed", fixed_n=int(attempts), confidence=confidence)
+    return assess(successes=successes, attempts=attempts, thresholds=thresholds, policy=policy).band == band
