@@ -65,7 +65,9 @@ class Price:
         return self.usd_per_gpu_hour > 0
 
 
-def rollout_cost(*, price: Price, device_ms: float | None, input_tokens: int | None, output_tokens: int | None) -> Decimal:
+def rollout_cost(
+    *, price: Price, device_ms: float | None, input_tokens: int | None, output_tokens: int | None
+) -> Decimal:
     """Dollars for one rollout: its device time at the GPU-hour price, plus its tokens at the token prices."""
     cost = Decimal(0)
     if price.by_time and device_ms:
@@ -151,6 +153,4 @@ def probe_estimate(
         f"the prices of {model_name} (no rollouts of it yet), every rollout using its {max_new_tokens}-token "
         f"budget, generated at an assumed {assumed_tokens_per_second:g} tokens per second"
     )
-    return Estimate(
-        rollouts=rollouts, cost_usd=float(each * rollouts), seconds=seconds_each * rollouts, basis=basis
-    )
+    return Estimate(rollouts=rollouts, cost_usd=float(each * rollouts), seconds=seconds_each * rollouts, basis=basis)

@@ -16,7 +16,6 @@ from django.db.models import (
 from django.utils import timezone
 
 from calibration.models import (
-    Calibration,
     Campaign,
     CampaignItem,
     FeedbackReport,

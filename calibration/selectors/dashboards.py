@@ -378,4 +378,8 @@ def _latest_policy(environment: Environment) -> tuple[Campaign | None, stats.Sam
 def campaign_policy_in_use(*, environment: Environment) -> dict:
     """The sampling policy the dashboard's promise is about, in words, and the campaign it came from."""
     campaign, policy = _latest_policy(environment)
-    return {"campaign": campaign.pk if campaign else None, "kind": policy.kind, "description": policy_description(policy)}
+    return {
+        "campaign": campaign.pk if campaign else None,
+        "kind": policy.kind,
+        "description": policy_description(policy),
+    }

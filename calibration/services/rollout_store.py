@@ -12,12 +12,12 @@ import psycopg
 from django.db import connection
 from django.utils import timezone
 
+from calibration import costs
 from calibration.models import (
     Campaign,
     Outcome,
     Rollout,
 )
-from calibration import costs
 from curation.models import TaskVersion
 from engine import backends
 from engine.packing import pack_logprobs, pack_tokens

@@ -195,7 +195,8 @@ def _generate_all(
             version=version, probe_model=probe_model, seeds=seeds_of[version.pk], params=params
         )
         device_ms = costs.device_time_shares(
-            seconds=time.perf_counter() - started, output_tokens=[generation.output_tokens for generation in generations]
+            seconds=time.perf_counter() - started,
+            output_tokens=[generation.output_tokens for generation in generations],
         )
         yield version, indices, seeds_of[version.pk], device_ms, generations, episodes
 

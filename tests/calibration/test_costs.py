@@ -22,7 +22,9 @@ def test_a_rollout_pays_its_device_time_and_its_tokens():
 
 def test_a_batch_is_paid_once_and_split_by_the_tokens_each_sample_generated():
     shares = costs.device_time_shares(seconds=2.0, output_tokens=[9, 19, None, 0])
-    assert shares == pytest.approx([625.0, 1250.0, 62.5, 62.5])  # weights 10, 20, 1, 1 and sum(shares) == pytest.approx(2000.0)
+    assert shares == pytest.approx(
+        [625.0, 1250.0, 62.5, 62.5]
+    )  # weights 10, 20, 1, 1 and sum(shares) == pytest.approx(2000.0)
     assert costs.device_time_shares(seconds=1.0, output_tokens=[]) == []
 
 

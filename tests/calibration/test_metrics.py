@@ -162,7 +162,9 @@ def test_embedded_default_metrics_filesystem_broker_and_prefork_workers(
     staff.save()
     client.force_login(staff)
     with serve_openai(eos_probability=0.3) as base_url:
-        services.probe_model_add(name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=24)
+        services.probe_model_add(
+            name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=24
+        )
         subprocess.run(
             [sys.executable, "manage.py", "calibrate", "--environment", "arithmetic", "--model", "fake"]
             + ["--rollouts", "4", "--round-size", "4"],
