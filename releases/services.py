@@ -203,7 +203,6 @@ def release_create(
         )
     environments = Environment.objects.filter(pk=environment.pk) if environment else Environment.objects.all()
     thresholds = {e.name: thresholds_for(e) for e in environments}
-    thin: list[str] = []
     with transaction.atomic():
         release = Release.objects.create(
             created_by=user,
@@ -220,27 +219,9 @@ def release_create(
             },
             thresholds={e.name: {"floor": e.floor, "retire_at": e.retire_at} for e in environments},
         )
-        batch = []
-        supported = _evidence_check(thresholds)
-        pinned = 0
-        for record in versions.iterator(chunk_size=CHUNK_SIZE):
-            if record["band"] and not supported(record):
-                thin.append(record["task_key"])
-                if not include_thin_evidence:
-                    continue
-            pinned += 1
-            batch.append(
-                ReleaseItem(
-                    release=release,
-                    task_version_id=record["pk"],
-                    **{n: record[n] for n in CALIBRATION_FIELDS if n != "band"},
-                    band=record["band"] or "",
-                )
-            )
-            if len(batch) >= CHUNK_SIZE:
-                ReleaseItem.objects.bulk_create(batch)
-                batch = []
-        ReleaseItem.objects.bulk_create(batch)
+        pinned, thin = _pin_items(
+            release=release, versions=versions, thresholds=thresholds, include_thin_evidence=include_thin_evidence
+        )
         if thin and not pinned and not allow_empty:
             raise ReleaseError(
                 f"Every matching task ({len(thin)}) has too few attempts for its band: nothing to release. "
@@ -252,6 +233,34 @@ def release_create(
         # By name: the task module imports this one. The registered task honours eager mode and mocks.
         transaction.on_commit(lambda: current_app.tasks["releases.tasks.build_release"].delay(release.pk))
     return release
+
+
+def _pin_items(
+    *, release: Release, versions: QuerySet, thresholds: dict[str, stats.Thresholds], include_thin_evidence: bool
+) -> tuple[int, list[str]]:
+    """Write the release's items, a chunk at a time; returns how many were pinned and the keys of tasks
+    whose attempts are too few for their band (pinned only with `include_thin_evidence`)."""
+    supported = _evidence_check(thresholds)
+    batch, pinned, thin = [], 0, []
+    for record in versions.iterator(chunk_size=CHUNK_SIZE):
+        if record["band"] and not supported(record):
+            thin.append(record["task_key"])
+            if not include_thin_evidence:
+                continue
+        pinned += 1
+        batch.append(
+            ReleaseItem(
+                release=release,
+                task_version_id=record["pk"],
+                **{n: record[n] for n in CALIBRATION_FIELDS if n != "band"},
+                band=record["band"] or "",
+            )
+        )
+        if len(batch) >= CHUNK_SIZE:
+            ReleaseItem.objects.bulk_create(batch)
+            batch = []
+    ReleaseItem.objects.bulk_create(batch)
+    return pinned, thin
 
 
 def _evidence_check(thresholds: dict[str, stats.Thresholds]):

@@ -35,7 +35,7 @@ def test_threshold_change_rebands_without_inference(arithmetic, alice):
         services.campaign_run_inline(campaign=campaign)
         half = Calibration.objects.get(probe_model=model, task_version__task__key="half")
         assert 0.3 <= half.pass_rate < 0.7
-        # 16 failures do not prove a pass rate under the floor zone (that takes 56): undecided, not too_hard.
+        # 16 failures do not prove a pass rate under the floor zone (that takes 72): undecided, not too_hard.
         assert bands(model) == {"never": Band.UNDECIDED, "half": Band.IN_BAND, "always": Band.RETIRE}
         rollouts, requests = Rollout.objects.count(), server.request_count
 

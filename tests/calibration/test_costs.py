@@ -96,10 +96,13 @@ def test_a_campaigns_spend_is_recomputed_from_its_rollouts(arithmetic, alice, se
         assert calibration.cost_usd == by_version[calibration.task_version_id].quantize(Decimal("0.000001"))
     spend = selectors.environment_costs(environment=arithmetic, probe_model=model)
     assert spend["probe_usd"] == pytest.approx(float(total))
-    # A rollout that generated more tokens was charged more of its batch's device time.
-    longest = max(rollouts, key=lambda rollout: rollout.output_tokens)
-    shortest = min(rollouts, key=lambda rollout: rollout.output_tokens)
-    assert longest.output_tokens > shortest.output_tokens and longest.device_ms > shortest.device_ms
+    # Within a batch (here: one task's round), a rollout that generated more tokens was charged more of
+    # its device time.
+    for version_id in by_version:
+        batch = sorted((r for r in rollouts if r.task_version_id == version_id), key=lambda r: r.output_tokens)
+        for shorter, longer in zip(batch, batch[1:]):
+            if longer.output_tokens > shorter.output_tokens:
+                assert longer.device_ms > shorter.device_ms and longer.cost_usd > shorter.cost_usd
     # The next estimate's time comes from the campaign's start to its last verdict, never 0 s.
     after = selectors.probe_estimate(probe_model=model, tasks=3, rollouts=4, max_new_tokens=64)
     assert after["seconds"] > 0 and "pace of its latest campaign" in after["basis"]

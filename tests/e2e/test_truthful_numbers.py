@@ -89,12 +89,15 @@ def test_costs_a_user_sees_come_from_one_definition(page, live_server, sign_in, 
             rollouts=4,
             round_size=4,
             max_new_tokens=16,
+            seed=7,
             enqueue=False,
         )
         services.campaign_run_inline(campaign=campaign)
 
-    rollouts = list(campaign.rollouts.order_by("output_tokens"))
-    assert rollouts[0].output_tokens < rollouts[-1].output_tokens and rollouts[0].cost_usd < rollouts[-1].cost_usd
+    rollouts = list(campaign.rollouts.all())
+    for version_id in {rollout.task_version_id for rollout in rollouts}:  # one batch per task here
+        batch = sorted((r for r in rollouts if r.task_version_id == version_id), key=lambda r: r.output_tokens)
+        assert batch[0].output_tokens < batch[-1].output_tokens and batch[0].cost_usd < batch[-1].cost_usd
     page.goto(f"{live_server.url}/campaigns/{campaign.pk}/")
     shown = float(re.search(r"cost \$([0-9.]+)", page.locator("#campaign-progress").inner_text()).group(1))
     assert shown == pytest.approx(float(sum(rollout.cost_usd for rollout in rollouts)), abs=1e-4)
