@@ -165,15 +165,16 @@ def test_embedded_default_metrics_filesystem_broker_and_prefork_workers(
         services.probe_model_add(
             name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=24
         )
-        subprocess.run(
+        started = subprocess.run(
             [sys.executable, "manage.py", "calibrate", "--environment", "arithmetic", "--model", "fake"]
             + ["--rollouts", "4", "--round-size", "4"],
             cwd=ROOT,
             env={**os.environ, **embedded, "DATABASE_URL": test_database_url()},
-            check=True,
             capture_output=True,
+            text=True,
             timeout=120,
         )
+        assert started.returncode == 0, started.stderr
         queued = samples(client.get("/metrics").content.decode())
         assert total(queued, "passband_queue_depth", queue="generate") >= 1
         assert total(queued, "passband_queue_depth", queue="verify") == 0
