@@ -4,6 +4,7 @@ from decimal import Decimal
 
 import pytest
 
+from accounts.services import api_token_create
 from calibration import costs, selectors, services
 from calibration.models import Calibration, Rollout
 from tests.factories import import_tasks
@@ -50,7 +51,7 @@ def test_no_history_estimate_prices_the_gpu_time_and_gives_a_time():
 
 
 @pytest.mark.django_db
-def test_a_campaigns_spend_is_recomputed_from_its_rollouts(arithmetic, alice, settings):
+def test_a_campaigns_spend_is_recomputed_from_its_rollouts(client, arithmetic, alice):
     """Every figure of a finished campaign, added up again from its rollouts with costs.rollout_cost."""
     import_tasks(
         arithmetic,
@@ -96,6 +97,20 @@ def test_a_campaigns_spend_is_recomputed_from_its_rollouts(arithmetic, alice, se
         assert calibration.cost_usd == by_version[calibration.task_version_id].quantize(Decimal("0.000001"))
     spend = selectors.environment_costs(environment=arithmetic, probe_model=model)
     assert spend["probe_usd"] == pytest.approx(float(total))
+    # The API gives each rollout's device time and cost, so a trainer can recompute the same sums.
+    secret = api_token_create(user=alice, name="costs", scopes=["read"])[1]
+    body = client.get("/api/v1/rollouts", {"campaign": campaign.pk}, HTTP_AUTHORIZATION=f"Bearer {secret}").json()
+    listed = {row["id"]: row for row in body["results"]}
+    assert len(listed) == 12
+    for rollout in rollouts:
+        row = listed[rollout.pk]
+        again = costs.rollout_cost(
+            price=price,
+            device_ms=row["device_ms"],
+            input_tokens=row["input_tokens"],
+            output_tokens=row["output_tokens"],
+        )
+        assert again == Decimal(str(row["cost_usd"])) == rollout.cost_usd
     # Within a batch (here: one task's round), a rollout that generated more tokens was charged more of
     # its device time.
     for version_id in by_version:
