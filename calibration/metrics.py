@@ -6,8 +6,10 @@ counters live in prometheus-client's multiprocess mode: every process that has
 `PROMETHEUS_MULTIPROC_DIR` in its environment when it starts writes its samples to files there, and
 /metrics adds them up (settings.PASSBAND_METRICS_DIR names the same folder; docker-compose shares it
 through the passband-data volume). Without it, /metrics shows this process's own counters only, as
-in tests and `--inline` runs. Queue depth and campaign progress are read when scraped, from the
-broker and the database, so any web process answers them exactly.
+in tests and `--inline` runs. `make run` (scripts/run-local.sh) names var/metrics for every
+process it starts, as compose names its volume. Queue depth and campaign progress are read when
+scraped, from the broker (Redis lists, or the filesystem broker's message files) and the
+database, so any web process answers them exactly.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def rollouts_verified(*, verdicts: list[tuple[str, str, float]]) -> None:
 
 
 class ScrapeTimeCollector(Collector):
-    """Queue depth per queue (Redis broker only) and the progress of running campaigns, read at scrape time."""
+    """Queue depth per queue (Redis or filesystem broker) and the progress of running campaigns, read at scrape time."""
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         yield from self._queues()
@@ -93,20 +95,22 @@ class ScrapeTimeCollector(Collector):
     def _queues(self) -> Iterator[GaugeMetricFamily]:
         from django.conf import settings
 
-        family = GaugeMetricFamily("passband_queue_depth", "Messages waiting in each Celery queue.", labels=["queue"])
-        if settings.CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
-            import redis
-
-            try:
-                client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=2)
-                with client.pipeline() as pipe:
-                    for queue in QUEUES:
-                        pipe.llen(queue)
-                    depths = pipe.execute()
-                for queue, depth in zip(QUEUES, depths):
-                    family.add_metric([queue], depth)
-            except redis.RedisError as error:
-                logger.warning("metrics: broker unreachable: %s", error)
+        url = settings.CELERY_BROKER_URL
+        help_text = "Messages waiting in each Celery queue."
+        depths: dict[str, int] = {}
+        try:
+            if url.startswith(("redis://", "rediss://")):
+                depths = _redis_depths(url)
+            elif url.startswith("filesystem://"):
+                depths = filesystem_depths(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
+            else:
+                help_text += f" Not read for the {url.partition(':')[0]} broker: only Redis and the filesystem broker."
+        except Exception as error:  # noqa: BLE001 - a scrape must answer; the gauge is left empty
+            logger.warning("metrics: broker unreachable: %s", error)
+            help_text += f" The broker did not answer ({type(error).__name__})."
+        family = GaugeMetricFamily("passband_queue_depth", help_text, labels=["queue"])
+        for queue, depth in depths.items():
+            family.add_metric([queue], depth)
         yield family
 
     def _campaigns(self) -> Iterator[GaugeMetricFamily]:
@@ -133,6 +137,28 @@ class ScrapeTimeCollector(Collector):
             items.add_metric([str(row["campaign_id"]), "done"], row["done"])
             items.add_metric([str(row["campaign_id"]), "open"], row["total"] - row["done"])
         yield items
+
+
+def _redis_depths(url: str) -> dict[str, int]:
+    import redis
+
+    client = redis.Redis.from_url(url, socket_timeout=2)
+    with client.pipeline() as pipe:
+        for queue in QUEUES:
+            pipe.llen(queue)
+        return dict(zip(QUEUES, pipe.execute()))
+
+
+def filesystem_depths(folder: str) -> dict[str, int]:
+    """Messages waiting per queue in kombu's filesystem broker: one file `<ms>_<uuid>.<queue>.msg` each
+    in its data folder, until a worker takes it (as Redis's list length counts)."""
+    depths = dict.fromkeys(QUEUES, 0)
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            queue = entry.name.partition(".")[2].removesuffix(".msg")
+            if queue in depths and entry.name.endswith(".msg"):
+                depths[queue] += 1
+    return depths
 
 
 def metrics_text(*, multiprocess_dir: str) -> tuple[bytes, str]:

@@ -131,6 +131,9 @@ class Rollout(models.Model):
     input_tokens = models.PositiveIntegerField(null=True)
     output_tokens = models.PositiveIntegerField(null=True)
     generation_ms = models.FloatField(null=True)
+    # Its share of the device time of its batch, by the tokens it generated (calibration/costs.py): what
+    # a model priced by the GPU-hour charges it. Null on rollouts from before it was recorded.
+    device_ms = models.FloatField(null=True)
     outcome = models.CharField(max_length=20, choices=Outcome.choices, null=True, blank=True)
     reward = models.FloatField(null=True)
     detail = models.TextField(blank=True)

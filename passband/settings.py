@@ -233,6 +233,10 @@ if PASSBAND_METRICS_DIR:
     Path(PASSBAND_METRICS_DIR).mkdir(parents=True, exist_ok=True)
 PASSBAND_METRICS_TOKEN = os.environ.get("PASSBAND_METRICS_TOKEN", "")
 
+# Generation speed assumed for a probe model with no rollouts yet, to estimate a probe's time and, for
+# a model priced by the GPU-hour, its cost (calibration/costs.py). Output tokens per second.
+PASSBAND_ESTIMATE_TOKENS_PER_SECOND = float(os.environ.get("PASSBAND_ESTIMATE_TOKENS_PER_SECOND", "50"))
+
 # Where converted model weights are cached (see engine/backends).
 PASSBAND_MODEL_CACHE = os.environ.get("PASSBAND_MODEL_CACHE", "")
 

@@ -23,9 +23,10 @@ from django.db.models import F, FilteredRelation, Q, QuerySet
 from django.utils import timezone
 
 from calibration.models import Band, ProbeModel
+from calibration.services.calibrations import thresholds_for
 from curation.models import Environment, TaskStatus, TaskVersion
 from curation.policy import tasks_visible_to
-from engine import formats
+from engine import formats, stats
 from engine.backends import model_store
 from releases import task_filters
 from releases.errors import ReleaseError
@@ -61,6 +62,7 @@ def export_versions(
     user: AbstractBaseUser | None = None,
     exclude_contaminated: bool = False,
     task_filter: task_filters.TaskFilter | None = None,
+    with_policy: bool = False,
 ) -> QuerySet[TaskVersion]:
     """Current task versions matching the filter, as record dicts with the calibration under the probe model.
 
@@ -69,6 +71,7 @@ def export_versions(
     calibration of that model (unique per version and model), no subqueries. Without a probe model
     the calibration fields are null. `user` limits to tasks they may see. `exclude_contaminated`
     leaves out versions with an open contamination flag (a public benchmark item).
+    `with_policy` adds `calibration_policy`, the sampling policy behind the band (for release_create).
     """
     if task_filter is None:
         task_filter = task_filters.task_filter_make(
@@ -88,6 +91,8 @@ def export_versions(
     )
     versions = task_filters.versions_matching(versions, task_filter=task_filter)
     calibration_fields = {name: F(f"calibration__{name}") for name in CALIBRATION_FIELDS}
+    if with_policy:
+        calibration_fields["calibration_policy"] = F("calibration__policy")
     return versions.values("pk", *CONTENT_FIELDS, **VERSION_FIELDS, **calibration_fields).order_by("pk")
 
 
@@ -167,11 +172,15 @@ def release_create(
     domain: str = "",
     allow_empty: bool = False,
     exclude_contaminated: bool = False,
+    include_thin_evidence: bool = False,
 ) -> Release:
     """Pin the matching current versions and their calibration; the files are built by `release_build`.
 
     Queues the build after the commit, so the worker always finds the release. Raises ReleaseError
     when no task matches, unless `allow_empty` (an empty release is then built, with a warning).
+    A task whose attempts are too few for its band (the stopping rule does not decide that band on
+    them: a calibration from before bands needed it, or from other thresholds) is left out, unless
+    `include_thin_evidence`; either way the manifest warns and names them.
     """
     versions = export_versions(
         environment=environment,
@@ -181,6 +190,7 @@ def release_create(
         domain=domain,
         user=user,
         exclude_contaminated=exclude_contaminated,
+        with_policy=True,
     )
     if not allow_empty and not versions.exists():
         filter_text = _filter_text(
@@ -191,6 +201,7 @@ def release_create(
             "nothing to release. Approve or probe tasks first, or ask for an empty release explicitly."
         )
     environments = Environment.objects.filter(pk=environment.pk) if environment else Environment.objects.all()
+    thresholds = {e.name: thresholds_for(e) for e in environments}
     with transaction.atomic():
         release = Release.objects.create(
             created_by=user,
@@ -203,19 +214,39 @@ def release_create(
                 "status": status or None,
                 "domain": domain or None,
                 "exclude_contaminated": exclude_contaminated,
+                "include_thin_evidence": include_thin_evidence,
             },
             thresholds={e.name: {"floor": e.floor, "retire_at": e.retire_at} for e in environments},
         )
-        _release_items_pin(release=release, versions=versions)
+        pinned, thin = _pin_items(
+            release=release, versions=versions, thresholds=thresholds, include_thin_evidence=include_thin_evidence
+        )
+        if thin and not pinned and not allow_empty:
+            raise ReleaseError(
+                f"Every matching task ({len(thin)}) has too few attempts for its band: nothing to release. "
+                "Probe them again, or ask to include tasks with thin evidence explicitly."
+            )
+        if thin:
+            release.manifest = {"warnings": [_thin_warning(thin, included=include_thin_evidence)]}
+            release.save(update_fields=["manifest"])
         # By name: the task module imports this one. The registered task honours eager mode and mocks.
         transaction.on_commit(lambda: current_app.tasks["releases.tasks.build_release"].delay(release.pk))
     return release
 
 
-def _release_items_pin(*, release: Release, versions) -> None:
-    """One item per matching version, with its calibration as it is now, written CHUNK_SIZE at a time."""
-    batch = []
+def _pin_items(
+    *, release: Release, versions: QuerySet, thresholds: dict[str, stats.Thresholds], include_thin_evidence: bool
+) -> tuple[int, list[str]]:
+    """Write the release's items, a chunk at a time; returns how many were pinned and the keys of tasks
+    whose attempts are too few for their band (pinned only with `include_thin_evidence`)."""
+    supported = _evidence_check(thresholds)
+    batch, pinned, thin = [], 0, []
     for record in versions.iterator(chunk_size=CHUNK_SIZE):
+        if record["band"] and not supported(record):
+            thin.append(record["task_key"])
+            if not include_thin_evidence:
+                continue
+        pinned += 1
         batch.append(
             ReleaseItem(
                 release=release,
@@ -228,6 +259,38 @@ def _release_items_pin(*, release: Release, versions) -> None:
             ReleaseItem.objects.bulk_create(batch)
             batch = []
     ReleaseItem.objects.bulk_create(batch)
+    return pinned, thin
+
+
+def _evidence_check(thresholds: dict[str, stats.Thresholds]):
+    """record -> whether its attempts decide its band (stats.evidence_decides), memoised by evidence."""
+    seen: dict[tuple, bool] = {}
+
+    def supported(record: dict) -> bool:
+        if record["band"] not in stats.BANDS:  # undecided and borderline claim nothing
+            return True
+        confidence = (record.get("calibration_policy") or {}).get("confidence", 0.95)
+        key = (record["environment"], record["band"], record["successes"], record["attempts"], confidence)
+        if key not in seen:
+            seen[key] = stats.evidence_decides(
+                band=record["band"],
+                successes=record["successes"] or 0,
+                attempts=record["attempts"] or 0,
+                thresholds=thresholds[record["environment"]],
+                confidence=confidence,
+            )
+        return seen[key]
+
+    return supported
+
+
+def _thin_warning(keys: list[str], *, included: bool) -> str:
+    shown = ", ".join(sorted(keys)[:20]) + (f" and {len(keys) - 20} more" if len(keys) > 20 else "")
+    what = "included because the release asked for them" if included else "left out"
+    return (
+        f"{len(keys)} task(s) have too few attempts for their band (the stopping rule does not decide it on "
+        f"them): {what}. Probe them again to decide their band. {shown}"
+    )
 
 
 def _filter_text(*, environment, probe_model, band, status, domain) -> str:
@@ -317,7 +380,8 @@ def _release_manifest(*, release: Release, files: dict[str, dict]) -> dict:
         "created_by": release.created_by.get_username(),
         "created_at": release.created_at.isoformat(),
         "files": files,
-        "warnings": [],
+        # Warnings from pinning (tasks with too few attempts for their band) come first.
+        "warnings": list((release.manifest or {}).get("warnings", [])),
     }
     if not manifest["tasks"]:
         manifest["warnings"].append(

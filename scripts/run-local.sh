@@ -10,6 +10,11 @@ PORT=${PORT:-8000}
 # never see Django's debug pages (web/debug.py).
 BIND=${PASSBAND_BIND:-127.0.0.1}
 mkdir -p var
+# Every process writes its metrics here and /metrics adds them up (calibration/metrics.py); files of
+# processes from an earlier run would add their old counts, so the folder is emptied first.
+export PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-${PASSBAND_VAR_DIR:-$PWD/var}/metrics}"
+mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
+find "$PROMETHEUS_MULTIPROC_DIR" -maxdepth 1 -name '*.db' -delete
 # Each worker in a session of its own: Ctrl-C then reaches only this script, which stops the main
 # processes in order. A signal sent to a worker's pool processes directly can leave its main process
 # waiting for a child that is gone, ignoring SIGTERM.

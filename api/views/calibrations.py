@@ -23,6 +23,9 @@ class CalibrationSerializer(serializers.Serializer):
     band = serializers.CharField()
     decided = serializers.BooleanField()
     grpo_signal = serializers.FloatField(allow_null=True)
+    cost_usd = serializers.DecimalField(
+        max_digits=14, decimal_places=6, coerce_to_string=False, help_text="Probing spend: its rollouts' cost_usd."
+    )
     flags = serializers.JSONField()
     updated_at = serializers.DateTimeField()
 
@@ -80,6 +83,15 @@ class RolloutSerializer(serializers.Serializer):
     detail = serializers.CharField()
     input_tokens = serializers.IntegerField(allow_null=True)
     output_tokens = serializers.IntegerField(allow_null=True)
+    device_ms = serializers.FloatField(
+        allow_null=True, help_text="Its share of its batch's device time, by the tokens it generated."
+    )
+    cost_usd = serializers.DecimalField(
+        max_digits=14,
+        decimal_places=8,
+        coerce_to_string=False,
+        help_text="Device time at the GPU-hour price plus tokens at the token prices (calibration/costs.py).",
+    )
     created_at = serializers.DateTimeField()
 
     # Token ids and logprobs exactly as the backend produced them, unpacked from their stored arrays.

@@ -31,6 +31,11 @@ class ReleaseRequest(serializers.Serializer):
         default=False,
         help_text="Leave out tasks flagged as contaminated (a public benchmark item); default: keep them.",
     )
+    include_thin_evidence = serializers.BooleanField(
+        default=False,
+        help_text="Keep tasks whose attempts are too few for their band (the stopping rule does not decide it); "
+        "default: leave them out. The manifest warns about them either way.",
+    )
     allow_empty = serializers.BooleanField(
         default=False, help_text="Build a release even when no task matches (its files hold no rows); default: refuse."
     )
@@ -106,6 +111,7 @@ class ReleaseCreate(base.IdOrderedList):
                 domain=data.get("domain", ""),
                 allow_empty=data["allow_empty"],
                 exclude_contaminated=data["exclude_contaminated"],
+                include_thin_evidence=data["include_thin_evidence"],
             )
         except ServiceError as error:
             raise ValidationError({"detail": str(error)}) from None

@@ -88,8 +88,8 @@ class Method:
 
 DEFAULT = stats.SamplingPolicy()  # calibrated rule, confidence 0.95, cap 256, rounds of 8
 METHODS = [
-    Method("fixed N=16", stats.SamplingPolicy(kind="fixed", fixed_n=16)),
-    Method("fixed N=64", stats.SamplingPolicy(kind="fixed", fixed_n=64)),
+    Method("fixed N=16", stats.SamplingPolicy(kind="fixed", fixed_n=16, labels="raw")),
+    Method("fixed N=64", stats.SamplingPolicy(kind="fixed", fixed_n=64, labels="raw")),
     Method("previous default (posterior rule + population prior, 0.95)", stats.SamplingPolicy(rule="posterior"), True),
     Method("previous rule, Jeffreys, 0.99", stats.SamplingPolicy(rule="posterior", confidence=0.99)),
     Method("**default: calibrated, 0.95, cap 256**", DEFAULT),

@@ -12,6 +12,7 @@ from calibration.selectors.campaigns import (
 from calibration.selectors.costs import cost_summary, environment_costs, task_cost
 from calibration.selectors.dashboards import (
     bands_over_time,
+    campaign_policy_in_use,
     campaigns_progress,
     model_comparison,
     operating_characteristic,
@@ -37,6 +38,7 @@ __all__ = [
     "SORTS",
     "bands_over_time",
     "campaign_band_table",
+    "campaign_policy_in_use",
     "campaign_progress",
     "calibrations_flagged",
     "campaigns_progress",

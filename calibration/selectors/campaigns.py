@@ -16,7 +16,6 @@ from django.db.models import (
 from django.utils import timezone
 
 from calibration.models import (
-    Calibration,
     Campaign,
     CampaignItem,
     FeedbackReport,
@@ -24,7 +23,12 @@ from calibration.models import (
     ProbeModel,
     Rollout,
 )
+from calibration.services.calibrations import policy_for, sampling_policy, thresholds_for
 from curation.models import TaskVersion
+from engine import stats
+
+# A campaign's task with no verdict from it yet (or ever: cancelled before its turn).
+NOT_PROBED = "not probed"
 
 
 def campaign_progress(*, campaign: Campaign) -> dict:
@@ -103,17 +107,48 @@ def _campaign_rate(*, campaign: Campaign, to_do: int) -> tuple[float | None, flo
 
 
 def campaign_band_table(*, campaign: Campaign) -> list[tuple[str, int]]:
-    """Tasks per band for the task versions of a campaign, under its probe model."""
-    rows = (
-        Calibration.objects.filter(
-            probe_model=campaign.probe_model,
-            task_version__in=CampaignItem.objects.filter(campaign=campaign).values("task_version"),
+    """Tasks per band from this campaign's own rollouts, under its own sampling policy.
+
+    Never the stored calibrations: those add up every campaign of the model on a version, so a
+    cancelled campaign with no rollouts would show another campaign's bands. The band is the same
+    rule a calibration shows (stats.calibration_verdict); tasks with no verdict from this campaign
+    are counted as "not probed".
+    """
+    counts = (
+        Rollout.objects.filter(campaign=campaign)
+        .values("task_version")
+        .annotate(
+            successes=Count("id", filter=Q(outcome=Outcome.PASS)),
+            failures=Count("id", filter=Q(outcome=Outcome.FAIL)),
+            verifier_errors=Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
+            generation_errors=Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
         )
-        .values("band")
-        .annotate(count=Count("id"))
-        .order_by("band")
+        .values_list("successes", "failures", "verifier_errors", "generation_errors")
+        .order_by()
     )
-    return [(row["band"], row["count"]) for row in rows]
+    thresholds, policy = thresholds_for(campaign.environment), policy_for(campaign)
+    bands: dict[tuple[int, int, int, int], str] = {}
+    tally: dict[str, int] = {}
+    for row in counts:
+        if row not in bands:
+            successes, failures, verifier_errors, generation_errors = row
+            if successes + failures + verifier_errors == 0:
+                bands[row] = NOT_PROBED
+            else:
+                bands[row] = stats.calibration_verdict(
+                    successes=successes,
+                    attempts=successes + failures,
+                    verifier_errors=verifier_errors,
+                    generation_errors=generation_errors,
+                    thresholds=thresholds,
+                    policy=sampling_policy(policy, attempts=successes + failures),
+                    verifier_trouble_share=settings.PASSBAND_VERIFIER_TROUBLE_SHARE,
+                ).band.value
+        tally[bands[row]] = tally.get(bands[row], 0) + 1
+    unprobed = CampaignItem.objects.filter(campaign=campaign).count() - sum(tally.values())
+    if unprobed > 0:
+        tally[NOT_PROBED] = tally.get(NOT_PROBED, 0) + unprobed
+    return sorted(tally.items())
 
 
 def rollouts_for_viewer(*, task_versions, outcome: str = "", search: str = "", probe_model: ProbeModel | None = None):

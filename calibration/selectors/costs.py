@@ -7,7 +7,9 @@
 - Band of a task: its current version's band under the probe model (the latest calibration when
   none is chosen).
 - In band: band in_band and neither rejected nor retired. Waste: retired, or band too_hard or retire.
-- Cost per in-band task: the environment's whole spend divided by its in-band tasks.
+- Probed: the current version has a calibration under the probe model. Cost per in-band task:
+  the authoring of the probed tasks plus all probing, divided by the in-band tasks (tasks never
+  probed could not have come out in band; calibration/costs.py, where every ratio is defined).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
+from calibration import costs
 from calibration.models import Band, Calibration, ProbeModel, Rollout
 from calibration.selectors.tasks import default_probe_model
 from curation.models import Environment, Task, TaskStatus, TaskVersion
@@ -81,14 +84,17 @@ def _spend_rows(*, environment: Environment | None, probe_model: ProbeModel | No
 
 def _zero_totals() -> dict:
     return {"tasks": 0, "authoring_usd": 0.0, "probe_usd": 0.0, "in_band_tasks": 0, "in_band_usd": 0.0,
-            "waste_tasks": 0, "waste_usd": 0.0}  # fmt: skip
+            "waste_tasks": 0, "waste_usd": 0.0, "probed_tasks": 0, "probed_authoring_usd": 0.0}  # fmt: skip
 
 
 def _with_ratios(total: dict) -> dict:
     total["total_usd"] = total["authoring_usd"] + total["probe_usd"]
-    total["cost_per_task_usd"] = total["total_usd"] / total["tasks"] if total["tasks"] else None
-    in_band = total["in_band_tasks"]
-    total["cost_per_in_band_task_usd"] = total["total_usd"] / in_band if in_band else None
+    total["cost_per_task_usd"] = costs.per_task(total["total_usd"], total["tasks"])
+    total["cost_per_in_band_task_usd"] = costs.per_in_band_task(
+        probed_authoring_usd=total["probed_authoring_usd"],
+        probing_usd=total["probe_usd"],
+        in_band_tasks=total["in_band_tasks"],
+    )
     return total
 
 
@@ -100,6 +106,9 @@ def _per_environment(rows: list[dict]) -> dict[str, dict]:
         total["tasks"] += row["tasks"]
         total["authoring_usd"] += row["authoring"]
         total["probe_usd"] += row["probing"]
+        if row["band"] is not None:
+            total["probed_tasks"] += row["tasks"]
+            total["probed_authoring_usd"] += row["authoring"]
         if row["spend_class"] in ("in_band", "waste"):
             total[row["spend_class"] + "_tasks"] += row["tasks"]
             total[row["spend_class"] + "_usd"] += spend
@@ -151,7 +160,8 @@ def cost_summary(*, environment: Environment | None, probe_model: ProbeModel | N
             "authoring_usd": total["authoring_usd"],
             "cost_per_task_usd": total["cost_per_task_usd"],
             "cost_per_in_band_task_usd": total["cost_per_in_band_task_usd"],
-            "probing_per_task_usd": total["probe_usd"] / total["tasks"] if total["tasks"] else None,
+            "probed_tasks": total["probed_tasks"],
+            "probing_per_task_usd": costs.per_task(total["probe_usd"], total["tasks"]),
         }
         for name, total in sorted(_per_environment(rows).items())
     ]

@@ -325,23 +325,29 @@ def campaigns_progress(
 
 
 def operating_characteristic(*, environment: Environment) -> dict:
-    """What the adaptive stopping rule promises on this environment, exactly (no simulation).
+    """What the stopping rule promises on this environment, exactly (no simulation), under the
+    sampling policy its campaigns used.
 
     For each true pass rate: the probability of each label, of a wrong one (outside the
     indifference zones), and the rollouts it spends on average. The policy is that of the
-    environment's latest adaptive campaign, or the default adaptive policy.
+    environment's latest campaign, fixed N or adaptive (the default adaptive policy when it has
+    none); `policy` says which, with the campaign it came from. Under a fixed policy the fourth
+    label is "undecided after N", the tasks whose N attempts do not decide a band.
     """
-    campaign = environment.campaigns.filter(policy=Campaign.Policy.ADAPTIVE).order_by("-created_at").first()
-    policy = sampling_policy(policy_for(campaign), attempts=0) if campaign else stats.SamplingPolicy(kind="adaptive")
+    campaign, policy = _latest_policy(environment)
     thresholds = thresholds_for(environment)
     curve = stats.operating_characteristic_curve(thresholds=thresholds, policy=policy)
+    fixed = policy.kind == "fixed"
     return {
         "environment": environment.name,
         "policy": {
-            "round_size": policy.round_size,
-            "cap": policy.cap,
+            "kind": policy.kind,
+            "description": policy_description(policy),
+            "round_size": policy.fixed_n if fixed else policy.round_size,
+            "cap": policy.fixed_n if fixed else policy.cap,
             "confidence": policy.confidence,
             "from_campaign": campaign.pk if campaign else None,
+            "undecided_label": f"P(undecided after {policy.fixed_n})" if fixed else "P(borderline at the cap)",
         },
         "floor": environment.floor,
         "retire_at": environment.retire_at,
@@ -350,4 +356,32 @@ def operating_characteristic(*, environment: Environment) -> dict:
         "labels": curve.label_probabilities,
         "wrong": curve.wrong,
         "expected_rollouts": curve.expected_attempts,
+    }
+
+
+def policy_description(policy: stats.SamplingPolicy) -> str:
+    """A sampling policy in words, as the dashboard states it."""
+    if policy.kind == "fixed":
+        return (
+            f"fixed N = {policy.fixed_n} rollouts per task, a band only where those {policy.fixed_n} attempts "
+            f"decide it at confidence {policy.confidence}, else undecided"
+        )
+    return f"adaptive: rounds of {policy.round_size}, at most {policy.cap} rollouts, confidence {policy.confidence}"
+
+
+def _latest_policy(environment: Environment) -> tuple[Campaign | None, stats.SamplingPolicy]:
+    """The environment's latest campaign and its sampling policy (the default adaptive one without)."""
+    campaign = environment.campaigns.order_by("-created_at", "-pk").first()
+    if campaign is None:
+        return None, stats.SamplingPolicy(kind="adaptive")
+    return campaign, sampling_policy(policy_for(campaign), attempts=campaign.max_rollouts)
+
+
+def campaign_policy_in_use(*, environment: Environment) -> dict:
+    """The sampling policy the dashboard's promise is about, in words, and the campaign it came from."""
+    campaign, policy = _latest_policy(environment)
+    return {
+        "campaign": campaign.pk if campaign else None,
+        "kind": policy.kind,
+        "description": policy_description(policy),
     }

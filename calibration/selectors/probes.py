@@ -6,9 +6,11 @@ from __future__ import annotations
 import random
 from decimal import Decimal
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Avg, Count, Max, Min
+from django.db.models import Avg, Count, Max
 
+from calibration import costs
 from calibration.models import Campaign, ProbeModel, Rollout
 from calibration.selectors.tasks import tasks_with_calibration
 from curation.models import Environment, Task, TaskStatus
@@ -53,40 +55,39 @@ def probe_task_versions(
 
 
 def probe_estimate(*, probe_model: ProbeModel, tasks: int, rollouts: int, max_new_tokens: int) -> dict:
-    """What a probe of `tasks` tasks with `rollouts` each should cost and take, from this model's
-    stored rollouts (mean cost per rollout; the rate of its most recent campaign).
-
-    With no history, the cost is the token price of every rollout spending its whole budget and
-    the time is unknown (None). An adaptive probe stops early, so these are upper bounds for it.
-    """
-    count = tasks * rollouts
-    history = Rollout.objects.filter(probe_model=probe_model).aggregate(
-        rollouts=Count("id"), cost=Avg("cost_usd"), output_tokens=Avg("output_tokens")
-    )
+    """What a probe of `tasks` tasks with `rollouts` each should cost and take (costs.probe_estimate):
+    from this model's stored rollouts and the pace of its latest campaign, or from its prices."""
+    history = Rollout.objects.filter(probe_model=probe_model).aggregate(rollouts=Count("id"), cost=Avg("cost_usd"))
+    known = None
     if history["rollouts"]:
-        # Output-token prices scale with the budget only if rollouts used to hit it; keep the mean.
-        cost = Decimal(history["cost"] or 0) * count
-        basis = f"the mean of {history['rollouts']:,} stored rollouts of {probe_model.name}"
-    else:
-        per_rollout = (
-            Decimal(200) * probe_model.usd_per_million_input_tokens
-            + Decimal(max_new_tokens) * probe_model.usd_per_million_output_tokens
-        ) / Decimal(1_000_000)
-        cost = per_rollout * count
-        basis = (
-            f"token prices, every rollout using its {max_new_tokens}-token budget "
-            f"(no rollouts of {probe_model.name} yet)"
+        known = costs.History(
+            rollouts=history["rollouts"],
+            mean_cost_usd=Decimal(history["cost"] or 0),
+            seconds_per_rollout=_seconds_per_rollout(probe_model),
         )
-    seconds = None
+    return costs.probe_estimate(
+        model_name=probe_model.name,
+        price=costs.Price.of(probe_model),
+        rollouts=tasks * rollouts,
+        max_new_tokens=max_new_tokens,
+        history=known,
+        assumed_tokens_per_second=settings.PASSBAND_ESTIMATE_TOKENS_PER_SECOND,
+    ).as_dict()
+
+
+def _seconds_per_rollout(probe_model: ProbeModel) -> float | None:
+    """Wall seconds per rollout of the model's latest campaign: from its start to its last rollout
+    stored or verified, over its rollouts. A job writes its rollouts at one instant, so the spread of
+    their timestamps alone would say a whole campaign took no time."""
     latest = Campaign.objects.filter(probe_model=probe_model, rollouts__isnull=False).order_by("-created_at").first()
-    if latest is not None:
-        span = Rollout.objects.filter(campaign=latest).aggregate(
-            n=Count("id"), first=Min("created_at"), last=Max("created_at")
-        )
-        elapsed = (span["last"] - span["first"]).total_seconds()
-        if span["n"] > 1 and elapsed > 0:
-            seconds = count * elapsed / (span["n"] - 1)
-    return {"rollouts": count, "cost_usd": float(cost), "seconds": seconds, "basis": basis}
+    if latest is None:
+        return None
+    span = Rollout.objects.filter(campaign=latest).aggregate(
+        n=Count("id"), stored=Max("created_at"), verified=Max("verified_at")
+    )
+    last = max(moment for moment in (span["stored"], span["verified"]) if moment is not None)
+    elapsed = (last - latest.created_at).total_seconds()
+    return elapsed / span["n"] if span["n"] and elapsed > 0 else None
 
 
 def probes_running(*, environment: Environment, probe_model: ProbeModel) -> list[Campaign]:

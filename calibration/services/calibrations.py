@@ -54,9 +54,9 @@ def sampling_policy(policy: dict, *, attempts: int) -> stats.SamplingPolicy:
         return stats.SamplingPolicy(
             kind="adaptive", round_size=policy["round_size"], cap=cap, confidence=policy.get("confidence", 0.95)
         )
-    # Fixed N, as papers do: label by the raw pass rate of the attempts there are (errors are
-    # not attempts, so a fixed-N campaign may end with fewer than N).
-    return stats.SamplingPolicy(kind="fixed", fixed_n=max(1, attempts))
+    # Fixed N: the attempts there are (errors are not attempts, so a fixed-N campaign may end with
+    # fewer than N), banded only where the stopping rule's claims hold on them; else undecided.
+    return stats.SamplingPolicy(kind="fixed", fixed_n=max(1, attempts), confidence=policy.get("confidence", 0.95))
 
 
 # Marks "compute the environment's population prior here" in calibration_refresh.

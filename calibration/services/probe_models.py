@@ -101,16 +101,3 @@ def sampling_params(probe_model: ProbeModel, *, max_new_tokens: int | None = Non
         max_new_tokens=max_new_tokens or probe_model.max_new_tokens,
         stop=tuple(probe_model.stop),
     )
-
-
-def _rollout_cost(probe_model: ProbeModel, *, device_ms: float | None, input_tokens, output_tokens) -> Decimal:
-    """Dollars for one rollout: its share of device time at the GPU-hour price, plus token prices."""
-    cost = Decimal(0)
-    if probe_model.usd_per_gpu_hour and device_ms:
-        hours = Decimal(str(device_ms)) / Decimal(3_600_000)
-        cost += hours * probe_model.usd_per_gpu_hour * probe_model.gpus
-    if input_tokens:
-        cost += Decimal(input_tokens) * probe_model.usd_per_million_input_tokens / Decimal(1_000_000)
-    if output_tokens:
-        cost += Decimal(output_tokens) * probe_model.usd_per_million_output_tokens / Decimal(1_000_000)
-    return cost.quantize(Decimal("0.00000001"))

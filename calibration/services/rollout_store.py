@@ -12,13 +12,11 @@ import psycopg
 from django.db import connection
 from django.utils import timezone
 
+from calibration import costs
 from calibration.models import (
     Campaign,
     Outcome,
     Rollout,
-)
-from calibration.services.probe_models import (
-    _rollout_cost,
 )
 from curation.models import TaskVersion
 from engine import backends
@@ -45,6 +43,7 @@ ROLLOUT_INSERT_COLUMNS = (
     ("input_tokens", "integer"),
     ("output_tokens", "integer"),
     ("generation_ms", "float8"),
+    ("device_ms", "float8"),
     ("outcome", "text"),
     ("detail", "text"),
     ("cost_usd", "numeric"),
@@ -134,8 +133,9 @@ def rollout_row(
         "outcome": Outcome.GENERATION_ERROR if failed else None,
         "detail": f"generation failed: {generation.error}" if failed else "",
         "episode": episode,
-        "cost_usd": _rollout_cost(
-            probe_model,
+        "device_ms": device_ms,
+        "cost_usd": costs.rollout_cost(
+            price=costs.Price.of(probe_model),
             device_ms=device_ms,
             input_tokens=generation.input_tokens,
             output_tokens=generation.output_tokens,

@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from calibration import metrics
+from calibration import costs, metrics
 from calibration.models import (
     Band,
     Campaign,
@@ -135,13 +135,14 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
         "revision": probe_model.revision,
     }
     rows: list[dict] = []
-    for version, indices, seeds, seconds, generations, episodes in _generate_all(
+    for version, indices, seeds, device_times, generations, episodes in _generate_all(
         campaign=campaign, probe_model=probe_model, params=params, work=work
     ):
         # The samples of a round share the device (one batch, or concurrent requests): each rollout is
-        # charged an equal share of the round's wall time, not its own latency, so a batch is paid once.
-        device_ms_per_rollout = seconds * 1000 / max(len(generations), 1)
-        for index, seed, generation, episode in zip(indices, seeds, generations, episodes, strict=True):
+        # charged its share of the round's wall time by the tokens it generated, so a batch is paid once.
+        for index, seed, generation, episode, device_ms in zip(
+            indices, seeds, generations, episodes, device_times, strict=True
+        ):
             rows.append(
                 rollout_row(
                     campaign=campaign,
@@ -151,7 +152,7 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
                     generation=generation,
                     episode=episode,
                     sampling=sampling,
-                    device_ms=device_ms_per_rollout,
+                    device_ms=device_ms,
                 )
             )
     stored = rollouts_insert(rows)
@@ -166,11 +167,12 @@ def _generate_all(
     params: backends.SamplingParams,
     work: list[tuple[TaskVersion, list[int]]],
 ):
-    """Sample every (version, indices) of `work`; yields (version, indices, seeds, seconds, generations, episodes).
+    """Sample every (version, indices) of `work`; yields (version, indices, seeds, device ms per sample,
+    generations, episodes).
 
     Plain prompts go to the backend together (a server sees the whole batch at once), and each
-    version is charged the batch's wall time in proportion to its samples; tool-use episodes run
-    one version after another.
+    sample is charged the batch's wall time in proportion to the tokens it generated
+    (costs.device_time_shares); tool-use episodes run one version after another.
     """
     seeds_of = {
         version.pk: [
@@ -188,16 +190,26 @@ def _generate_all(
         results = backend_for_probe_model(probe_model).generate_many(
             prompts=[(version.prompt, seeds_of[version.pk]) for version, _ in plain], params=params
         )
-        elapsed, total = time.perf_counter() - started, sum(len(indices) for _, indices in plain)
+        elapsed = time.perf_counter() - started
+        shares = iter(
+            costs.device_time_shares(
+                seconds=elapsed,
+                output_tokens=[generation.output_tokens for generations in results for generation in generations],
+            )
+        )
         for (version, indices), generations in zip(plain, results, strict=True):
-            seconds = elapsed * len(indices) / total
-            yield version, indices, seeds_of[version.pk], seconds, generations, [None] * len(generations)
+            device_ms = [next(shares) for _ in generations]
+            yield version, indices, seeds_of[version.pk], device_ms, generations, [None] * len(generations)
     for version, indices in episodic:
         started = time.perf_counter()
         generations, episodes = _episodes_generate(
             version=version, probe_model=probe_model, seeds=seeds_of[version.pk], params=params
         )
-        yield version, indices, seeds_of[version.pk], time.perf_counter() - started, generations, episodes
+        device_ms = costs.device_time_shares(
+            seconds=time.perf_counter() - started,
+            output_tokens=[generation.output_tokens for generation in generations],
+        )
+        yield version, indices, seeds_of[version.pk], device_ms, generations, episodes
 
 
 def rollouts_verify(*, campaign_id: int, task_version_ids: int | list[int]) -> int:

@@ -31,7 +31,7 @@ from engine.stats.posterior import (
 )
 from engine.stats.sequential import SamplingPolicy, decision_codes
 
-__all__ = ["Assessment", "assess"]
+__all__ = ["Assessment", "assess", "evidence_decides"]
 
 
 @dataclass(frozen=True)
@@ -43,13 +43,14 @@ class Assessment:
       counts except for discounted (drift) evidence.
     * ``pass_rate``: the posterior mean, defined with no attempts and never exactly 0 or 1.
     * ``observed_rate``: effective successes / effective attempts (None with no attempts); a
-      fixed policy labels by this, as papers do.
+      fixed policy with ``labels="raw"`` labels by this, as papers do.
     * ``interval_low``, ``interval_high``: two-sided equal-tailed posterior interval at
       ``interval_level`` (the Jeffreys interval under the default prior).
     * ``band``: too_hard, in_band, retire, undecided or borderline.
     * ``band_probabilities``: posterior P(too_hard), P(in_band), P(retire).
     * ``grpo_signal``: posterior expected probability that a group of ``group_size`` is mixed.
-    * ``decided``: a band was decided (with the stated confidence, for adaptive sampling).
+    * ``decided``: a band was decided, with the stated confidence (whatever the policy, unless a
+      fixed policy asks for raw labels).
     * ``next_round``: rollouts to request next; 0 when sampling is over (decided or borderline).
     * ``posterior``, ``prior``: the Beta distributions used.
     """
@@ -138,12 +139,10 @@ def _band_decision(
     policy: SamplingPolicy,
     prior: Beta,
 ) -> tuple[Band, bool, int]:
-    """The policy's rule: (band, decided, rollouts to request next). A fixed policy bands the observed
-    rate once it has its n; an adaptive one stops when the stopping table decides or at the cap."""
-    if policy.kind == "fixed":
-        if attempts_toward_cap >= policy.fixed_n and observed_rate is not None:
-            return band_for_rate(pass_rate=observed_rate, thresholds=thresholds), True, 0
-        return UNDECIDED, False, policy.fixed_n - attempts_toward_cap
+    """The policy's rule: (band, decided, rollouts to request next). Either policy claims a band only
+    when the interval rule decides it; a fixed one stops at its n (undecided if the interval still
+    straddles a threshold, or, with labels "raw", the observed rate's band as papers report it); an
+    adaptive one stops when the stopping table decides or at the cap."""
     code = CONTINUE
     if attempts > 0:  # the prior alone never decides
         code = int(
@@ -155,6 +154,14 @@ def _band_decision(
                 prior=prior,
             )[0]
         )
+    if policy.kind == "fixed":
+        if attempts_toward_cap < policy.fixed_n or observed_rate is None:
+            return UNDECIDED, False, policy.fixed_n - attempts_toward_cap
+        if policy.labels == "raw":
+            return band_for_rate(pass_rate=observed_rate, thresholds=thresholds), True, 0
+        if code != CONTINUE:
+            return BANDS[code], True, 0
+        return UNDECIDED, False, 0  # N attempts, and the interval still straddles a threshold
     if code != CONTINUE:
         return BANDS[code], True, 0
     if attempts_toward_cap >= policy.cap:
@@ -193,3 +200,18 @@ def assess(
         group_size=group_size,
         interval_level=interval_level,
     )
+
+
+def evidence_decides(
+    *, band: str, successes: int, attempts: int, thresholds: Thresholds, confidence: float = 0.95
+) -> bool:
+    """Whether ``successes`` passes in ``attempts`` decide ``band`` under the stopping rule.
+
+    What a release asks of each task it pins: a calibration stored before bands needed the rule
+    (or under other thresholds) may claim a band its attempts do not support. False for a band
+    that is not one of too_hard, in_band, retire, and for no attempts.
+    """
+    if band not in BANDS or attempts <= 0:
+        return False
+    policy = SamplingPolicy(kind="fixed", fixed_n=int(attempts), confidence=confidence)
+    return assess(successes=successes, attempts=attempts, thresholds=thresholds, policy=policy).band == band

@@ -67,8 +67,11 @@ class SamplingPolicy:
     ``kind="adaptive"``: rounds of ``round_size`` rollouts (one GRPO group) until the stopping
     rule decides a band, or ``cap`` rollouts are spent (then ``borderline``). ``rule`` picks the
     stopping rule (module docstring); ``confidence`` sets how much evidence it needs.
-    ``kind="fixed"``: exactly ``fixed_n`` rollouts, then the band of the raw pass rate, as papers
-    do. Invalid values raise ``ValueError`` naming the field.
+    ``kind="fixed"``: exactly ``fixed_n`` rollouts, then a band only where the stopping rule's
+    claims hold on those ``fixed_n`` attempts (``labels="interval"``, what the app shows: 2 passes
+    in 4 straddle the retire line and stay undecided), or the band of the raw pass rate
+    (``labels="raw"``, as papers do; the benchmark's baseline). Invalid values raise
+    ``ValueError`` naming the field.
     """
 
     kind: Literal["adaptive", "fixed"] = "adaptive"
@@ -77,12 +80,15 @@ class SamplingPolicy:
     cap: int = 256
     fixed_n: int = 16
     rule: Literal["calibrated", "posterior"] = "calibrated"
+    labels: Literal["interval", "raw"] = "interval"
 
     def __post_init__(self) -> None:
         if self.kind not in ("adaptive", "fixed"):
             raise ValueError(f"SamplingPolicy.kind must be 'adaptive' or 'fixed'; got {self.kind!r}")
         if self.rule not in ("calibrated", "posterior"):
             raise ValueError(f"SamplingPolicy.rule must be 'calibrated' or 'posterior'; got {self.rule!r}")
+        if self.labels not in ("interval", "raw"):
+            raise ValueError(f"SamplingPolicy.labels must be 'interval' or 'raw'; got {self.labels!r}")
         for name in ("round_size", "cap", "fixed_n"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:

@@ -46,8 +46,8 @@ class StoppingTable:
 
     ``attempts[k]`` is the number of rollouts after round k; ``labels[k][s]`` is the code
     (index into LABELS, or CONTINUE) that ``assess`` gives for s passes at that point.
-    The last round never continues: it decides, or labels borderline (adaptive) or by the raw
-    pass rate (fixed).
+    The last round never continues: it decides, or labels borderline (adaptive, and fixed with
+    interval labels: not decided after N) or by the raw pass rate (fixed with raw labels).
     """
 
     attempts: tuple[int, ...]
@@ -63,14 +63,15 @@ def stopping_table(
     schedule = round_schedule(policy)
     for attempts in schedule:
         successes = np.arange(attempts + 1)
-        if policy.kind == "fixed":
+        if policy.kind == "fixed" and policy.labels == "raw":
             rate = successes / attempts
             codes = np.where(rate < thresholds.floor, 0, np.where(rate < thresholds.retire_at, 1, 2))
         else:
             codes = decision_codes(
                 successes=successes, attempts=attempts, thresholds=thresholds, policy=policy, prior=prior
             )
-            if attempts >= policy.cap:
+            # At the cap (adaptive) or after N (fixed, interval labels), undecided is the borderline code.
+            if policy.kind == "fixed" or attempts >= policy.cap:
                 codes = np.where(codes == CONTINUE, LABELS.index(BORDERLINE), codes)
         labels.append(codes.astype(np.int8))
     return StoppingTable(attempts=tuple(schedule), labels=tuple(labels))

@@ -174,7 +174,7 @@ async function drawOperatingCharacteristic(element) {
   const label = (band, name) => ({ type: "scatter", mode: "lines", name, x, y: data.labels[band], line: { color: BAND_COLOURS[band] || "#666" } });
   const zone = ([low, high]) => ({ type: "rect", xref: "x", yref: "paper", x0: 100 * low, x1: 100 * high, y0: 0, y1: 1, fillcolor: "#eef0f4", line: { width: 0 }, layer: "below" });
   Plotly.newPlot(element, [
-    label("too_hard", "P(too hard)"), label("in_band", "P(in band)"), label("retire", "P(retire)"), label("borderline", "P(borderline at the cap)"),
+    label("too_hard", "P(too hard)"), label("in_band", "P(in band)"), label("retire", "P(retire)"), label("borderline", data.policy.undecided_label),
     { type: "scatter", mode: "lines", name: "P(wrong)", x, y: data.wrong, line: { color: "#b00020", dash: "dot" } },
     { type: "scatter", mode: "lines", name: "mean rollouts", x, y: data.expected_rollouts, yaxis: "y2", line: { color: "#555", dash: "dash" } },
   ], {
@@ -192,7 +192,7 @@ async function drawOperatingCharacteristic(element) {
     return !(rate >= data.zones.floor[0] && rate < data.zones.floor[1]) && !(rate >= data.zones.retire[0] && rate < data.zones.retire[1]);
   }));
   const summary = document.getElementById("oc-summary");
-  if (summary) summary.textContent = `Rounds of ${data.policy.round_size}, at most ${data.policy.cap} rollouts, confidence ${data.policy.confidence}: ` +
+  if (summary) summary.textContent = `${data.policy.description[0].toUpperCase()}${data.policy.description.slice(1)}: ` +
     `outside the zones a label is wrong at most ${(100 * worst).toFixed(1)}% of the time.`;
 }
 

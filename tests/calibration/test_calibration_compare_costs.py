@@ -108,7 +108,9 @@ def test_costs_sum_rollouts_and_versions_without_double_counting(client, arithme
     # In band under "large": b (current version) only; c is retire, a is in band, d retired.
     assert costs["in_band_tasks"] == 2  # a and b
     assert costs["in_band_usd"] == pytest.approx(250 + 0.06 + 350 + 0.12)
-    assert costs["cost_per_in_band_task_usd"] == pytest.approx(costs["total_usd"] / 2)
+    # Per in-band task: the authoring of the probed tasks ("e" never was, under "large") plus all probing.
+    assert costs["probed_tasks"] == 4
+    assert costs["cost_per_in_band_task_usd"] == pytest.approx((1350 - 250 + 0.36) / 2)
     assert costs["waste_tasks"] == 2 and costs["waste_usd"] == pytest.approx(
         2 * (250 + 0.06)
     )  # c (retire), d (retired)

@@ -31,12 +31,13 @@ def test_verifier_trouble_share_is_a_setting(arithmetic, alice, settings):
     version = arithmetic.tasks.get().current_version
     with scripted_model("scripted", {}) as (model, _server):
         campaign = services.campaign_start(
-            environment=arithmetic, probe_model=model, created_by=alice, rollouts=8, enqueue=False
+            environment=arithmetic, probe_model=model, created_by=alice, rollouts=96, enqueue=False
         )
-    outcomes = [Outcome.FAIL] * 6 + [Outcome.ERROR, Outcome.TIMEOUT]  # 25% of verdicts are errors
+    # 25% of verdicts are errors; 72 failures are enough to call a task too hard.
+    outcomes = [Outcome.FAIL] * 72 + [Outcome.ERROR, Outcome.TIMEOUT] * 12
     calibration = stored_outcomes(campaign, version, outcomes)
     assert "verifier_trouble" in calibration.flags and calibration.band == Band.UNDECIDED  # not called hard
-    assert calibration.verifier_errors == 2 and "zero_variance" in calibration.flags
+    assert calibration.verifier_errors == 24 and "zero_variance" in calibration.flags
     settings.PASSBAND_VERIFIER_TROUBLE_SHARE = 0.3
     calibration = services.calibration_refresh(task_version=version, probe_model=model)
     assert "verifier_trouble" not in calibration.flags and calibration.band == Band.TOO_HARD
@@ -49,7 +50,13 @@ def test_strong_model_failing_an_audited_task_flags_it_for_review(arithmetic, al
     assert all(task.current_version.audit_passed for task in arithmetic.tasks.all())
     with scripted_model("frontier", {"unfair": 0.0, "fine": 0.5}, strong=strong) as (model, _server):
         campaign = services.campaign_start(
-            environment=arithmetic, probe_model=model, created_by=alice, rollouts=8, seed=1, enqueue=False
+            # 72 failures decide too_hard; 8 would leave the task undecided, and the flag needs the band.
+            environment=arithmetic,
+            probe_model=model,
+            created_by=alice,
+            rollouts=72,
+            seed=1,
+            enqueue=False,
         )
         services.campaign_run_inline(campaign=campaign)
     flags = {

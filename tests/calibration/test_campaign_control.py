@@ -92,8 +92,39 @@ def test_gpu_hour_price_charges_each_round_once_shared_by_its_rollouts(arithmeti
         started = time.perf_counter()
         services.campaign_run_inline(campaign=campaign)
         whole_run_seconds = time.perf_counter() - started
-    costs = [rollout.cost_usd for rollout in campaign.rollouts.all()]
-    # $3,600 per GPU-hour × 2 GPUs is $2 per second of the round's wall time, shared equally by its
-    # four concurrent rollouts: together they cost no more than the whole run took, not four times it.
-    assert len(costs) == 4 and len(set(costs)) == 1 and costs[0] > 0
+    rollouts = list(campaign.rollouts.all())
+    costs = [rollout.cost_usd for rollout in rollouts]
+    # $3,600 per GPU-hour × 2 GPUs is $2 per second of the round's wall time, shared by its four
+    # concurrent rollouts by the tokens each generated: together they cost no more than the whole
+    # run took, not four times it, and a longer answer costs more.
+    assert len(costs) == 4 and all(cost > 0 for cost in costs)
     assert sum(costs) <= Decimal(2 * whole_run_seconds) + Decimal("0.0001")
+    by_length = sorted(rollouts, key=lambda rollout: rollout.output_tokens)
+    assert by_length[0].output_tokens < by_length[-1].output_tokens and by_length[0].cost_usd < by_length[-1].cost_usd
+
+
+def test_each_campaign_page_shows_the_bands_of_its_own_rollouts(client, arithmetic, alice, fake_server):
+    """Campaign #1 is cancelled before any rollout; #2 probes the same tasks with the same model."""
+    import_tasks(
+        arithmetic,
+        alice,
+        *[{"key": f"t{i}", "prompt": f"Say 42 ({i})", "answer": "42", "verifier": {"kind": "exact"}} for i in range(2)],
+    )
+    cancelled = start(arithmetic, alice, fake_server, rollouts=4, round_size=4, seed=1)
+    services.campaign_set_status(campaign=cancelled, status=Campaign.Status.CANCELLED)
+    second = services.campaign_start(
+        environment=arithmetic,
+        probe_model=cancelled.probe_model,
+        created_by=alice,
+        rollouts=8,
+        round_size=8,
+        seed=2,
+        enqueue=False,
+    )
+    services.campaign_run_inline(campaign=second)
+    assert selectors.campaign_band_table(campaign=cancelled) == [("not probed", 2)]
+    own = dict(selectors.campaign_band_table(campaign=second))
+    assert sum(own.values()) == 2 and "not probed" not in own
+    client.force_login(alice)
+    page = client.get(f"/campaigns/{cancelled.pk}/").content.decode()
+    assert "not probed 2" in page and "in_band" not in page and "undecided" not in page

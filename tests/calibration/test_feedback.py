@@ -116,7 +116,13 @@ def test_beat_reprobes_too_hard_and_retired_tasks_with_a_small_probability(arith
     import_scripted(arithmetic, alice, rates)
     with scripted_model("scripted", rates) as (model, _server):
         campaign = services.campaign_start(
-            environment=arithmetic, probe_model=model, created_by=alice, rollouts=8, seed=5, enqueue=False
+            # 72 failures: enough to decide too_hard (8 would leave "never" undecided).
+            environment=arithmetic,
+            probe_model=model,
+            created_by=alice,
+            rollouts=72,
+            seed=5,
+            enqueue=False,
         )
         services.campaign_run_inline(campaign=campaign)
     assert Calibration.objects.get(task_version__task__key="never").band == Band.TOO_HARD

@@ -53,9 +53,11 @@ def test_the_estimate_comes_first_then_the_confirmed_sample_starts(client, alice
     response = post(client, alice, scope="sample", sample_size="5", sample_seed="11", rollouts="4", max_new_tokens="50")
     page = response.content.decode()
     assert response.status_code == 200 and not Campaign.objects.exists()
-    # No rollouts of this model yet: token prices, each rollout spending its whole budget.
+    # No rollouts of this model yet: token prices, each rollout spending its whole budget, and the
+    # time at the assumed 50 tokens per second (20 rollouts of 50 tokens: 20 s).
     assert "5 tasks" in page and "= 20 rollouts of at most 50 new tokens" in page
-    assert 'id="estimate-cost">$0.0100<' in page and "unknown until the first rollouts" in page
+    assert 'id="estimate-cost">$0.0100<' in page and 'id="estimate-time">20 s<' in page
+    assert "assumed 50 tokens per second" in page
     response = post(
         client, alice, scope="sample", sample_size="5", sample_seed="11", rollouts="4", max_new_tokens="50", confirm="1"
     )

@@ -15,6 +15,7 @@ from scipy import stats as scipy_stats
 from scipy.special import expit, logit
 
 from engine.stats import (
+    BANDS,
     BORDERLINE,
     IN_BAND,
     JEFFREYS_PRIOR,
@@ -352,17 +353,51 @@ def test_labels_far_from_the_thresholds_are_right_with_high_probability():
 # --- fixed policy ------------------------------------------------------------------------------
 
 
-def test_fixed_policy_labels_by_the_raw_pass_rate_after_fixed_n():
-    fixed = SamplingPolicy(kind="fixed", fixed_n=16)
+def test_fixed_policy_with_raw_labels_labels_by_the_raw_pass_rate_after_fixed_n():
+    fixed = SamplingPolicy(kind="fixed", fixed_n=16, labels="raw")  # the papers' rule, the benchmark's baseline
     waiting = assess(successes=0, attempts=10, thresholds=THRESHOLDS, policy=fixed)
     assert (waiting.band, waiting.next_round, waiting.decided) == (UNDECIDED, 6, False)
     assert assess(successes=0, attempts=16, thresholds=THRESHOLDS, policy=fixed).band == TOO_HARD
     one_pass = assess(successes=1, attempts=16, thresholds=THRESHOLDS, policy=fixed)
     assert (one_pass.band, one_pass.observed_rate, one_pass.next_round) == (IN_BAND, 1 / 16, 0)
-    fixed_ten = SamplingPolicy(kind="fixed", fixed_n=10)
+    fixed_ten = SamplingPolicy(kind="fixed", fixed_n=10, labels="raw")
     assert assess(successes=7, attempts=10, thresholds=THRESHOLDS, policy=fixed_ten).band == RETIRE  # 70% retires
     # The stopping rule is not consulted: 16 of 16 after 8 would retire adaptively.
     assert assess(successes=8, attempts=8, thresholds=THRESHOLDS, policy=fixed).band == UNDECIDED
+
+
+def test_fixed_policy_decides_a_band_only_where_the_interval_rule_does():
+    """Four attempts prove nothing: 2/4 straddles the retire line and 0/4 the floor; both stay undecided."""
+    four = SamplingPolicy(kind="fixed", fixed_n=4)
+    for successes in (0, 2, 3, 4):
+        result = assess(successes=successes, attempts=4, thresholds=THRESHOLDS, policy=four)
+        assert (result.band, result.decided, result.next_round) == (UNDECIDED, False, 0), successes
+    # One pass in four does prove the pass rate above the floor zone and below the retire zone.
+    assert assess(successes=1, attempts=4, thresholds=THRESHOLDS, policy=four).band == IN_BAND
+    half = assess(successes=2, attempts=4, thresholds=THRESHOLDS, policy=four)
+    assert half.interval_low < THRESHOLDS.retire_at < half.interval_high  # [0.12, 0.88]
+    # With the evidence the stopping rule needs, a fixed policy decides what the adaptive rule decides.
+    many = SamplingPolicy(kind="fixed", fixed_n=64)
+    adaptive = SamplingPolicy()  # the same rounds and cap, so the same claim levels
+    for successes in (0, 10, 32, 60):
+        fixed_band = assess(successes=successes, attempts=64, thresholds=THRESHOLDS, policy=many).band
+        adaptive_band = assess(successes=successes, attempts=64, thresholds=THRESHOLDS, policy=adaptive).band
+        assert fixed_band == (adaptive_band if adaptive_band in BANDS else UNDECIDED), successes
+    assert assess(successes=32, attempts=64, thresholds=THRESHOLDS, policy=many).band == IN_BAND
+    with pytest.raises(ValueError, match="SamplingPolicy.labels"):
+        SamplingPolicy(kind="fixed", labels="rounded")
+
+
+def test_fixed_policy_operating_characteristic_counts_undecided_after_n():
+    four = SamplingPolicy(kind="fixed", fixed_n=4)
+    curve = operating_characteristic(pass_rate=0.5, thresholds=THRESHOLDS, policy=four)
+    # Only one pass in four decides (in_band): probability 4 / 16 at p = 0.5; the rest is undecided.
+    assert curve.label_probabilities["borderline"] == pytest.approx(0.75) and curve.expected_attempts == 4
+    assert curve.label_probabilities["in_band"] == pytest.approx(0.25)
+    raw = operating_characteristic(
+        pass_rate=0.5, thresholds=THRESHOLDS, policy=SamplingPolicy(kind="fixed", fixed_n=4, labels="raw")
+    )
+    assert raw.label_probabilities["borderline"] == 0.0 and raw.label_probabilities["in_band"] > 0.6
 
 
 # --- empirical-Bayes prior ----------------------------------------------------------------------
@@ -698,7 +733,9 @@ def test_verdict_borderline_when_rollouts_with_errors_reach_the_cap():
     capped = verdict(successes=1, attempts=56, generation_errors=8, policy=policy)
     assert capped.band == BORDERLINE and not capped.decided
     fixed = verdict(successes=1, attempts=3, policy=SamplingPolicy(kind="fixed", fixed_n=3))
-    assert fixed.band == IN_BAND  # a fixed policy is labelled by its raw rate, never borderline
+    assert fixed.band == UNDECIDED and not fixed.decided  # 3 attempts decide nothing; never borderline
+    raw = verdict(successes=1, attempts=3, policy=SamplingPolicy(kind="fixed", fixed_n=3, labels="raw"))
+    assert raw.band == IN_BAND
 
 
 def test_verdict_verifier_trouble_is_never_called_hard():

@@ -218,3 +218,39 @@ def test_a_build_that_keeps_finding_the_database_busy_ends_failed_not_pending(
     assert result.failed()
     release = Release.objects.get(pk=release_id)
     assert release.status == "failed" and "database is locked" in release.error
+
+
+def test_tasks_with_too_few_attempts_for_their_band_are_left_out_and_named(
+    client, secret, model, django_capture_on_commit_callbacks
+):
+    """A calibration from before bands needed the stopping rule: 2 passes in 4 stored as in_band."""
+    Calibration.objects.filter(task_version__task__key="product").update(attempts=4, successes=2, pass_rate=0.5)
+    response, _ = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe")
+    assert response.status_code == 202, response.content
+    release = Release.objects.get(pk=response.json()["id"])
+    assert list(release.items.values_list("task_version__task__key", flat=True)) == ["sum"]
+    assert tasks.build_release(release.pk) == "ready"
+    release.refresh_from_db()
+    [warning] = release.manifest["warnings"]
+    assert "1 task(s) have too few attempts for their band" in warning and "left out" in warning
+    assert warning.endswith("product") and release.manifest["tasks"] == 1
+
+    response, _ = create(
+        client, secret, django_capture_on_commit_callbacks, probe_model="probe", include_thin_evidence=True
+    )
+    release = Release.objects.get(pk=response.json()["id"])
+    assert sorted(release.items.values_list("task_version__task__key", flat=True)) == ["product", "sum"]
+    assert tasks.build_release(release.pk) == "ready"
+    release.refresh_from_db()
+    assert "included because the release asked for them" in release.manifest["warnings"][0]
+    assert release.manifest["filter"]["include_thin_evidence"] is True
+
+
+def test_a_release_of_only_thin_evidence_is_refused_with_the_reason(
+    client, secret, model, django_capture_on_commit_callbacks
+):
+    Calibration.objects.filter(band="in_band").update(attempts=4, successes=2, pass_rate=0.5)
+    response, _ = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe")
+    assert response.status_code == 400
+    assert "too few attempts for its band" in response.json()["detail"]
+    assert not Release.objects.exists()

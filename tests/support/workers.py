@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import pytest
 import redis
 from django.conf import settings
 from django.db import connection
@@ -19,7 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_database_url() -> str:
-    """DATABASE_URL pointing at the test database that pytest-django created."""
+    """DATABASE_URL pointing at the test database that pytest-django created.
+
+    Skips the test when that database lives in this process's memory (Django's SQLite default):
+    another process cannot open it."""
+    if connection.vendor == "sqlite" and connection.is_in_memory_db():
+        pytest.skip("Real worker processes need a database file; SQLite's test database is in memory here.")
     parts = urlsplit(os.environ["DATABASE_URL"])
     return urlunsplit(parts._replace(path="/" + connection.settings_dict["NAME"]))
 

@@ -176,7 +176,15 @@ def test_the_operating_characteristic_of_the_stopping_rule(client, alice, charli
     assert client.get(url, {"environment": "nowhere"}).status_code == 404
     body = client.get(url, {"environment": "arithmetic"}).json()
     rates = body["pass_rates"]
-    assert body["policy"] == {"round_size": 8, "cap": 256, "confidence": 0.95, "from_campaign": None}
+    assert body["policy"] == {
+        "kind": "adaptive",
+        "description": "adaptive: rounds of 8, at most 256 rollouts, confidence 0.95",
+        "round_size": 8,
+        "cap": 256,
+        "confidence": 0.95,
+        "from_campaign": None,
+        "undecided_label": "P(borderline at the cap)",
+    }
     for index in range(len(rates)):
         total = sum(body["labels"][band][index] for band in ("too_hard", "in_band", "retire", "borderline"))
         assert total == pytest.approx(1.0, abs=1e-6)
@@ -184,6 +192,24 @@ def test_the_operating_characteristic_of_the_stopping_rule(client, alice, charli
     # Far from the thresholds the rule is almost always right; tasks that never pass end too_hard.
     assert body["labels"]["too_hard"][rates.index(0.0)] > 0.99
     assert body["wrong"][rates.index(0.3)] < 0.01 and body["labels"]["in_band"][rates.index(0.3)] > 0.99
+
+
+def test_the_promise_card_shows_the_policy_the_campaigns_used(client, alice, arithmetic):
+    """Fixed-4 campaigns: the card is about fixed N = 4, where most tasks end undecided, not the adaptive rule."""
+    model = ProbeModel.objects.create(name="probe", backend="openai", base_url="http://127.0.0.1:9/v1")
+    campaign = Campaign.objects.create(
+        environment=arithmetic, probe_model=model, created_by=alice, seed=1, policy="fixed", max_rollouts=4
+    )
+    client.force_login(alice)
+    body = client.get(reverse("operating_characteristic_data"), {"environment": "arithmetic"}).json()
+    assert body["policy"]["kind"] == "fixed" and body["policy"]["from_campaign"] == campaign.pk
+    assert body["policy"]["cap"] == 4 and body["policy"]["undecided_label"] == "P(undecided after 4)"
+    assert max(body["expected_rollouts"]) == pytest.approx(4.0)
+    # A task at 50% is left undecided by 4 attempts unless exactly one passes (4/16 of the time).
+    half = body["pass_rates"].index(0.5)
+    assert body["labels"]["borderline"][half] == pytest.approx(0.75)
+    page = client.get(reverse("dashboard"), {"environment": "arithmetic"}).content.decode()
+    assert "Policy: fixed N = 4 rollouts per task" in page and f"campaign #{campaign.pk}, the latest here" in page
 
 
 def test_the_environment_picker_filters_every_chart(client, alice, data, arithmetic):

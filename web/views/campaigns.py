@@ -25,6 +25,7 @@ def dashboard(request):
             "environments": Environment.objects.all(),
             "probe_model": probe_model,
             "probe_models": ProbeModel.objects.all(),
+            "policy_in_use": selectors.campaign_policy_in_use(environment=environment) if environment else None,
             "campaigns": Campaign.objects.filter(environment=environment).select_related("environment", "probe_model")[
                 :10
             ],
