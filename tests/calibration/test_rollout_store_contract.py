@@ -41,6 +41,7 @@ def row(campaign, index: int, **changes) -> dict:
         "input_tokens": 3,
         "output_tokens": 2,
         "generation_ms": 12.5,
+        "device_ms": 12.5,
         "outcome": None,
         "detail": "",
         "cost_usd": Decimal("0.00012345"),

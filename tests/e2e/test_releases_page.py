@@ -38,9 +38,17 @@ def calibrated(alice, arithmetic):
     model = ProbeModel.objects.create(name="smollm2-135m", backend="transformers")
     import_tasks(arithmetic, alice, *[math_task(f"t-{i}", question=f"What is {i} + 2?") for i in range(4)])
     Task.objects.update(status=TaskStatus.APPROVED)
+    # Evidence that decides each band (a release leaves out tasks whose attempts are too few for theirs).
+    evidence = {Band.IN_BAND: (12, 40), Band.TOO_HARD: (0, 200), Band.RETIRE: (38, 40)}
     for task, band in zip(arithmetic.tasks.order_by("key"), [Band.IN_BAND, Band.IN_BAND, Band.TOO_HARD, Band.RETIRE]):
+        successes, attempts = evidence[band]
         Calibration.objects.create(
-            task_version=task.current_version, probe_model=model, band=band, attempts=8, successes=4, pass_rate=0.5
+            task_version=task.current_version,
+            probe_model=model,
+            band=band,
+            attempts=attempts,
+            successes=successes,
+            pass_rate=successes / attempts,
         )
     return model
 
