@@ -41,6 +41,10 @@ def isolate(environ: dict, number: int) -> None:
         environ["CELERY_BROKER_URL"] = _own_redis_database(environ["CELERY_BROKER_URL"], number)
     if "DATABASE_URL" in environ:
         environ["DATABASE_URL"] = _own_sqlite_file(environ["DATABASE_URL"], number)
+    # Each process's share of the cores for torch's and BLAS's thread pools: two processes each spinning
+    # as many threads as the machine has cores slow each other down several times over.
+    processes = int(environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // processes)))
     root = Path(__file__).resolve().parents[2]
     environ["PASSBAND_VAR_DIR"] = str(Path(environ.get("PASSBAND_VAR_DIR", root / "var")) / f"gw{number}")
 

@@ -20,14 +20,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_database_url() -> str:
-    """DATABASE_URL pointing at the test database that pytest-django created.
-
-    Skips the test when that database lives in this process's memory (Django's SQLite default):
-    another process cannot open it."""
-    if connection.vendor == "sqlite" and connection.is_in_memory_db():
-        pytest.skip("Real worker processes need a database file; SQLite's test database is in memory here.")
+    """DATABASE_URL pointing at the test database that pytest-django created (on SQLite, a file:
+    settings.py names one for tests, so worker processes and the live server open the same database)."""
+    name = connection.settings_dict["NAME"]
+    if connection.vendor == "sqlite":
+        if connection.is_in_memory_db():
+            pytest.skip("Real worker processes need a database file; SQLite's test database is in memory here.")
+        return "sqlite:///" + str(Path(name).resolve())
     parts = urlsplit(os.environ["DATABASE_URL"])
-    return urlunsplit(parts._replace(path="/" + connection.settings_dict["NAME"]))
+    return urlunsplit(parts._replace(path="/" + name))
 
 
 def flush_broker() -> None:
