@@ -232,3 +232,15 @@ class FeedbackReport(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_version} @ {self.checkpoint}: {self.passes}/{self.attempts}"
+
+
+def outcome_count_aggregates() -> dict:
+    """Aggregates counting a group of rollouts by outcome: passes, fails, verifier and generation errors."""
+    from django.db.models import Count, Q
+
+    return {
+        "successes": Count("id", filter=Q(outcome=Outcome.PASS)),
+        "failures": Count("id", filter=Q(outcome=Outcome.FAIL)),
+        "verifier_errors": Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
+        "generation_errors": Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
+    }

@@ -22,6 +22,7 @@ from calibration.models import (
     Outcome,
     ProbeModel,
     Rollout,
+    outcome_count_aggregates,
 )
 from calibration.services.calibrations import policy_for, sampling_policy, thresholds_for
 from curation.models import TaskVersion
@@ -118,10 +119,7 @@ def campaign_band_table(*, campaign: Campaign) -> list[tuple[str, int]]:
         Rollout.objects.filter(campaign=campaign)
         .values("task_version")
         .annotate(
-            successes=Count("id", filter=Q(outcome=Outcome.PASS)),
-            failures=Count("id", filter=Q(outcome=Outcome.FAIL)),
-            verifier_errors=Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
-            generation_errors=Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
+            **outcome_count_aggregates(),
         )
         .values_list("successes", "failures", "verifier_errors", "generation_errors")
         .order_by()

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import F, Sum
 from django.utils import timezone
 
 from calibration.models import (
@@ -21,6 +21,7 @@ from calibration.models import (
     Outcome,
     ProbeModel,
     Rollout,
+    outcome_count_aggregates,
 )
 from curation.models import Environment, TaskVersion
 from curation.thresholds import thresholds_validate
@@ -207,10 +208,7 @@ def _rollout_counts(*, ids: list[int], probe_model: ProbeModel) -> dict[int, dic
         for row in Rollout.objects.filter(task_version_id__in=ids, probe_model=probe_model)
         .values("task_version")
         .annotate(
-            successes=Count("id", filter=Q(outcome=Outcome.PASS)),
-            failures=Count("id", filter=Q(outcome=Outcome.FAIL)),
-            verifier_errors=Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
-            generation_errors=Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
+            **outcome_count_aggregates(),
             cost=Sum("cost_usd"),
         )
         .order_by()

@@ -27,13 +27,9 @@ def overlap(a, b) -> bool:
     )
 
 
-def phone_page(new_context, live_server, username):
+def phone_page(new_context, sign_in, username):
     page = new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True).new_page()
-    page.goto(live_server.url + "/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", "pw-" + username)
-    page.click("button[type=submit]")
-    page.wait_for_url(lambda url: "/login/" not in url)
+    sign_in(page, username)
     return page
 
 
@@ -65,8 +61,8 @@ def probed(alice, arithmetic):
     return arithmetic
 
 
-def test_legends_stay_clear_of_axis_titles_at_phone_width(new_context, live_server, screenshot, probed):
-    page = phone_page(new_context, live_server, "alice")
+def test_legends_stay_clear_of_axis_titles_at_phone_width(new_context, sign_in, live_server, screenshot, probed):
+    page = phone_page(new_context, sign_in, "alice")
     page.goto(live_server.url + "/dashboard/?environment=arithmetic&model=probe")
     for chart in CHARTS:
         page.wait_for_selector(f"#{chart}[data-drawn=true]")
