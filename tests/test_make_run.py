@@ -1,0 +1,34 @@
+"""`make run`'s script prints the URL and the demo admin's sign-in last, once the server answers,
+below every process's start-up output, where they cannot be missed."""
+
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_url_and_the_demo_admins_password_come_last(tmp_path):
+    # A stand-in interpreter: each "process" prints start-up noise; the web server's waits a moment
+    # (the script stops everything once it returns).
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\necho "start-up log of $*"\n[ "$1" = manage.py ] && sleep 2\nexit 0\n')
+    python.chmod(0o755)
+    var = tmp_path / "var"
+    var.mkdir()
+    (var / "demo-admin.txt").write_text("admin s3cret-pw\n")
+    env = {**os.environ, "PASSBAND_VAR_DIR": str(var), "PORT": "8765"}
+    env.pop("PASSBAND_BIND", None)
+    result = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "run-local.sh"), str(python)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+    banner = lines[lines.index(next(line for line in lines if line.startswith("Passband is running"))) - 1 :]
+    assert banner[1] == "Passband is running: http://127.0.0.1:8765/"
+    assert "Sign in as: admin" in banner and "Password:   s3cret-pw" in banner
+    assert banner[-1].startswith("====") and not any("start-up log" in line for line in banner)
