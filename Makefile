@@ -10,9 +10,9 @@ TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
 # Parallel test processes (pytest-xdist): each has its own test database, Redis database and var folder
 # (tests/support/parallel.py); a test file stays in one process. TEST_PROCESSES=0 runs in this process.
 TEST_PROCESSES ?= 2
-# Pages, API and browser tests, also run on SQLite (tests that start worker processes skip there: the
-# SQLite test database lives in memory, which another process cannot open).
-SQLITE_TESTS ?= tests/web tests/api tests/curation tests/accounts tests/releases tests/similarity tests/calibration/test_rollout_store_contract.py tests/e2e
+# Pages and API tests, also run on SQLite (browser and worker tests need a database file shared across
+# processes; the SQLite test database lives in memory).
+SQLITE_TESTS ?= tests/web tests/api tests/curation tests/accounts tests/releases tests/similarity tests/calibration/test_rollout_store_contract.py
 
 .PHONY: install run test services clean
 
