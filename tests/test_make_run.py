@@ -9,10 +9,21 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_url_and_the_demo_admins_password_come_last(tmp_path):
-    # A stand-in interpreter: each "process" prints start-up noise; the web server's waits a moment
-    # (the script stops everything once it returns).
+    # A stand-in interpreter: each process prints start-up noise, then leaves a mark; the script's
+    # wait for the server (`python -`) returns once all five (four workers and beat, the server) have
+    # printed, so the order does not hang on how busy the machine is. The server's stand-in waits a
+    # moment (the script stops everything once it returns).
     python = tmp_path / "python"
-    python.write_text('#!/bin/sh\necho "start-up log of $*"\n[ "$1" = manage.py ] && sleep 2\nexit 0\n')
+    python.write_text(
+        "#!/bin/sh\n"
+        'echo "start-up log of $*"\n'
+        'case "$1" in\n'
+        '  -) until [ "$(ls started.* 2>/dev/null | wc -l)" -ge 5 ]; do sleep 0.05; done ;;\n'
+        '  manage.py) touch "started.$$"; sleep 2 ;;\n'
+        '  *) touch "started.$$" ;;\n'
+        "esac\n"
+        "exit 0\n"
+    )
     python.chmod(0o755)
     var = tmp_path / "var"
     var.mkdir()
