@@ -5,6 +5,8 @@ from django.db import models
 
 from curation.models import Environment, TaskVersion
 from engine import stats
+from engine.backends.base import CAPTURES
+from engine.backends.openai_servers import SERVER_KINDS, TOOL_MODES
 
 
 class ProbeModel(models.Model):
@@ -29,6 +31,25 @@ class ProbeModel(models.Model):
         help_text="openai backend: consecutive seeds sent as one request with n samples. Above 1 only for "
         "servers that seed choice i with seed + i, as vLLM does.",
     )
+    # openai backend: the kind of server (what to ask it for exact capture; engine/backends/openai_servers.py),
+    # the endpoint, the per-request timeout, the requests in flight and how tool-use episodes show tools.
+    server = models.CharField(
+        max_length=40,
+        choices=[(kind, kind) for kind in SERVER_KINDS],
+        default="vllm",
+        help_text="openai backend: vllm, llama.cpp (llama-server) or openai-compatible (SGLang, others).",
+    )
+    endpoint = models.CharField(
+        max_length=20, choices=[("chat", "chat"), ("completions", "completions")], default="chat"
+    )
+    timeout_s = models.FloatField(default=120.0, help_text="openai backend: seconds per request before a retry.")
+    max_concurrency = models.PositiveIntegerField(default=16, help_text="openai backend: requests in flight.")
+    tool_mode = models.CharField(
+        max_length=20,
+        choices=[(mode, mode) for mode in TOOL_MODES],
+        blank=True,
+        help_text="Tool-use episodes: native (the server renders tools) or text; blank for the server's default.",
+    )
     usd_per_gpu_hour = models.DecimalField(max_digits=10, decimal_places=4, default=0)
     gpus = models.PositiveIntegerField(default=1)
     usd_per_million_input_tokens = models.DecimalField(max_digits=10, decimal_places=4, default=0)
@@ -44,6 +65,11 @@ class ProbeModel(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def has_price(self) -> bool:
+        """Whether any price is set (without one, costs read "no price set", never $0)."""
+        return bool(self.usd_per_gpu_hour or self.usd_per_million_input_tokens or self.usd_per_million_output_tokens)
 
 
 class Campaign(models.Model):
@@ -74,6 +100,10 @@ class Campaign(models.Model):
     max_new_tokens = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Set while samples wait for the model server (they failed for infrastructure reasons and are
+    # asked for again later); cleared when it answers again.
+    server_waiting_since = models.DateTimeField(null=True, blank=True)
+    server_error = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -109,6 +139,8 @@ class Outcome(models.TextChoices):
     TIMEOUT = "timeout"
     # The model server failed to generate: not an attempt, never evidence.
     GENERATION_ERROR = "generation_error"
+    # The prompt does not fit the model's context: the task's fault, shown to its author; never evidence.
+    PROMPT_TOO_LONG = "prompt_too_long"
 
 
 class Rollout(models.Model):
@@ -126,6 +158,11 @@ class Rollout(models.Model):
     text = models.TextField(blank=True)
     finish_reason = models.CharField(max_length=20, blank=True)
     truncated = models.BooleanField(default=False)
+    # What the backend captured (exact: ids and a logprob per id; ids_only; text_only: no ids), which
+    # distribution the logprobs describe, and where the prompt ids came from (engine/backends/base.py).
+    capture = models.CharField(max_length=20, choices=[(capture, capture) for capture in CAPTURES], blank=True)
+    logprob_source = models.CharField(max_length=40, blank=True)
+    prompt_ids_source = models.CharField(max_length=40, blank=True)
     sampling = models.JSONField(default=dict)
     generation_error = models.TextField(blank=True)
     input_tokens = models.PositiveIntegerField(null=True)
@@ -243,4 +280,5 @@ def outcome_count_aggregates() -> dict:
         "failures": Count("id", filter=Q(outcome=Outcome.FAIL)),
         "verifier_errors": Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
         "generation_errors": Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
+        "prompts_too_long": Count("id", filter=Q(outcome=Outcome.PROMPT_TOO_LONG)),
     }

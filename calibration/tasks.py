@@ -1,17 +1,30 @@
 """Celery tasks: thin wrappers that load by id, call one service and are safe to run twice."""
 
+import random
+
 from celery import shared_task
 from django.conf import settings
 
 from calibration import services
+from calibration.errors import ServerUnavailable
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=900, time_limit=960)
-def generate_rollouts(campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
-    """Queue `generate`: sample one round of some task versions, then hand it to a verify worker."""
-    stored = services.round_generate(
-        campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index
-    )
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, soft_time_limit=900, time_limit=960)
+def generate_rollouts(self, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
+    """Queue `generate`: sample one round of some task versions, then hand it to a verify worker.
+
+    Samples the model server failed to give are asked for again later (the same job, after a pause
+    that grows to PASSBAND_SERVER_RETRY_MAX_S), for as long as the campaign runs: the campaign page
+    says it is waiting for its server. Beat's reconcile re-queues the job if that message is lost."""
+    try:
+        stored = services.round_generate(
+            campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index
+        )
+    except ServerUnavailable as error:
+        if self.request.is_eager:
+            raise
+        pause_s = min(settings.PASSBAND_SERVER_RETRY_MAX_S, 5 * 2 ** min(self.request.retries, 10))
+        raise self.retry(exc=error, countdown=pause_s * random.uniform(0.75, 1.0), max_retries=None) from error
     if stored is None:  # the campaign was paused or cancelled: drop the job
         return 0
     verify_rollouts.delay(campaign_id, task_version_ids, round_index)

@@ -203,6 +203,12 @@ PASSBAND_FEEDBACK_CONFIDENCE = env_float("PASSBAND_FEEDBACK_CONFIDENCE", 0.95)
 # Beat: the chance that each too-hard or retired task is re-probed in one daily run, and that run's cap.
 PASSBAND_REPROBE_PROBABILITY = env_float("PASSBAND_REPROBE_PROBABILITY", 0.02)
 PASSBAND_REPROBE_CAP = int(os.environ.get("PASSBAND_REPROBE_CAP", "64"))
+# Samples the model server failed to give (down, refusing, timing out) are asked for again after a
+# pause that doubles up to this many seconds, for as long as the campaign runs.
+PASSBAND_SERVER_RETRY_MAX_S = env_float("PASSBAND_SERVER_RETRY_MAX_S", 60.0)
+# The inline runner (manage.py calibrate): how long a round waits for a server that fails before the
+# command stops, leaving the campaign running for a later run or the workers to finish.
+PASSBAND_INLINE_SERVER_WAIT_S = env_float("PASSBAND_INLINE_SERVER_WAIT_S", 300.0)
 # Task versions per generate/verify job when a server samples and the verifier is cheap: the broker
 # messages and queries of a job are shared by all of them (see calibration.services.tasks_per_job).
 PASSBAND_TASKS_PER_JOB = int(os.environ.get("PASSBAND_TASKS_PER_JOB", "32"))

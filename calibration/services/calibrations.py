@@ -259,7 +259,8 @@ def _calibration_row(
         decided=verdict.decided,
         grpo_signal=verdict.grpo_signal,
         cost_usd=counts["cost"] or Decimal(0),
-        flags=[str(flag) for flag in verdict.flags],
+        flags=[str(flag) for flag in verdict.flags]
+        + ([str(stats.Flag.PROMPT_TOO_LONG)] if counts.get("prompts_too_long") else []),
         policy=policy,
         updated_at=now,
     )

@@ -10,6 +10,7 @@ from calibration.models import (
     ProbeModel,
 )
 from engine import backends
+from engine.backends.openai_servers import SERVER_KINDS, TOOL_MODES, profile_for
 
 logger = logging.getLogger(__name__)
 
@@ -32,11 +33,18 @@ def probe_model_add(
     usd_per_million_output_tokens: Decimal | float = 0,
     strong: bool = False,
     samples_per_request: int = 1,
+    server: str = "vllm",
+    endpoint: str = "chat",
+    timeout_s: float = 120.0,
+    max_concurrency: int = 16,
+    tool_mode: str = "",
 ) -> ProbeModel:
     """Register a probe model. Raises CalibrationError for an unknown backend or a missing URL.
 
     `samples_per_request` > 1 (openai backend) sends a round's consecutive seeds as one request
-    with n samples; only for servers that seed choice i with seed + i, as vLLM does.
+    with n samples; only for servers that seed choice i with seed + i (vLLM, llama.cpp). `server`
+    (engine/backends/openai_servers.py) decides what is asked of the server for exact capture;
+    `endpoint`, `timeout_s`, `max_concurrency` and `tool_mode` configure the openai backend.
     """
     if backend not in ProbeModel.Backend.values:
         raise CalibrationError(f"Unknown backend {backend!r}; use one of {', '.join(ProbeModel.Backend.values)}.")
@@ -48,6 +56,18 @@ def probe_model_add(
         raise CalibrationError("Need 0 <= temperature <= 5, 0 < top_p <= 1 and max_new_tokens >= 1.")
     if not 1 <= samples_per_request <= 1024:
         raise CalibrationError(f"Samples per request must lie between 1 and 1024; got {samples_per_request}.")
+    if server not in SERVER_KINDS:
+        raise CalibrationError(f"Unknown server {server!r}; use one of {', '.join(SERVER_KINDS)}.")
+    if samples_per_request > 1 and not profile_for(server).seeds_choices:
+        raise CalibrationError(
+            f"A {server} server does not seed choice i of n with seed + i: samples per request must be 1."
+        )
+    if endpoint not in ("chat", "completions"):
+        raise CalibrationError(f"Endpoint must be chat or completions; got {endpoint!r}.")
+    if not 0 < timeout_s <= 3600 or not 1 <= max_concurrency <= 1024:
+        raise CalibrationError("Need 0 < timeout <= 3600 seconds and 1 <= max concurrency <= 1024.")
+    if tool_mode not in ("", *TOOL_MODES):
+        raise CalibrationError(f"Tool mode must be native or text; got {tool_mode!r}.")
     return ProbeModel.objects.create(
         name=name,
         backend=backend,
@@ -65,6 +85,11 @@ def probe_model_add(
         usd_per_million_output_tokens=Decimal(str(usd_per_million_output_tokens)),
         strong=strong,
         samples_per_request=samples_per_request,
+        server=server,
+        endpoint=endpoint,
+        timeout_s=timeout_s,
+        max_concurrency=max_concurrency,
+        tool_mode=tool_mode,
     )
 
 
@@ -90,6 +115,11 @@ def backend_for_probe_model(probe_model: ProbeModel) -> backends.Backend:
         api_key_env=probe_model.api_key_env,
         revision=probe_model.revision,
         samples_per_request=probe_model.samples_per_request,
+        server=probe_model.server,
+        endpoint=probe_model.endpoint,
+        timeout_s=probe_model.timeout_s,
+        max_concurrency=probe_model.max_concurrency,
+        tool_mode=probe_model.tool_mode,
     )
 
 

@@ -38,6 +38,9 @@ ROLLOUT_INSERT_COLUMNS = (
     ("text", "text"),
     ("finish_reason", "text"),
     ("truncated", "boolean"),
+    ("capture", "text"),
+    ("logprob_source", "text"),
+    ("prompt_ids_source", "text"),
     ("sampling", "jsonb"),
     ("generation_error", "text"),
     ("input_tokens", "integer"),
@@ -109,10 +112,12 @@ def rollout_row(
     device_ms: float,
 ) -> dict:
     """The columns of one sampled rollout (not saved): what the backend produced, its cost, and for a
-    failed generation the outcome `generation_error` (an infrastructure error, never a verdict).
+    failed generation the outcome `generation_error` (an infrastructure error, never a verdict) or
+    `prompt_too_long` (the task's prompt does not fit the model's context).
     A dict rather than a Rollout: building 500 model instances a job cost more than inserting them."""
     probe_model = campaign.probe_model
     failed = generation.error is not None
+    failed_outcome = Outcome.PROMPT_TOO_LONG if generation.error_kind == "prompt_too_long" else Outcome.GENERATION_ERROR
     return {
         "campaign_id": campaign.pk,
         "task_version_id": version.pk,
@@ -125,12 +130,15 @@ def rollout_row(
         "text": generation.text,
         "finish_reason": generation.finish_reason,
         "truncated": generation.truncated,
+        "capture": "" if failed else generation.capture,
+        "logprob_source": generation.logprob_source,
+        "prompt_ids_source": generation.prompt_ids_source,
         "sampling": sampling,
         "generation_error": generation.error or "",
         "input_tokens": generation.input_tokens,
         "output_tokens": generation.output_tokens,
         "generation_ms": generation.latency_ms,
-        "outcome": Outcome.GENERATION_ERROR if failed else None,
+        "outcome": failed_outcome if failed else None,
         "detail": f"generation failed: {generation.error}" if failed else "",
         "episode": episode,
         "device_ms": device_ms,

@@ -15,6 +15,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from calibration import costs, metrics
+from calibration.errors import ServerUnavailable
 from calibration.models import (
     Band,
     Campaign,
@@ -35,7 +36,7 @@ from calibration.services.probe_models import (
 )
 from calibration.services.rollout_store import rollout_row, rollouts_insert, verdicts_save
 from curation.models import TaskVersion
-from engine import backends, verifiers
+from engine import backends, stats, verifiers
 from engine.episodes.runner import EpisodeLimits, run_episode
 
 logger = logging.getLogger(__name__)
@@ -135,6 +136,7 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
         "revision": probe_model.revision,
     }
     rows: list[dict] = []
+    infrastructure_errors: list[str] = []
     for version, indices, seeds, device_times, generations, episodes in _generate_all(
         campaign=campaign, probe_model=probe_model, params=params, work=work
     ):
@@ -143,6 +145,10 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
         for index, seed, generation, episode, device_ms in zip(
             indices, seeds, generations, episodes, device_times, strict=True
         ):
+            if generation.error is not None and generation.error_kind != "prompt_too_long":
+                # The server's fault, not an attempt: not stored, so the round asks for it again later.
+                infrastructure_errors.append(generation.error)
+                continue
             rows.append(
                 rollout_row(
                     campaign=campaign,
@@ -157,7 +163,25 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
             )
     stored = rollouts_insert(rows)
     metrics.rollouts_generated(model=probe_model.name, count=stored)
+    _server_state_record(campaign=campaign, errors=infrastructure_errors)
+    if infrastructure_errors:
+        raise ServerUnavailable(
+            f"{len(infrastructure_errors)} samples wait for the model server: {infrastructure_errors[-1]}",
+            stored=stored,
+            withheld=len(infrastructure_errors),
+        )
     return stored
+
+
+def _server_state_record(*, campaign: Campaign, errors: list[str]) -> None:
+    """Mark the campaign as waiting for its model server (since when, the last error), or clear the mark."""
+    if errors:
+        Campaign.objects.filter(pk=campaign.pk, server_waiting_since__isnull=True).update(
+            server_waiting_since=timezone.now()
+        )
+        Campaign.objects.filter(pk=campaign.pk).update(server_error=errors[-1][:2000])
+    elif campaign.server_waiting_since is not None or campaign.server_error:
+        Campaign.objects.filter(pk=campaign.pk).update(server_waiting_since=None, server_error="")
 
 
 def _generate_all(
@@ -275,8 +299,11 @@ def campaign_items_advance(*, campaign_id: int, task_version_ids: int | list[int
         row = rounds.get(version.pk)
         if row is None or row["stored"] < len(planned) or row["unverified"]:
             continue  # the round is not complete yet; its own jobs will come back here
-        done = planned.stop >= campaign.max_rollouts or (
-            campaign.policy == Campaign.Policy.ADAPTIVE and calibrations[version.pk].band != Band.UNDECIDED
+        done = (
+            planned.stop >= campaign.max_rollouts
+            or (campaign.policy == Campaign.Policy.ADAPTIVE and calibrations[version.pk].band != Band.UNDECIDED)
+            # More samples of a prompt that does not fit would fail the same way: the author must fix it.
+            or stats.Flag.PROMPT_TOO_LONG in calibrations[version.pk].flags
         )
         (finished if done else unfinished).append(version.pk)
     opened: list[int] = []
@@ -336,17 +363,34 @@ def round_score_and_continue(*, campaign_id: int, task_version_ids: int | list[i
     return len(opened)
 
 
-def round_run(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> list[int]:
-    """One whole round in this process: round_generate, then round_score."""
-    round_generate(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
+def round_run(
+    *, campaign_id: int, task_version_ids: int | list[int], round_index: int, server_wait_s: float = 0.0
+) -> list[int]:
+    """One whole round in this process: round_generate, then round_score. Samples the model server
+    failed to give are asked for again, with a growing pause, for up to `server_wait_s` seconds; after
+    that the round stays open (ServerUnavailable propagates) for a later run to finish."""
+    deadline = time.monotonic() + server_wait_s
+    pause_s = 1.0
+    while True:
+        try:
+            round_generate(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index)
+            break
+        except ServerUnavailable:
+            if time.monotonic() + pause_s > deadline:
+                raise
+            time.sleep(pause_s)
+            pause_s = min(2 * pause_s, 30.0)
     return round_score(campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index) or []
 
 
 def campaign_run_inline(*, campaign: Campaign, progress: Callable[[int, int], None] | None = None) -> Campaign:
     """Run a whole campaign in this process, without a broker: the same rounds the workers run."""
     items = list(CampaignItem.objects.filter(campaign=campaign, done=False).values_list("task_version_id", "round"))
+    wait_s = float(getattr(settings, "PASSBAND_INLINE_SERVER_WAIT_S", 300))
     for position, (version_id, round_index) in enumerate(items, start=1):
-        while round_run(campaign_id=campaign.pk, task_version_ids=[version_id], round_index=round_index):
+        while round_run(
+            campaign_id=campaign.pk, task_version_ids=[version_id], round_index=round_index, server_wait_s=wait_s
+        ):
             round_index += 1
         if progress:
             progress(position, len(items))

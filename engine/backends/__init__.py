@@ -55,6 +55,8 @@ def backend_for(
     timeout_s: float = 120.0,
     max_concurrency: int = 16,
     samples_per_request: int = 1,
+    server: str = "vllm",
+    tool_mode: str = "",
 ) -> Backend:
     """The backend for one probe-model configuration, created on first use and kept for the process.
 
@@ -63,7 +65,9 @@ def backend_for(
     "openai" (`base_url` of an OpenAI-compatible server, `model` as it serves it, the API key in the
     environment variable `api_key_env`, `endpoint` "chat" or "completions", `timeout_s` per request,
     at most `max_concurrency` requests in flight, up to `samples_per_request` consecutive seeds in one
-    request, for servers that seed choice i with seed + i as vLLM does). Raises ValueError for an
+    request, for servers that seed choice i with seed + i as vLLM does, `server` the kind of server
+    (openai_servers.SERVER_KINDS: what to ask it, what its answers mean), `tool_mode` "native" or
+    "text" ("" for the server's default)). Raises ValueError for an
     unknown kind or a missing setting. A forked child (a prefork worker) never reuses its parent's
     backends: threads, sockets
     and CUDA contexts do not survive a fork.
@@ -82,6 +86,8 @@ def backend_for(
         timeout_s,
         max_concurrency,
         samples_per_request,
+        server,
+        tool_mode,
     )
     with _backends_lock:
         if _backends_pid != os.getpid():
@@ -100,6 +106,8 @@ def backend_for(
                 timeout_s=timeout_s,
                 max_concurrency=max_concurrency,
                 samples_per_request=samples_per_request,
+                server=server,
+                tool_mode=tool_mode,
             )
             _backends[key] = backend
         return backend
@@ -127,6 +135,8 @@ def _create_backend(
     timeout_s: float,
     max_concurrency: int,
     samples_per_request: int,
+    server: str,
+    tool_mode: str,
 ) -> Backend:
     if kind == "transformers":
         # Imported here, not at the top: it loads torch, which API-only processes never need.
@@ -144,4 +154,6 @@ def _create_backend(
         timeout_s=timeout_s,
         max_concurrency=max_concurrency,
         samples_per_request=samples_per_request,
+        server=server,
+        tool_mode=tool_mode,
     )

@@ -11,6 +11,13 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 FinishReason = Literal["stop", "length", "error"]
+# Why a generation failed: the model server or device (retried later, never stored as an attempt), or
+# the task itself (its prompt does not fit the model's context: the author must shorten it).
+ErrorKind = Literal["infrastructure", "prompt_too_long"]
+# How much of a rollout the backend captured: the sampled token ids with one logprob each ("exact"),
+# the ids without logprobs ("ids_only"), or the text alone ("text_only": the server gave no ids).
+Capture = Literal["exact", "ids_only", "text_only"]
+CAPTURES: tuple[Capture, ...] = ("exact", "ids_only", "text_only")
 
 # Seeds are stored in a signed 64-bit column and sent to servers that take an int64, so they keep 63 bits:
 # a 62-bit base per (campaign, task version) plus the sample index.
@@ -50,7 +57,11 @@ class Generation:
     the end-of-sequence token and the tokens of a matched stop string, while `text` is cut before the
     stop string and leaves out special tokens (the way vLLM reports both). `logprobs[i]` is the logprob
     of `completion_token_ids[i]`. `finish_reason == "error"` means the backend failed to generate
-    (an infrastructure error, never a failed attempt); `error` then says why.
+    (never a failed attempt); `error` then says why and `error_kind` whose fault it was.
+    `logprob_source` names the distribution the logprobs come from (e.g. "pre_sampling": the model's
+    own softmax, before temperature and top-p) and `prompt_ids_source` where the prompt ids come from
+    ("server": the server's answer, "tokenize_endpoint": its tokenizer on the rendered prompt, "model":
+    an in-process model); both are "" when there is nothing to describe.
     """
 
     text: str
@@ -64,11 +75,26 @@ class Generation:
     latency_ms: float = 0.0
     input_tokens: int | None = None
     output_tokens: int | None = None
+    error_kind: ErrorKind | None = None
+    logprob_source: str = ""
+    prompt_ids_source: str = ""
 
     @classmethod
-    def failed(cls, *, seed: int, error: str, latency_ms: float = 0.0) -> Generation:
+    def failed(
+        cls, *, seed: int, error: str, latency_ms: float = 0.0, kind: ErrorKind = "infrastructure"
+    ) -> Generation:
         """A generation that could not be produced: finish reason "error", no text, no tokens."""
-        return cls(text="", seed=seed, finish_reason="error", error=error, latency_ms=latency_ms)
+        return cls(text="", seed=seed, finish_reason="error", error=error, latency_ms=latency_ms, error_kind=kind)
+
+    @property
+    def capture(self) -> Capture:
+        """How much of the sample was captured (see CAPTURES)."""
+        ids = self.completion_token_ids
+        if ids is None:
+            return "text_only"
+        if self.logprobs is not None and len(self.logprobs) == len(ids):
+            return "exact"
+        return "ids_only"
 
 
 @runtime_checkable

@@ -4,18 +4,20 @@ Each rollout has its own seed. By default each seed is one request (`n=1`, `seed
 bounded thread pool. With `samples_per_request > 1` a run of consecutive seeds s, s + 1, ... is one
 request (`n=<run length>`, `seed=s`): vLLM samples choice i with seed s + i, so the answer is the
 same as that of one request per seed, while the server reads the prompt once and Passband makes one
-round trip instead of n. Use it only with servers that seed choices that way (vLLM does).
+round trip instead of n. Only servers whose profile says so (openai_servers: vLLM) may do it; a server
+that answers with fewer choices than asked is caught and the backend falls back to one per request.
 
-Exact capture follows vLLM's extensions: `return_token_ids` makes vLLM return the prompt's
-and the completion's token ids (`prompt_token_ids`, `choices[].token_ids`), and
-`return_tokens_as_token_ids` makes every logprob entry name its token as "token_id:<id>", which also
-gives the completion ids on vLLM versions without `return_token_ids`. Whatever the server leaves out
-is stored as None: nothing is re-tokenised here. Servers that reject unknown fields can be served with
-`vllm_fields=False`.
+Exact capture depends on the server (`server`, a profile in openai_servers): vLLM's
+`return_token_ids` returns the prompt's and the completion's ids, llama.cpp's server names each
+token's id in its logprob entries and gives prompt ids through its /tokenize endpoint. Whatever the
+server leaves out is stored as None, and the rollout's capture says so ("text_only"): nothing is
+re-tokenised here.
 
 Timeouts, 429, 5xx and dropped connections are retried with exponential backoff (with jitter, and
 honouring Retry-After); a seed whose request finally fails gives `Generation(finish_reason="error")`,
-which upstream records as an infrastructure error, never as a failed attempt.
+which upstream re-queues as an infrastructure error, never as a failed attempt. A prompt the server
+refuses as longer than its context is `error_kind="prompt_too_long"`: the task's fault, shown to its
+author.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import orjson
 
 from engine.backends import openai_transport
 from engine.backends.base import Generation, SamplingParams
 from engine.backends.openai_parsing import decode_choices
-from engine.backends.openai_transport import Result
+from engine.backends.openai_servers import TOOL_MODES, profile_for
+from engine.backends.openai_transport import FewerChoicesError, PromptTooLongError, Result
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +63,9 @@ class OpenAIBackend:
         max_concurrency: int = 16,
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 30.0,
-        vllm_fields: bool = True,
+        server: str = "vllm",
         samples_per_request: int = 1,
+        tool_mode: str = "",
     ) -> None:
         """Talk to `base_url` (e.g. "http://gpu-1:8000/v1"; a bare host gets "/v1") about `model`.
 
@@ -68,6 +73,8 @@ class OpenAIBackend:
         `endpoint` is "chat" (/chat/completions, messages in) or "completions" (/completions, the one
         message's content in as a raw prompt). `max_retries` counts tries after the first.
         `samples_per_request` caps `n`: above 1, consecutive seeds share a request (see the module).
+        `server` names the server's profile (openai_servers.SERVER_KINDS); `tool_mode` ("native" or
+        "text", "" for the profile's default) how tool-use episodes show the model its tools.
         """
         if endpoint not in ENDPOINTS:
             raise ValueError(f"endpoint must be one of {ENDPOINTS}, got {endpoint!r}")
@@ -75,6 +82,14 @@ class OpenAIBackend:
             raise ValueError("the openai backend needs the model name the server serves")
         if max_concurrency < 1 or max_retries < 0 or timeout_s <= 0 or samples_per_request < 1:
             raise ValueError("need max_concurrency >= 1, max_retries >= 0, timeout_s > 0 and samples_per_request >= 1")
+        self.profile = profile_for(server)
+        if samples_per_request > 1 and not self.profile.seeds_choices:
+            raise ValueError(
+                f"a {server} server does not seed choice i of n with seed + i: samples per request must be 1"
+            )
+        if tool_mode and tool_mode not in TOOL_MODES:
+            raise ValueError(f"tool_mode must be one of {TOOL_MODES}, got {tool_mode!r}")
+        self.tool_mode = tool_mode or self.profile.tool_mode
         self.base_url = normalise_base_url(base_url=base_url)
         self.model = model
         self.revision = revision
@@ -82,7 +97,6 @@ class OpenAIBackend:
         self.max_retries = max_retries
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
-        self.vllm_fields = vllm_fields
         self.max_concurrency = max_concurrency
         self.samples_per_request = samples_per_request
         headers = {"Content-Type": "application/json"}
@@ -100,6 +114,9 @@ class OpenAIBackend:
         self._pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="openai-backend")
         self._closed = False
         self._close_lock = threading.Lock()
+        # Cleared when the server answers a request for n choices with fewer (it ignores `n`).
+        self._n_honoured = True
+        self._prompt_ids: dict[bytes, list[int]] = {}
 
     def generate(self, *, messages: list[dict[str, str]], seeds: list[int], params: SamplingParams) -> list[Generation]:
         """Sample one completion of `messages` per seed; in the order of `seeds`."""
@@ -150,34 +167,103 @@ class OpenAIBackend:
         if self.endpoint == "chat":
             body["messages"] = messages
             body["logprobs"] = True
+            body.update(self.profile.chat_fields)
         else:
             body["prompt"] = messages[0]["content"]
             body["logprobs"] = 1  # the sampled token's logprob (and the top-1, which we ignore)
-        if self.vllm_fields:
-            body["return_token_ids"] = True
-            body["return_tokens_as_token_ids"] = True
+            body.update(self.profile.completions_fields)
         return body
 
     def _generate_run(
         self, *, messages: list[dict[str, str]], seeds: list[int], params: SamplingParams
     ) -> list[Generation]:
         """One request for a run of consecutive seeds, retried as a whole; one Generation per seed."""
+        if len(seeds) > 1 and not self._n_honoured:
+            return [
+                generation
+                for seed in seeds
+                for generation in self._generate_run(messages=messages, seeds=[seed], params=params)
+            ]
         url = f"{self.base_url}/{'chat/completions' if self.endpoint == 'chat' else 'completions'}"
         body = self.request_body(messages=messages, seed=seeds[0], params=params, n=len(seeds))
         started = time.perf_counter()
-        generations, failures = self.retrying(
-            lambda: decode_choices(raw=self.post(url=url, body=body), endpoint=self.endpoint, seeds=seeds)
-        )
+        try:
+            generations, failures = self.retrying(
+                lambda: decode_choices(raw=self.post(url=url, body=body), endpoint=self.endpoint, seeds=seeds)
+            )
+        except FewerChoicesError as error:
+            # Never fewer rollouts, never one choice stored twice: from now on one sample per request.
+            logger.warning(
+                "%s (model %s): %s; sending one sample per request from now on", self.base_url, self.model, error
+            )
+            self._n_honoured = False
+            return self._generate_run(messages=messages, seeds=seeds, params=params)
+        except PromptTooLongError as error:
+            latency_ms = (time.perf_counter() - started) * 1000
+            message = f"the prompt does not fit the model's context ({error})"
+            return [
+                Generation.failed(seed=seed, error=message, latency_ms=latency_ms, kind="prompt_too_long")
+                for seed in seeds
+            ]
         latency_ms = (time.perf_counter() - started) * 1000
+        if generations is None and len(seeds) > 1 and failures and failures[-1].startswith("HTTP 4"):
+            # A server that refuses `n` (or this many choices): one sample per request from now on.
+            logger.warning(
+                "%s refused n=%d (%s); sending one sample per request", self.base_url, len(seeds), failures[-1]
+            )
+            self._n_honoured = False
+            return self._generate_run(messages=messages, seeds=seeds, params=params)
         if generations is None:
             message = openai_transport.failure_message(server=self.base_url, failures=failures)
             logger.warning(
                 "openai generation failed (model %s, seeds %d..%d): %s", self.model, seeds[0], seeds[-1], message
             )
             return [Generation.failed(seed=seed, error=message, latency_ms=latency_ms) for seed in seeds]
+        prompt_ids, prompt_ids_source = None, ""
+        if self.profile.tokenize and generations[0].prompt_token_ids is None:
+            prompt_ids = self.prompt_token_ids(messages=messages)
+            prompt_ids_source = "tokenize_endpoint" if prompt_ids is not None else ""
         for generation in generations:
             generation.latency_ms = latency_ms
+            generation.logprob_source = self.profile.logprob_source if generation.logprobs is not None else ""
+            if generation.prompt_token_ids is not None:
+                generation.prompt_ids_source = "server"
+            elif prompt_ids is not None:
+                generation.prompt_token_ids = list(prompt_ids)
+                generation.prompt_ids_source = prompt_ids_source
         return generations
+
+    def prompt_token_ids(self, *, messages: list[dict[str, Any]]) -> list[int] | None:
+        """The prompt's ids by the server's own template and tokenizer (llama.cpp's /apply-template
+        and /tokenize), for servers whose answers leave them out; None when the server cannot say."""
+        key = orjson.dumps(messages)
+        with self._close_lock:
+            cached = self._prompt_ids.get(key)
+        if cached is not None:
+            return list(cached)
+        root = self.base_url.removesuffix("/v1")
+        try:
+            if self.endpoint == "chat":
+                rendered = self._client.post(f"{root}/apply-template", json={"messages": messages})
+                rendered.raise_for_status()
+                prompt = rendered.json()["prompt"]
+            else:
+                prompt = messages[0]["content"]
+            tokens = self._client.post(
+                f"{root}/tokenize", json={"content": prompt, "add_special": True, "parse_special": True}
+            )
+            tokens.raise_for_status()
+            ids = tokens.json()["tokens"]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as error:
+            logger.warning("%s: no prompt token ids from /tokenize: %s", root, error)
+            return None
+        if not isinstance(ids, list) or not all(isinstance(token, int) for token in ids):
+            return None
+        with self._close_lock:
+            if len(self._prompt_ids) >= 4096:  # the samples of one task share a prompt: a small cache does
+                self._prompt_ids.clear()
+            self._prompt_ids[key] = ids
+        return list(ids)
 
     def post(self, *, url: str, body: dict[str, Any]) -> bytes:
         """POST `body` on this backend's connections; the answer's bytes. Raises RetryableError or FinalError."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from engine.backends import openai_wire
 from engine.backends.base import FinishReason, Generation
-from engine.backends.openai_transport import FinalError, RetryableError, json_object
+from engine.backends.openai_transport import FewerChoicesError, FinalError, RetryableError, json_object
 
 _TOKEN_ID_PREFIX = "token_id:"
 
@@ -63,6 +63,8 @@ def parse_choices(*, payload: dict[str, Any], endpoint: str, seeds: list[int]) -
 
 def _choices_by_index(choices: list[Any], *, index_of: Callable[[Any], Any], n: int) -> dict[Any, Any]:
     by_index = {index_of(choice): choice for choice in choices} if n > 1 else {0: choices[0]}
+    if n > 1 and len(choices) < n:
+        raise FewerChoicesError(f"asked for {n} choices, got {len(choices)}")
     if set(by_index) != set(range(n)):
         raise FinalError(f"asked for {n} choices, got indices {sorted(by_index, key=str)[:20]}")
     return by_index

@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 import httpx
 import orjson
 
+from engine.backends.openai_servers import says_prompt_too_long
+
 logger = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({408, 425, 429}) | frozenset(range(500, 600))
@@ -43,6 +45,14 @@ class FinalError(Exception):
     """A failure that another try would repeat (a 4xx other than 429, a malformed answer)."""
 
 
+class PromptTooLongError(FinalError):
+    """The server refused the prompt: with max tokens it exceeds the model's context (the task's fault)."""
+
+
+class FewerChoicesError(FinalError):
+    """Asked for n choices, the answer held fewer (a server that ignores or caps `n`)."""
+
+
 def with_retries(
     attempt: Callable[[], Result], *, server: str, max_retries: int, backoff_s: Callable[[int, float | None], float]
 ) -> tuple[Result | None, list[str]]:
@@ -53,6 +63,11 @@ def with_retries(
     for number in range(max_retries + 1):
         try:
             result = attempt()
+        except (PromptTooLongError, FewerChoicesError):
+            # Not failures of the server: the caller handles each its own way (a task error, one
+            # sample per request).
+            emit("request", server=server, result="error")
+            raise
         except FinalError as error:
             failures.append(str(error))
             break
@@ -97,7 +112,10 @@ def post_raw(client: httpx.Client, *, url: str, body: dict[str, Any]) -> bytes:
             reason=f"http_{response.status_code}",
         )
     if response.status_code >= 400:
-        raise FinalError(f"HTTP {response.status_code}: {_error_text(response)}")
+        message = f"HTTP {response.status_code}: {_error_text(response)}"
+        if response.status_code in (400, 413, 422) and says_prompt_too_long(response.text[:2000]):
+            raise PromptTooLongError(message)
+        raise FinalError(message)
     return response.content
 
 

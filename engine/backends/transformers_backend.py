@@ -183,7 +183,7 @@ class TransformersBackend:
         prompt_ids = self.prompt_token_ids(messages=messages)
         too_long = self._context_error(prompt_length=len(prompt_ids), params=params)
         if too_long:
-            return [Generation.failed(seed=seed, error=too_long) for seed in seeds]
+            return [Generation.failed(seed=seed, error=too_long, kind="prompt_too_long") for seed in seeds]
         generations: list[Generation] = []
         with self._lock:
             for start in range(0, len(seeds), self.max_batch_size):
@@ -285,6 +285,8 @@ class TransformersBackend:
             latency_ms=row.latency_ms or (time.perf_counter() - started) * 1000,
             input_tokens=len(prompt_ids),
             output_tokens=len(row.token_ids),
+            logprob_source="pre_sampling",  # the model's softmax over its raw logits (sample_next_tokens)
+            prompt_ids_source="model",
         )
 
 

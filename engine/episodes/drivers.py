@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.backends.base import Generation, SamplingParams
 from engine.backends.openai_parsing import parse_response
-from engine.backends.openai_transport import failure_message, json_object
+from engine.backends.openai_transport import PromptTooLongError, failure_message, json_object
 
 MAX_CALLS_PER_TURN = 8
 
@@ -110,17 +110,29 @@ def _native_call(raw: Any, index: int) -> ParsedCall:
 
 
 class _OpenAIDriver:
+    """The server renders the conversation. Tool mode "native": the `tools` field (with `tool_choice`
+    "auto"), the server's template shows them and its parser returns `tool_calls`. Tool mode "text":
+    the same instructions and `<tool_call>` parsing as the in-process driver, for templates that do
+    not render tools (the probe model's setting; the server profile's default)."""
+
     def __init__(self, backend: Any, tools: list[dict[str, Any]]) -> None:
         if getattr(backend, "endpoint", "chat") != "chat":
             raise ValueError("tool-use episodes need the chat endpoint of the openai backend")
         self.backend = backend
         self.tools = tools
+        self.native_tools = getattr(backend, "tool_mode", "native") == "native"
         self.prefix_consistent = True
+
+    def prepare(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The conversation the model starts from (tool instructions added in text mode)."""
+        return list(messages) if self.native_tools else with_tool_instructions(messages, self.tools)
 
     def turn(self, *, history: list[dict[str, Any]], seed: int, params: SamplingParams) -> TurnOutput:
         backend = self.backend
         body = backend.request_body(messages=history, seed=seed, params=params)
-        body["tools"] = self.tools
+        if self.native_tools:
+            body["tools"] = self.tools
+            body["tool_choice"] = "auto"
         url = f"{backend.base_url}/chat/completions"
         started = time.perf_counter()
 
@@ -129,7 +141,11 @@ class _OpenAIDriver:
             return payload, parse_response(payload=payload, endpoint="chat", seed=seed)
 
         # The backend's retry policy, with a tools field its generate() does not send.
-        answer, failures = backend.retrying(attempt)
+        try:
+            answer, failures = backend.retrying(attempt)
+        except PromptTooLongError as error:
+            message = f"the conversation no longer fits the model's context ({error})"
+            return TurnOutput(Generation.failed(seed=seed, error=message, kind="prompt_too_long"), [], {})
         latency_ms = (time.perf_counter() - started) * 1000
         if answer is None:
             error = failure_message(server=backend.base_url, failures=failures)
@@ -177,12 +193,7 @@ class _TransformersDriver:
     def prepare(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The conversation the model starts from: the tool instructions in the system message when
         the template cannot take `tools` itself."""
-        if self.native_tools:
-            return list(messages)
-        instructions = tool_instructions(self.tools)
-        if messages and messages[0].get("role") == "system":
-            return [{**messages[0], "content": messages[0]["content"] + "\n\n" + instructions}, *messages[1:]]
-        return [{"role": "system", "content": instructions}, *messages]
+        return list(messages) if self.native_tools else with_tool_instructions(messages, self.tools)
 
     def _render(self, messages: list[dict[str, Any]], *, generation_prompt: bool) -> str:
         options = {"tools": self.tools} if self.native_tools else {}
@@ -200,7 +211,7 @@ class _TransformersDriver:
             prompt_ids = self._encode(self._render(history, generation_prompt=True))
         too_long = backend._context_error(prompt_length=len(prompt_ids), params=params)
         if too_long:
-            return TurnOutput(Generation.failed(seed=seed, error=too_long), [], {})
+            return TurnOutput(Generation.failed(seed=seed, error=too_long, kind="prompt_too_long"), [], {})
         with backend._lock:
             try:
                 generation = backend._generate_batch(prompt_ids=prompt_ids, seeds=[seed], params=params)[0]
@@ -228,6 +239,14 @@ class _TransformersDriver:
         else:  # the template rewrites earlier turns: fall back to rendering the whole conversation
             self.prefix_consistent = False
             self.next_prompt_ids = None
+
+
+def with_tool_instructions(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` with the tool instructions in the system message (one is added when there is none)."""
+    instructions = tool_instructions(tools)
+    if messages and messages[0].get("role") == "system":
+        return [{**messages[0], "content": messages[0]["content"] + "\n\n" + instructions}, *messages[1:]]
+    return [{"role": "system", "content": instructions}, *messages]
 
 
 def tool_instructions(tools: list[dict[str, Any]]) -> str:

@@ -101,6 +101,7 @@ def run_episode(
         "counts": play.counts,
         "stop_reason": play.stop_reason,
         "error": play.error,
+        "error_kind": play.error_kind,
         "wall_ms": round((time.perf_counter() - started) * 1000, 3),
         "final_state": final_state,
     }
@@ -121,6 +122,7 @@ class _Play:
     )
     stop_reason: str = "max_turns"
     error: str | None = None
+    error_kind: str | None = None
 
 
 def _play_turns(
@@ -142,7 +144,7 @@ def _play_turns(
         turn = _turn_record(turn_index, generation)
         play.turns.append(turn)
         if generation.error is not None:
-            play.stop_reason, play.error = "generation_error", generation.error
+            play.stop_reason, play.error, play.error_kind = "generation_error", generation.error, generation.error_kind
             turn["error"] = generation.error
             return
         used_tokens += generation.output_tokens or len(generation.completion_token_ids or [])
@@ -238,7 +240,10 @@ def _summary(transcript: dict[str, Any], *, seed: int) -> Generation:
     last_text = turns[-1]["text"] if turns else ""
     if transcript["stop_reason"] == "generation_error":
         return Generation.failed(
-            seed=seed, error=transcript["error"] or "generation failed", latency_ms=transcript["wall_ms"]
+            seed=seed,
+            error=transcript["error"] or "generation failed",
+            latency_ms=transcript["wall_ms"],
+            kind="prompt_too_long" if transcript.get("error_kind") == "prompt_too_long" else "infrastructure",
         )
     tokens = transcript.get("tokens")
     prompt_ids = completion_ids = logprobs = None

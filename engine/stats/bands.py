@@ -47,6 +47,7 @@ class Flag(StrEnum):
     VERIFIER_TROUBLE = "verifier_trouble"  # too many verdicts are error or timeout
     ZERO_VARIANCE = "zero_variance"  # every attempt so far passed, or every one failed
     STRONG_MODEL_FAILS = "strong_model_fails"  # a strong model never passes an audited task
+    PROMPT_TOO_LONG = "prompt_too_long"  # the prompt does not fit the probe model's context
 
 
 TOO_HARD = Band.TOO_HARD

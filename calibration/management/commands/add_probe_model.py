@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from accounts.errors import ServiceError
 from calibration import services
+from engine.backends.openai_servers import SERVER_KINDS, TOOL_MODES
 
 
 class Command(BaseCommand):
@@ -34,6 +35,18 @@ class Command(BaseCommand):
             "seed choice i with seed + i, as vLLM does.",
         )
         parser.add_argument(
+            "--server",
+            default="vllm",
+            choices=list(SERVER_KINDS),
+            help="openai: the kind of server, which decides what is asked for exact capture (see the README).",
+        )
+        parser.add_argument("--endpoint", default="chat", choices=["chat", "completions"])
+        parser.add_argument("--timeout", type=float, default=120.0, help="openai: seconds per request.")
+        parser.add_argument("--max-concurrency", type=int, default=16, help="openai: requests in flight.")
+        parser.add_argument(
+            "--tool-mode", default="", choices=["", *TOOL_MODES], help="Tool-use episodes: native or text."
+        )
+        parser.add_argument(
             "--strong", action="store_true", help="A strong model: 0 passes on an audited task flags it for review."
         )
 
@@ -56,6 +69,11 @@ class Command(BaseCommand):
                 usd_per_million_output_tokens=options["usd_per_million_output_tokens"],
                 strong=options["strong"],
                 samples_per_request=options["samples_per_request"],
+                server=options["server"],
+                endpoint=options["endpoint"],
+                timeout_s=options["timeout"],
+                max_concurrency=options["max_concurrency"],
+                tool_mode=options["tool_mode"],
             )
         except ServiceError as error:
             raise CommandError(str(error)) from None

@@ -120,14 +120,20 @@ def test_a_failing_shared_request_fails_every_seed_of_its_run():
     assert all(generation.finish_reason == "error" and "HTTP 503" in generation.error for generation in generations)
 
 
-def test_a_server_that_ignores_n_gives_error_generations_not_misattributed_samples():
-    # A server that answers one choice to n=3 must not have its one sample taken for three seeds.
+def test_a_server_that_ignores_n_is_caught_and_asked_one_sample_per_request():
+    # A server that answers one choice to n=3 must not have its one sample taken for three seeds, nor
+    # leave two seeds without a rollout: the backend falls back to one request per seed, for good.
     with OpenAITestServer(ignores_n=True) as server:
         backend = make_backend(server.base_url, max_retries=0, samples_per_request=3)
         generations = backend.generate(messages=MESSAGES, seeds=[7, 8, 9], params=PARAMS)
-    assert all(
-        generation.finish_reason == "error" and "asked for 3 choices" in generation.error for generation in generations
-    )
+        later = backend.generate(messages=MESSAGES, seeds=[10, 11], params=PARAMS)
+        bodies = [request.body for request in server.requests]
+    with OpenAITestServer() as server:
+        one_each = make_backend(server.base_url).generate(messages=MESSAGES, seeds=[7, 8, 9, 10, 11], params=PARAMS)
+    assert [generation.seed for generation in generations + later] == [7, 8, 9, 10, 11]
+    assert [generation.text for generation in generations + later] == [generation.text for generation in one_each]
+    assert all(generation.error is None for generation in generations + later)
+    assert bodies[0]["n"] == 3 and [body["n"] for body in bodies[1:]] == [1] * 5
 
 
 @pytest.mark.parametrize("failure", [429, 500, 503, "drop"])
