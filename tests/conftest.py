@@ -70,3 +70,11 @@ def media(settings, tmp_path):
     """Uploads stored for background imports go under the test's own folder."""
     settings.MEDIA_ROOT = tmp_path / "media"
     return settings.MEDIA_ROOT
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> str:
+    """The root URL of the suite's real llama-server (tests/support/llama_server.py)."""
+    from tests.support.llama_server import shared_server_url
+
+    return shared_server_url()
