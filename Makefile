@@ -33,18 +33,25 @@ run: install
 	DEBUG=$${DEBUG:-1} $(PY) manage.py load_demo
 	DEBUG=$${DEBUG:-1} scripts/run-local.sh $(PY)
 
+# The suite's real inference server: llama.cpp's llama-server on 127.0.0.1:$(LLAMA_SERVER_PORT), built once
+# into a cache outside the clone (scripts/llama-server.sh), started for the tests and stopped after them.
+LLAMA_SERVER_PORT ?= 8091
+TEST_ENV = CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
+	SECRET_KEY=$${SECRET_KEY:-passband-test-only} \
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+	PASSBAND_TEST_LLAMA_SERVER=http://127.0.0.1:$(LLAMA_SERVER_PORT) PASSBAND_REQUIRE_LLAMA_SERVER=1
+
 test: install services
-	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \
-	CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
-	SECRET_KEY=$${SECRET_KEY:-passband-test-only} \
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
-	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile $(PYTEST_ARGS)
-	# The pages and the API again on the embedded default, SQLite: what a user clicks works on both.
-	DATABASE_URL=sqlite:///var/test-embedded.sqlite3 \
-	CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
-	SECRET_KEY=$${SECRET_KEY:-passband-test-only} \
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
-	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile $(SQLITE_TESTS) $(PYTEST_ARGS)
+	LLAMA_SERVER_PORT=$(LLAMA_SERVER_PORT) PY=$(PY) scripts/llama-server.sh start
+	status=0; \
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(TEST_ENV) \
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile $(PYTEST_ARGS) || status=$$?; \
+	if [ $$status = 0 ]; then \
+	  DATABASE_URL=sqlite:///var/test-embedded.sqlite3 $(TEST_ENV) \
+	  $(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile $(SQLITE_TESTS) $(PYTEST_ARGS) || status=$$?; \
+	fi; \
+	LLAMA_SERVER_PORT=$(LLAMA_SERVER_PORT) scripts/llama-server.sh stop; \
+	exit $$status
 
 services:
 	scripts/ensure-services.sh

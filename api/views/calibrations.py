@@ -78,6 +78,17 @@ class RolloutSerializer(serializers.Serializer):
     text = serializers.CharField()
     finish_reason = serializers.CharField()
     truncated = serializers.BooleanField()
+    capture = serializers.CharField(
+        help_text="exact (ids, one logprob each), ids_only, or text_only (the server gave no ids); "
+        "empty for a failed generation or a rollout from before it was recorded."
+    )
+    logprob_source = serializers.CharField(
+        help_text="The distribution the logprobs come from: pre_sampling (the model's own softmax, before "
+        "temperature and top-p: llama.cpp, the in-process model) or raw_logprobs (vLLM's default)."
+    )
+    prompt_ids_source = serializers.CharField(
+        help_text="server (in the answer), tokenize_endpoint (the server's tokenizer on the rendered prompt) or model."
+    )
     outcome = serializers.CharField(allow_null=True)
     reward = serializers.FloatField(allow_null=True)
     detail = serializers.CharField()

@@ -45,9 +45,12 @@ def campaign_progress(*, campaign: Campaign) -> dict:
         generation_errors=Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
         unverified=Count("id", filter=Q(outcome__isnull=True)),
         truncated=Count("id", filter=Q(truncated=True)),
+        prompts_too_long=Count("id", filter=Q(outcome=Outcome.PROMPT_TOO_LONG)),
+        text_only=Count("id", filter=Q(capture="text_only")),
+        ids_only=Count("id", filter=Q(capture="ids_only")),
         cost=Sum("cost_usd"),
     )
-    generated = rollouts["stored"] - rollouts["generation_errors"]
+    generated = rollouts["stored"] - rollouts["generation_errors"] - rollouts["prompts_too_long"]
     truncated_share = rollouts["truncated"] / generated if generated else None
     open_items = items["total"] - items["done"]
     cancelled = campaign.status == Campaign.Status.CANCELLED
