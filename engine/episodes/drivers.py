@@ -143,15 +143,24 @@ class _OpenAIDriver:
         # The backend's retry policy, with a tools field its generate() does not send.
         try:
             answer, failures = backend.retrying(attempt)
-        except PromptTooLongError as error:
-            message = f"the conversation no longer fits the model's context ({error})"
-            return TurnOutput(Generation.failed(seed=seed, error=message, kind="prompt_too_long"), [], {})
+        except PromptTooLongError as too_long:
+            reason = f"the conversation no longer fits the model's context ({too_long})"
+            return TurnOutput(Generation.failed(seed=seed, error=reason, kind="prompt_too_long"), [], {})
         latency_ms = (time.perf_counter() - started) * 1000
         if answer is None:
             error = failure_message(server=backend.base_url, failures=failures)
             return TurnOutput(Generation.failed(seed=seed, error=error, latency_ms=latency_ms), [], {})
         payload, generation = answer
         generation.latency_ms = latency_ms
+        profile = getattr(backend, "profile", None)
+        if generation.prompt_token_ids is None and profile is not None and profile.tokenize:
+            # The server's own rendering and tokenizer (llama.cpp), for the turn's prompt ids.
+            generation.prompt_token_ids = backend.prompt_token_ids(
+                messages=history, tools=self.tools if self.native_tools else None
+            )
+            generation.prompt_ids_source = "tokenize_endpoint" if generation.prompt_token_ids is not None else ""
+        if generation.logprobs is not None and profile is not None:
+            generation.logprob_source = profile.logprob_source
         message = payload["choices"][0].get("message") or {}
         native = message.get("tool_calls") or []
         if not native:

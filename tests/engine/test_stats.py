@@ -693,7 +693,12 @@ def test_bayes_optimal_table_spends_more_where_errors_are_priced_higher():
 def test_bands_and_flags_are_the_strings_stored_in_the_database():
     assert [band.value for band in Band] == ["too_hard", "in_band", "retire", "undecided", "borderline"]
     assert Band.TOO_HARD == "too_hard" and TOO_HARD is Band.TOO_HARD
-    assert [flag.value for flag in Flag] == ["verifier_trouble", "zero_variance", "strong_model_fails"]
+    assert [flag.value for flag in Flag] == [
+        "verifier_trouble",
+        "zero_variance",
+        "strong_model_fails",
+        "prompt_too_long",
+    ]
 
 
 @pytest.mark.parametrize(
