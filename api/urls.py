@@ -3,7 +3,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api.views import bulk, calibrations, feedback, releases, tasks, verify
+from api.views import bulk, calibrations, feedback, releases, tasks, verifier_test, verify
 
 urlpatterns = [
     path("v1/tasks", tasks.TaskList.as_view(), name="api_task_list"),
@@ -21,5 +21,6 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api_schema"), name="api_docs"),
     path("v1/verify", verify.Verify.as_view(), name="api_verify"),
+    path("v1/verifier-test", verifier_test.VerifierTest.as_view(), name="api_verifier_test"),
     path("v1/feedback", feedback.Feedback.as_view(), name="api_feedback"),
 ]

@@ -19,7 +19,7 @@ from curation.models import (
     Task,
     TaskVersion,
 )
-from curation.services import draft_audit, generated_key, version_add, version_row, versions_written
+from curation.services import DraftAudit, draft_audit, generated_key, version_add, version_row, versions_written
 from engine import task_files
 from engine.task_format import LineProblem, TaskDraft
 from engine.task_mapping import ColumnMapping
@@ -39,6 +39,7 @@ class ImportReport:
     new_versions: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
     audit_failures: list[str] = field(default_factory=list)
+    gameable: list[str] = field(default_factory=list)  # tasks a degenerate completion earned reward on
     problems: list[LineProblem] = field(default_factory=list)
     problems_not_shown: int = 0  # past task_files.MAX_PROBLEMS_KEPT, problems are only counted
     unit: str = "line"  # what the problems' numbers count: "row" for Parquet and Arrow tables
@@ -53,7 +54,8 @@ class ImportReport:
             return f"{self.filename}: nothing imported; {count:,} problem(s) to fix."
         return (
             f"{self.filename}: {len(self.created):,} new task(s), {len(self.new_versions):,} new version(s), "
-            f"{len(self.duplicates):,} duplicate(s) skipped, {len(self.audit_failures):,} audit failure(s)."
+            f"{len(self.duplicates):,} duplicate(s) skipped, {len(self.audit_failures):,} audit failure(s), "
+            f"{len(self.gameable):,} gameable."
         )
 
     def as_dict(self) -> dict:
@@ -64,6 +66,7 @@ class ImportReport:
             "new_versions": self.new_versions,
             "duplicates": self.duplicates,
             "audit_failures": self.audit_failures,
+            "gameable": self.gameable,
             "problems": [[p.filename, p.line, p.field, p.reason] for p in self.problems],
             "problems_not_shown": self.problems_not_shown,
             "unit": self.unit,
@@ -78,6 +81,7 @@ class ImportReport:
             new_versions=data["new_versions"],
             duplicates=data["duplicates"],
             audit_failures=data["audit_failures"],
+            gameable=data.get("gameable", []),
             problems=[LineProblem(p[0], p[1], p[2], p[3], unit=unit) for p in data["problems"]],
             problems_not_shown=data.get("problems_not_shown", 0),
             unit=unit,
@@ -252,23 +256,26 @@ def _drafts_write(
     run_audits: bool,
 ) -> None:
     """Audit and write the drafts: new keys as new tasks (in batches), known keys as new versions."""
-    batch: list[tuple[TaskDraft, list[str]]] = []
+    batch: list[tuple[TaskDraft, DraftAudit | None]] = []
+    fixtures = environment.verifier_fixtures or None
     for draft in drafts:
-        audit_problems = draft_audit(draft) if run_audits else []
-        if audit_problems:
-            where = f"{source.unit} {draft.line}"
-            report.audit_failures.append(f"{where} ({draft.key or where}): " + "; ".join(audit_problems))
+        audit = draft_audit(draft, fixtures=fixtures) if run_audits else None
+        where = f"{source.unit} {draft.line} ({draft.key or f'{source.unit} {draft.line}'})"
+        if audit is not None and audit.problems:
+            report.audit_failures.append(f"{where}: " + "; ".join(audit.problems))
+        if audit is not None and audit.gameable:
+            report.gameable.append(f"{where}: paid " + "; ".join(item["label"] for item in audit.findings))
         known = owners_by_key.get(draft.key) if draft.key else None
         if known is None:
-            batch.append((draft, audit_problems))
+            batch.append((draft, audit))
             if len(batch) >= WRITE_BATCH:
-                report.created += _tasks_create(environment=environment, owner=owner, batch=batch, audited=run_audits)
+                report.created += _tasks_create(environment=environment, owner=owner, batch=batch)
                 batch = []
         else:
             task = Task.objects.get(pk=known[0])
             report.new_versions.append(task.key)
-            version_add(task=task, draft=draft, created_by=owner, audit_problems=audit_problems if run_audits else None)
-    report.created += _tasks_create(environment=environment, owner=owner, batch=batch, audited=run_audits)
+            version_add(task=task, draft=draft, created_by=owner, audit=audit)
+    report.created += _tasks_create(environment=environment, owner=owner, batch=batch)
     if report.created or report.new_versions:
         versions_written(environment=environment)
 
@@ -278,7 +285,7 @@ WRITE_BATCH = 1000
 
 
 def _tasks_create(
-    *, environment: Environment, owner: AbstractBaseUser, batch: list[tuple[TaskDraft, list[str]]], audited: bool
+    *, environment: Environment, owner: AbstractBaseUser, batch: list[tuple[TaskDraft, DraftAudit | None]]
 ) -> list[str]:
     """Create a task with its first version per draft; returns the new keys."""
     if not batch:
@@ -288,10 +295,8 @@ def _tasks_create(
     )
     TaskVersion.objects.bulk_create(
         [
-            version_row(
-                task=task, draft=draft, number=1, created_by=owner, audit_problems=problems if audited else None
-            )
-            for task, (draft, problems) in zip(tasks, batch)
+            version_row(task=task, draft=draft, number=1, created_by=owner, audit=audit)
+            for task, (draft, audit) in zip(tasks, batch)
         ]
     )
     # One statement points every new task at its first version (bulk_update would build a CASE per row).

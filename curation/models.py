@@ -28,6 +28,9 @@ class Environment(models.Model):
     domain = models.CharField(max_length=40, default="math")
     description = models.TextField(blank=True)
     guidelines = models.TextField(blank=True, help_text="What authors should know before writing tasks.")
+    verifier_fixtures = models.JSONField(
+        default=list, blank=True, help_text="Completions with known verdicts, run against every task's verifier."
+    )
     default_verifier = models.JSONField(default=dict, blank=True)
     floor = models.FloatField(default=default_floor, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     retire_at = models.FloatField(
@@ -125,6 +128,15 @@ class TaskVersion(models.Model):
     content_hash = models.CharField(max_length=64, db_index=True)
     audit_passed = models.BooleanField(null=True)
     audit_problems = models.JSONField(default=list, blank=True)
+    # The gameability audit (engine/verifiers/gameability.py): None when not run, True when a degenerate
+    # completion or an environment fixture broke its expectation; the findings name each completion.
+    gameable = models.BooleanField(null=True)
+    gameability_findings = models.JSONField(default=list, blank=True)
+    gameable_override_reason = models.TextField(blank=True)
+    gameable_override_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    gameable_override_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 

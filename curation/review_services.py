@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from curation import policy
 from curation.errors import CurationError
-from curation.models import Comment, Review, Task, TaskStatus
+from curation.gameability import blocks_approval
+from curation.models import Comment, Review, Task, TaskStatus, TaskVersion
 from curation.services import task_transition
 
 REVIEWABLE = (TaskStatus.SUBMITTED, TaskStatus.IN_REVIEW)
@@ -62,9 +63,14 @@ def _review_decide(*, task: Task, reviewer: AbstractBaseUser, decision: str, to_
 
 
 def review_approve(*, task: Task, reviewer: AbstractBaseUser, comment: str = "") -> Review:
-    """Approve a submitted or in-review task. A task whose current version failed its audit cannot be approved."""
+    """Approve a submitted or in-review task. A task whose current version failed its audit cannot be
+    approved, nor one flagged gameable that no reviewer has overridden."""
     if task.current_version_id and task.current_version.audit_passed is False:
         raise CurationError(f"{task.key} failed its audit; send it back instead of approving it.")
+    current = TaskVersion.objects.filter(pk=task.current_version_id).first()  # fresh: an override may be new
+    blocked = blocks_approval(current)
+    if blocked:
+        raise CurationError(f"{task.key} cannot be approved: {blocked}.")
     return _review_decide(
         task=task, reviewer=reviewer, decision=Review.Decision.APPROVE, to_status=TaskStatus.APPROVED, comment=comment
     )

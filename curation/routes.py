@@ -93,6 +93,7 @@ ROUTES: dict[str, Route] = {
     "api_release_retry": Route(API + "export", "release", "change", methods=POST),
     "api_release_file": Route(API + "export", "release", "export"),
     "api_verify": Route(API + "verify", methods=POST),
+    "api_verifier_test": Route(API + "verify", methods=POST),
     "api_feedback": Route(API + "feedback", methods=POST),
     # The schema and its docs describe the API and reveal no data (SPECTACULAR_SETTINGS).
     "api_schema": Route(PUBLIC),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 from celery import current_app
@@ -24,6 +26,8 @@ from curation.models import (
 from curation.thresholds import thresholds_validate
 from engine import verifiers
 from engine.task_format import TaskDraft, validate_task_object
+from engine.verifiers.base import VerifierConfigError
+from engine.verifiers.gameability import gameability_check
 
 logger = logging.getLogger(__name__)
 
@@ -126,8 +130,9 @@ def environment_update(
 
 
 def version_row(
-    *, task: Task, draft: TaskDraft, number: int, created_by: AbstractBaseUser, audit_problems: list[str] | None
+    *, task: Task, draft: TaskDraft, number: int, created_by: AbstractBaseUser, audit: DraftAudit | None
 ) -> TaskVersion:
+    audit_problems = audit.problems if audit is not None else None
     return TaskVersion(
         task=task,
         number=number,
@@ -141,6 +146,8 @@ def version_row(
         content_hash=draft.content_hash,
         audit_passed=None if audit_problems is None else not audit_problems,
         audit_problems=audit_problems or [],
+        gameable=audit.gameable if audit is not None else None,
+        gameability_findings=audit.findings if audit is not None else [],
         created_by=created_by,
     )
 
@@ -149,13 +156,41 @@ def generated_key(environment: Environment) -> str:
     return f"{environment.name}-{uuid.uuid4().hex[:10]}"
 
 
-def draft_audit(draft: TaskDraft) -> list[str]:
-    """The reference-answer audit of a draft: its problems, or [] when it passes."""
+@dataclass(frozen=True)
+class DraftAudit:
+    """A draft's audits: the reference-answer problems ([] when it passes) and the gameability audit's
+    findings (gameable None when it could not run, e.g. for a bad verifier config)."""
+
+    problems: list[str]
+    gameable: bool | None = None
+    findings: list[dict[str, str]] = dataclass_field(default_factory=list)
+
+
+def draft_audit(draft: TaskDraft, *, fixtures: list[dict[str, str]] | None = None) -> DraftAudit:
+    """The reference-answer audit and the gameability audit of a draft (environment fixtures included)."""
     try:
-        return verifiers.audit(verifier=draft.verifier, answer=draft.answer, prompt=draft.prompt)
+        problems = verifiers.audit(verifier=draft.verifier, answer=draft.answer, prompt=draft.prompt)
     except Exception as error:  # an audit that crashes is a flag on the task, never a failed import
         logger.exception("audit crashed for task line %s", draft.line)
-        return [f"audit could not run: {error}"]
+        return DraftAudit(problems=[f"audit could not run: {error}"])
+    return DraftAudit(
+        problems=problems,
+        **gameability_audit(verifier=draft.verifier, answer=draft.answer, prompt=draft.prompt, fixtures=fixtures),
+    )
+
+
+def gameability_audit(
+    *, verifier: dict[str, Any], answer: str | None, prompt: Any, fixtures: list[dict[str, str]] | None
+) -> dict[str, Any]:
+    """{"gameable": ..., "findings": [...]} of one task's verifier; gameable None when it cannot run."""
+    try:
+        findings = gameability_check(verifier=verifier, answer=answer, prompt=prompt, fixtures=fixtures)
+    except VerifierConfigError:
+        return {"gameable": None, "findings": []}
+    except Exception:
+        logger.exception("gameability audit crashed")
+        return {"gameable": None, "findings": []}
+    return {"gameable": bool(findings), "findings": [finding.as_dict() for finding in findings]}
 
 
 def versions_written(*, environment: Environment) -> None:
@@ -181,11 +216,9 @@ def similarity_check_queue(*, environment: Environment | None, recheck: bool = F
     transaction.on_commit(queue)
 
 
-def version_add(
-    *, task: Task, draft: TaskDraft, created_by: AbstractBaseUser, audit_problems: list[str] | None
-) -> TaskVersion:
+def version_add(*, task: Task, draft: TaskDraft, created_by: AbstractBaseUser, audit: DraftAudit | None) -> TaskVersion:
     number = (task.versions.order_by("-number").values_list("number", flat=True).first() or 0) + 1
-    version = version_row(task=task, draft=draft, number=number, created_by=created_by, audit_problems=audit_problems)
+    version = version_row(task=task, draft=draft, number=number, created_by=created_by, audit=audit)
     version.save()
     task.current_version = version
     task.save(update_fields=["current_version", "updated_at"])
@@ -248,8 +281,9 @@ def task_version_edit(*, task: Task, by: AbstractBaseUser, content: dict, run_au
     assert draft is not None  # a draft whenever there is no problem
     if task.current_version_id and task.current_version.content_hash == draft.content_hash:
         raise CurationError("Nothing changed: this content is already the current version.")
-    audit_problems = draft_audit(draft) if run_audit else None
+    fixtures = task.environment.verifier_fixtures or None
+    audit = draft_audit(draft, fixtures=fixtures) if run_audit else None
     with transaction.atomic():
-        version = version_add(task=task, draft=draft, created_by=by, audit_problems=audit_problems)
+        version = version_add(task=task, draft=draft, created_by=by, audit=audit)
         versions_written(environment=task.environment)
     return version

@@ -94,3 +94,18 @@ def test_only_reviewers_and_staff_manage_environments(client, alice, charlie):
 def test_the_admin_form_has_the_threshold_defaults(admin_client, settings):
     page = admin_client.get("/admin/curation/environment/add/").content.decode()
     assert f'value="{settings.PASSBAND_FLOOR}"' in page and f'value="{settings.PASSBAND_RETIRE}"' in page
+
+
+def test_fixtures_are_checked_saved_and_rerun_over_the_environment(client, alice, bob, arithmetic):
+    import_tasks(arithmetic, alice, math_task("sum", "What is 2 + 3?", "5"), run_audits=True)
+    client.force_login(bob)
+    url = reverse("environment_edit", args=["arithmetic"])
+    fields = {"domain": "math", "floor": arithmetic.floor, "retire_at": arithmetic.retire_at}
+    refused = client.post(url, {**fields, "verifier_fixtures": '[{"kind": "always", "completion": "x"}]'})
+    assert refused.status_code == 200 and "fixtures[0].kind" in refused.content.decode()
+    fixtures = '[{"kind": "full_reward", "completion": "It is 6."}]'  # wrong on purpose: the task fails it
+    saved = client.post(url, {**fields, "verifier_fixtures": fixtures}, follow=True).content.decode()
+    assert "fixtures saved and 1 task(s) re-checked, 1 gameable" in saved
+    version = arithmetic.tasks.get().current_version
+    version.refresh_from_db()
+    assert version.gameable is True and version.gameability_findings[0]["label"] == "fixture 1 (full_reward)"

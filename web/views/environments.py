@@ -11,10 +11,12 @@ from django.shortcuts import redirect, render
 
 from accounts.errors import ServiceError
 from calibration import services as calibration_services
-from curation import policy, services
+from curation import gameability, policy, services
 from curation.models import Environment
 from curation.thresholds import ThresholdError, thresholds_validate
 from engine import input_rules
+from engine.verifiers.base import VerifierConfigError
+from engine.verifiers.gameability import fixtures_parse
 
 
 class EnvironmentForm(forms.Form):
@@ -31,6 +33,14 @@ class EnvironmentForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3}),
         required=False,
         help_text='JSON, e.g. {"kind": "math"}; tasks without a verifier use it. Blank: none.',
+    )
+    verifier_fixtures = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        label="Verifier fixtures",
+        help_text='A JSON list, run against every task\'s verifier: [{"kind": "zero_reward", "completion": '
+        '"I am not sure."}]. Kinds: full_reward, zero_reward, malformed, determinism; {answer} in a completion '
+        "is the task's reference answer.",
     )
     # Their bounds are checked once, in clean(), by curation.thresholds.
     floor = forms.FloatField(help_text="Below it a task is too hard.")
@@ -54,6 +64,15 @@ class EnvironmentForm(forms.Form):
             raise forms.ValidationError('A JSON object, e.g. {"kind": "math"}.')
         return value
 
+    def clean_verifier_fixtures(self) -> list:
+        text = self.cleaned_data["verifier_fixtures"].strip()
+        if not text:
+            return []
+        try:
+            return fixtures_parse(input_rules.json_text(text), where="fixtures")
+        except (input_rules.InputError, VerifierConfigError) as error:
+            raise forms.ValidationError(f"{error}.") from None
+
     def clean(self):
         data = super().clean()
         floor, retire_at = data.get("floor"), data.get("retire_at")
@@ -71,9 +90,11 @@ def environment_create(request):
         request.POST or None, initial={"floor": settings.PASSBAND_FLOOR, "retire_at": settings.PASSBAND_RETIRE}
     )
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
+        data = dict(form.cleaned_data)
+        fixtures = data.pop("verifier_fixtures")
         try:
             environment = services.environment_create(**data)
+            gameability.environment_fixtures_set(environment=environment, fixtures=fixtures)
         except ServiceError as error:
             form.add_error(None, str(error))
         else:
@@ -90,6 +111,7 @@ def environment_edit(request, environment_name: str):
         for field in ("name", "title", "domain", "description", "guidelines", "floor", "retire_at", "max_new_tokens")
     }
     initial["default_verifier"] = json.dumps(environment.default_verifier) if environment.default_verifier else ""
+    initial["verifier_fixtures"] = json.dumps(environment.verifier_fixtures) if environment.verifier_fixtures else ""
     form = EnvironmentForm(request.POST or None, initial=initial)
     form.fields["name"].disabled = True
     if request.method == "POST" and form.is_valid():
@@ -111,10 +133,26 @@ def environment_edit(request, environment_name: str):
                     rebanded = calibration_services.environment_thresholds_set(
                         environment=environment, floor=data["floor"], retire_at=data["retire_at"], by=request.user
                     )
+            note = _fixtures_note(environment=environment, fixtures=data["verifier_fixtures"])
         except ServiceError as error:
             form.add_error(None, str(error))
         else:
-            note = f"; {rebanded} calibrations re-banded from stored rollouts" if rebanded is not None else ""
+            note += f"; {rebanded} calibrations re-banded from stored rollouts" if rebanded is not None else ""
             messages.success(request, f"Environment {environment.name} saved{note}.")
             return redirect("environment_list")
     return render(request, "curation/environment_form.html", {"form": form, "environment": environment})
+
+
+def _fixtures_note(*, environment, fixtures: list) -> str:
+    """Store changed fixtures and re-run the gameability audit over the environment when it is small enough."""
+    if fixtures == environment.verifier_fixtures:
+        return ""
+    gameability.environment_fixtures_set(environment=environment, fixtures=fixtures)
+    if environment.tasks.count() > FIXTURE_RECHECK_LIMIT:
+        return f"; fixtures saved: run manage.py verifier_test --environment {environment.name} to re-check its tasks"
+    report = gameability.environment_gameability_check(environment=environment)
+    return f"; fixtures saved and {report.checked} task(s) re-checked, {len(report.gameable)} gameable"
+
+
+# Above this many tasks a fixture change is re-checked by manage.py verifier_test, not in the request.
+FIXTURE_RECHECK_LIMIT = 500

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from accounts.errors import ServiceError
 from calibration import selectors as calibration_selectors
 from calibration.models import Band, Rollout
-from curation import policy, review_services, selectors
+from curation import gameability, policy, review_services, selectors
 from curation.models import Comment, Environment
 from similarity import selectors as similarity_selectors
 from web.templatetags.display import band_label
@@ -104,12 +104,16 @@ REVIEW_ACTIONS = {
     "send_back": lambda task, reviewer, comment: review_services.review_send_back(
         task=task, reviewer=reviewer, comment=comment
     ),
+    "override_gameable": lambda task, reviewer, comment: gameability.gameable_override(
+        task=task, reviewer=reviewer, reason=comment
+    ),
 }
 DONE_MESSAGES = {
     "claim": "is in review",
     "approve": "was approved",
     "reject": "was rejected",
     "send_back": "was sent back to its author",
+    "override_gameable": "may be approved despite its gameability flag",
 }
 
 

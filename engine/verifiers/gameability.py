@@ -1,0 +1,283 @@
+"""The gameability audit: a task's verifier against completions that must never earn reward.
+
+A policy in training searches for any completion that pays. Before a task is probed, its verifier
+runs against a standard battery of degenerate completions built from the task itself: empty, the
+prompt restated, every choice listed, hedges (the reference among other candidates), a huge
+output and, for code, an object whose ``__eq__`` is always true, ``sys.exit(0)`` or ``os._exit(0)``
+before the checks, output that prints the expected value, and code that special-cases the examples
+the prompt shows. A task whose verifier pays any of them is *gameable*; the finding keeps the
+completion that passed.
+
+Authors add fixtures of their own per environment, kinded as NeMo Gym's verifier fixtures are:
+``full_reward`` (must pass), ``zero_reward`` (must fail), ``malformed`` (must fail, not error) and
+``determinism`` (the same verdict three times). A fixture's completion may hold ``{answer}``, replaced
+by the task's reference answer. A fixture that does not hold is a finding too.
+
+Judges (``llm_judge``) are not run here: each check is a paid model call, and their soundness is
+measured against people instead. Tool-use kinds (``tool_calls``, ``state_check``) get the empty and
+fixture checks only.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from engine.verifiers import _parse, _run_check
+from engine.verifiers.base import Verdict, VerifierConfigError
+
+FIXTURE_KINDS = ("full_reward", "zero_reward", "malformed", "determinism")
+SKIPPED_KINDS = ("llm_judge",)
+TEXT_KINDS = ("math", "numeric", "exact", "regex", "json")
+HUGE_CHARACTERS = 50_000  # past the 10,000 characters the text kinds read from the end
+EXCERPT_CHARACTERS = 400
+
+_CHOICE = re.compile(r"^\s*\(?([A-Ha-h])[\).:]\s+\S", re.MULTILINE)
+_DOCTEST = re.compile(r"^\s*>>>\s*(?P<call>[A-Za-z_]\w*\(.*\))\s*$\n^\s*(?P<result>[^\s>].*)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One completion of the battery (or a fixture) and what its verdict must be."""
+
+    label: str
+    completion: Any
+    expect: str = "no_reward"  # no_reward | pass | fail | deterministic
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A probe whose verdict broke its expectation: the completion, what it got, and why that matters."""
+
+    label: str
+    expected: str
+    outcome: str
+    detail: str
+    completion: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "label": self.label,
+            "expected": self.expected,
+            "outcome": self.outcome,
+            "detail": self.detail,
+            "completion": self.completion,
+        }
+
+
+def fixtures_parse(raw: Any, *, where: str = "verifier_fixtures") -> list[dict[str, str]]:
+    """Validate an environment's fixtures: a list of {"kind": one of FIXTURE_KINDS, "completion": text,
+    "label": optional text}. Raises VerifierConfigError naming the entry and field."""
+    if raw in (None, ""):
+        return []
+    if not isinstance(raw, list):
+        raise VerifierConfigError(where, "must be a list of fixtures")
+    fixtures = []
+    for index, entry in enumerate(raw):
+        field = f"{where}[{index}]"
+        if not isinstance(entry, dict):
+            raise VerifierConfigError(field, 'must be an object {"kind": ..., "completion": ...}')
+        unknown = sorted(set(entry) - {"kind", "completion", "label"})
+        if unknown:
+            raise VerifierConfigError(f"{field}.{unknown[0]}", "is not a fixture field (kind, completion, label)")
+        if entry.get("kind") not in FIXTURE_KINDS:
+            raise VerifierConfigError(f"{field}.kind", f"must be one of {', '.join(FIXTURE_KINDS)}")
+        if not isinstance(entry.get("completion"), str):
+            raise VerifierConfigError(f"{field}.completion", "must be a string")
+        label = entry.get("label", "")
+        if not isinstance(label, str):
+            raise VerifierConfigError(f"{field}.label", "must be a string")
+        fixtures.append({"kind": entry["kind"], "completion": entry["completion"], "label": label})
+    return fixtures
+
+
+def gameability_check(
+    *,
+    verifier: dict[str, Any],
+    answer: str | None,
+    prompt: str | list[Any] | None,
+    fixtures: list[dict[str, str]] | None = None,
+) -> list[Finding]:
+    """Run the battery and the fixtures against one task's verifier; the findings ([] when it holds).
+
+    A verifier error or timeout on a battery completion is not a finding (nothing was paid); on a
+    ``full_reward`` or ``malformed`` fixture it is. Raises VerifierConfigError for a bad config.
+    """
+    module, config = _parse(verifier)
+    kind = verifier.get("kind", "")
+    probes = [] if kind in SKIPPED_KINDS else battery(kind=kind, config=config, answer=answer, prompt=prompt)
+    probes += _fixture_probes(fixtures or [], answer=answer)
+    findings = []
+    for probe in probes:
+        finding = _probe_run(module, config, probe, answer=answer, prompt=prompt)
+        if finding is not None:
+            findings.append(finding)
+    return findings
+
+
+def battery(*, kind: str, config: Any, answer: str | None, prompt: str | list[Any] | None) -> list[Probe]:
+    """The standard degenerate completions for a task of this kind."""
+    probes = [Probe("empty", "")]
+    if kind == "code":
+        return probes + _code_probes(config, prompt_text(prompt))
+    if kind not in TEXT_KINDS:
+        return probes
+    text = prompt_text(prompt)
+    if text.strip():
+        probes.append(Probe("the prompt restated", text))
+    choices = sorted({letter.upper() for letter in _CHOICE.findall(text)})
+    if len(choices) >= 2:
+        probes.append(Probe("every choice listed", " ".join(choices)))
+        probes.append(Probe("every choice boxed", " ".join(f"\\boxed{{{letter}}}" for letter in choices)))
+    if answer:
+        other = _other_value(answer)
+        probes += [
+            Probe("a hedge: another value or the reference", f"The answer is {other} or {answer}."),
+            Probe("a hedge: both boxed", f"$\\boxed{{{other}}}$ or $\\boxed{{{answer}}}$"),
+            Probe("every small integer listed", " ".join(str(number) for number in range(-100, 1001))),
+            Probe("a huge output", _huge(answer, other)),
+        ]
+    return probes
+
+
+def _huge(answer: str, other: str) -> str:
+    """HUGE_CHARACTERS of filler that states the reference first and another value last: a verifier
+    that reads the final answer refuses it, one that looks for the reference anywhere pays it."""
+    filler = "and so on " * (HUGE_CHARACTERS // 10)
+    return f"The answer is {answer}, {filler}so the answer is {other}."
+
+
+def prompt_text(prompt: str | list[Any] | None) -> str:
+    """The user's words of a prompt (its user messages, joined)."""
+    if isinstance(prompt, str):
+        return prompt
+    parts = []
+    for message in prompt or []:
+        if isinstance(message, dict) and message.get("role") == "user" and isinstance(message.get("content"), str):
+            parts.append(message["content"])
+    return "\n\n".join(parts)
+
+
+def _other_value(answer: str) -> str:
+    """A value different from the reference, of the same shape where it is a number."""
+    stripped = answer.strip()
+    try:
+        number = float(stripped.replace(",", ""))
+    except ValueError:
+        return "0" if stripped != "0" else "1"
+    if number.is_integer():
+        return str(int(number) + 1)
+    return repr(number + 1)
+
+
+def _code_probes(config: Any, text: str) -> list[Probe]:
+    body_style = config.style == "humaneval" and bool(config.code_prefix)
+    if config.style == "stdio":
+        first = config.cases[0].output if config.cases else ""
+        return [
+            Probe("sys.exit(0) first", "import sys\nsys.exit(0)\n"),
+            Probe("os._exit(0) first", "import os\nos._exit(0)\n"),
+            Probe("prints the first case's expected output", f"print({first!r}, end='')\n"),
+            Probe("a huge output", "print('x' * 20_000_000)\n"),
+        ]
+    always_equal = (
+        "class _AlwaysEqual:\n"
+        "    def __eq__(self, other): return True\n"
+        "    def __ne__(self, other): return False\n"
+        "    def __bool__(self): return True\n"
+        "    def __hash__(self): return 0\n"
+    )
+    if body_style:
+        return [
+            Probe("returns an object whose __eq__ is always true", _indent(always_equal + "return _AlwaysEqual()\n")),
+            Probe("sys.exit(0) before the checks", "    import sys\n    sys.exit(0)\n"),
+            Probe("os._exit(0) before the checks", "    import os\n    os._exit(0)\n"),
+            Probe("a huge output", "    print('x' * 20_000_000)\n"),
+            *_special_case_probe(text, body_style=True, entry_point=config.entry_point),
+        ]
+    entry = config.entry_point or _first_function_name(config) or "solution"
+    return [
+        Probe(
+            "returns an object whose __eq__ is always true",
+            always_equal + f"def {entry}(*args, **kwargs):\n    return _AlwaysEqual()\n",
+        ),
+        Probe("sys.exit(0) before the checks", "import sys\nsys.exit(0)\n"),
+        Probe("os._exit(0) before the checks", "import os\nos._exit(0)\n"),
+        Probe("a huge output", "print('x' * 20_000_000)\n"),
+        *_special_case_probe(text, body_style=False, entry_point=entry),
+    ]
+
+
+def _special_case_probe(text: str, *, body_style: bool, entry_point: str) -> list[Probe]:
+    """Code that answers only the examples shown in the prompt (doctest lines ``>>> f(x)`` + result)."""
+    table: dict[str, str] = {}
+    for match in _DOCTEST.finditer(text):
+        call, result = match.group("call"), match.group("result").strip()
+        try:
+            parsed = ast.parse(call, mode="eval").body
+            ast.literal_eval(result)
+        except (SyntaxError, ValueError):
+            continue
+        if isinstance(parsed, ast.Call) and isinstance(parsed.func, ast.Name) and parsed.func.id == entry_point:
+            arguments = "(" + "".join(ast.unparse(argument) + ", " for argument in parsed.args) + ")"
+            try:
+                table[repr(ast.literal_eval(arguments))] = result
+            except ValueError:
+                continue
+    if not table:
+        return []
+    lookup = "{" + ", ".join(f"{key!r}: {value}" for key, value in table.items()) + "}"
+    if body_style:
+        code = f"    return {lookup}.get(repr(tuple(locals().values())))\n"
+    else:
+        code = f"def {entry_point}(*args):\n    return {lookup}.get(repr(args))\n"
+    return [Probe("special-cases the prompt's examples", code)]
+
+
+def _first_function_name(config: Any) -> str:
+    for statement in (config.setup, *config.asserts):
+        match = re.search(r"\b([A-Za-z_]\w*)\s*\(", statement)
+        if match and match.group(1) not in ("assert", "len", "abs", "set", "sorted", "list", "int", "str"):
+            return match.group(1)
+    return ""
+
+
+def _indent(code: str) -> str:
+    return "".join("    " + line + "\n" for line in code.splitlines())
+
+
+def _fixture_probes(fixtures: list[dict[str, str]], *, answer: str | None) -> list[Probe]:
+    expectations = {"full_reward": "pass", "zero_reward": "fail", "malformed": "fail", "determinism": "deterministic"}
+    probes = []
+    for index, fixture in enumerate(fixtures):
+        completion = fixture["completion"].replace("{answer}", answer or "")
+        label = f"fixture {index + 1} ({fixture['kind']}{': ' + fixture['label'] if fixture['label'] else ''})"
+        probes.append(Probe(label, completion, expect=expectations[fixture["kind"]]))
+    return probes
+
+
+def _probe_run(module: Any, config: Any, probe: Probe, *, answer: str | None, prompt: Any) -> Finding | None:
+    verdicts: list[Verdict] = []
+    for _ in range(3 if probe.expect == "deterministic" else 1):
+        verdicts.append(_run_check(module, config, completion=probe.completion, answer=answer, prompt=prompt))
+    verdict = verdicts[0]
+    if probe.expect == "no_reward":
+        broken = verdict.outcome == "pass" or bool(verdict.reward)
+    elif probe.expect == "deterministic":
+        broken = len({(each.outcome, each.reward) for each in verdicts}) > 1
+    else:
+        broken = verdict.outcome != probe.expect
+    if not broken:
+        return None
+    outcome = ", ".join(each.outcome for each in verdicts) if probe.expect == "deterministic" else verdict.outcome
+    text = probe.completion if isinstance(probe.completion, str) else repr(probe.completion)
+    excerpt = text if len(text) <= EXCERPT_CHARACTERS else text[:EXCERPT_CHARACTERS] + f"… ({len(text):,} characters)"
+    return Finding(
+        label=probe.label,
+        expected={"no_reward": "no reward"}.get(probe.expect, probe.expect),
+        outcome=outcome,
+        detail=verdict.detail[:300],
+        completion=excerpt,
+    )
