@@ -65,9 +65,9 @@ def _review_decide(*, task: Task, reviewer: AbstractBaseUser, decision: str, to_
 def review_approve(*, task: Task, reviewer: AbstractBaseUser, comment: str = "") -> Review:
     """Approve a submitted or in-review task. A task whose current version failed its audit cannot be
     approved, nor one flagged gameable that no reviewer has overridden."""
-    if task.current_version_id and task.current_version.audit_passed is False:
-        raise CurationError(f"{task.key} failed its audit; send it back instead of approving it.")
     current = TaskVersion.objects.filter(pk=task.current_version_id).first()  # fresh: an override may be new
+    if current is not None and current.audit_passed is False:
+        raise CurationError(f"{task.key} failed its audit; send it back instead of approving it.")
     blocked = blocks_approval(current)
     if blocked:
         raise CurationError(f"{task.key} cannot be approved: {blocked}.")
