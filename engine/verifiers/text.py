@@ -71,13 +71,14 @@ def prompt_text(prompt: Any) -> str:
 _BOX_OPENER = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
 
-def boxed_contents(text: str) -> list[str]:
-    """Contents of every ``\\boxed{...}`` / ``\\fbox{...}`` in order, with nested braces balanced.
+def boxed_spans(text: str) -> list[tuple[int, int]]:
+    """Where the contents of every ``\\boxed{...}`` / ``\\fbox{...}`` lie, (start, end) in order, with
+    nested braces balanced.
 
     One pass over the text (a stack of open boxes), so ``\\boxed{`` repeated thousands of times
     without a closing brace costs linear time, not quadratic."""
     openers = {match.end(): match.start() for match in _BOX_OPENER.finditer(text)}
-    found: list[tuple[int, str]] = []  # (start of the box, contents)
+    found: list[tuple[int, int]] = []  # (start of the contents, end of the contents)
     open_boxes: list[tuple[int, int]] = []  # (depth at which the box's brace opened, index after it)
     depth = 0
     for index, character in enumerate(text):
@@ -88,15 +89,20 @@ def boxed_contents(text: str) -> list[str]:
         elif character == "}" and depth:
             if open_boxes and open_boxes[-1][0] == depth:
                 _, start = open_boxes.pop()
-                found.append((start, text[start:index]))
+                found.append((start, index))
             depth -= 1
     found.sort()
-    return [contents for _, contents in found]
+    return found
 
 
-def tag_contents(text: str, opener: str, closer: str) -> list[str]:
-    """Contents of ``<tag>...</tag>`` spans, each from an opener to the next closer (openers in
-    between are content), case-insensitive. Linear: one scan of the tag positions."""
+def boxed_contents(text: str) -> list[str]:
+    """Contents of every ``\\boxed{...}`` / ``\\fbox{...}`` in order (see boxed_spans)."""
+    return [text[start:end] for start, end in boxed_spans(text)]
+
+
+def tag_spans(text: str, opener: str, closer: str) -> list[tuple[int, int]]:
+    """Where the contents of ``<tag>...</tag>`` spans lie, (start, end), each from an opener to the next
+    closer (openers in between are content), case-insensitive. Linear: one scan of the tag positions."""
     pattern = re.compile(f"({re.escape(opener)})|{re.escape(closer)}", re.IGNORECASE)
     results = []
     start = None
@@ -105,9 +111,14 @@ def tag_contents(text: str, opener: str, closer: str) -> list[str]:
             if start is None:
                 start = match.end()
         elif start is not None:
-            results.append(text[start : match.start()])
+            results.append((start, match.start()))
             start = None
     return results
+
+
+def tag_contents(text: str, opener: str, closer: str) -> list[str]:
+    """Contents of ``<tag>...</tag>`` spans (see tag_spans)."""
+    return [text[start:end] for start, end in tag_spans(text, opener, closer)]
 
 
 def answer_tag_contents(text: str) -> list[str]:

@@ -1,0 +1,225 @@
+"""An answer reader independent of every verifier kind: where a completion commits to one final
+answer, and whether that answer has the reference's value.
+
+Used by the too_hard diagnosis (engine/verifiers/diagnosis.py) to ask "did the model give the right
+answer and the verifier refuse it?" with a reading that is not the verifier's own. It must not pay
+hedges, so it reads a *committed* answer only:
+
+- the source is the first of: ``\\boxed{}``, ``<answer>`` tags, an answer phrase ("the answer is",
+  "Answer:", "final answer"), the last line (a bare value, or the last side of ``=``); a later source
+  is never tried when an earlier one is present, so a completion cannot box 41 and end on 42;
+- several boxes, tags or answer phrases that do not all say the same thing hedge;
+- the answer must be one value as a whole: ``41 or 42``, ``41, 42``, a list of numbers, a range do not
+  read as one number, and a last line that follows another bare value is a list, not an answer.
+
+Values: numbers are compared exactly as fractions (``0.5``, ``1/2``, ``\\frac{1}{2}``, ``1,000``,
+``-3``, a currency sign before and a unit word after; ``\\frac12`` without braces is not read), so no
+tolerance pays a rounded answer; text answers are compared casefolded with whitespace collapsed; anything else is left
+to the caller (diagnosis.py compares it through math-verify in its killable helper).
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+from engine.verifiers.text import boxed_spans, tag_spans
+
+BOXED, ANSWER_TAG, PHRASE, LAST_LINE = "boxed", "answer_tag", "phrase", "last_line"
+# Only the tail is read: a final answer is at the end, and no completion makes this slow.
+TAIL_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class Span:
+    """A completion's committed final answer.
+
+    text: the answer as written (``completion[start:end]``, offsets into the whole completion);
+    source: boxed, answer_tag, phrase or last_line; hedge: why it is not one committed answer, or "".
+    """
+
+    text: str
+    start: int
+    end: int
+    source: str
+    hedge: str = ""
+
+
+_PHRASE = re.compile(
+    r"(?:final\s+answer|\banswer)\s*(?:\bis\b|\bwould\s+be\b|\bwill\s+be\b|:|=)\s*:?\s*",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"\n|\.(?!\d)|;|!|\?")
+_WRAPPERS = ("**", "__", "$$", "$", "\\(", "\\)", "\\[", "\\]", "`")
+_MARKDOWN_LEAD = re.compile(r"\s*(?:#{1,6}\s*|>\s*|[-*]\s+)?")
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    """The region without surrounding blanks, markdown emphasis, math delimiters and final punctuation."""
+    changed = True
+    while changed and start < end:
+        changed = False
+        while start < end and text[start].isspace():
+            start, changed = start + 1, True
+        while end > start and (text[end - 1].isspace() or text[end - 1] in ".,;:!"):
+            end, changed = end - 1, True
+        for wrapper in _WRAPPERS:
+            if text.startswith(wrapper, start) and start + len(wrapper) <= end:
+                start, changed = start + len(wrapper), True
+            if end - len(wrapper) >= start and text[end - len(wrapper) : end] == wrapper:
+                end, changed = end - len(wrapper), True
+    return start, end
+
+
+def _same_texts(texts: list[str]) -> bool:
+    return len({normal_text(text) for text in texts}) <= 1
+
+
+def _from_regions(text: str, regions: list[tuple[int, int]], source: str, offset: int) -> Span:
+    start, end = _trim(text, *regions[-1])
+    hedge = "" if _same_texts([text[a:b] for a, b in regions]) else f"{len(regions)} {source} answers that differ"
+    return Span(text[start:end], offset + start, offset + end, source, hedge)
+
+
+def _phrase_regions(text: str) -> list[tuple[int, int]]:
+    regions = []
+    for match in _PHRASE.finditer(text):
+        end = _SENTENCE_END.search(text, match.end())
+        start, stop = _trim(text, match.end(), end.start() if end else len(text))
+        if stop > start:
+            regions.append((start, stop))
+    return regions
+
+
+def _last_line(text: str, offset: int) -> Span | None:
+    lines = [(match.start(), match.end()) for match in re.finditer(r"[^\n]*\S[^\n]*", text)]
+    if not lines:
+        return None
+    start, end = lines[-1]
+    lead = _MARKDOWN_LEAD.match(text, start, end)  # matches the empty string at least
+    start = lead.end() if lead else start
+    equals = text.rfind("=", start, end)
+    if equals >= 0:
+        start = equals + 1
+    start, end = _trim(text, start, end)
+    if end <= start:
+        return None
+    hedge = ""
+    if equals < 0 and len(lines) > 1:
+        before_start, before_end = _trim(text, *lines[-2])
+        if read_number(text[before_start:before_end]) is not None:
+            hedge = "the last lines list several values"
+    return Span(text[start:end], offset + start, offset + end, LAST_LINE, hedge)
+
+
+def final_answer(completion: str) -> Span | None:
+    """The committed final answer of a completion (the module's rules), or None when it states none."""
+    offset = max(0, len(completion) - TAIL_CHARS)
+    text = completion[offset:]
+    for source, regions in (
+        (BOXED, boxed_spans(text)),
+        (ANSWER_TAG, tag_spans(text, "<answer>", "</answer>")),
+        (PHRASE, _phrase_regions(text)),
+    ):
+        if regions:
+            return _from_regions(text, regions, source, offset)
+    return _last_line(text, offset)
+
+
+# Numbers ----------------------------------------------------------------------------------------
+
+_LATEX_NOISE = re.compile(r"\\[,!;: ]|\\left|\\right|\\displaystyle|\{,\}")
+_LATEX_FRACTION = re.compile(r"^\\[dt]?frac\s*\{\s*([^{}]*?)\s*\}\s*\{\s*([^{}]*?)\s*\}$")
+_TEXT_COMMAND = re.compile(r"\\(?:text|mathrm|textbf|mathbf|operatorname)\s*\{([^{}]*)\}")
+_DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d{1,400})(?:\.\d{1,400})?|\.\d{1,400}"
+_NUMBER = re.compile(
+    rf"^[$€£¥]?\s*(?P<sign>[-+]?)\s*[$€£¥]?\s*(?P<numerator>{_DIGITS})"
+    rf"(?:\s*/\s*(?P<denominator>{_DIGITS}))?"
+    r"\s*(?P<unit>%|[A-Za-z][A-Za-z.]*(?:\s+[A-Za-z][A-Za-z.]*){0,2})?$"
+)
+# Words after a number that make it a range or a sum, not a unit: "42 or more", "42 to 50".
+_NOT_UNITS = {"or", "and", "to", "plus", "minus", "times", "over", "by", "more", "less", "than", "either", "maybe"}
+
+
+def _clean(text: str) -> str:
+    text = text.replace("\u2212", "-").replace("\\%", "%").replace("\\$", "$").replace("\\cdot", "*")
+    text = _TEXT_COMMAND.sub(r" \1", _LATEX_NOISE.sub("", text))
+    start, end = _trim(text, 0, len(text))
+    return text[start:end]
+
+
+def read_number(text: str) -> Fraction | None:
+    """The exact value of a text that is one number as a whole (``-1,000.5``, ``3/4``, ``\\frac{3}{4}``,
+    ``$5``, ``12 km``, ``45%`` reads 45), or None: ``41 or 42``, ``6*7`` and ``1, 2`` are not one number."""
+    cleaned = _clean(text)
+    fraction = _LATEX_FRACTION.match(cleaned)
+    if fraction:
+        numerator, denominator = read_number(fraction.group(1)), read_number(fraction.group(2))
+        if numerator is None or denominator is None or denominator == 0:
+            return None
+        return numerator / denominator
+    match = _NUMBER.match(cleaned)
+    if match is None or _NOT_UNITS & set((match.group("unit") or "").lower().split()):
+        return None
+    value = Fraction(match.group("numerator").replace(",", ""))
+    if match.group("denominator"):
+        denominator = Fraction(match.group("denominator").replace(",", ""))
+        if denominator == 0:
+            return None
+        value /= denominator
+    return -value if match.group("sign") == "-" else value
+
+
+def normal_text(text: str) -> str:
+    """Text for a comparison that ignores case, spacing, emphasis, ``\\text{}`` and final punctuation."""
+    cleaned = _clean(text).strip("\"'“”‘’*_() ")
+    return re.sub(r"\s+", " ", cleaned).casefold()
+
+
+# Characters that make a reference read as math (a formula, a set, a LaTeX command) rather than words.
+_MATH_MARKERS = re.compile(r"[\d\\^_{}()\[\]+*/=<>|]")
+_SEVERAL = re.compile(r",|;|/|\bor\b|\band\b", re.IGNORECASE)
+
+
+def is_text_answer(reference: str) -> bool:
+    """Whether a reference is words ("Paris", "blue whale"), compared as text, not as math."""
+    return bool(reference.strip()) and not _MATH_MARKERS.search(reference)
+
+
+@dataclass(frozen=True)
+class Match:
+    """Whether a span has the reference's value: True, False, or None when only math can tell."""
+
+    equal: bool | None
+    how: str
+
+
+def same_value(answer: str, reference: str) -> Match:
+    """Compare a committed answer with a reference: exactly as numbers when the reference is a number;
+    as text when the reference is words (an answer joining several with ``or`` or ``,`` that the reference
+    does not is never equal); otherwise ``Match(None, ...)``: the caller must compare them as math."""
+    expected = read_number(reference)
+    if expected is not None:
+        got = read_number(answer)
+        if got is None:
+            return Match(False, "not one number")
+        return Match(got == expected, "equal as numbers" if got == expected else "a different number")
+    if is_text_answer(reference):
+        if _SEVERAL.search(answer) and not _SEVERAL.search(reference):
+            return Match(False, "several answers")
+        equal = normal_text(answer) == normal_text(reference)
+        return Match(equal, "equal as text" if equal else "different text")
+    return Match(None, "needs a math comparison")
+
+
+def written_like(reference: str, span: Span, completion: str) -> str:
+    """The completion with the reference answer written where its final answer was, in the answer's
+    notation: inside math (a box, ``$``) as it is; in plain text a LaTeX reference goes between ``$``,
+    as a model writes math in prose."""
+    value = reference.strip()
+    in_math = span.source == BOXED or completion[span.start - 1 : span.start] == "$"
+    if not in_math and "\\" in value and not value.startswith("$"):
+        value = f"${value}$"
+    return completion[: span.start] + value + completion[span.end :]
