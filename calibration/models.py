@@ -7,6 +7,7 @@ from curation.models import Environment, TaskVersion
 from engine import stats
 from engine.backends.base import CAPTURES
 from engine.backends.openai_servers import SERVER_KINDS, TOOL_MODES
+from engine.verifiers import diagnosis as too_hard_diagnosis
 
 
 class ProbeModel(models.Model):
@@ -211,6 +212,11 @@ Band = models.TextChoices(
     ],
 )
 
+# Why a too_hard task is too hard (engine/verifiers/diagnosis.py owns the rule).
+Diagnosis = models.TextChoices(
+    "Diagnosis", [(name.upper(), (name, name.replace("_", " "))) for name in too_hard_diagnosis.DIAGNOSES]
+)
+
 
 class Calibration(models.Model):
     """What the rollouts of one model say about one task version."""
@@ -230,13 +236,21 @@ class Calibration(models.Model):
     cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     flags = models.JSONField(default=list, blank=True)
     policy = models.JSONField(default=dict, blank=True, help_text="The sampling policy that produced it.")
+    # Set with the band, blank unless the band is too_hard: suspect_verifier, truncated or hard, and what
+    # shows it (counts, the rollout ids and excerpts; engine.verifiers.diagnosis.diagnose).
+    diagnosis = models.CharField(max_length=20, choices=Diagnosis.choices, blank=True)
+    diagnosis_evidence = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["task_version", "probe_model"], name="calibration_unique_per_model")
         ]
-        indexes = [models.Index(fields=["band"]), models.Index(fields=["pass_rate"])]
+        indexes = [
+            models.Index(fields=["band"]),
+            models.Index(fields=["pass_rate"]),
+            models.Index(fields=["diagnosis"]),
+        ]
 
 
 class FeedbackReport(models.Model):

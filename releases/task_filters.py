@@ -20,7 +20,7 @@ from django.utils.dateparse import parse_datetime
 
 from accounts.errors import ServiceError
 from calibration import selectors as calibration_selectors
-from calibration.models import Band, ProbeModel
+from calibration.models import Band, Diagnosis, ProbeModel
 from curation.models import Environment, Task, TaskStatus, TaskVersion
 from engine import stats
 from similarity import selectors as similarity_selectors
@@ -33,6 +33,7 @@ PARAMS = (
     "environment",
     "model",
     "band",
+    "diagnosis",
     "status",
     "flag",
     "q",
@@ -63,6 +64,7 @@ class TaskFilter:
     environment: Environment | None = None
     probe_model: ProbeModel | None = None  # the calibration that band, flag and pass rate refer to
     band: str = ""
+    diagnosis: str = ""  # why a too_hard task is too hard (Diagnosis), under the same calibration
     status: str = ""
     flag: str = ""  # a calibration flag (engine.stats.Flag) or audit_failed
     search: str = ""
@@ -81,6 +83,7 @@ class TaskFilter:
         values = {
             "environment": self.environment.name if self.environment else "",
             "band": self.band,
+            "diagnosis": self.diagnosis,
             "status": self.status,
             "flag": self.flag,
             "q": self.search,
@@ -155,6 +158,7 @@ def task_filter_parse(params: Mapping, *, required: tuple[str, ...] = ()) -> Tas
         environment=environment,
         probe_model=probe_model,
         band=_choice(params, "band", Band.values),
+        diagnosis=_choice(params, "diagnosis", Diagnosis.values),
         status=_choice(params, "status", TaskStatus.values),
         flag=_choice(params, "flag", FLAGS),
         search=str(params.get("q") or "").strip(),
@@ -217,6 +221,7 @@ def tasks_matching(*, user: AbstractBaseUser, task_filter: TaskFilter) -> QueryS
         sort=f.sort,
         owner=user if f.mine else None,
         flag=f.flag,
+        diagnosis=f.diagnosis,
     )
     if f.domain:
         tasks = tasks.filter(current_version__domain=f.domain)
@@ -248,6 +253,8 @@ def versions_matching(versions: QuerySet[TaskVersion], *, task_filter: TaskFilte
         versions = versions.filter(Q(task__key__icontains=f.search) | Q(prompt__icontains=f.search))
     if f.band:
         versions = versions.filter(calibration__band=f.band)
+    if f.diagnosis:
+        versions = versions.filter(calibration__diagnosis=f.diagnosis)
     if f.flag == AUDIT_FAILED:
         versions = versions.filter(audit_passed=False)
     elif f.flag:

@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 
 from api.views import base
-from calibration.models import Band, Calibration, Outcome, Rollout
+from calibration.models import Band, Calibration, Diagnosis, Outcome, Rollout
 from curation import policy
 from engine import packing
 
@@ -21,6 +21,12 @@ class CalibrationSerializer(serializers.Serializer):
     pass_rate = serializers.FloatField(allow_null=True)
     interval = serializers.SerializerMethodField()
     band = serializers.CharField()
+    diagnosis = serializers.CharField(
+        help_text="too_hard only: suspect_verifier, truncated or hard (docs/verifiers.md); empty otherwise."
+    )
+    diagnosis_evidence = serializers.JSONField(
+        help_text="What shows the diagnosis: counts, and examples with their rollout ids and excerpts."
+    )
     decided = serializers.BooleanField()
     grpo_signal = serializers.FloatField(allow_null=True)
     cost_usd = serializers.DecimalField(
@@ -37,6 +43,7 @@ class CalibrationFilters(serializers.Serializer):
     environment = serializers.CharField(required=False)
     model = serializers.CharField(required=False, help_text="Probe model name.")
     band = serializers.ChoiceField(choices=Band.values, required=False)
+    diagnosis = serializers.ChoiceField(choices=Diagnosis.values, required=False, help_text="A too_hard diagnosis.")
     task = serializers.CharField(required=False, help_text="Task key.")
     updated_since = serializers.DateTimeField(required=False)
 
@@ -53,6 +60,7 @@ class CalibrationList(base.LookupFilteredList):
         "environment": "task_version__task__environment__name",
         "model": "probe_model__name",
         "band": "band",
+        "diagnosis": "diagnosis",
         "task": "task_version__task__key",
         "updated_since": "updated_at__gte",
     }

@@ -6,7 +6,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
 
 from api.views import base
-from calibration.models import Band
+from calibration.models import Band, Diagnosis
 from curation import policy
 from curation.models import TaskStatus
 from releases import task_filters
@@ -38,6 +38,7 @@ class TaskSerializer(serializers.Serializer):
             "pass_rate": task.pass_rate,
             "interval": [task.interval_low, task.interval_high],
             "band": task.band,
+            "diagnosis": task.diagnosis or None,
             "grpo_signal": task.grpo_signal,
             "verifier_errors": task.verifier_errors,
             "flags": task.flags,
@@ -62,6 +63,11 @@ class TaskFilters(serializers.Serializer):
     domain = serializers.CharField(required=False, help_text="Domain of the current version (math, code...).")
     status = serializers.ChoiceField(choices=TaskStatus.values, required=False)
     band = serializers.ChoiceField(choices=Band.values, required=False, help_text="Band under the probe model.")
+    diagnosis = serializers.ChoiceField(
+        choices=Diagnosis.values,
+        required=False,
+        help_text="Why a too_hard task is too hard under the probe model: suspect_verifier, truncated or hard.",
+    )
     model = serializers.CharField(required=False, help_text="Probe model name; default: the latest used.")
     pass_rate_min = serializers.FloatField(required=False, min_value=0, max_value=1)
     pass_rate_max = serializers.FloatField(required=False, min_value=0, max_value=1)

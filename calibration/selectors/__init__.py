@@ -29,6 +29,7 @@ from calibration.selectors.tasks import (
     environments_overview,
     review_queue,
     tasks_with_calibration,
+    too_hard_by_diagnosis,
 )
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "task_cost",
     "task_version_rollouts",
     "tasks_with_calibration",
+    "too_hard_by_diagnosis",
     "truncation_by_model",
     "verifier_latency",
 ]

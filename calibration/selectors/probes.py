@@ -32,7 +32,8 @@ def probe_task_versions(
 
     `all`: every task of the environment. `sample`: `sample_size` of them drawn at random with
     `sample_seed` (the same seed draws the same tasks, so a confirmed sample is the one started).
-    `filter`: the tasks the task list shows `user` for `filters` (band, status, search, flag, mine).
+    `filter`: the tasks the task list shows `user` for `filters` (band, diagnosis, status, search, flag,
+    mine).
     """
     if scope == "filter":
         filters = filters or {}
@@ -41,6 +42,7 @@ def probe_task_versions(
             environment=environment,
             probe_model=probe_model,
             band=filters.get("band", ""),
+            diagnosis=filters.get("diagnosis", ""),
             status=filters.get("status", ""),
             search=filters.get("q", ""),
             flag=filters.get("flag", ""),

@@ -22,6 +22,7 @@ from django.db.models.functions import Cast
 from calibration.models import (
     Band,
     Calibration,
+    Diagnosis,
     ProbeModel,
 )
 from curation.models import Environment, Task, TaskStatus
@@ -69,10 +70,12 @@ def tasks_with_calibration(
     sort: str = "key",
     owner: AbstractBaseUser | None = None,
     flag: str = "",
+    diagnosis: str = "",
 ) -> QuerySet[Task]:
     """Tasks annotated with the current version's calibration under one probe model.
 
-    `flag` is a calibration flag (verifier_trouble, zero_variance) or audit_failed.
+    `flag` is a calibration flag (verifier_trouble, zero_variance) or audit_failed; `diagnosis` a too_hard
+    diagnosis (suspect_verifier, truncated, hard), which only too_hard calibrations have.
     """
     tasks = tasks_visible_to(user).select_related("environment", "current_version", "owner")
     if owner is not None:
@@ -100,10 +103,13 @@ def tasks_with_calibration(
         "grpo_signal",
         "cost_usd",
         "flags",
+        "diagnosis",
     ):
         tasks = tasks.annotate(**{field: Subquery(calibrations.values(field)[:1])})
     if band:
         tasks = tasks.filter(band=band)
+    if diagnosis:
+        tasks = tasks.filter(diagnosis=diagnosis)
     if flag and flag != "audit_failed":
         flagged = calibrations_flagged(flag).filter(task_version=OuterRef("current_version"))
         if probe_model is not None:
@@ -124,6 +130,27 @@ def environments_overview(*, user: AbstractBaseUser) -> list[dict]:
     for row in band_rows:
         bands.setdefault(row["task_version__task__environment"], {})[row["band"]] = row["count"]
     return [{"environment": environment, "bands": bands.get(environment.pk, {})} for environment in environments]
+
+
+def too_hard_by_diagnosis(
+    *, user: AbstractBaseUser, environment: Environment | None, probe_model: ProbeModel | None
+) -> list[dict]:
+    """The too_hard tasks `user` may see, counted by diagnosis (current versions, under `probe_model`,
+    in `environment`; None: all), every diagnosis listed: [{"diagnosis", "label", "count"}]."""
+    calibrations = Calibration.objects.filter(
+        band=Band.TOO_HARD,
+        task_version__task__current_version=F("task_version"),
+        task_version__task__in=tasks_visible_to(user).values("pk"),
+    )
+    if environment is not None:
+        calibrations = calibrations.filter(task_version__task__environment=environment)
+    if probe_model is not None:
+        calibrations = calibrations.filter(probe_model=probe_model)
+    counts = dict(calibrations.values("diagnosis").annotate(count=Count("id")).values_list("diagnosis", "count"))
+    rows = [{"diagnosis": value, "label": label, "count": counts.get(value, 0)} for value, label in Diagnosis.choices]
+    if counts.get(""):
+        rows.append({"diagnosis": "", "label": "not diagnosed yet", "count": counts[""]})
+    return rows
 
 
 # Lower sorts first: what most needs a human look comes first.

@@ -4,6 +4,7 @@
 - campaigns: start, queue, reconcile, pause, resume, cancel
 - rounds: the round pipeline (round_generate, round_score, round_run) and the inline runner
 - calibrations: priors, sampling policy, thresholds, refreshing stored calibrations
+- diagnosis: why a too_hard task is too hard (suspect_verifier, truncated, hard), stored with its band
 - feedback: trainer reports, drift, automatic retirement, re-probing
 - ladder: a cheap model's pass rates as the prior for a stronger one
 """
@@ -30,6 +31,7 @@ from calibration.services.campaigns import (
     round_enqueue,
     tasks_per_job,
 )
+from calibration.services.diagnosis import too_hard_diagnose
 from calibration.services.feedback import (
     FEEDBACK_RETIRE_REASON,
     FEEDBACK_REVIVE_REASON,
@@ -106,4 +108,5 @@ __all__ = [
     "sampling_params",
     "tasks_per_job",
     "thresholds_for",
+    "too_hard_diagnose",
 ]

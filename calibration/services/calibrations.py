@@ -23,6 +23,7 @@ from calibration.models import (
     Rollout,
     outcome_count_aggregates,
 )
+from calibration.services.diagnosis import calibrations_diagnose_rows
 from curation.models import Environment, TaskVersion
 from curation.thresholds import thresholds_validate
 from engine import stats
@@ -108,7 +109,8 @@ def calibration_refresh(
     policy: dict | None = None,
     population_prior: stats.Beta | None | object = _POPULATION_PRIOR,
 ) -> Calibration:
-    """Recompute one calibration from every stored rollout of this model on this version.
+    """Recompute one calibration from every stored rollout of this model on this version, with the
+    diagnosis of a too_hard band (calibration.services.diagnosis).
 
     `policy` is the campaign's sampling policy; None keeps the one stored on the calibration
     (e.g. when an environment's thresholds change and bands are recomputed without inference).
@@ -138,6 +140,8 @@ _CALIBRATION_FIELDS = (
     "cost_usd",
     "flags",
     "policy",
+    "diagnosis",
+    "diagnosis_evidence",
     "updated_at",
 )
 
@@ -187,6 +191,8 @@ def calibrations_refresh(
                 now=now,
             )
         )
+    # Where bands are assigned, so a too_hard task's diagnosis changes with its band.
+    calibrations_diagnose_rows(rows=rows, versions={version.pk: version for version in task_versions})
     Calibration.objects.bulk_create(
         rows,
         update_conflicts=True,

@@ -26,6 +26,9 @@ def dashboard(request):
             "probe_model": probe_model,
             "probe_models": ProbeModel.objects.all(),
             "policy_in_use": selectors.campaign_policy_in_use(environment=environment) if environment else None,
+            "too_hard_diagnoses": selectors.too_hard_by_diagnosis(
+                user=request.user, environment=environment, probe_model=probe_model
+            ),
             "campaigns": Campaign.objects.filter(environment=environment).select_related("environment", "probe_model")[
                 :10
             ],

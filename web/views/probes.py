@@ -15,7 +15,8 @@ from calibration.models import Campaign, ProbeModel
 from curation import policy
 from curation.models import Environment, TaskVersion
 
-FILTER_FIELDS = ("band", "status", "q", "flag", "mine")
+# The task list's filters that a probe of "the tasks matching this filter" carries.
+FILTER_FIELDS = ("band", "diagnosis", "status", "q", "flag", "mine")
 
 
 def _int(post, name: str, default: int | None) -> int | None:

@@ -11,14 +11,14 @@ from django.views.decorators.http import require_POST
 from accounts.errors import ServiceError
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
-from calibration.models import Band, Campaign, ProbeModel, Rollout
+from calibration.models import Band, Campaign, Diagnosis, ProbeModel, Rollout
 from curation import import_jobs, imports, policy, review_services, selectors, services
 from curation.models import Environment, ImportJob, TaskStatus
 from engine import input_rules, stats
 from engine.packing import unpack_logprobs, unpack_tokens
 from releases import task_filters
 from similarity import selectors as similarity_selectors
-from web.views import shared
+from web.views import probes, shared
 
 
 @policy.page("environment_list")
@@ -56,6 +56,7 @@ def task_list(request):
             "probe_model": probe_model,
             "probe_models": ProbeModel.objects.all(),
             "bands": Band.values,
+            "diagnoses": Diagnosis.choices,
             "statuses": TaskStatus.values,
             "flags": [stats.Flag.VERIFIER_TROUBLE, stats.Flag.ZERO_VARIANCE, task_filters.AUDIT_FAILED],
             "sort": sort,
@@ -64,7 +65,7 @@ def task_list(request):
             "can_author": policy.is_author(request.user),
             "can_review": policy.is_reviewer(request.user),
             # The Probe form's "matching this filter" carries the list's filter.
-            "probe_filters": {name: request.GET.get(name, "") for name in ("band", "status", "q", "flag", "mine")},
+            "probe_filters": {name: request.GET.get(name, "") for name in probes.FILTER_FIELDS},
         },
     )
 
