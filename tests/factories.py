@@ -58,3 +58,43 @@ def humaneval_verifier(problem: dict) -> dict:
         "entry_point": problem["entry_point"],
         "timeout_seconds": 10,
     }
+
+
+# Three tasks a fake OpenAI-compatible server (tests/support/openai_server.py, one byte a token) makes
+# too_hard for each diagnosis: an exact verifier refusing the right answer in prose (suspect_verifier),
+# a wrong boxed answer under math (hard), and an answer longer than a 64-token budget (truncated).
+TOO_HARD_ANSWERS = {
+    "Prose, exact": "Six times seven is 42, so the answer is 42.",
+    "Boxed, math": "Let me see: 6 * 7 = 41, so \\boxed{41}.",
+    "Long, math": "Let me think step by step about this for a long while before answering, " * 3,
+}
+TOO_HARD_MAX_NEW_TOKENS = 64
+
+
+def too_hard_answer(prompt, seed) -> str:
+    """The fake server's reply to one of the too_hard tasks' prompts."""
+    return next(answer for start, answer in TOO_HARD_ANSWERS.items() if start in str(prompt))
+
+
+def too_hard_tasks(environment, owner) -> None:
+    """Import the three tasks (keys prose, boxed, long) and raise the floor so 16 failures decide too_hard."""
+    from calibration.services import environment_thresholds_set
+
+    import_tasks(
+        environment,
+        owner,
+        {"key": "prose", "prompt": "Prose, exact: what is 6 * 7?", "answer": "42", "verifier": {"kind": "exact"}},
+        {"key": "boxed", "prompt": "Boxed, math: what is 6 * 7?", "answer": "42", "verifier": {"kind": "math"}},
+        {"key": "long", "prompt": "Long, math: what is 6 * 7?", "answer": "42", "verifier": {"kind": "math"}},
+    )
+    environment_thresholds_set(environment=environment, floor=0.3, retire_at=0.7, by=owner)
+
+
+def too_hard_probe(environment, owner, probe_model):
+    """Probe the environment inline, 16 rollouts a task, with `probe_model` (served by too_hard_answer)."""
+    from calibration import services
+
+    campaign = services.campaign_start(
+        environment=environment, probe_model=probe_model, created_by=owner, rollouts=16, round_size=16, enqueue=False
+    )
+    return services.campaign_run_inline(campaign=campaign)

@@ -10,50 +10,24 @@ from calibration import services
 from calibration.models import Band, Calibration, Diagnosis, Rollout
 from releases import services as release_services
 from releases import task_filters
-from tests.factories import import_tasks
+from tests.factories import TOO_HARD_MAX_NEW_TOKENS, too_hard_answer, too_hard_probe, too_hard_tasks
 from tests.support.openai_server import serve_openai
 
 pytestmark = pytest.mark.django_db
 
-# The fake server answers by the prompt: one byte a token, so a long answer hits a small budget.
-ANSWERS = {
-    "Prose, exact": "Six times seven is 42, so the answer is 42.",
-    "Boxed, math": "Let me see: 6 * 7 = 41, so \\boxed{41}.",
-    "Long, math": "Let me think step by step about this for a long while before answering, " * 3,
-}
-
-
-def respond(prompt, seed):
-    return next(answer for start, answer in ANSWERS.items() if start in str(prompt))
-
 
 @pytest.fixture
 def model():
-    with serve_openai(respond=respond) as base_url:
+    with serve_openai(respond=too_hard_answer) as base_url:
         yield services.probe_model_add(
-            name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=64
+            name="fake", backend="openai", base_url=base_url, model="fake-model", max_new_tokens=TOO_HARD_MAX_NEW_TOKENS
         )
 
 
 @pytest.fixture
 def tasks(arithmetic, alice):
-    import_tasks(
-        arithmetic,
-        alice,
-        {"key": "prose", "prompt": "Prose, exact: what is 6 * 7?", "answer": "42", "verifier": {"kind": "exact"}},
-        {"key": "boxed", "prompt": "Boxed, math: what is 6 * 7?", "answer": "42", "verifier": {"kind": "math"}},
-        {"key": "long", "prompt": "Long, math: what is 6 * 7?", "answer": "42", "verifier": {"kind": "math"}},
-    )
-    # A floor high enough that 16 failures decide too_hard.
-    services.environment_thresholds_set(environment=arithmetic, floor=0.3, retire_at=0.7, by=alice)
+    too_hard_tasks(arithmetic, alice)
     return arithmetic
-
-
-def probe(environment, user, model):
-    campaign = services.campaign_start(
-        environment=environment, probe_model=model, created_by=user, rollouts=16, round_size=16, enqueue=False
-    )
-    return services.campaign_run_inline(campaign=campaign)
 
 
 def calibration_of(key: str) -> Calibration:
@@ -61,7 +35,7 @@ def calibration_of(key: str) -> Calibration:
 
 
 def test_each_too_hard_task_gets_its_diagnosis_and_evidence(tasks, alice, model):
-    probe(tasks, alice, model)
+    too_hard_probe(tasks, alice, model)
     prose, boxed, long = calibration_of("prose"), calibration_of("boxed"), calibration_of("long")
     assert {prose.band, boxed.band, long.band} == {Band.TOO_HARD}
     assert (prose.diagnosis, boxed.diagnosis, long.diagnosis) == (
@@ -79,7 +53,7 @@ def test_each_too_hard_task_gets_its_diagnosis_and_evidence(tasks, alice, model)
 
 
 def test_the_diagnosis_follows_the_band(tasks, alice, model):
-    probe(tasks, alice, model)
+    too_hard_probe(tasks, alice, model)
     services.environment_thresholds_set(environment=tasks, floor=0.001, retire_at=0.7, by=alice)
     prose = calibration_of("prose")
     assert prose.band != Band.TOO_HARD and prose.diagnosis == "" and prose.diagnosis_evidence == {}
@@ -88,7 +62,7 @@ def test_the_diagnosis_follows_the_band(tasks, alice, model):
 
 
 def test_pruned_rollouts_keep_the_diagnosis_their_texts_showed(tasks, alice, model):
-    campaign = probe(tasks, alice, model)
+    campaign = too_hard_probe(tasks, alice, model)
     services.rollouts_prune(older_than=timedelta(0), keep_per_task=0, campaign_id=campaign.pk)
     assert not Rollout.objects.filter(campaign=campaign, pruned_at=None).exists()
     services.environment_thresholds_set(environment=tasks, floor=0.25, retire_at=0.7, by=alice)
@@ -98,7 +72,7 @@ def test_pruned_rollouts_keep_the_diagnosis_their_texts_showed(tasks, alice, mod
 
 
 def test_the_command_diagnoses_calibrations_banded_before_diagnoses_existed(tasks, alice, model, capsys):
-    probe(tasks, alice, model)
+    too_hard_probe(tasks, alice, model)
     Calibration.objects.update(diagnosis="", diagnosis_evidence={})
     call_command("diagnose_too_hard")
     assert "3 too_hard calibrations diagnosed." in capsys.readouterr().out
@@ -109,7 +83,7 @@ def test_the_command_diagnoses_calibrations_banded_before_diagnoses_existed(task
 
 
 def test_the_task_filter_selects_by_diagnosis_on_lists_and_exports(tasks, alice, model):
-    probe(tasks, alice, model)
+    too_hard_probe(tasks, alice, model)
     task_filter = task_filters.task_filter_parse({"environment": "arithmetic", "diagnosis": "suspect_verifier"})
     assert [task.key for task in task_filters.tasks_matching(user=alice, task_filter=task_filter)] == ["prose"]
     assert task_filter.query()["diagnosis"] == "suspect_verifier"
