@@ -203,6 +203,8 @@ def _read_refusals(
             continue
         if verdict.outcome == "fail":
             evidence["format_refused"] += 1
+            if rewritten == attempt.text:
+                continue  # it already wrote the reference there: the refused_right example shows it
             rewritten_end = span.end + len(rewritten) - len(attempt.text)
             examples["format_refused"].append(
                 {

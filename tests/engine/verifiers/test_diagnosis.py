@@ -40,6 +40,11 @@ def test_an_exact_verifier_that_refuses_a_right_answer_in_prose_is_suspect():
     assert [example["rollout"] for example in shown] == [2, 1]  # the latest first
     assert shown[0]["answer"] == "42" and "the answer is 42" in shown[0]["excerpt"]
     assert "2 of 3 refused completions gave the reference value" in evidence["reason"]
+    # All three refuse the reference in their own prose; only the one that did not already write it is
+    # shown rewritten.
+    assert evidence["format_refused"] == 3
+    rewritten = [example for example in evidence["examples"] if example["shows"] == "format_refused"]
+    assert [(example["rollout"], example["rewritten"]) for example in rewritten] == [(3, "42.")]
 
 
 def test_a_decimal_refused_for_a_fraction_reference_is_suspect():
