@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from django.db.models import Q
+from django.db.models import Count, Max, Q
 
 from calibration.models import Band, Calibration, Outcome, ProbeModel, Rollout
 from curation.models import TaskVersion
@@ -23,25 +23,28 @@ logger = logging.getLogger(__name__)
 NOT_ATTEMPTS = (Outcome.GENERATION_ERROR, Outcome.PROMPT_TOO_LONG)
 
 
-def _attempts_by_version(*, ids: list[int], probe_model: ProbeModel) -> tuple[dict[int, list], set[int]]:
-    """Per version id, its verified attempts under the model; and the versions with pruned rollouts."""
+def _attempts(*, version_ids: list[int], probe_model: ProbeModel):
+    """The verified attempts of some versions under the model (failed generations are not attempts)."""
+    return Rollout.objects.filter(
+        task_version_id__in=version_ids, probe_model=probe_model, outcome__isnull=False
+    ).exclude(outcome__in=NOT_ATTEMPTS)
+
+
+def _attempts_by_version(*, ids: list[int], probe_model: ProbeModel) -> dict[int, list]:
+    """Per version id, its attempts as the engine reads them, in id order."""
     attempts: dict[int, list[too_hard_diagnosis.Attempt]] = {version_id: [] for version_id in ids}
-    pruned: set[int] = set()
     rows = (
-        Rollout.objects.filter(task_version_id__in=ids, probe_model=probe_model, outcome__isnull=False)
-        .exclude(outcome__in=NOT_ATTEMPTS)
+        _attempts(version_ids=ids, probe_model=probe_model)
         .order_by("task_version_id", "id")
-        .values_list("id", "task_version_id", "text", "outcome", "truncated", "finish_reason", "pruned_at")
+        .values_list("id", "task_version_id", "text", "outcome", "truncated", "finish_reason")
     )
-    for rollout_id, version_id, text, outcome, truncated, finish_reason, pruned_at in rows.iterator(chunk_size=500):
-        if pruned_at is not None:
-            pruned.add(version_id)
+    for rollout_id, version_id, text, outcome, truncated, finish_reason in rows.iterator(chunk_size=500):
         attempts[version_id].append(
             too_hard_diagnosis.Attempt(
                 id=rollout_id, text=text, outcome=outcome, truncated=truncated or finish_reason == "length"
             )
         )
-    return attempts, pruned
+    return attempts
 
 
 def diagnosis_compute(*, version: TaskVersion, attempts: list) -> too_hard_diagnosis.Diagnosis:
@@ -59,33 +62,60 @@ def diagnosis_compute(*, version: TaskVersion, attempts: list) -> too_hard_diagn
         )
 
 
-def calibrations_diagnose_rows(*, rows: list[Calibration], versions: dict[int, TaskVersion]) -> None:
+def calibrations_diagnose_rows(
+    *, rows: list[Calibration], versions: dict[int, TaskVersion], recompute: bool = False
+) -> None:
     """Set `diagnosis` and `diagnosis_evidence` on unsaved calibration rows of one probe model: blank
-    unless the band is too_hard. A version whose rollouts were pruned (texts dropped by retention)
-    keeps the diagnosis it already had, since its texts can no longer show anything."""
+    unless the band is too_hard.
+
+    A diagnosis depends only on the version (immutable) and its attempts, not on thresholds, so a stored
+    one is kept while the attempts are the same ones (their count and latest id): re-banding a large
+    environment reads no texts again; `recompute` diagnoses anyway (after the rule changed). A version
+    whose rollouts were pruned (texts dropped by retention) keeps the diagnosis it had, since its texts
+    can no longer show anything."""
     too_hard = [row for row in rows if row.band == Band.TOO_HARD]
     for row in rows:
         row.diagnosis, row.diagnosis_evidence = "", {}
     if not too_hard:
         return
+    probe_model = too_hard[0].probe_model
     ids = [row.task_version_id for row in too_hard]
-    attempts, pruned = _attempts_by_version(ids=ids, probe_model=too_hard[0].probe_model)
-    stored = {}
-    if pruned:
-        stored = {
-            version_id: (diagnosis, evidence)
-            for version_id, diagnosis, evidence in Calibration.objects.filter(
-                task_version_id__in=pruned, probe_model=too_hard[0].probe_model
-            )
-            .exclude(diagnosis="")
-            .values_list("task_version_id", "diagnosis", "diagnosis_evidence")
-        }
+    seen = {
+        row["task_version_id"]: row
+        for row in _attempts(version_ids=ids, probe_model=probe_model)
+        .values("task_version_id")
+        .annotate(count=Count("id"), latest=Max("id"), pruned=Count("id", filter=Q(pruned_at__isnull=False)))
+        .order_by()
+    }
+    stored = {
+        version_id: (diagnosis, evidence)
+        for version_id, diagnosis, evidence in Calibration.objects.filter(
+            task_version_id__in=ids, probe_model=probe_model
+        )
+        .exclude(diagnosis="")
+        .values_list("task_version_id", "diagnosis", "diagnosis_evidence")
+    }
+    to_compute = []
     for row in too_hard:
-        if row.task_version_id in stored:
-            row.diagnosis, row.diagnosis_evidence = stored[row.task_version_id]
-            continue
-        found = diagnosis_compute(version=versions[row.task_version_id], attempts=attempts[row.task_version_id])
-        row.diagnosis, row.diagnosis_evidence = found.diagnosis, found.evidence
+        now = seen.get(row.task_version_id, {"count": 0, "latest": None, "pruned": 0})
+        previous = stored.get(row.task_version_id)
+        if previous is not None and (now["pruned"] or (not recompute and _same_attempts(previous[1], now))):
+            row.diagnosis, row.diagnosis_evidence = previous
+        else:
+            to_compute.append(row)
+    if not to_compute:
+        return
+    attempts = _attempts_by_version(ids=[row.task_version_id for row in to_compute], probe_model=probe_model)
+    for row in to_compute:
+        version_attempts = attempts[row.task_version_id]  # in id order
+        found = diagnosis_compute(version=versions[row.task_version_id], attempts=version_attempts)
+        latest = version_attempts[-1].id if version_attempts else None
+        row.diagnosis, row.diagnosis_evidence = found.diagnosis, {**found.evidence, "latest_rollout": latest}
+
+
+def _same_attempts(evidence: dict, now: dict) -> bool:
+    """Whether a stored diagnosis was made from the attempts there are now (same count, same latest id)."""
+    return (evidence.get("attempts"), evidence.get("latest_rollout")) == (now["count"], now["latest"])
 
 
 def too_hard_diagnose(*, only_missing: bool = True, chunk_size: int = 200) -> int:
@@ -103,7 +133,7 @@ def too_hard_diagnose(*, only_missing: bool = True, chunk_size: int = 200) -> in
                 Calibration.objects.filter(pk__in=ids[start : start + chunk_size]).select_related("probe_model")
             )
             versions = TaskVersion.objects.in_bulk([row.task_version_id for row in rows])
-            calibrations_diagnose_rows(rows=rows, versions=versions)
+            calibrations_diagnose_rows(rows=rows, versions=versions, recompute=not only_missing)
             Calibration.objects.bulk_update(rows, ["diagnosis", "diagnosis_evidence"])
             diagnosed += len(rows)
     return diagnosed

@@ -83,11 +83,18 @@ def _from_regions(text: str, regions: list[tuple[int, int]], source: str, offset
     return Span(text[start:end], offset + start, offset + end, source, hedge)
 
 
+# "42, as asked": after a comma, words with no number and no "or" are a remark, not another answer.
+_REMARK = re.compile(r",\s+(?=[^\d]*$)(?![^\d]*\bor\b)", re.IGNORECASE)
+
+
 def _phrase_regions(text: str) -> list[tuple[int, int]]:
     regions = []
     for match in _PHRASE.finditer(text):
         end = _SENTENCE_END.search(text, match.end())
         start, stop = _trim(text, match.end(), end.start() if end else len(text))
+        remark = _REMARK.search(text, start, stop)
+        if remark:
+            start, stop = _trim(text, start, remark.start())
         if stop > start:
             regions.append((start, stop))
     return regions

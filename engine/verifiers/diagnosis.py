@@ -76,10 +76,22 @@ def _references(verifier: Mapping[str, Any], answer: str | None) -> list[str]:
     return list(dict.fromkeys(accepted))
 
 
+def _balanced(text: str) -> bool:
+    depth = 0
+    for character in text:
+        depth += {"{": 1, "}": -1}.get(character, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
 def _math_equal(span: str, reference: str, prompt: Any) -> bool:
-    """math-verify's equality on the span alone (in its killable helper), with Passband's hedge rules."""
+    """math-verify's equality on the span alone (in its killable helper), with Passband's hedge rules.
+    A span that could leave its box (unbalanced braces, a box or ``$`` of its own) is never equal."""
     from engine.verifiers import verify
 
+    if not _balanced(span) or "$" in span or "\\boxed" in span or "\\fbox" in span:
+        return False
     try:
         verdict = verify(verifier={"kind": "math"}, completion=f"$\\boxed{{{span}}}$", answer=reference, prompt=prompt)
     except VerifierConfigError:

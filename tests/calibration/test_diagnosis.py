@@ -82,6 +82,21 @@ def test_the_command_diagnoses_calibrations_banded_before_diagnoses_existed(task
     assert "0 too_hard calibrations diagnosed." in capsys.readouterr().out
 
 
+def test_a_diagnosis_is_reused_while_the_attempts_are_the_same_and_recomputed_on_request(tasks, alice, model):
+    """Re-banding reads no texts again: the diagnosis depends on the attempts, not on the thresholds."""
+    too_hard_probe(tasks, alice, model)
+    prose = calibration_of("prose")
+    assert (
+        prose.diagnosis_evidence["latest_rollout"]
+        == Rollout.objects.filter(task_version=prose.task_version).latest("id").id
+    )
+    Calibration.objects.filter(pk=prose.pk).update(diagnosis_evidence={**prose.diagnosis_evidence, "reason": "kept"})
+    services.environment_thresholds_set(environment=tasks, floor=0.25, retire_at=0.7, by=alice)
+    assert calibration_of("prose").diagnosis_evidence["reason"] == "kept"
+    call_command("diagnose_too_hard", "--all")
+    assert calibration_of("prose").diagnosis_evidence["reason"].startswith("16 of 16 refused completions")
+
+
 def test_the_task_filter_selects_by_diagnosis_on_lists_and_exports(tasks, alice, model):
     too_hard_probe(tasks, alice, model)
     task_filter = task_filters.task_filter_parse({"environment": "arithmetic", "diagnosis": "suspect_verifier"})

@@ -188,6 +188,8 @@ def test_a_code_task_is_never_suspect_of_its_verifier():
         ("6 * 7 = 42", "42", "last_line", False),
         ("#### 42", "42", "last_line", False),
         ("\\boxed{41} ... \\boxed{42}", "42", "boxed", True),
+        ("The answer is 42, as asked.", "42", "phrase", False),  # a remark after a comma
+        ("The answer is 42, or maybe 43.", "42, or maybe 43", "phrase", False),  # not one value: never equal
         ("Boxed: \\boxed{42}\nThe answer is 41", "42", "boxed", False),  # the box wins; prose cannot add one
     ],
 )
@@ -210,6 +212,17 @@ def test_read_number(text, value):
 @pytest.mark.parametrize("text", ["41 or 42", "6*7", "1, 2", "42 to 50", "x", "1/0"])
 def test_not_one_number(text):
     assert read_number(text) is None
+
+
+@pytest.mark.parametrize("text", ["<answer>1}, \\boxed{(x+1)^2</answer>", "<answer>1$ and $(x+1)^2</answer>"])
+def test_an_answer_that_could_leave_its_box_is_never_the_reference(text):
+    found = diagnose(
+        verifier={"kind": "exact", "extract": "answer_tag"},
+        answer="x^2+2x+1",
+        prompt=PROMPT,
+        attempts=[Attempt(id=1, text=text, outcome="fail")],
+    )
+    assert found.evidence["read"] == 1 and found.evidence["refused_right"] == 0
 
 
 def test_same_value_leaves_math_to_the_caller_and_refuses_joined_words():
