@@ -184,3 +184,12 @@ def test_the_api_reports_agreement_per_judge_and_prompt_version(client, charlie,
     careful = by_key[("careful", "v1")]
     assert careful["waiting"] == 1 and careful["kappa"]["estimate"] == pytest.approx(1.0)
     assert careful["false_pass"]["estimate"] == 0.0 and careful["warning"] == ""
+
+
+def test_a_judge_tasks_page_links_to_its_judge_and_the_bar_to_blind_review(client, alice, bob, arithmetic):
+    task = judge_task(arithmetic, alice, "linked")
+    shown = page(client, alice, reverse("task_detail", args=["arithmetic", "linked"]))
+    assert reverse("judge_detail", args=["grader"]) in shown and task.key in shown
+    assert reverse("blind_review_next") not in shown  # authors do not review blind
+    assert reverse("blind_review_next") not in page(client, alice, reverse("judge_list"))
+    assert reverse("blind_review_next") in page(client, bob, reverse("judge_list"))
