@@ -12,16 +12,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 PHONE = {"width": 390, "height": 844}
 
 
-def test_a_reviewer_judges_blind_and_the_judge_page_warns(new_context, live_server, alice, bob, arithmetic):
+def test_a_reviewer_judges_blind_and_the_judge_page_warns(new_context, live_server, sign_in, alice, bob, arithmetic):
     task = judge_task(arithmetic, alice, "blind-1")
     rollouts_with(task, alice, ["pass", "pass"], text="It is five, I believe ({index}).")
     services.judge_samples_draw(share=1.0, limit=10)
     page = new_context(viewport=PHONE, is_mobile=True, has_touch=True).new_page()
-    page.goto(live_server.url + "/login/")
-    page.fill("input[name=username]", "bob")
-    page.fill("input[name=password]", "pw-bob")
-    page.click("button[type=submit]")
-    page.wait_for_url(lambda url: "/login/" not in url)
+    sign_in(page, "bob")
     for verdict in ("fail", "pass"):
         page.goto(live_server.url + "/review/blind/")
         assert page.locator("#blind-response").inner_text().startswith("It is five")
