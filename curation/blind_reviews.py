@@ -20,6 +20,7 @@ from curation import policy
 from curation.errors import CurationError
 from curation.models import BlindItem, BlindReview, TaskVersion
 from engine import stats
+from engine.verifiers.kinds import llm_judge
 
 NOTE_MAX_CHARS = 4000
 
@@ -60,7 +61,7 @@ def blind_item_view(*, item: BlindItem) -> BlindView:
     """The one place that decides what a blind item shows (see BlindView)."""
     version = item.task_version
     verifier = version.verifier or {}
-    shows_reference = verifier.get("include_reference", True) is not False and bool(version.answer)
+    shows_reference = llm_judge.shows_reference(verifier) and bool(version.answer)
     prompt = version.prompt if isinstance(version.prompt, list) else [{"role": "user", "content": str(version.prompt)}]
     return BlindView(
         environment=version.task.environment.name,
@@ -144,13 +145,14 @@ def decided_version_examples(
     )
     first_of = {row["decided_version"]: row["first"] for row in firsts}
     verifiers = dict(TaskVersion.objects.filter(pk__in=first_of.values()).values_list("pk", "verifier"))
-    return {
-        version: {
-            "rubric": str((verifiers.get(pk) or {}).get("rubric", "")),
-            "include_reference": (verifiers.get(pk) or {}).get("include_reference", True) is not False,
+    examples = {}
+    for version, pk in first_of.items():
+        verifier = verifiers.get(pk) or {}
+        examples[version] = {
+            "rubric": str(verifier.get("rubric", "")),
+            "include_reference": llm_judge.shows_reference(verifier),
         }
-        for version, pk in first_of.items()
-    }
+    return examples
 
 
 # Writes -----------------------------------------------------------------------------------------

@@ -131,6 +131,11 @@ def _messages(
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(sections)}]
 
 
+def shows_reference(raw: Mapping[str, Any]) -> bool:
+    """Whether a judge config shows the judge the task's reference answer (``include_reference``, default true)."""
+    return raw.get("include_reference", True) is not False
+
+
 def prompt_version(raw: Mapping[str, Any]) -> str:
     """The version of what a task's judge is asked: 12 hex digits of the sha256 of the canonical JSON
     of the judge's messages with placeholders where the task's prompt, reference answer, response
@@ -144,7 +149,7 @@ def prompt_version(raw: Mapping[str, Any]) -> str:
     """
     template = _messages(
         rubric=str(raw.get("rubric", "")),
-        include_reference=raw.get("include_reference", True) is not False,
+        include_reference=shows_reference(raw),
         task="{task}",
         answer="{reference}",
         completion="{response}",
