@@ -3,13 +3,14 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api.views import bulk, calibrations, feedback, releases, tasks, verifier_test, verify
+from api.views import bulk, calibrations, feedback, judges, releases, tasks, verifier_test, verify
 
 urlpatterns = [
     path("v1/tasks", tasks.TaskList.as_view(), name="api_task_list"),
     path("v1/tasks/bulk", bulk.TaskBulk.as_view(), name="api_task_bulk"),
     path("v1/calibrations", calibrations.CalibrationList.as_view(), name="api_calibration_list"),
     path("v1/rollouts", calibrations.RolloutList.as_view(), name="api_rollout_list"),
+    path("v1/judges", judges.JudgeAgreement.as_view(), name="api_judge_agreement"),
     path("v1/releases", releases.ReleaseCreate.as_view(), name="api_release_create"),
     path("v1/releases/<int:release_id>", releases.ReleaseDetail.as_view(), name="api_release_detail"),
     path("v1/releases/<int:release_id>/retry", releases.ReleaseRetry.as_view(), name="api_release_retry"),

@@ -52,3 +52,13 @@ def reprobe_sample() -> int:
     return len(
         services.reprobe_sample(probability=settings.PASSBAND_REPROBE_PROBABILITY, cap=settings.PASSBAND_REPROBE_CAP)
     )
+
+
+@shared_task(soft_time_limit=600, time_limit=660)
+def draw_judge_samples() -> int:
+    """Beat: draw judged rollouts for blind review (people check the LLM judges); returns items added."""
+    return services.judge_samples_draw(
+        share=settings.PASSBAND_JUDGE_SAMPLE_SHARE,
+        limit=settings.PASSBAND_JUDGE_SAMPLE_LIMIT,
+        seed=settings.PASSBAND_JUDGE_SAMPLE_SEED,
+    )

@@ -277,3 +277,58 @@ class ImportMapping(models.Model):
 
     def __str__(self) -> str:
         return f"{self.environment.name}/{self.name}"
+
+
+class BlindItem(models.Model):
+    """Something people judge without seeing the decision already made on it.
+
+    Now: a rollout an LLM judge scored, sampled for reviewers (calibration/services/judge_samples.py,
+    docs/verifiers.md "Judges checked against people"). The record is general: whose decision is
+    checked (`decided_by`, `decided_version`) and that decision, what people see (`content` beside
+    the task version's prompt), how many independent reviews it wants. Its reviews are BlindReview.
+    """
+
+    class Kind(models.TextChoices):
+        JUDGED_ROLLOUT = "judged_rollout"
+
+    kind = models.CharField(max_length=40, choices=Kind.choices)
+    # The item's own record: for judged_rollout a calibration.Rollout id. A number, not a foreign key:
+    # curation sits below calibration, and the item keeps what people review in `content`.
+    object_id = models.PositiveBigIntegerField()
+    task_version = models.ForeignKey(TaskVersion, on_delete=models.PROTECT, related_name="blind_items")
+    content = models.TextField(help_text="What people judge: the completion, copied when sampled.")
+    decided_by = models.CharField(max_length=80, help_text="Whose decision is checked: the judge's name.")
+    decided_version = models.CharField(max_length=40, blank=True, help_text="The judge's prompt version.")
+    # The decision checked (the judge's pass or fail): never shown to anyone reviewing the item.
+    decision = models.CharField(max_length=20)
+    reviews_wanted = models.PositiveSmallIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["kind", "object_id"], name="blind_item_unique_object")]
+        indexes = [models.Index(fields=["kind", "decided_by", "decided_version"], name="blind_item_decider")]
+
+    def __str__(self) -> str:
+        return f"blind item {self.pk} ({self.kind} {self.object_id})"
+
+
+class BlindReview(models.Model):
+    """One person's verdict on a blind item, given without seeing its decision or anyone else's review."""
+
+    class Verdict(models.TextChoices):
+        PASS = "pass"
+        FAIL = "fail"
+
+    item = models.ForeignKey(BlindItem, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="blind_reviews")
+    verdict = models.CharField(max_length=20, choices=Verdict.choices)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["item", "reviewer"], name="blind_review_once_per_reviewer")]
+
+    def __str__(self) -> str:
+        return f"{self.verdict} on {self.item} by {self.reviewer}"

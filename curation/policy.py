@@ -185,6 +185,9 @@ RULES: dict[tuple[str, str], Callable[[AbstractBaseUser, Model], bool]] = {
     ("apitoken", CHANGE): _owner_only("user_id"),
     ("probemodel", SEE): _signed_in,
     ("probemodel", CHANGE): lambda user, probe_model: user.is_authenticated and user.is_staff,
+    # Blind review (curation.blind_reviews): reviewers only; never an item of their own task (staff may).
+    ("blinditem", SEE): lambda user, item: is_reviewer(user),
+    ("blinditem", REVIEW): lambda user, item: task_may_review(user, item.task_version.task),
 }
 REFUSALS = {
     ("task", CHANGE): "Only the task's author can change it.",
@@ -195,6 +198,7 @@ REFUSALS = {
     ("campaign", CHANGE): "Only the person who started a campaign, or staff, can change it.",
     ("environment", CHANGE): "Only reviewers and staff change environments.",
     ("probemodel", CHANGE): "Only staff change probe models.",
+    ("blinditem", REVIEW): "This rollout is of your own task: another reviewer must judge it.",
 }
 
 

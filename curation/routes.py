@@ -60,6 +60,11 @@ ROUTES: dict[str, Route] = {
     "dedup_keep_one": Route(REVIEWERS, methods=POST),
     "dedup_dismiss": Route(REVIEWERS, methods=POST),
     "dedup_recheck": Route(REVIEWERS, methods=POST),
+    # Judges checked against people: blind verdicts on judged rollouts, and each judge's agreement
+    "blind_review_next": Route(REVIEWERS),
+    "blind_review": Route(REVIEWERS, "blinditem", "review", methods=("GET", "POST")),
+    "judge_list": Route(BROWSER),
+    "judge_detail": Route(BROWSER),
     # Environments, models, campaigns, dashboards
     "environment_create": Route(REVIEWERS, methods=("GET", "POST")),
     "environment_edit": Route(REVIEWERS, "environment", "change", methods=("GET", "POST")),
@@ -95,6 +100,7 @@ ROUTES: dict[str, Route] = {
     "api_verify": Route(API + "verify", methods=POST),
     "api_verifier_test": Route(API + "verify", methods=POST),
     "api_feedback": Route(API + "feedback", methods=POST),
+    "api_judge_agreement": Route(API + "read"),
     # The schema and its docs describe the API and reveal no data (SPECTACULAR_SETTINGS).
     "api_schema": Route(PUBLIC),
     "api_docs": Route(PUBLIC),

@@ -231,6 +231,16 @@ try:
 except ValueError as _error:
     raise ImproperlyConfigured(f"Verifier settings: {_error}") from None
 
+# Judges checked against people (docs/verifiers.md): every PASSBAND_JUDGE_SAMPLE_EVERY seconds, a
+# deterministic PASSBAND_JUDGE_SAMPLE_SHARE of judged rollouts (ranked by sha256 of the seed, judge,
+# prompt version and rollout id), at most PASSBAND_JUDGE_SAMPLE_LIMIT per judge and prompt version,
+# goes to reviewers blind. A judge's page warns when its false-pass rate is above the limit.
+PASSBAND_JUDGE_SAMPLE_SHARE = env_float("PASSBAND_JUDGE_SAMPLE_SHARE", 0.05)
+PASSBAND_JUDGE_SAMPLE_LIMIT = int(os.environ.get("PASSBAND_JUDGE_SAMPLE_LIMIT", "200"))
+PASSBAND_JUDGE_SAMPLE_SEED = int(os.environ.get("PASSBAND_JUDGE_SAMPLE_SEED", "0"))
+PASSBAND_JUDGE_SAMPLE_EVERY = env_float("PASSBAND_JUDGE_SAMPLE_EVERY", 3600.0)
+PASSBAND_JUDGE_FALSE_PASS_LIMIT = env_float("PASSBAND_JUDGE_FALSE_PASS_LIMIT", 0.05)
+
 # Metrics (calibration/metrics.py). Celery's prefork children and gunicorn's workers write their samples
 # to PROMETHEUS_MULTIPROC_DIR, a folder every process of a host shares, emptied when the stack starts;
 # /metrics adds them up. /metrics answers staff and `Authorization: Bearer <PASSBAND_METRICS_TOKEN>`.
@@ -352,6 +362,7 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile-campaigns": {"task": "calibration.tasks.reconcile_campaigns", "schedule": PASSBAND_RECONCILE_EVERY},
     # Some too-hard and retired tasks revive: re-probe a small random share of them once a day.
     "reprobe-sample": {"task": "calibration.tasks.reprobe_sample", "schedule": 86400.0},
+    "draw-judge-samples": {"task": "calibration.tasks.draw_judge_samples", "schedule": PASSBAND_JUDGE_SAMPLE_EVERY},
 }
 # Redis redelivers a message whose worker died without acknowledging it after this many seconds.
 # kombu looks for such messages only every interval x throttle seconds (100 s by default) and

@@ -98,3 +98,50 @@ def too_hard_probe(environment, owner, probe_model):
         environment=environment, probe_model=probe_model, created_by=owner, rollouts=16, round_size=16, enqueue=False
     )
     return services.campaign_run_inline(campaign=campaign)
+
+
+def judge_task(
+    environment, owner, key: str, *, rubric: str = "Pass if the answer is 5.", judge: str = "grader", **extra
+):
+    """A task graded by an LLM judge, written straight to the database: importing one would need the
+    judge registered (engine/verifiers/judges.py), and these tests never call it."""
+    from curation.models import Task, TaskStatus, TaskVersion
+
+    task = Task.objects.create(environment=environment, key=key, owner=owner, status=TaskStatus.APPROVED)
+    version = TaskVersion.objects.create(
+        task=task,
+        number=1,
+        prompt=[{"role": "user", "content": f"Question {key}: what is 2 + 3?"}],
+        answer="5",
+        verifier={"kind": "llm_judge", "judge": judge, "rubric": rubric, **extra},
+        domain=environment.domain,
+        content_hash=f"hash-{key}",
+        created_by=owner,
+    )
+    Task.objects.filter(pk=task.pk).update(current_version=version)
+    task.current_version = version
+    return task
+
+
+def rollouts_with(task, owner, outcomes, *, text: str = "The answer is {index}.", detail: str = "expected 5") -> list:
+    """Rollouts of a task's current version with the given outcomes, in a campaign of their own."""
+    from calibration.models import Campaign, ProbeModel, Rollout
+
+    model = ProbeModel.objects.get_or_create(
+        name="probe", defaults={"backend": "openai", "base_url": "http://127.0.0.1:9/v1"}
+    )[0]
+    campaign = Campaign.objects.create(environment=task.environment, probe_model=model, created_by=owner, seed=1)
+    return Rollout.objects.bulk_create(
+        Rollout(
+            campaign=campaign,
+            task_version=task.current_version,
+            probe_model=model,
+            sample_index=index,
+            seed=index,
+            text=text.format(index=index, outcome=outcome),
+            outcome=outcome,
+            reward={"pass": 1.0, "fail": 0.0}.get(outcome),
+            detail=detail,
+        )
+        for index, outcome in enumerate(outcomes)
+    )

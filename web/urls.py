@@ -11,6 +11,7 @@ from web.views import dashboards as dashboard_views
 from web.views import dedup as dedup_views
 from web.views import environments as environment_views
 from web.views import imports as import_views
+from web.views import judges as judge_views
 from web.views import ops as ops_views
 from web.views import probes as probe_views
 from web.views import releases as release_views
@@ -44,6 +45,10 @@ urlpatterns = [
     path("review/duplicates/keep/", dedup_views.dedup_keep_one, name="dedup_keep_one"),
     path("review/duplicates/dismiss/", dedup_views.dedup_dismiss, name="dedup_dismiss"),
     path("review/duplicates/recheck/", dedup_views.dedup_recheck, name="dedup_recheck"),
+    path("review/blind/", judge_views.blind_review_next, name="blind_review_next"),
+    path("review/blind/<int:item_id>/", judge_views.blind_review, name="blind_review"),
+    path("judges/", judge_views.judge_list, name="judge_list"),
+    path("judges/<str:judge>/", judge_views.judge_detail, name="judge_detail"),
     path(
         "review/<slug:environment_name>/<path:key>/<str:action>/",
         review_views.review_action,

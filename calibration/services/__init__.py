@@ -7,6 +7,7 @@
 - diagnosis: why a too_hard task is too hard (suspect_verifier, truncated, hard), stored with its band
 - feedback: trainer reports, drift, automatic retirement, re-probing
 - ladder: a cheap model's pass rates as the prior for a stronger one
+- judge_samples: judged rollouts drawn for blind review (people checking LLM judges)
 """
 
 from calibration.services.calibrations import (
@@ -41,6 +42,7 @@ from calibration.services.feedback import (
     feedback_record,
     reprobe_sample,
 )
+from calibration.services.judge_samples import judge_sample_rank, judge_samples_draw
 from calibration.services.ladder import (
     campaign_start_ladder,
     ladder_fit,
@@ -91,6 +93,8 @@ __all__ = [
     "feedback_drift",
     "feedback_record",
     "is_tool_task",
+    "judge_sample_rank",
+    "judge_samples_draw",
     "ladder_fit",
     "policy_for",
     "probe_model_add",

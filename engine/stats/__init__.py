@@ -10,9 +10,11 @@ benchmark in ``bench/calibration/`` all run the very same code. ``from engine im
 * ``tables``: stopping tables and exact operating characteristics (the OC curve).
 * ``verdict``: ``calibration_verdict``, the whole band rule a stored calibration shows.
 * ``priors``, ``ladder``, ``drift``: population prior, model ladder, discounted feedback.
+* ``agreement``: two raters of the same items: percent agreement, Cohen's kappa, false-pass rate.
 * ``optimal``: the Bayes-optimal table for a known population (the benchmark's bound).
 """
 
+from engine.stats.agreement import *
 from engine.stats.bands import *
 from engine.stats.drift import *
 from engine.stats.ladder import *

@@ -14,6 +14,7 @@ import numpy as np
 from scipy import special
 from scipy import stats as scipy_stats
 
+from engine.stats.agreement import agreement_from_counts, label_counts
 from engine.stats.bands import BANDS
 from engine.stats.posterior import (
     JEFFREYS_PRIOR,
@@ -158,16 +159,11 @@ class BandAgreement:
 
 def band_agreement(*, first: Sequence[str], second: Sequence[str]) -> BandAgreement:
     """Compare two models' bands task by task (``first[i]`` and ``second[i]`` are one task)."""
-    if len(first) != len(second):
-        raise ValueError(f"first and second must list the same tasks; got {len(first)} and {len(second)}")
-    counts: dict[tuple[str, str], int] = {}
-    for pair in zip(first, second):
-        counts[pair] = counts.get(pair, 0) + 1
-    matrix = np.array([[counts.get((row, column), 0) for column in BANDS] for row in BANDS], dtype=float)
-    decided = int(matrix.sum())
-    if decided == 0:
+    counts = label_counts(first=first, second=second)
+    decided = {pair: count for pair, count in counts.items() if pair[0] in BANDS and pair[1] in BANDS}
+    if not decided:
         return BandAgreement(tasks=0, agreement=None, cohen_kappa=None, counts=counts)
-    observed = float(np.trace(matrix)) / decided
-    chance = float(matrix.sum(axis=1) @ matrix.sum(axis=0)) / decided**2
-    kappa = None if chance >= 1.0 else (observed - chance) / (1.0 - chance)
-    return BandAgreement(tasks=decided, agreement=observed, cohen_kappa=kappa, counts=counts)
+    measured = agreement_from_counts(decided)
+    return BandAgreement(
+        tasks=measured.n, agreement=measured.agreement.estimate, cohen_kappa=measured.kappa.estimate, counts=counts
+    )

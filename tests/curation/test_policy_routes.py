@@ -17,11 +17,11 @@ from django.urls import URLPattern, URLResolver, get_resolver, path, reverse
 from accounts.services import api_token_create
 from calibration.models import Campaign, ProbeModel
 from curation import routes
-from curation.models import Comment, ImportJob, Task, TaskStatus
+from curation.models import BlindItem, Comment, ImportJob, Task, TaskStatus
 from curation.services import task_transition
 from releases.models import Release
 from tests.conftest import make_user
-from tests.factories import import_tasks, math_task
+from tests.factories import import_tasks, judge_task, math_task
 
 pytestmark = pytest.mark.django_db
 
@@ -111,7 +111,19 @@ def world(users, arithmetic):
     for key, owner in (("sub", alice), ("bobs", bob)):
         task_transition(task=Task.objects.get(key=key), to_status=TaskStatus.SUBMITTED, by=owner)
     probe_model = ProbeModel.objects.create(name="probe", backend="openai", base_url="http://127.0.0.1:9/v1")
+    blind_items = {
+        name: BlindItem.objects.create(
+            kind=BlindItem.Kind.JUDGED_ROLLOUT,
+            object_id=index,
+            task_version=judge_task(arithmetic, owner, f"judged-{name}").current_version,
+            content="5",
+            decided_by="grader",
+            decision="pass",
+        )
+        for index, (name, owner) in enumerate((("blind_item", alice), ("bobs_blind_item", bob)))
+    }
     return {
+        **blind_items,
         "draft_comment": Comment.objects.create(task=Task.objects.get(key="t-1"), author=bob, body="wording"),
         "public_comment": Comment.objects.create(task=Task.objects.get(key="pub"), author=bob, body="wording"),
         "campaign": Campaign.objects.create(environment=arithmetic, probe_model=probe_model, created_by=alice, seed=1),
@@ -208,6 +220,11 @@ CASES = {
         ({**TASK, "key": "sub", "action": "claim"}, {}, {"anonymous": "login", "alice": 403, "dora": 403, "bob": 302}),
         ({**TASK, "key": "bobs", "action": "claim"}, {}, {"bob": 403, "staff": 302}),
         ({**MISSING_TASK, "action": "claim"}, {}, {"bob": 404}),
+    ],
+    "blind_review": [
+        ({"item_id": "blind_item"}, {}, {"anonymous": "login", "alice": 403, "charlie": 403, "bob": 200, "staff": 200}),
+        ({"item_id": "bobs_blind_item"}, {}, {"bob": 403, "staff": 200}),
+        ({"item_id": 999999}, {}, {"bob": 404}),
     ],
     "import_job_detail": [
         ({"job_id": "import_job"}, {}, {"anonymous": "login", "dora": 404, "bob": 403, "alice": 200, "staff": 200}),

@@ -24,10 +24,13 @@ cannot rule it out (see docs/verifiers.md).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,13 +110,53 @@ class ReaderWithoutEndpoints(ConfigReader):
 
 
 def judge_messages(config: JudgeConfig, *, completion: str, answer: str | None, prompt: Any) -> list[dict[str, str]]:
-    sections = [f"## Task\n{prompt_text(prompt) or '(not given)'}"]
-    if config.include_reference and answer is not None:
+    return _messages(
+        rubric=config.rubric,
+        include_reference=config.include_reference,
+        task=prompt_text(prompt) or "(not given)",
+        answer=answer,
+        completion=completion,
+        marker=f"=====RESPONSE-{secrets.token_hex(8)}=====",
+    )
+
+
+def _messages(
+    *, rubric: str, include_reference: bool, task: str, answer: str | None, completion: str, marker: str
+) -> list[dict[str, str]]:
+    sections = [f"## Task\n{task}"]
+    if include_reference and answer is not None:
         sections.append(f"## Reference answer\n{answer}")
-    marker = f"=====RESPONSE-{secrets.token_hex(8)}====="
     sections.append(f"## Response to grade\n{marker}\n{completion}\n{marker}")
-    sections.append(f"## Rubric\n{config.rubric}")
+    sections.append(f"## Rubric\n{rubric}")
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(sections)}]
+
+
+def shows_reference(raw: Mapping[str, Any]) -> bool:
+    """Whether a judge config shows the judge the task's reference answer (``include_reference``, default true)."""
+    return raw.get("include_reference", True) is not False
+
+
+def prompt_version(raw: Mapping[str, Any]) -> str:
+    """The version of what a task's judge is asked: 12 hex digits of the sha256 of the canonical JSON
+    of the judge's messages with placeholders where the task's prompt, reference answer, response
+    and marker go.
+
+    In: the task's raw verifier config (read as ``parse_config`` does, but without the registry: a
+    judge no longer registered still has a version). So the version changes with the rubric, with
+    ``include_reference``, and with this module's system prompt and message layout (a new release
+    that rewords them asks every judge something new), and with nothing else: not the task's own
+    content, the endpoint or the sampling limits (``max_tokens``, timeouts, retries).
+    """
+    template = _messages(
+        rubric=str(raw.get("rubric", "")),
+        include_reference=shows_reference(raw),
+        task="{task}",
+        answer="{reference}",
+        completion="{response}",
+        marker="{marker}",
+    )
+    canonical = json.dumps(template, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
 def check(config: JudgeConfig, *, completion: Any, answer: str | None, prompt: Any = None) -> Check:

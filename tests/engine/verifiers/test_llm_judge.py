@@ -230,3 +230,19 @@ def test_the_registry_is_parsed_from_json():
         with pytest.raises(ValueError):
             parse_judges(bad)
     assert "grader" not in judge_names()
+
+
+def test_prompt_version_follows_what_the_judge_is_asked_and_nothing_else(monkeypatch):
+    from engine.verifiers.kinds import llm_judge
+
+    base = {"kind": "llm_judge", "judge": "grader", "rubric": "Pass if it says 5."}
+    version = llm_judge.prompt_version(base)
+    assert len(version) == 12 and int(version, 16) >= 0
+    # The endpoint, its sampling limits and an unregistered judge do not change it ...
+    assert llm_judge.prompt_version({**base, "judge": "other", "max_tokens": 64, "retries": 0}) == version
+    assert llm_judge.prompt_version({**base, "include_reference": True}) == version
+    # ... the rubric, the reference shown or not, and the system prompt do.
+    assert llm_judge.prompt_version({**base, "rubric": "Pass if it says 6."}) != version
+    assert llm_judge.prompt_version({**base, "include_reference": False}) != version
+    monkeypatch.setattr(llm_judge, "SYSTEM_PROMPT", llm_judge.SYSTEM_PROMPT + " Be brief.")
+    assert llm_judge.prompt_version(base) != version

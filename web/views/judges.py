@@ -1,0 +1,78 @@
+"""Judges checked against people: the blind review of judged rollouts, and each judge's agreement page."""
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect, render
+
+from accounts.errors import ServiceError
+from curation import blind_reviews, policy
+from curation.models import BlindItem, BlindReview
+from engine.verifiers.judges import get_judge, judge_names
+
+
+@policy.page("blind_review_next")
+def blind_review_next(request):
+    """The oldest judged rollout waiting for this reviewer's verdict, or a page saying there is none."""
+    item = blind_reviews.blind_items_open(reviewer=request.user).first()
+    if item is not None:
+        return redirect("blind_review", item_id=item.pk)
+    return render(request, "curation/blind_review.html", {"item": None})
+
+
+@policy.page("blind_review")
+def blind_review(request, item_id: int):
+    """One blind item: what the judge was asked and the response, never the judge's verdict; POST a verdict."""
+    items = BlindItem.objects.select_related("task_version__task__environment")
+    item = policy.get_for(request.user, policy.REVIEW, items, pk=item_id)
+    if request.method == "POST":
+        try:
+            blind_reviews.blind_review_record(
+                item=item,
+                reviewer=request.user,
+                verdict=request.POST.get("verdict", ""),
+                note=request.POST.get("note", ""),
+            )
+        except ServiceError as error:
+            messages.error(request, str(error))
+            return redirect("blind_review", item_id=item.pk)
+        messages.success(request, "Verdict recorded.")
+        return redirect("blind_review_next")
+    context = {
+        "item": item,
+        "shown": blind_reviews.blind_item_view(item=item),
+        "own_review": blind_reviews.blind_review_of(item=item, reviewer=request.user),
+        "waiting": blind_reviews.blind_items_open(reviewer=request.user).count(),
+        "verdicts": BlindReview.Verdict.values,
+    }
+    return render(request, "curation/blind_review.html", context)
+
+
+def _limit() -> float:
+    return settings.PASSBAND_JUDGE_FALSE_PASS_LIMIT
+
+
+@policy.page("judge_list")
+def judge_list(request):
+    """Every judge, registered or with reviewed samples: its agreement over all its prompt versions."""
+    rows = [row for row in blind_reviews.decider_agreement(limit=_limit()) if row.decided_version == ""]
+    measured = {row.decided_by for row in rows}
+    context = {"rows": rows, "unmeasured": [name for name in judge_names() if name not in measured], "limit": _limit()}
+    return render(request, "curation/judge_list.html", context)
+
+
+@policy.page("judge_detail")
+def judge_detail(request, judge: str):
+    """One judge: agreement per prompt version and pooled, with the false-pass warning."""
+    rows = blind_reviews.decider_agreement(decided_by=judge, limit=_limit())
+    registered = get_judge(judge)
+    if not rows and registered is None:
+        raise Http404(f"No judge {judge!r} is registered or has sampled rollouts.")
+    context = {
+        "judge": judge,
+        "model": registered.model if registered else "",
+        "rows": rows,
+        "examples": blind_reviews.decided_version_examples(decided_by=judge),
+        "limit": _limit(),
+    }
+    return render(request, "curation/judge_detail.html", context)
