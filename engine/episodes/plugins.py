@@ -65,6 +65,27 @@ class Plugin:
         return tuple(schema["function"]["name"] for schema in self.tool_schemas)
 
     @property
+    def tool_summaries(self) -> list[dict[str, Any]]:
+        """Per tool: name, description and its arguments as [{"name", "type", "required"}], for pages and listings."""
+        summaries = []
+        for schema in self.tool_schemas:
+            function = schema["function"]
+            parameters = function.get("parameters") or {}
+            required = set(parameters.get("required", []))
+            arguments = [
+                {
+                    "name": name,
+                    "type": (spec or {}).get("type", "") if isinstance(spec, dict) else "",
+                    "required": name in required,
+                }
+                for name, spec in (parameters.get("properties") or {}).items()
+            ]
+            summaries.append(
+                {"name": function["name"], "description": function.get("description", ""), "arguments": arguments}
+            )
+        return summaries
+
+    @property
     def label(self) -> str:
         origin = f"{self.distribution} {self.version}".strip()
         return f"{self.name} ({origin}, module {self.module_name})" if origin else f"{self.name} ({self.module_name})"
