@@ -1,6 +1,7 @@
 """Environment plug-ins: discovered through their entry points, validated, refused with a reason."""
 
 import json
+import socket
 from importlib import metadata
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import pytest
 
 from engine.episodes import plugins, world
 from engine.episodes.world import LocalWorld, SandboxedWorld
+from engine.sandbox import default_sandbox
 from engine.verifiers import VerifierConfigError, audit, validate_config, verify
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -130,8 +132,11 @@ def test_an_unknown_environment_lists_the_installed_plugins():
     [
         ("bad_schema", "invalid tool schema: tool 0 (add): function.parameters must be a JSON Schema object"),
         ("bad_json_schema", "function.parameters is not a valid JSON Schema at properties/amount/type"),
-        ("unknown_tool", "TOOL_SCHEMAS names add, spin, which TOOLS does not implement (TOOLS has subtract)"),
-        ("duplicate_tools", "tool 2 (add): the name is already used by tool 0; tool names must be unique"),
+        (
+            "unknown_tool",
+            "TOOL_SCHEMAS names add, spin, look_around, which TOOLS does not implement (TOOLS has subtract)",
+        ),
+        ("duplicate_tools", "tool 3 (add): the name is already used by tool 0; tool names must be unique"),
         ("imports_httpx", "must be self-contained"),
         ("no_reset", "lacks reset"),
         ("missing_module", "importing tests.engine.episodes.broken_plugins.missing_module failed: ModuleNotFoundError"),
@@ -169,3 +174,18 @@ def test_replayed_calls_run_in_the_sandbox_under_its_time_limit(with_plugins):
         world.replay_state(environment="counter", seed=0, calls=[{"name": "spin", "arguments": {}}], seconds=1)
     result = SandboxedWorld(environment="counter", seed=0, tool_seconds=1).call("spin", {})
     assert result.status == "timeout"
+
+
+def test_a_tool_sees_no_network_and_none_of_the_workers_environment(with_plugins, monkeypatch):
+    with_plugins(counter="counter")
+    monkeypatch.setenv("PASSBAND_TEST_SECRET", "s3cret")
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        local = json.loads(LocalWorld(environment="counter", seed=0).call("look_around", {"port": port}).content)
+        assert local["connected"] and "PASSBAND_TEST_SECRET" in local["environment"]  # the probe works here
+        if default_sandbox().isolation()["mode"] != "namespaces":
+            pytest.skip("the sandbox runs without namespaces here: it has no network namespace to prove")
+        result = SandboxedWorld(environment="counter", seed=0).call("look_around", {"port": port})
+    seen = json.loads(result.content)
+    assert result.status == "ok" and seen["connected"] is False
+    assert "PASSBAND_TEST_SECRET" not in seen["environment"] and "DATABASE_URL" not in seen["environment"]

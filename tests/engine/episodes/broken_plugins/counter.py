@@ -1,6 +1,9 @@
-"""A valid single-module plug-in: one counter, a tool that adds to it and one that never returns."""
+"""A valid single-module plug-in: one counter, a tool that adds to it, one that never returns, and one that
+reports what the process it runs in can see (environment variables, a TCP connection)."""
 
 import json
+import os
+import socket
 
 TABLES = ("counters",)
 TOOL_SCHEMAS = [
@@ -13,6 +16,13 @@ TOOL_SCHEMAS = [
         },
     },
     {"type": "function", "function": {"name": "spin", "parameters": {"type": "object", "properties": {}}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "look_around",
+            "parameters": {"type": "object", "properties": {"port": {"type": "integer"}}},
+        },
+    },
 ]
 
 
@@ -28,7 +38,16 @@ def spin(world):
         pass
 
 
-TOOLS = {"add": add, "spin": spin}
+def look_around(world, *, port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        connected = True
+    except OSError:
+        connected = False
+    return {"environment": sorted(os.environ), "connected": connected}
+
+
+TOOLS = {"add": add, "spin": spin, "look_around": look_around}
 STATE_CHECKS = {"broken": lambda state: state["no such table"]}
 
 
