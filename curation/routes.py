@@ -67,6 +67,7 @@ ROUTES: dict[str, Route] = {
     "judge_detail": Route(BROWSER),
     # Environments, models, campaigns, dashboards
     "environment_create": Route(REVIEWERS, methods=("GET", "POST")),
+    "environment_detail": Route(BROWSER, "environment"),
     "environment_edit": Route(REVIEWERS, "environment", "change", methods=("GET", "POST")),
     "environment_probe": Route(AUTHORS, "environment", "probe", methods=POST),
     "environment_costs_data": Route(BROWSER, "environment"),

@@ -5,12 +5,17 @@ Reads that join calibrations (the task list, the review queue) live in calibrati
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import Count, Q
+from django.db.models.fields.json import KT
 from django.utils import timezone
 
-from curation.models import Comment, Review, Task
+from curation import policy
+from curation.models import Comment, Environment, Review, Task, TaskVersion
+from engine.episodes import plugins
 
 
 def reviewer_progress(*, since_days: int = 7) -> list[dict]:
@@ -43,3 +48,36 @@ def comment_threads(*, task: Task) -> list[Comment]:
     for root in roots:
         root.thread_replies = by_root.get(root.pk, [])
     return roots
+
+
+@dataclass(frozen=True)
+class EnvironmentWorld:
+    """A tool environment (plug-in) that tasks of a curation environment run in, as its page shows it."""
+
+    name: str
+    tasks: int  # current task versions (visible to the reader) whose verifier names it
+    plugin: plugins.Plugin | None  # None when it is not installed or was refused
+    error: str  # what is wrong and what to do, "" when the plug-in is installed
+
+
+def environment_worlds(*, environment: Environment, user: AbstractBaseUser) -> list[EnvironmentWorld]:
+    """The plug-ins the environment's tasks (those `user` may see) and its default verifier name, by name."""
+    visible = policy.tasks_visible_to(user).filter(environment=environment).values("current_version_id")
+    rows = (
+        TaskVersion.objects.filter(pk__in=visible)
+        .values(world=KT("verifier__environment"))
+        .annotate(count=Count("id"))
+        .order_by()
+    )
+    counts = {row["world"]: row["count"] for row in rows}
+    default = (environment.default_verifier or {}).get("environment")
+    names = {name for name in counts if isinstance(name, str) and name}
+    if isinstance(default, str) and default:
+        names.add(default)
+    worlds = []
+    for name in sorted(names):
+        try:
+            worlds.append(EnvironmentWorld(name=name, tasks=counts.get(name, 0), plugin=plugins.get(name), error=""))
+        except plugins.UnknownEnvironment as error:
+            worlds.append(EnvironmentWorld(name=name, tasks=counts.get(name, 0), plugin=None, error=str(error)))
+    return worlds

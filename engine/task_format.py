@@ -16,6 +16,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from engine import input_rules, verifiers
+from engine.episodes import plugins
 
 # A key is segments joined by "/", each starting with a letter or digit: no empty, "." or ".."
 # segments, so a key can never be normalised into another task's URL.
@@ -143,6 +144,8 @@ def validate_task_object(
     tools = obj.get("tools", [])
     if not isinstance(tools, list) or not all(isinstance(tool, dict) for tool in tools):
         problem("tools", "must be a list of tool (function schema) objects")
+    elif tools and isinstance(verifier.get("environment"), str) and all(p.field != "verifier" for p in problems):
+        _environment_tools(tools, verifier["environment"], problem)
 
     cost = _authoring_cost(obj, problem)
 
@@ -193,6 +196,24 @@ def _verifier(obj: dict, default_verifier: dict, problem: Problem) -> dict:
     except verifiers.VerifierConfigError as error:
         problem("verifier", str(error))
     return verifier
+
+
+def _environment_tools(tools: list[dict], environment: str, problem: Problem) -> None:
+    """A tool task's tools: valid OpenAI function schemas, each a tool its environment plug-in has."""
+    for message in plugins.tool_schema_problems(tools)[:3]:
+        problem("tools", message)
+    try:
+        offered = plugins.get(environment).tool_names
+    except plugins.UnknownEnvironment:
+        return  # the verifier's own check says so
+    for index, tool in enumerate(tools):
+        name = (tool.get("function") or {}).get("name") if isinstance(tool.get("function"), dict) else None
+        if isinstance(name, str) and name not in offered:
+            problem(
+                "tools",
+                f"tool {index} ({name}) is not a tool of environment {environment}, whose tools are "
+                f"{', '.join(offered)}: copy their schemas from the environment's page or `manage.py environments`",
+            )
 
 
 def _authoring_cost(obj: dict, problem: Problem) -> Decimal:

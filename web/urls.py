@@ -56,6 +56,7 @@ urlpatterns = [
     ),
     path("tasks/<slug:environment_name>/<path:key>/", task_views.task_detail, name="task_detail"),
     path("environments/new/", environment_views.environment_create, name="environment_create"),
+    path("environments/<slug:environment_name>/", environment_views.environment_detail, name="environment_detail"),
     path("environments/<slug:environment_name>/edit/", environment_views.environment_edit, name="environment_edit"),
     path("environments/<slug:environment_name>/probe/", probe_views.environment_probe, name="environment_probe"),
     path("dashboard/", campaign_views.dashboard, name="dashboard"),

@@ -37,6 +37,8 @@ from calibration.services.probe_models import (
 from calibration.services.rollout_store import rollout_row, rollouts_insert, verdicts_save
 from curation.models import TaskVersion
 from engine import backends, stats, verifiers
+from engine.episodes import plugins
+from engine.episodes import world as episode_world
 from engine.episodes.runner import EpisodeLimits, run_episode
 
 logger = logging.getLogger(__name__)
@@ -57,6 +59,14 @@ def _episodes_generate(
     *, version: TaskVersion, probe_model: ProbeModel, seeds: list[int], params: backends.SamplingParams
 ) -> tuple[list[backends.Generation], list[dict]]:
     """One tool-use episode per seed (engine/episodes): a Generation summary and a transcript each."""
+    try:
+        episode_world.environment(version.verifier["environment"])
+    except plugins.UnknownEnvironment as error:
+        # This worker lacks the plug-in (installed elsewhere, or refused here): the samples wait, like for a
+        # server that is down, and the campaign page shows why; no attempt is counted.
+        logger.error("task version %s: %s", version.pk, error)
+        failed = [backends.Generation.failed(seed=seed, error=f"on this worker: {error}") for seed in seeds]
+        return failed, [{} for _ in seeds]
     backend = backend_for_probe_model(probe_model)
     limits = EpisodeLimits(
         max_turns=getattr(settings, "PASSBAND_EPISODE_MAX_TURNS", 6),

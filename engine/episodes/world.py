@@ -1,18 +1,22 @@
 """Tool environments an episode acts on, and where their tool code runs.
 
-A world is reset from (environment, seed) and then takes tool calls one at a time:
+Environments are plug-ins (`engine.episodes.plugins`): packages declared under the entry point group
+`passband.environments`, Passband's own `backoffice` among them. A world is reset from (environment,
+seed) and then takes tool calls one at a time:
 
 * `SandboxedWorld` (what episodes use): every tool call is one run of the code sandbox
-  (`engine.sandbox`, the same isolation as code verification). The run's program is the
-  environment package's own modules bundled into one script (`environment_program`); its stdin
-  carries the database (SQLite's serialized bytes), the tool name and the model's arguments as
-  JSON; its stdout carries the observation and the new database. The worker process therefore
-  never executes a tool on model input, and a tool that hangs or eats memory is killed by the
-  sandbox's wall-clock, CPU and memory limits: the call becomes a `timeout` observation, and the
-  episode ends with stop reason `tool_timeout`.
-* `LocalWorld`: the same tool code in this process. Only for trusted input: the verifier
-  rebuilding a seed's initial state, replaying an author's reference solution during an audit,
-  and tests.
+  (`engine.sandbox`, the same isolation as code verification). The run's program is the plug-in's
+  package source bundled with `plugin_runtime` into one script (`environment_program`); its stdin
+  carries the world's state (the bytes of the plug-in's `dump`), the tool name and the model's
+  arguments as JSON; its stdout carries the observation and the new state. The worker process
+  therefore never executes a tool on model input, and a tool that hangs or eats memory is killed by
+  the sandbox's wall-clock, CPU and memory limits: the call becomes a `timeout` observation, and the
+  episode ends with stop reason `tool_timeout`. `replay_state` replays a list of calls in one run.
+* `LocalWorld`: the same tool code in this process. Only for trusted input: tests, and building
+  demo tasks from a seed's initial state.
+
+`initial_state` (reset by seed, then snapshot) runs the plug-in in this process: its only input is
+the seed.
 """
 
 from __future__ import annotations
@@ -20,67 +24,101 @@ from __future__ import annotations
 import base64
 import json
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.episodes import backoffice
+from engine.episodes import plugin_runtime, plugins
 from engine.sandbox import SandboxLimits, default_sandbox
 
-ENVIRONMENTS = {backoffice.ENVIRONMENT: backoffice}
-_SOURCES: dict[str, str] = {}
 
-# The sandboxed program: the package's modules travel as source text and are imported from it by a
-# finder on sys.meta_path (the sandbox sees no checkout), then the package's `sandbox_main` runs.
+class _Installed(Mapping[str, Any]):
+    """Environment name -> plug-in module, from discovery (kept for callers that read ENVIRONMENTS)."""
+
+    def __getitem__(self, name: str) -> Any:
+        return plugins.get(name).module
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(plugins.installed())
+
+    def __len__(self) -> int:
+        return len(plugins.installed())
+
+
+ENVIRONMENTS: Mapping[str, Any] = _Installed()
+_SOURCES: dict[tuple[str, str], str] = {}
+RUNTIME_MODULE = "_passband_plugin_runtime"
+
+# The sandboxed program: the plug-in's modules travel as source text and are imported from it by a
+# finder on sys.meta_path (the sandbox sees no installed packages), then plugin_runtime serves the request.
 _BUNDLE = """\
-import importlib.abc, importlib.util, sys
+import importlib, importlib.abc, importlib.util, sys
 
-PACKAGE = {package!r}
+MODULE = {module!r}
 SOURCES = {sources!r}
+PACKAGES = {packages!r}
 
 
 class _Bundled(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path=None, target=None):
         if name not in SOURCES:
             return None
-        return importlib.util.spec_from_loader(name, self, is_package=name == PACKAGE)
+        return importlib.util.spec_from_loader(name, self, is_package=name in PACKAGES)
 
     def create_module(self, spec):
         return None
 
     def exec_module(self, module):
+        if module.__name__ in PACKAGES:
+            module.__path__ = []
         exec(compile(SOURCES[module.__name__], module.__name__ + ".py", "exec", dont_inherit=True), module.__dict__)
 
 
 sys.meta_path.insert(0, _Bundled())
-importlib.import_module(PACKAGE).sandbox_main()
+importlib.import_module({runtime!r}).sandbox_main(importlib.import_module(MODULE))
 """
 
 
+def environment(name: str) -> plugins.Plugin:
+    """The discovered plug-in of a named tool environment; raises plugins.UnknownEnvironment (a KeyError)
+    whose message lists the installed ones."""
+    return plugins.get(name)
+
+
 def environment_module(name: str) -> Any:
-    """The module of a named tool environment; raises KeyError for an unknown one."""
-    if name not in ENVIRONMENTS:
-        raise KeyError(f"unknown tool environment {name!r}; known: {', '.join(ENVIRONMENTS)}")
-    return ENVIRONMENTS[name]
+    """The module of a named tool environment; raises plugins.UnknownEnvironment (a KeyError)."""
+    return plugins.get(name).module
 
 
 def environment_program(name: str) -> str:
-    """The one script a sandbox run executes for environment `name`: its package's modules (which import
-    each other relatively and nothing of Passband) bundled with a loader that calls `sandbox_main`."""
-    if name not in _SOURCES:
-        package = environment_module(name)
-        folder = Path(package.__file__).parent
-        sources = {}
-        for path in sorted(folder.glob("*.py")):
-            module = name if path.stem == "__init__" else f"{name}.{path.stem}"
+    """The one script a sandbox run executes for environment `name`: its package's modules (standard
+    library and each other only, checked at discovery) and `plugin_runtime`, bundled with a loader."""
+    plugin = plugins.get(name)
+    key = (name, plugin.module_name)
+    if key not in _SOURCES:
+        sources: dict[str, str] = {}
+        packages: set[str] = set()
+        for module, path in plugins.source_files(plugin.module):
             sources[module] = path.read_text(encoding="utf-8")
-        _SOURCES[name] = _BUNDLE.format(package=name, sources=sources)
-    return _SOURCES[name]
+            if path.name == "__init__.py":
+                packages.add(module)
+        # Parent packages of a nested plug-in (engine.episodes.backoffice) exist in the sandbox, empty.
+        parts = plugin.module_name.split(".")
+        for depth in range(1, len(parts)):
+            parent = ".".join(parts[:depth])
+            sources.setdefault(parent, "")
+            packages.add(parent)
+        sources[RUNTIME_MODULE] = Path(plugin_runtime.__file__).read_text(encoding="utf-8")
+        _SOURCES[key] = _BUNDLE.format(
+            module=plugin.module_name, sources=sources, packages=sorted(packages), runtime=RUNTIME_MODULE
+        )
+    return _SOURCES[key]
 
 
 def tool_schemas(environment: str) -> list[dict[str, Any]]:
     """The OpenAI function schemas of an environment's tools."""
-    return json.loads(json.dumps(environment_module(environment).TOOL_SCHEMAS))
+    return json.loads(json.dumps(list(plugins.get(environment).tool_schemas)))
 
 
 def initial_state(*, environment: str, seed: int) -> dict[str, list[dict[str, Any]]]:
@@ -141,15 +179,15 @@ class LocalWorld:
         self.environment = environment
         self.seed = seed
         self._module = environment_module(environment)
-        self._connection = self._module.reset(seed)
+        self._world = self._module.reset(seed)
 
     def call(self, name: str, arguments: Any) -> ToolResult:
         started = time.perf_counter()
-        reply = self._module.call_tool(self._connection, name, arguments)
+        reply = plugin_runtime.call_tool(self._module, self._world, name, arguments)
         return ToolResult(reply["status"], reply["content"], (time.perf_counter() - started) * 1000)
 
     def state(self) -> dict[str, list[dict[str, Any]]]:
-        return self._module.snapshot(self._connection)
+        return self._module.snapshot(self._world)
 
 
 class SandboxedWorld:
@@ -163,7 +201,7 @@ class SandboxedWorld:
             wall_seconds=tool_seconds, cpu_seconds=tool_seconds, memory_bytes=512 << 20, max_output_bytes=8 << 20
         )
         self._source = environment_program(environment)
-        self._database: str | None = None  # base64 of the serialized SQLite database; None before reset
+        self._database: str | None = None  # base64 of the plug-in's dump of the world; None before reset
         self._last_state: dict[str, list[dict[str, Any]]] | None = None
 
     def _run(self, request: dict[str, Any]) -> tuple[dict[str, Any] | None, ToolResult | None]:
@@ -199,3 +237,23 @@ class SandboxedWorld:
     @property
     def database_bytes(self) -> bytes | None:
         return None if self._database is None else base64.b64decode(self._database)
+
+
+class ReplayTimeout(Exception):
+    """A replay ran past its time limit in the sandbox."""
+
+
+def replay_state(
+    *, environment: str, seed: int, calls: list[dict[str, Any]], seconds: float = 20.0, sandbox: Any = None
+) -> dict[str, list[dict[str, Any]]]:
+    """The state after replaying `calls` ({"name", "arguments"}) on a fresh world of (environment, seed), all in
+    one sandbox run (the plug-in's `replay` when it has one): how `state_check` judges tool calls, the author's
+    reference solution during an audit included. Raises ReplayTimeout past `seconds`, RuntimeError on a crash."""
+    world = SandboxedWorld(environment=environment, seed=seed, tool_seconds=seconds, sandbox=sandbox)
+    reply, result = world._run({"tool": None, "calls": calls, "want_state": True})
+    if reply is None:
+        assert result is not None
+        if result.status == "timeout":
+            raise ReplayTimeout(f"replaying {len(calls)} tool calls took longer than {seconds:g} s")
+        raise RuntimeError(f"replaying the tool calls failed: {json.loads(result.content).get('error', '')}")
+    return reply["state"]

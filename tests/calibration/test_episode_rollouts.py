@@ -87,3 +87,28 @@ def test_a_probe_of_tool_tasks_runs_episodes_and_judges_the_final_state(alice):
     assert "State changes (1)" in page
     before = backoffice.snapshot(backoffice.reset(3))["deals"][0]["stage"]
     assert f"{before} → won" in page
+
+
+@pytest.mark.django_db
+def test_a_worker_without_the_plugin_stores_no_attempt_and_says_why(alice):
+    from calibration.errors import ServerUnavailable
+    from calibration.models import Campaign
+    from curation.models import TaskVersion
+
+    environment = environment_create(name="backoffice", domain="workflow")
+    import_tasks(environment, alice, tool_task("win-1", 1))
+    # The plug-in the stored task names is not installed in this process (uninstalled since the import).
+    version = TaskVersion.objects.get(task__key="win-1")
+    TaskVersion.objects.filter(pk=version.pk).update(verifier={**version.verifier, "environment": "warehouse"})
+    with OpenAITestServer(respond=always_wins_deal_1, tool_parser=True) as server:
+        probe_model = services.probe_model_add(name="fake", backend="openai", base_url=server.base_url, model="m")
+        campaign = services.campaign_start(
+            environment=environment, probe_model=probe_model, created_by=alice, rollouts=2, round_size=2, enqueue=False
+        )
+        with pytest.raises(ServerUnavailable) as waiting:
+            services.rollouts_generate(campaign_id=campaign.pk, task_version_ids=[version.pk], round_index=0)
+        assert server.requests == []  # the model was never asked
+    assert "2 samples wait" in str(waiting.value)
+    assert "on this worker: unknown tool environment 'warehouse'; installed plug-ins: backoffice" in str(waiting.value)
+    assert Rollout.objects.filter(campaign=campaign).count() == 0
+    assert "unknown tool environment 'warehouse'" in Campaign.objects.get(pk=campaign.pk).server_error

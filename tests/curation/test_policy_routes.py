@@ -232,6 +232,10 @@ CASES = {
     "import_job_map": [
         ({"job_id": "import_job"}, {}, {"anonymous": "login", "dora": 404, "bob": 403, "alice": 302}),
     ],
+    "environment_detail": [
+        ({"environment_name": "arithmetic"}, {}, {"anonymous": "login", "charlie": 403, "dora": 200, "alice": 200}),
+        ({"environment_name": "nope"}, {}, {"alice": 404}),
+    ],
     "environment_edit": [
         ({"environment_name": "arithmetic"}, {}, {"anonymous": "login", "alice": 403, "bob": 200}),
         ({"environment_name": "nope"}, {}, {"bob": 404}),

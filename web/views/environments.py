@@ -1,5 +1,6 @@
 """Create and edit environments in the app: name, domain, texts, default verifier, thresholds (with
-the deployment's defaults filled in) and the default completion budget of their probes."""
+the deployment's defaults filled in) and the default completion budget of their probes; and an
+environment's page: where its tool worlds come from (plug-in, package, version) and their tools."""
 
 import json
 
@@ -11,7 +12,7 @@ from django.shortcuts import redirect, render
 
 from accounts.errors import ServiceError
 from calibration import services as calibration_services
-from curation import gameability, policy, services
+from curation import gameability, policy, selectors, services
 from curation.models import Environment
 from curation.thresholds import ThresholdError, thresholds_validate
 from engine import input_rules
@@ -156,3 +157,17 @@ def _fixtures_note(*, environment, fixtures: list) -> str:
 
 # Above this many tasks a fixture change is re-checked by manage.py verifier_test, not in the request.
 FIXTURE_RECHECK_LIMIT = 500
+
+
+@policy.page("environment_detail")
+def environment_detail(request, environment_name: str):
+    environment = policy.get_for(request.user, policy.SEE, Environment.objects.all(), name=environment_name)
+    return render(
+        request,
+        "curation/environment_detail.html",
+        {
+            "environment": environment,
+            "worlds": selectors.environment_worlds(environment=environment, user=request.user),
+            "can_manage": policy.allows(request.user, policy.CHANGE, environment),
+        },
+    )

@@ -3,26 +3,30 @@
 Judges what the agent did to the world, never what it said. Config::
 
     {"kind": "state_check",
-     "environment": "backoffice",          # a tool environment (engine/episodes/world.py)
+     "environment": "backoffice",          # an installed environment plug-in (docs/environments.md)
      "seed": 17,                           # the world every attempt starts from
      "checks": [
         {"table": "deals", "where": {"id": 4}, "expect": {"stage": "won"}},
                                            # exactly one row matches `where`; its fields equal `expect`
         {"table": "contacts", "where": {"customer_id": 3, "name": "Ada Lee"}, "count": 1},
                                            # this many rows match `where` (0: none may)
-        {"unchanged": ["policies", "customers"]}],
+        {"unchanged": ["policies", "customers"]},
                                            # these tables are exactly as the seed built them
+        {"check": "stock_moved", "arguments": {"sku": "SKU-101", "delta": 5}}],
+                                           # one of the plug-in's own STATE_CHECKS holds
      "max_replay_calls": 50}               # see "completion" below
 
 Comparison: strings ignore case and surrounding whitespace; numbers (and numeric strings) are
-equal within 0.01.
+equal within 0.01. A plug-in's own check is `function(state, **arguments)` returning None when it
+holds and the reason when it does not; it reads the final state as JSON data, in this process.
 
 The completion is the episode transcript (a JSON object with ``final_state``, as rollouts of tool
 tasks store it), a bare state ``{table: [rows]}``, or tool calls in any shape the ``tool_calls``
 kind reads (a list of calls, chat messages, ``<tool_call>`` text). Tool calls are replayed on a
-fresh world of (environment, seed) in this process, at most ``max_replay_calls`` of them: this is
-how an author's reference answer (the list of calls that solves the task) is audited, and an
-empty completion leaves the initial state, which must fail.
+fresh world of (environment, seed), at most ``max_replay_calls`` of them, in one sandbox run
+(``world.replay_state``: the calls may be model-written): this is how an author's reference answer
+(the list of calls that solves the task) is audited, and an empty completion leaves the initial
+state, which must fail.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.episodes import world
+from engine.episodes import plugins, world
 from engine.verifiers.base import (
     Check,
     ConfigReader,
@@ -61,12 +65,13 @@ def parse_config(raw: dict[str, Any]) -> StateCheckConfig:
 
     reader = ConfigReader(raw, kind=KIND)
     environment = reader.string("environment", non_empty=True)
-    if environment not in world.ENVIRONMENTS:
-        raise VerifierConfigError("environment", f"unknown tool environment {environment!r}")
-    tables = world.environment_module(environment).TABLES
+    try:
+        plugin = world.environment(environment)
+    except plugins.UnknownEnvironment as error:
+        raise VerifierConfigError("environment", str(error)) from None
     checks = reader.list_of_mappings("checks", non_empty=True)
     for index, item in enumerate(checks):
-        _validate_check(item, index=index, tables=tables)
+        _validate_check(item, index=index, tables=plugin.tables, own_checks=plugin.state_checks)
     config = StateCheckConfig(
         environment=environment,
         seed=reader.integer("seed", minimum=0),
@@ -77,8 +82,15 @@ def parse_config(raw: dict[str, Any]) -> StateCheckConfig:
     return config
 
 
-def _validate_check(item: dict[str, Any], *, index: int, tables: tuple[str, ...]) -> None:
+def _validate_check(item: dict[str, Any], *, index: int, tables: tuple[str, ...], own_checks: tuple[str, ...]) -> None:
     field = f"checks[{index}]"
+    if "check" in item:
+        if item["check"] not in own_checks:
+            offered = ", ".join(own_checks) or "none"
+            raise VerifierConfigError(field, f"unknown check {item['check']!r}; this environment's checks: {offered}")
+        if set(item) - {"check", "arguments"} or not isinstance(item.get("arguments", {}), Mapping):
+            raise VerifierConfigError(field, 'a plug-in check is {"check": name, "arguments": {...}}')
+        return
     if "unchanged" in item:
         unchanged = item["unchanged"]
         if set(item) != {"unchanged"} or not isinstance(unchanged, list) or not all(t in tables for t in unchanged):
@@ -139,10 +151,14 @@ class _ToolTimeout(Exception):
     pass
 
 
+class _PluginCheckCrashed(Exception):
+    pass
+
+
 def final_state(config: StateCheckConfig, completion: Any) -> tuple[dict[str, Any] | None, str]:
     """The state to judge, and why it could not be had ("" when it could)."""
 
-    tables = world.environment_module(config.environment).TABLES
+    tables = world.environment(config.environment).tables
     if isinstance(completion, Mapping) and "final_state" in completion:
         if completion.get("stop_reason") == "tool_timeout":
             raise _ToolTimeout("a tool call of the episode timed out")
@@ -158,10 +174,24 @@ def final_state(config: StateCheckConfig, completion: Any) -> tuple[dict[str, An
     calls = read_calls(completion)  # raises MalformedCalls
     if len(calls) > config.max_replay_calls:
         raise MalformedCalls(f"{len(calls)} tool calls to replay, more than max_replay_calls={config.max_replay_calls}")
-    replay = world.LocalWorld(environment=config.environment, seed=config.seed)
-    for call in calls:
-        replay.call(call.name, call.arguments)
-    return replay.state(), ""
+    if not calls:
+        return world.initial_state(environment=config.environment, seed=config.seed), ""
+    replayed = [{"name": call.name, "arguments": call.arguments} for call in calls]
+    try:
+        return world.replay_state(environment=config.environment, seed=config.seed, calls=replayed), ""
+    except world.ReplayTimeout as error:
+        raise _ToolTimeout(str(error)) from None
+    except RuntimeError as error:
+        return None, str(error)
+
+
+def _own_check(config: StateCheckConfig, item: dict[str, Any], state: dict[str, Any]) -> Any:
+    """Run one of the plug-in's STATE_CHECKS; a crash is the verifier's failure (an error), not the agent's."""
+    function = world.environment_module(config.environment).STATE_CHECKS[item["check"]]
+    try:
+        return function(state, **dict(item.get("arguments", {})))
+    except Exception as error:  # noqa: BLE001 - plug-in code; the verdict says what broke
+        raise _PluginCheckCrashed(f"the environment's check {item['check']} crashed: {type(error).__name__}: {error}")
 
 
 def check(config: StateCheckConfig, *, completion: Any, answer: str | None, prompt: Any = None) -> Check:
@@ -177,6 +207,14 @@ def check(config: StateCheckConfig, *, completion: Any, answer: str | None, prom
     initial: dict[str, Any] | None = None
     for index, item in enumerate(config.checks):
         label = f"check {index + 1}"
+        if "check" in item:
+            try:
+                why_not = _own_check(config, item, state)
+            except _PluginCheckCrashed as error:
+                return errored(f"{label}: {error}")
+            if why_not is not None:
+                return failed(f"{label} ({item['check']}): {shorten(str(why_not), 160)}")
+            continue
         if "unchanged" in item:
             if initial is None:
                 initial = world.initial_state(environment=config.environment, seed=config.seed)

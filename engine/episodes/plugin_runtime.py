@@ -1,0 +1,107 @@
+"""What runs a plug-in's tools, the same code in this process and inside the sandbox.
+
+Standard library only and nothing of Passband: `world.environment_program` bundles this module's
+source with the plug-in's package into the one program a sandbox run executes, where `sandbox_main`
+serves one request. `LocalWorld` (trusted input only) imports it normally. See docs/environments.md
+for the plug-in contract these functions rely on.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from typing import Any
+
+STATUSES = ("ok", "unknown_tool", "bad_arguments", "tool_error")
+
+
+def _observation(status: str, payload: Any) -> dict[str, Any]:
+    return {"status": status, "content": json.dumps(payload, sort_keys=True, default=str)}
+
+
+def _schemas_by_name(plugin: Any) -> dict[str, dict[str, Any]]:
+    return {schema["function"]["name"]: schema["function"].get("parameters") or {} for schema in plugin.TOOL_SCHEMAS}
+
+
+def _argument_problem(name: str, parameters: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    """Required arguments present and none unknown: the part of the schema every plug-in gets checked for free."""
+    properties = parameters.get("properties") or {}
+    missing = [key for key in parameters.get("required", []) if key not in arguments]
+    if missing:
+        return f"{name} needs the argument(s) {', '.join(missing)}"
+    if parameters.get("additionalProperties", False) is False and properties:
+        unknown = [key for key in arguments if key not in properties]
+        if unknown:
+            return f"{name} has no argument(s) {', '.join(unknown)}; it takes {', '.join(properties)}"
+    return None
+
+
+def call_tool(plugin: Any, world: Any, name: Any, arguments: Any) -> dict[str, Any]:
+    """One tool call on `world`; never raises. Returns {"status": one of STATUSES, "content": JSON text}.
+
+    A plug-in with its own `call_tool(world, name, arguments)` is trusted to follow the same rules; otherwise
+    its `TOOLS[name](world, **arguments)` runs, after the name and the required/unknown arguments are checked,
+    and an exception becomes an observation: one with a `status` attribute of "bad_arguments" (or a
+    ValueError/TypeError) is `bad_arguments`, anything else `tool_error`.
+    """
+    own = getattr(plugin, "call_tool", None)
+    if own is not None:
+        try:
+            reply = own(world, name, arguments)
+        except Exception as error:  # noqa: BLE001 - a tool failure is an observation, not a crash
+            return _observation("tool_error", {"error": f"{type(error).__name__}: {error}"})
+        if (
+            not isinstance(reply, dict)
+            or reply.get("status") not in STATUSES
+            or not isinstance(reply.get("content"), str)
+        ):
+            return _observation("tool_error", {"error": "the tool gave a malformed reply"})
+        return reply
+    schemas = _schemas_by_name(plugin)
+    if not isinstance(name, str) or name not in schemas or name not in plugin.TOOLS:
+        return _observation("unknown_tool", {"error": f"unknown tool {name!r}; tools: {', '.join(schemas)}"})
+    if not isinstance(arguments, dict):
+        return _observation("bad_arguments", {"error": "arguments must be a JSON object"})
+    problem = _argument_problem(name, schemas[name], arguments)
+    if problem:
+        return _observation("bad_arguments", {"error": problem})
+    try:
+        result = plugin.TOOLS[name](world, **arguments)
+    except Exception as error:  # noqa: BLE001
+        status = getattr(error, "status", None)
+        if status not in ("bad_arguments", "tool_error"):
+            status = "bad_arguments" if isinstance(error, (ValueError, TypeError)) else "tool_error"
+        return _observation(status, {"error": str(error) or type(error).__name__})
+    return _observation("ok", result)
+
+
+def replay(plugin: Any, world: Any, calls: list[dict[str, Any]]) -> None:
+    """Apply a reference solution (tool calls {"name", "arguments"}) to `world`, the way audits check it:
+    the plug-in's own `replay(world, calls)` when it has one, else each call through `call_tool` in order."""
+    own = getattr(plugin, "replay", None)
+    if own is not None:
+        own(world, calls)
+        return
+    for call in calls:
+        call_tool(plugin, world, call.get("name"), call.get("arguments"))
+
+
+def sandbox_main(plugin: Any) -> None:
+    """One sandbox run. stdin: {"seed", "database" (base64 of `dump`, or null to reset), "tool" and "arguments"
+    (or null), "calls" (a replay, optional), "want_state"}. stdout: {"status", "content", "database"}, plus
+    "state" (the snapshot) when "want_state" was set."""
+    request = json.loads(sys.stdin.read())
+    if request.get("database"):
+        world = plugin.load(base64.b64decode(request["database"]))
+    else:
+        world = plugin.reset(int(request["seed"]))
+    reply: dict[str, Any] = {"status": "ok", "content": ""}
+    if request.get("calls") is not None:
+        replay(plugin, world, request["calls"])
+    if request.get("tool") is not None:
+        reply = call_tool(plugin, world, request["tool"], request.get("arguments"))
+    reply["database"] = base64.b64encode(plugin.dump(world)).decode("ascii")
+    if request.get("want_state"):
+        reply["state"] = plugin.snapshot(world)
+    sys.stdout.write(json.dumps(reply))

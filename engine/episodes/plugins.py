@@ -1,0 +1,375 @@
+"""Environment plug-ins: Python packages that declare tool environments under an entry point.
+
+A distribution declares one entry point per environment in the group `passband.environments`; its
+name is the environment's name and its value a module (the tool package) that follows the contract
+of docs/environments.md: `TOOL_SCHEMAS`, `TABLES`, `reset(seed)`, `snapshot(world)`, `dump(world)`,
+`load(data)`, and `TOOLS` (or its own `call_tool`), optionally `STATE_CHECKS` and `replay`. Passband's
+own `backoffice` is declared the same way, in its pyproject.toml.
+
+Discovery (`discover()`, cached; `refresh()` forgets it) loads each entry point and validates it:
+the attributes exist, the tool schemas are OpenAI function schemas with unique names and an
+implementation each, and the package is self-contained (its modules import only the standard library
+and each other), because its source is what runs inside the sandbox. A plug-in that fails is refused,
+not registered, and its error says what to fix; `errors()` lists them.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jsonschema
+
+GROUP = "passband.environments"
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,79}$")
+TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+REQUIRED = ("TOOL_SCHEMAS", "TABLES", "reset", "snapshot", "dump", "load")
+FUNCTION_KEYS = {"name", "description", "parameters", "strict"}
+
+
+class PluginError(Exception):
+    """A plug-in refused at discovery; the message says what is wrong and what to fix."""
+
+
+class UnknownEnvironment(KeyError):
+    """No installed plug-in declares this environment."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown tool environment"
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """One discovered environment: where it comes from and what it offers."""
+
+    name: str
+    module: ModuleType
+    module_name: str
+    distribution: str  # the installed package that declares it ("" when not known)
+    version: str
+    tool_schemas: tuple[dict[str, Any], ...]
+    tables: tuple[str, ...]
+    state_checks: tuple[str, ...] = ()
+    source_files: tuple[Path, ...] = field(default=(), compare=False)
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(schema["function"]["name"] for schema in self.tool_schemas)
+
+    @property
+    def tool_summaries(self) -> list[dict[str, Any]]:
+        """Per tool: name, description and its arguments as [{"name", "type", "required"}], for pages and listings."""
+        summaries = []
+        for schema in self.tool_schemas:
+            function = schema["function"]
+            parameters = function.get("parameters") or {}
+            required = set(parameters.get("required", []))
+            arguments = [
+                {
+                    "name": name,
+                    "type": (spec or {}).get("type", "") if isinstance(spec, dict) else "",
+                    "required": name in required,
+                }
+                for name, spec in (parameters.get("properties") or {}).items()
+            ]
+            summaries.append(
+                {"name": function["name"], "description": function.get("description", ""), "arguments": arguments}
+            )
+        return summaries
+
+    @property
+    def label(self) -> str:
+        origin = f"{self.distribution} {self.version}".strip()
+        return f"{self.name} ({origin}, module {self.module_name})" if origin else f"{self.name} ({self.module_name})"
+
+
+@dataclass(frozen=True)
+class Refused:
+    """An entry point that did not pass validation."""
+
+    name: str
+    value: str
+    distribution: str
+    version: str
+    error: str
+
+
+@dataclass(frozen=True)
+class Discovery:
+    plugins: dict[str, Plugin]
+    refused: tuple[Refused, ...]
+
+
+# -- tool schemas ------------------------------------------------------------------------------------
+
+
+def tool_schema_problems(schemas: Any) -> list[str]:
+    """What is wrong with a list of OpenAI function schemas ([] when nothing is): each problem names the
+    tool (index and name) and what to write instead. Used for plug-ins and for the tools of imported tasks."""
+    if not isinstance(schemas, (list, tuple)) or not schemas:
+        return ['TOOL_SCHEMAS must be a non-empty list of {"type": "function", "function": {...}} objects']
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    for index, schema in enumerate(schemas):
+        where = f"tool {index}"
+        if (
+            not isinstance(schema, dict)
+            or schema.get("type") != "function"
+            or not isinstance(schema.get("function"), dict)
+        ):
+            problems.append(f'{where}: must be {{"type": "function", "function": {{"name": ..., "parameters": ...}}}}')
+            continue
+        function = schema["function"]
+        name = function.get("name")
+        if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+            problems.append(f"{where}: function.name must be 1-64 letters, digits, '_' or '-', got {name!r}")
+            continue
+        where = f"tool {index} ({name})"
+        if name in seen:
+            problems.append(f"{where}: the name is already used by tool {seen[name]}; tool names must be unique")
+        seen.setdefault(name, index)
+        unknown = sorted(set(function) - FUNCTION_KEYS)
+        if unknown:
+            problems.append(f"{where}: unknown key function.{unknown[0]}; allowed: {', '.join(sorted(FUNCTION_KEYS))}")
+        if "description" in function and not isinstance(function["description"], str):
+            problems.append(f"{where}: function.description must be a string")
+        parameters = function.get("parameters", {"type": "object", "properties": {}})
+        problems.extend(_parameters_problems(parameters, where=where))
+    return problems
+
+
+def _parameters_problems(parameters: Any, *, where: str) -> list[str]:
+    if not isinstance(parameters, dict) or parameters.get("type") != "object":
+        return [
+            f'{where}: function.parameters must be a JSON Schema object, e.g. {{"type": "object", "properties": {{}}}}'
+        ]
+    try:
+        jsonschema.validators.validator_for(parameters, default=jsonschema.Draft202012Validator).check_schema(
+            parameters
+        )
+    except jsonschema.SchemaError as error:
+        path = "/".join(str(part) for part in error.absolute_path) or "(top)"
+        return [f"{where}: function.parameters is not a valid JSON Schema at {path}: {error.message}"]
+    properties = parameters.get("properties", {})
+    missing = [key for key in parameters.get("required", []) if key not in properties]
+    if missing:
+        return [f"{where}: function.parameters.required names {', '.join(missing)}, which are not in its properties"]
+    return []
+
+
+# -- the package's source ----------------------------------------------------------------------------
+
+
+def source_files(module: ModuleType) -> list[tuple[str, Path]]:
+    """(dotted module name, file) of every module of the plug-in's package (or its single module)."""
+    file = getattr(module, "__file__", None)
+    if not file:
+        raise PluginError(f"module {module.__name__} has no source file; a plug-in must be a Python package on disk")
+    path = Path(file)
+    if path.name != "__init__.py":
+        return [(module.__name__, path)]
+    files = []
+    for found in sorted(path.parent.rglob("*.py")):
+        relative = found.relative_to(path.parent).with_suffix("")
+        parts = [part for part in relative.parts if part != "__init__"]
+        if "__pycache__" in relative.parts:
+            continue
+        files.append((".".join([module.__name__, *parts]), found))
+    return files
+
+
+def _foreign_imports(name: str, path: Path, *, package: str, single: bool = False) -> list[str]:
+    """Imports of anything but the standard library and the package itself, as "file:line imports x"."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except SyntaxError as error:
+        return [f"{path.name}:{error.lineno}: syntax error: {error.msg}"]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            targets = [node.module]
+        elif isinstance(node, ast.ImportFrom) and node.level > 0 and single:
+            found.append(f"{name} ({path.name}:{node.lineno}) imports relatively, but it is a module, not a package")
+            continue
+        else:
+            continue
+        for target in targets:
+            own = target == package or target.startswith(package + ".")
+            if not own and target.split(".")[0] not in sys.stdlib_module_names:
+                found.append(f"{name} ({path.name}:{node.lineno}) imports {target}")
+    return found
+
+
+# -- validation and discovery ------------------------------------------------------------------------
+
+
+def plugin_from_module(
+    module: ModuleType, *, name: str, distribution: str = "", version: str = "", check_imports: bool = True
+) -> Plugin:
+    """Validate a loaded plug-in module against the contract; raises PluginError saying what to fix."""
+    if not NAME_PATTERN.match(name):
+        raise PluginError(f"the entry point name {name!r} must be a lowercase slug (letters, digits, '-', '_')")
+    missing = [attribute for attribute in REQUIRED if not hasattr(module, attribute)]
+    if not hasattr(module, "TOOLS") and not hasattr(module, "call_tool"):
+        missing.append("TOOLS (or call_tool)")
+    if missing:
+        raise PluginError(f"module {module.__name__} lacks {', '.join(missing)} (see docs/environments.md)")
+    for attribute in ("reset", "snapshot", "dump", "load"):
+        if not callable(getattr(module, attribute)):
+            raise PluginError(f"{module.__name__}.{attribute} must be a function")
+    declared = getattr(module, "ENVIRONMENT", name)
+    if declared != name:
+        raise PluginError(f"{module.__name__}.ENVIRONMENT is {declared!r} but the entry point is named {name!r}")
+    problems = tool_schema_problems(module.TOOL_SCHEMAS)
+    if problems:
+        raise PluginError("invalid tool schema: " + "; ".join(problems[:5]))
+    schemas = tuple(module.TOOL_SCHEMAS)
+    names = [schema["function"]["name"] for schema in schemas]
+    tools = getattr(module, "TOOLS", None)
+    if tools is not None:
+        if not isinstance(tools, dict) or not all(callable(function) for function in tools.values()):
+            raise PluginError(f"{module.__name__}.TOOLS must be a dict of tool name -> function")
+        unimplemented = [tool for tool in names if tool not in tools]
+        if unimplemented:
+            raise PluginError(
+                f"TOOL_SCHEMAS names {', '.join(unimplemented)}, which TOOLS does not implement "
+                f"(TOOLS has {', '.join(tools) or 'nothing'}): add the function or remove the schema"
+            )
+        undeclared = [tool for tool in tools if tool not in names]
+        if undeclared:
+            raise PluginError(
+                f"TOOLS implements {', '.join(undeclared)}, which TOOL_SCHEMAS does not declare: "
+                "give each tool a schema, or the model can never call it"
+            )
+    tables = module.TABLES
+    if (
+        not isinstance(tables, (list, tuple))
+        or not tables
+        or not all(isinstance(table, str) and table for table in tables)
+    ):
+        raise PluginError(f"{module.__name__}.TABLES must be a non-empty tuple of the snapshot's table names")
+    checks = getattr(module, "STATE_CHECKS", {})
+    if not isinstance(checks, dict) or not all(
+        isinstance(key, str) and callable(function) for key, function in checks.items()
+    ):
+        raise PluginError(
+            f"{module.__name__}.STATE_CHECKS must be a dict of check name -> function(state, **arguments)"
+        )
+    files = source_files(module)
+    single = not (hasattr(module, "__path__"))
+    if check_imports:
+        foreign = [
+            problem
+            for module_name, path in files
+            for problem in _foreign_imports(module_name, path, package=module.__name__, single=single)
+        ]
+        if foreign:
+            raise PluginError(
+                "the tool package must be self-contained (the standard library and its own modules), because its "
+                "source is what runs in the sandbox: " + "; ".join(foreign[:5])
+            )
+    return Plugin(
+        name=name,
+        module=module,
+        module_name=module.__name__,
+        distribution=distribution,
+        version=version,
+        tool_schemas=schemas,
+        tables=tuple(tables),
+        state_checks=tuple(checks),
+        source_files=tuple(path for _, path in files),
+    )
+
+
+def _distribution(entry_point: metadata.EntryPoint) -> tuple[str, str]:
+    dist = getattr(entry_point, "dist", None)
+    if dist is None:
+        return "", ""
+    return dist.metadata["Name"] or "", dist.version or ""
+
+
+def discover_from(entry_points: Iterable[metadata.EntryPoint]) -> Discovery:
+    """Load and validate these entry points (what `discover` does with the installed ones)."""
+    plugins: dict[str, Plugin] = {}
+    refused: list[Refused] = []
+    for entry_point in sorted(entry_points, key=lambda point: (point.name, point.value)):
+        distribution, version = _distribution(entry_point)
+        try:
+            plugins[entry_point.name] = _load(entry_point, plugins, distribution=distribution, version=version)
+        except PluginError as error:
+            refused.append(Refused(entry_point.name, entry_point.value, distribution, version, str(error)))
+    return Discovery(plugins=plugins, refused=tuple(refused))
+
+
+def _load(entry_point: metadata.EntryPoint, plugins: dict[str, Plugin], *, distribution: str, version: str) -> Plugin:
+    if entry_point.name in plugins:
+        other = plugins[entry_point.name]
+        raise PluginError(
+            f"environment {entry_point.name!r} is already declared by {other.distribution or other.module_name}"
+        )
+    try:
+        loaded = entry_point.load()
+    except Exception as error:  # noqa: BLE001 - a broken plug-in is reported, never fatal
+        raise PluginError(f"importing {entry_point.value} failed: {type(error).__name__}: {error}") from None
+    if not isinstance(loaded, ModuleType):
+        raise PluginError(f"the entry point must name a module (the tool package), not a {type(loaded).__name__}")
+    return plugin_from_module(loaded, name=entry_point.name, distribution=distribution, version=version)
+
+
+@functools.lru_cache(maxsize=1)
+def discover() -> Discovery:
+    """The installed plug-ins (entry point group `passband.environments`), loaded once per process."""
+    return discover_from(metadata.entry_points(group=GROUP))
+
+
+def refresh() -> None:
+    """Forget the cached discovery (after installing a plug-in into a running process, and in tests)."""
+    discover.cache_clear()
+
+
+def installed() -> dict[str, Plugin]:
+    return discover().plugins
+
+
+def errors() -> tuple[Refused, ...]:
+    return discover().refused
+
+
+def get(name: str) -> Plugin:
+    """The plug-in of environment `name`; raises UnknownEnvironment saying what is installed instead."""
+    found = discover()
+    if name in found.plugins:
+        return found.plugins[name]
+    raise UnknownEnvironment(unknown_message(name, found))
+
+
+def _origin(plugin: Plugin) -> str:
+    return f"{plugin.name} ({plugin.distribution} {plugin.version})" if plugin.distribution else plugin.name
+
+
+def unknown_message(name: str, found: Discovery | None = None) -> str:
+    found = found or discover()
+    refused = next((item for item in found.refused if item.name == name), None)
+    if refused is not None:
+        return (
+            f"tool environment {name!r} ({refused.distribution or refused.value}) is installed but refused: "
+            f"{refused.error}"
+        )
+    known = ", ".join(
+        f"{plugin.name} ({plugin.distribution} {plugin.version})".replace(" ()", "")
+        for plugin in found.plugins.values()
+    )
+    return (
+        f"unknown tool environment {name!r}; installed plug-ins: {known or 'none'}. Install the package that "
+        f"declares it under the entry point group {GROUP} (see docs/environments.md), or use one of these"
+    )

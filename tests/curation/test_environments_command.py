@@ -1,0 +1,66 @@
+"""manage.py environments: the installed plug-ins with their origin and tools, and the refused ones."""
+
+import json
+from importlib import metadata
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from engine.episodes import plugins
+
+
+def run(*arguments) -> tuple[int, str]:
+    out = StringIO()
+    try:
+        call_command("environments", *arguments, stdout=out)
+    except SystemExit as exit_:
+        return int(exit_.code), out.getvalue()
+    return 0, out.getvalue()
+
+
+def test_lists_and_checks_the_installed_plugins():
+    status, out = run("--check")
+    assert status == 0
+    assert "backoffice  (passband 0.1.0, module engine.episodes.backoffice)" in out
+    assert "inventory  (passband-example-env 0.3.1, module passband_inventory)" in out
+    assert "tools: find_items, get_order, adjust_stock, ship_order, move_item" in out
+    assert "state checks: no_negative_stock, stock_moved" in out
+    assert out.count("check: ok (reset, dump/load, the sandbox)") == 2
+
+
+def test_json_report_of_one_plugin():
+    status, out = run("--json", "inventory")
+    report = json.loads(out)
+    assert status == 0 and [entry["name"] for entry in report["plugins"]] == ["inventory"]
+    assert report["plugins"][0]["version"] == "0.3.1" and report["refused"] == []
+
+
+def test_a_refused_plugin_is_reported_and_fails_the_command(monkeypatch):
+    broken = metadata.EntryPoint(
+        name="broken", value="tests.engine.episodes.broken_plugins.bad_schema", group=plugins.GROUP
+    )
+    found = plugins.discover_from([*metadata.entry_points(group=plugins.GROUP), broken])
+    monkeypatch.setattr(plugins, "discover", lambda: found)
+    status, out = run()
+    assert status == 1
+    assert "REFUSED broken  (entry point tests.engine.episodes.broken_plugins.bad_schema)" in out
+    assert "tool 0 (add): function.parameters must be a JSON Schema object" in out
+    assert "inventory  (passband-example-env 0.3.1" in out  # the others are still listed
+
+
+def test_an_unknown_name_lists_the_installed_ones():
+    status, out = run("warehouse")
+    assert status == 1
+    assert (
+        "UNKNOWN warehouse: unknown tool environment 'warehouse'; installed plug-ins: backoffice (passband 0.1.0), inventory (passband-example-env 0.3.1)"
+        in out
+    )
+
+
+@pytest.mark.parametrize("name", ["backoffice", "inventory"])
+def test_check_catches_a_world_that_changes_between_calls(monkeypatch, name):
+    module = plugins.get(name).module
+    monkeypatch.setattr(module, "load", lambda data: module.reset(99))
+    status, out = run("--check", name)
+    assert status == 1 and "load(dump(world)) is not the same world" in out
