@@ -231,6 +231,16 @@ try:
 except ValueError as _error:
     raise ImproperlyConfigured(f"Verifier settings: {_error}") from None
 
+# MCP tool servers (curation/mcp_servers.py). Staff register streamable HTTP servers by URL on a page;
+# a stdio server runs a command on the worker, so it is named here only:
+# JSON {"name": {"command": ["python", "-m", "tools"], "env": {"VAR": "value"}}}.
+try:
+    from engine.episodes.remote_mcp import parse_stdio_servers as _parse_stdio_servers
+
+    PASSBAND_MCP_STDIO_SERVERS = _parse_stdio_servers(os.environ.get("PASSBAND_MCP_STDIO_SERVERS", ""))
+except ValueError as _error:
+    raise ImproperlyConfigured(f"MCP settings: {_error}") from None
+
 # Metrics (calibration/metrics.py). Celery's prefork children and gunicorn's workers write their samples
 # to PROMETHEUS_MULTIPROC_DIR, a folder every process of a host shares, emptied when the stack starts;
 # /metrics adds them up. /metrics answers staff and `Authorization: Bearer <PASSBAND_METRICS_TOKEN>`.
