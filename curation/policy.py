@@ -185,6 +185,8 @@ RULES: dict[tuple[str, str], Callable[[AbstractBaseUser, Model], bool]] = {
     ("apitoken", CHANGE): _owner_only("user_id"),
     ("probemodel", SEE): _signed_in,
     ("probemodel", CHANGE): lambda user, probe_model: user.is_authenticated and user.is_staff,
+    ("mcpserver", SEE): lambda user, server: user.is_authenticated and user.is_staff,
+    ("mcpserver", CHANGE): lambda user, server: user.is_authenticated and user.is_staff,
 }
 REFUSALS = {
     ("task", CHANGE): "Only the task's author can change it.",
@@ -195,6 +197,7 @@ REFUSALS = {
     ("campaign", CHANGE): "Only the person who started a campaign, or staff, can change it.",
     ("environment", CHANGE): "Only reviewers and staff change environments.",
     ("probemodel", CHANGE): "Only staff change probe models.",
+    ("mcpserver", CHANGE): "Only staff change MCP servers.",
 }
 
 
