@@ -6,6 +6,7 @@ answer; the two rewards disagreeing flags the rollout.
 """
 
 import pytest
+from django.test import Client
 from prometheus_client import REGISTRY
 
 from calibration import services
@@ -92,6 +93,12 @@ def test_rewards_that_disagree_flag_the_rollout_and_the_chosen_one_counts(alice)
         # ...but the store is empty, so the environment's reward is 0: flagged, and said so.
         assert rollout.episode["flags"] == [REWARD_DISAGREEMENT_FLAG]
         assert rollout.detail.startswith("rewards disagree: environment reward 0")
+    # The rollouts page says so.
+    staff = type(alice).objects.create_user("viewer-staff", is_staff=True)
+    viewer = Client()
+    viewer.force_login(staff)
+    page = viewer.get("/rollouts/", {"environment": environment.name, "task": "sum-store"}).content.decode()
+    assert "flagged: the environment's reward and the Passband check disagree" in page
 
 
 def failures_counted(server: str) -> float:
