@@ -11,6 +11,7 @@ streamable HTTP transport gives each client), so two rollouts never see each oth
     python tests/support/mcp_kv_server.py --port 8765            # streamable HTTP on /mcp
     python tests/support/mcp_kv_server.py --stdio                # the same tools over stdio
     python tests/support/mcp_kv_server.py --port 8765 --bad-schema   # one tool's inputSchema is invalid
+    python tests/support/mcp_kv_server.py --port 8765 --slow-tool    # adds wait(seconds), a tool that hangs
 
 `serve_mcp_kv()` starts it as a real process on a free port and yields its URL.
 """
@@ -27,10 +28,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 
 
-def build_server(*, bad_schema: bool = False) -> MCPServer:
+def build_server(*, bad_schema: bool = False, slow_tool: bool = False) -> MCPServer:
     server = MCPServer("passband-test-kv")
     stores: dict[str, dict[str, str]] = {}
 
@@ -70,6 +72,14 @@ def build_server(*, bad_schema: bool = False) -> MCPServer:
         ok = value is not None and value.strip() == expect.strip()
         return {"reward": 1.0 if ok else 0.0, "detail": f"{key}={value!r}, expected {expect!r}"}
 
+    if slow_tool:
+
+        @server.tool()
+        async def wait(seconds: float) -> str:
+            """Answer after `seconds` (a tool that hangs, for timeouts)."""
+            await anyio.sleep(seconds)
+            return "waited"
+
     if bad_schema:
 
         @server.tool()
@@ -90,12 +100,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_process(*, port: int | None = None, bad_schema: bool = False, log_path: Path | None = None):
+def start_process(
+    *, port: int | None = None, bad_schema: bool = False, slow_tool: bool = False, log_path: Path | None = None
+):
     """Start the server as its own process on 127.0.0.1; returns (process, url) once it answers."""
     port = port or free_port()
     command = [sys.executable, str(Path(__file__).resolve()), "--port", str(port)]
     if bad_schema:
         command.append("--bad-schema")
+    if slow_tool:
+        command.append("--slow-tool")
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 30
@@ -130,8 +144,9 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--stdio", action="store_true")
     parser.add_argument("--bad-schema", action="store_true")
+    parser.add_argument("--slow-tool", action="store_true")
     arguments = parser.parse_args()
-    mcp_server = build_server(bad_schema=arguments.bad_schema)
+    mcp_server = build_server(bad_schema=arguments.bad_schema, slow_tool=arguments.slow_tool)
     if arguments.stdio:
         mcp_server.run("stdio")
     else:

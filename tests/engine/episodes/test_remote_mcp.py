@@ -167,6 +167,14 @@ def test_an_unreachable_server_and_a_dead_one_are_unavailable_not_tool_errors():
         world.close()
 
 
+def test_a_request_past_the_timeout_is_unavailable_and_the_session_still_closes():
+    with serve_mcp_kv(slow_tool=True) as url:
+        with McpWorld(config=McpServerConfig(name="kv", url=url, timeout_s=1)) as world:
+            with pytest.raises(McpUnavailable) as raised:
+                world.call("wait", {"seconds": 60})
+            assert raised.value.reason == "timeout" and "failed calling wait" in str(raised.value)
+
+
 def test_a_server_with_an_invalid_input_schema_is_refused_by_tool_name():
     with serve_mcp_kv(bad_schema=True) as url, pytest.raises(McpSchemaError) as raised:
         server_tools(config(url))
