@@ -49,6 +49,15 @@ MODEL_REQUESTS = Counter(
     "passband_model_requests", "Requests to model servers, by result (ok, retry, error).", ["server", "result"]
 )
 MODEL_RETRIES = Counter("passband_model_retries", "Retried model server requests, by reason.", ["server", "reason"])
+MCP_SESSIONS = Counter("passband_mcp_sessions", "Rollout sessions with MCP servers that ran to the end.", ["server"])
+MCP_FAILURES = Counter(
+    "passband_mcp_failures",
+    "Rollouts an MCP server failed (infrastructure: asked for again), by reason.",
+    ["server", "reason"],
+)
+REWARD_DISAGREEMENTS = Counter(
+    "passband_reward_disagreements", "Rollouts whose environment reward and Passband check disagree."
+)
 HTTP_REQUESTS = Counter(
     "passband_http_requests", "Web and API requests, by method and status class.", ["method", "status"]
 )
@@ -73,6 +82,18 @@ if _on_backend_event not in openai_transport.EVENT_HOOKS:
 def rollouts_generated(*, model: str, count: int) -> None:
     if count:
         ROLLOUTS_GENERATED.labels(model=model).inc(count)
+
+
+def mcp_session(*, server: str) -> None:
+    MCP_SESSIONS.labels(server=server).inc()
+
+
+def mcp_failure(*, server: str, reason: str) -> None:
+    MCP_FAILURES.labels(server=server, reason=reason).inc()
+
+
+def reward_disagreement() -> None:
+    REWARD_DISAGREEMENTS.inc()
 
 
 def rollouts_verified(*, verdicts: list[tuple[str, str, float]]) -> None:

@@ -20,8 +20,47 @@ def default_retire_at() -> float:
     return settings.PASSBAND_RETIRE
 
 
+class McpServer(models.Model):
+    """An MCP tool server registered by staff (curation/mcp_servers.py): where it is and how it is
+    used. Secrets are never stored here: `api_key_env` names the environment variable that holds
+    the bearer token, and a stdio server is a command in settings (PASSBAND_MCP_STDIO_SERVERS)."""
+
+    name = models.SlugField(max_length=80, unique=True)
+    url = models.CharField(
+        max_length=500, blank=True, help_text="Streamable HTTP endpoint, e.g. http://tools:8000/mcp."
+    )
+    stdio = models.CharField(
+        max_length=80, blank=True, help_text="Or: the name of a stdio server in PASSBAND_MCP_STDIO_SERVERS."
+    )
+    api_key_env = models.CharField(
+        max_length=100, blank=True, help_text="Environment variable holding a bearer token for the server."
+    )
+    max_sessions = models.PositiveIntegerField(
+        default=8, help_text="Rollouts in session with the server at once, over every worker."
+    )
+    timeout_s = models.FloatField(default=30.0, help_text="Seconds to connect, and per request.")
+    reward_tool = models.CharField(
+        max_length=64, blank=True, default="grade", help_text="The tool that gives the environment's reward."
+    )
+    tools = models.JSONField(default=list, blank=True, help_text="The tools the last check listed.")
+    checked_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Environment(models.Model):
-    """A named collection of tasks with its own verifier default and thresholds."""
+    """A named collection of tasks with its own verifier default and thresholds. Its `kind` says
+    where tool-use episodes happen: a built-in world named by the task, or an MCP server."""
+
+    class Kind(models.TextChoices):
+        BUILTIN = "builtin", "Built-in worlds"
+        MCP = "mcp", "MCP server"
 
     name = models.SlugField(max_length=80, unique=True)
     title = models.CharField(max_length=200, blank=True)
@@ -41,6 +80,10 @@ class Environment(models.Model):
         blank=True,
         validators=[MinValueValidator(1), MaxValueValidator(32768)],
         help_text="Default completion budget for probes of this environment; blank: the probe model's.",
+    )
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.BUILTIN)
+    mcp_server = models.ForeignKey(
+        McpServer, on_delete=models.PROTECT, null=True, blank=True, related_name="environments"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -188,6 +188,8 @@ RULES: dict[tuple[str, str], Callable[[AbstractBaseUser, Model], bool]] = {
     # Blind review (curation.blind_reviews): reviewers only; never an item of their own task (staff may).
     ("blinditem", SEE): lambda user, item: is_reviewer(user),
     ("blinditem", REVIEW): lambda user, item: task_may_review(user, item.task_version.task),
+    ("mcpserver", SEE): lambda user, server: user.is_authenticated and user.is_staff,
+    ("mcpserver", CHANGE): lambda user, server: user.is_authenticated and user.is_staff,
 }
 REFUSALS = {
     ("task", CHANGE): "Only the task's author can change it.",
@@ -199,6 +201,7 @@ REFUSALS = {
     ("environment", CHANGE): "Only reviewers and staff change environments.",
     ("probemodel", CHANGE): "Only staff change probe models.",
     ("blinditem", REVIEW): "This rollout is of your own task: another reviewer must judge it.",
+    ("mcpserver", CHANGE): "Only staff change MCP servers.",
 }
 
 

@@ -240,6 +240,15 @@ PASSBAND_JUDGE_SAMPLE_LIMIT = int(os.environ.get("PASSBAND_JUDGE_SAMPLE_LIMIT", 
 PASSBAND_JUDGE_SAMPLE_SEED = int(os.environ.get("PASSBAND_JUDGE_SAMPLE_SEED", "0"))
 PASSBAND_JUDGE_SAMPLE_EVERY = env_float("PASSBAND_JUDGE_SAMPLE_EVERY", 3600.0)
 PASSBAND_JUDGE_FALSE_PASS_LIMIT = env_float("PASSBAND_JUDGE_FALSE_PASS_LIMIT", 0.05)
+# MCP tool servers (curation/mcp_servers.py). Staff register streamable HTTP servers by URL on a page;
+# a stdio server runs a command on the worker, so it is named here only:
+# JSON {"name": {"command": ["python", "-m", "tools"], "env": {"VAR": "value"}}}.
+try:
+    from engine.episodes.remote_mcp import parse_stdio_servers as _parse_stdio_servers
+
+    PASSBAND_MCP_STDIO_SERVERS = _parse_stdio_servers(os.environ.get("PASSBAND_MCP_STDIO_SERVERS", ""))
+except ValueError as _error:
+    raise ImproperlyConfigured(f"MCP settings: {_error}") from None
 
 # Metrics (calibration/metrics.py). Celery's prefork children and gunicorn's workers write their samples
 # to PROMETHEUS_MULTIPROC_DIR, a folder every process of a host shares, emptied when the stack starts;

@@ -12,6 +12,7 @@ from web.views import dedup as dedup_views
 from web.views import environments as environment_views
 from web.views import imports as import_views
 from web.views import judges as judge_views
+from web.views import mcp_servers as mcp_server_views
 from web.views import ops as ops_views
 from web.views import probes as probe_views
 from web.views import releases as release_views
@@ -59,6 +60,9 @@ urlpatterns = [
     path("environments/<slug:environment_name>/", environment_views.environment_detail, name="environment_detail"),
     path("environments/<slug:environment_name>/edit/", environment_views.environment_edit, name="environment_edit"),
     path("environments/<slug:environment_name>/probe/", probe_views.environment_probe, name="environment_probe"),
+    path("mcp-servers/", mcp_server_views.mcp_server_list, name="mcp_server_list"),
+    path("mcp-servers/<slug:name>/check/", mcp_server_views.mcp_server_check, name="mcp_server_check"),
+    path("mcp-servers/<slug:name>/use/", mcp_server_views.mcp_server_use, name="mcp_server_use"),
     path("dashboard/", campaign_views.dashboard, name="dashboard"),
     path("models/compare/", campaign_views.model_compare, name="model_compare"),
     path("models/<slug:name>/edit/", campaign_views.probe_model_edit, name="probe_model_edit"),

@@ -35,13 +35,19 @@ from calibration.services.probe_models import (
     sampling_params,
 )
 from calibration.services.rollout_store import rollout_row, rollouts_insert, verdicts_save
-from curation.models import TaskVersion
+from curation import mcp_servers
+from curation.models import Environment, TaskVersion
 from engine import backends, stats, verifiers
 from engine.episodes import plugins
 from engine.episodes import world as episode_world
+from engine.episodes.remote_mcp import McpSchemaError, McpUnavailable, McpWorld
 from engine.episodes.runner import EpisodeLimits, run_episode
+from engine.verifiers.kinds import episode_reward
 
 logger = logging.getLogger(__name__)
+
+# On an episode whose environment reward and Passband check disagree (episode_reward tasks).
+REWARD_DISAGREEMENT_FLAG = "reward_disagreement"
 
 
 def round_indices(campaign: Campaign, round_index: int) -> range:
@@ -51,42 +57,91 @@ def round_indices(campaign: Campaign, round_index: int) -> range:
 
 
 def is_tool_task(version: TaskVersion) -> bool:
-    """A task whose rollouts are tool-use episodes: it declares tools and a tool environment."""
+    """A task whose rollouts are tool-use episodes: it declares tools and a tool environment, or its
+    environment is an MCP server (whose tools the session lists)."""
+    if version.task.environment.kind == Environment.Kind.MCP:
+        return True
     return bool(version.tools) and bool((version.verifier or {}).get("environment"))
 
 
 def _episodes_generate(
     *, version: TaskVersion, probe_model: ProbeModel, seeds: list[int], params: backends.SamplingParams
-) -> tuple[list[backends.Generation], list[dict]]:
-    """One tool-use episode per seed (engine/episodes): a Generation summary and a transcript each."""
-    try:
-        episode_world.environment(version.verifier["environment"])
-    except plugins.UnknownEnvironment as error:
-        # This worker lacks the plug-in (installed elsewhere, or refused here): the samples wait, like for a
-        # server that is down, and the campaign page shows why; no attempt is counted.
-        logger.error("task version %s: %s", version.pk, error)
-        failed = [backends.Generation.failed(seed=seed, error=f"on this worker: {error}") for seed in seeds]
-        return failed, [{} for _ in seeds]
+) -> tuple[list[backends.Generation], list[dict | None]]:
+    """One tool-use episode per seed (engine/episodes): a Generation summary and a transcript each.
+
+    The world is chosen here, by the environment's kind: the plug-in world the task names (in the
+    sandbox), or one session of the environment's MCP server per rollout (engine/episodes/remote_mcp.py).
+    A rollout the MCP server failed (McpUnavailable) is an infrastructure failure: no transcript."""
+    server = version.task.environment.mcp_server if version.task.environment.kind == Environment.Kind.MCP else None
+    if server is None:
+        try:
+            episode_world.environment(version.verifier["environment"])
+        except plugins.UnknownEnvironment as error:
+            # This worker lacks the plug-in (installed elsewhere, or refused here): the samples wait, like
+            # for a server that is down, and the campaign page shows why; no attempt is counted.
+            logger.error("task version %s: %s", version.pk, error)
+            failed = [backends.Generation.failed(seed=seed, error=f"on this worker: {error}") for seed in seeds]
+            return failed, [{} for _ in seeds]
     backend = backend_for_probe_model(probe_model)
     limits = EpisodeLimits(
         max_turns=getattr(settings, "PASSBAND_EPISODE_MAX_TURNS", 6),
         max_completion_tokens=4 * params.max_new_tokens,
     )
-    generations, episodes = [], []
+    generations: list[backends.Generation] = []
+    episodes: list[dict | None] = []
     for seed in seeds:
-        episode = run_episode(
-            backend=backend,
-            messages=version.prompt,
-            tools=version.tools,
-            environment=version.verifier["environment"],
-            world_seed=int(version.verifier.get("seed", 0)),
-            seed=seed,
-            params=params,
-            limits=limits,
-        )
+        if server is None:
+            episode = run_episode(
+                backend=backend,
+                messages=version.prompt,
+                tools=version.tools,
+                environment=version.verifier["environment"],
+                world_seed=int(version.verifier.get("seed", 0)),
+                seed=seed,
+                params=params,
+                limits=limits,
+            )
+            generations.append(episode.generation)
+            episodes.append(episode.transcript)
+            continue
+        try:
+            episode = _mcp_episode(
+                server=server, version=version, backend=backend, seed=seed, params=params, limits=limits
+            )
+        except McpUnavailable as failure:
+            metrics.mcp_failure(server=server.name, reason=failure.reason)
+            generations.append(backends.Generation.failed(seed=seed, error=str(failure), kind="infrastructure"))
+            episodes.append(None)
+            continue
+        metrics.mcp_session(server=server.name)
         generations.append(episode.generation)
         episodes.append(episode.transcript)
     return generations, episodes
+
+
+def _mcp_episode(*, server, version: TaskVersion, backend, seed: int, params, limits: EpisodeLimits):
+    """One episode in its own session of the MCP server, within the server's session cap."""
+    config = mcp_servers.client_config(server)
+    reward_arguments = (version.verifier or {}).get("reward_arguments") or {}
+    # A task that lists tools offers only those of the server's; one that lists none, all of them.
+    allowed = tuple(str((tool.get("function") or tool).get("name", "")) for tool in version.tools or [])
+    with mcp_servers.session_slot(server, wait_s=server.timeout_s):
+        try:
+            world = McpWorld(config=config, reward_arguments=reward_arguments, allowed=allowed)
+            with world:
+                return run_episode(
+                    backend=backend,
+                    messages=version.prompt,
+                    tools=world.tool_schemas,
+                    environment=world.environment,
+                    world_seed=0,
+                    seed=seed,
+                    params=params,
+                    limits=limits,
+                    world=world,
+                )
+        except McpSchemaError as error:
+            raise McpUnavailable(f"MCP server {server.name}: {error}", reason="bad_schema") from None
 
 
 def _version_ids(task_version_ids: int | list[int]) -> list[int]:
@@ -107,7 +162,9 @@ def _samples_missing(
     ).values_list("task_version_id", "sample_index"):
         existing.setdefault(version_id, set()).add(index)
     work = []
-    for version in TaskVersion.objects.filter(pk__in=version_ids).order_by("pk"):
+    for version in (
+        TaskVersion.objects.filter(pk__in=version_ids).select_related("task__environment__mcp_server").order_by("pk")
+    ):
         indices = [index for index in planned if index not in existing.get(version.pk, ())]
         if indices:
             work.append((version, indices))
@@ -258,6 +315,7 @@ def rollouts_verify(*, campaign_id: int, task_version_ids: int | list[int]) -> i
         .values_list("id", "task_version_id", "text", "episode")
     )
     verdicts, kinds = [], []
+    disagreeing: list[tuple[int, dict]] = []
     for rollout_id, version_id, text, episode in pending:
         version = versions[version_id]
         # A tool task's rollout is judged by its episode (the final state), not by its words.
@@ -267,9 +325,20 @@ def rollouts_verify(*, campaign_id: int, task_version_ids: int | list[int]) -> i
         )
         verdicts.append((rollout_id, verdict.outcome, verdict.reward, verdict.detail[:2000], verdict.latency_ms))
         kinds.append((version.verifier or {}).get("kind", ""))
+        if kinds[-1] == episode_reward.KIND and episode is not None and episode_reward.disagrees(verdict.detail):
+            disagreeing.append((rollout_id, episode))
     verdicts_save(verdicts, verified_at=timezone.now())
+    _disagreements_flag(disagreeing)
     metrics.rollouts_verified(verdicts=[(kind, outcome, ms) for kind, (_, outcome, _, _, ms) in zip(kinds, verdicts)])
     return len(verdicts)
+
+
+def _disagreements_flag(disagreeing: list[tuple[int, dict]]) -> None:
+    """Flag rollouts whose environment reward and Passband check disagree (episode["flags"])."""
+    for rollout_id, episode in disagreeing:
+        flags = sorted(set(episode.get("flags") or []) | {REWARD_DISAGREEMENT_FLAG})
+        Rollout.objects.filter(pk=rollout_id).update(episode={**episode, "flags": flags})
+        metrics.reward_disagreement()
 
 
 def campaign_items_advance(*, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> list[int]:

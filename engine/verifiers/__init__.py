@@ -26,6 +26,7 @@ from engine.verifiers.base import Check, Verdict, VerifierConfigError, shorten
 from engine.verifiers.judges import parse_judges, set_judges
 from engine.verifiers.kinds import (
     code,
+    episode_reward,
     exact,
     llm_judge,
     numeric,
@@ -51,7 +52,18 @@ logger = logging.getLogger(__name__)
 
 _MODULES: dict[str, ModuleType] = {
     module.KIND: module
-    for module in (exact, regex, numeric, math_kind, code, json_kind, tool_calls, llm_judge, state_check)
+    for module in (
+        exact,
+        regex,
+        numeric,
+        math_kind,
+        code,
+        json_kind,
+        tool_calls,
+        llm_judge,
+        state_check,
+        episode_reward,
+    )
 }
 KINDS: tuple[str, ...] = tuple(_MODULES)
 _REWARDS = {"pass": 1.0, "fail": 0.0}

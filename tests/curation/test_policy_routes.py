@@ -17,7 +17,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, path, reverse
 from accounts.services import api_token_create
 from calibration.models import Campaign, ProbeModel
 from curation import routes
-from curation.models import BlindItem, Comment, ImportJob, Task, TaskStatus
+from curation.models import BlindItem, Comment, ImportJob, McpServer, Task, TaskStatus
 from curation.services import task_transition
 from releases.models import Release
 from tests.conftest import make_user
@@ -122,6 +122,7 @@ def world(users, arithmetic):
         )
         for index, (name, owner) in enumerate((("blind_item", alice), ("bobs_blind_item", bob)))
     }
+    McpServer.objects.create(name="kv", url="http://127.0.0.1:9/mcp", timeout_s=5)
     return {
         **blind_items,
         "draft_comment": Comment.objects.create(task=Task.objects.get(key="t-1"), author=bob, body="wording"),
@@ -256,6 +257,15 @@ CASES = {
         ({"campaign_id": "campaign", "action": "pause"}, {}, {"anonymous": "login", "bob": 403, "dora": 403}),
         ({"campaign_id": "campaign", "action": "pause"}, {}, {"alice": 302}),
         ({"campaign_id": 999999, "action": "pause"}, {}, {"alice": 404}),
+    ],
+    "mcp_server_check": [
+        ({"name": "kv"}, {}, {"anonymous": "login", "alice": 403, "bob": 403, "staff": 302}),
+        ({"name": "nope"}, {}, {"staff": 404}),
+    ],
+    "mcp_server_use": [
+        ({"name": "kv"}, {"environment": "arithmetic"}, {"anonymous": "login", "alice": 403, "staff": 302}),
+        ({"name": "nope"}, {"environment": "arithmetic"}, {"staff": 404}),
+        ({"name": "kv"}, {"environment": "nope"}, {"staff": 404}),
     ],
     "probe_model_edit": [
         ({"name": "probe"}, {"max_new_tokens": "64"}, {"anonymous": "login", "alice": 403, "staff": 302}),

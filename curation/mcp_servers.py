@@ -1,0 +1,230 @@
+"""MCP tool servers as environments: registering and checking one (staff), how a worker reaches it,
+and the cap on its sessions. See docs/environments.md, "MCP servers".
+
+The rules of judge endpoints hold: a task never carries a URL, a command or a secret. Staff register
+a server by its streamable HTTP URL (checked: an http(s) address without credentials in it, that
+answers, and whose tools all have usable inputSchemas), or by the name of a stdio server that the
+operator wrote in settings (PASSBAND_MCP_STDIO_SERVERS). A bearer token is named by an environment
+variable (`api_key_env`), read on the worker when a session opens.
+
+The session cap (`max_sessions`) holds over every worker when the broker is Redis: a sorted set per
+server of leases (token -> start time) taken and released by Lua scripts, so a worker that dies
+holding one frees it when its lease expires. With the embedded filesystem broker (one machine) it
+is a per-process semaphore.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.utils import timezone
+
+from curation.errors import CurationError
+from curation.models import Environment, McpServer
+from curation.services import ENVIRONMENT_NAME
+from engine.episodes.remote_mcp import (
+    DEFAULT_REWARD_TOOL,
+    McpSchemaError,
+    McpServerConfig,
+    McpUnavailable,
+    outbound_url_problem,
+    server_tools,
+)
+
+logger = logging.getLogger(__name__)
+
+# How long a lease lives without being released: longer than any episode (EpisodeLimits.wall_seconds
+# is 300 s by default), so only a worker that died holding it loses it this way.
+LEASE_S = 900.0
+_ACQUIRE = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[1]) - tonumber(ARGV[2]))
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4])
+  redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2])))
+  return 1
+end
+return 0
+"""
+
+
+def mcp_server_register(
+    *,
+    name: str,
+    url: str = "",
+    stdio: str = "",
+    api_key_env: str = "",
+    max_sessions: int = 8,
+    timeout_s: float = 30.0,
+    reward_tool: str = DEFAULT_REWARD_TOOL,
+    created_by: AbstractBaseUser | None = None,
+    check: bool = True,
+) -> McpServer:
+    """Register an MCP server (staff). Exactly one of `url` (streamable HTTP) and `stdio` (a name in
+    PASSBAND_MCP_STDIO_SERVERS). With `check`, the server must answer and list usable tools before it
+    is saved. Raises CurationError saying which field is wrong and what to do."""
+    if not ENVIRONMENT_NAME.match(name or ""):
+        raise CurationError(f"name: {name!r} is not valid; use 1-80 letters, digits, '-' or '_'.")
+    if McpServer.objects.filter(name=name).exists():
+        raise CurationError(f"name: an MCP server named {name!r} already exists.")
+    url, stdio = (url or "").strip(), (stdio or "").strip()
+    if bool(url) == bool(stdio):
+        raise CurationError("url: give the server's streamable HTTP URL, or the name of a stdio server in settings.")
+    if url and (problem := outbound_url_problem(url)):
+        raise CurationError(f"url: {problem}.")
+    if stdio and stdio not in settings.PASSBAND_MCP_STDIO_SERVERS:
+        known = ", ".join(sorted(settings.PASSBAND_MCP_STDIO_SERVERS)) or "none are configured"
+        raise CurationError(
+            f"stdio: {stdio!r} is not in PASSBAND_MCP_STDIO_SERVERS ({known}); an operator adds commands there."
+        )
+    if api_key_env and not api_key_env.replace("_", "a").isalnum():
+        raise CurationError("api key env: the name of an environment variable, such as TOOLS_API_KEY.")
+    if not 1 <= max_sessions <= 1024:
+        raise CurationError(f"max sessions: must lie between 1 and 1024; got {max_sessions}.")
+    if not 0 < timeout_s <= 600:
+        raise CurationError(f"timeout: must lie between 0 and 600 seconds; got {timeout_s}.")
+    server = McpServer(
+        name=name,
+        url=url,
+        stdio=stdio,
+        api_key_env=api_key_env,
+        max_sessions=max_sessions,
+        timeout_s=timeout_s,
+        reward_tool=(reward_tool or "").strip(),
+        created_by=created_by,
+    )
+    if check:
+        server.tools = _tools_of(server)
+        server.checked_at = timezone.now()
+    server.save()
+    return server
+
+
+def mcp_server_check(*, server: McpServer) -> McpServer:
+    """Connect to a registered server and store the tools it lists now. Raises CurationError when
+    it cannot be reached or a tool's inputSchema is invalid (the stored list is then kept)."""
+    server.tools = _tools_of(server)
+    server.checked_at = timezone.now()
+    server.save(update_fields=["tools", "checked_at"])
+    return server
+
+
+def _tools_of(server: McpServer) -> list[dict[str, Any]]:
+    try:
+        return server_tools(client_config(server))
+    except McpSchemaError as error:
+        raise CurationError(f"tools: {error}. Fix the tool's inputSchema on the server, then check again.") from None
+    except McpUnavailable as error:
+        raise CurationError(f"url: the server did not answer: {error}") from None
+
+
+def environment_use_mcp_server(*, environment: Environment, server: McpServer | None) -> Environment:
+    """Make the environment's tool-use episodes run on `server` (None: back to the built-in worlds)."""
+    environment.kind = Environment.Kind.MCP if server is not None else Environment.Kind.BUILTIN
+    environment.mcp_server = server
+    environment.save(update_fields=["kind", "mcp_server"])
+    return environment
+
+
+def client_config(server: McpServer) -> McpServerConfig:
+    """How this process reaches `server`: the URL or the settings' stdio command, and the bearer
+    token read from the environment variable the registration names."""
+    headers = {}
+    if server.api_key_env:
+        token = os.environ.get(server.api_key_env, "")
+        if not token:
+            logger.warning("MCP server %s: environment variable %s is not set", server.name, server.api_key_env)
+        headers["Authorization"] = f"Bearer {token}"
+    if server.stdio:
+        entry = settings.PASSBAND_MCP_STDIO_SERVERS.get(server.stdio)
+        if entry is None:
+            raise McpUnavailable(
+                f"MCP server {server.name}: stdio server {server.stdio!r} is not in this worker's settings",
+                reason="unreachable",
+            )
+        return McpServerConfig(
+            name=server.name,
+            command=tuple(entry["command"]),
+            env=entry.get("env") or None,
+            timeout_s=server.timeout_s,
+            reward_tool=server.reward_tool,
+        )
+    return McpServerConfig(
+        name=server.name, url=server.url, headers=headers, timeout_s=server.timeout_s, reward_tool=server.reward_tool
+    )
+
+
+# -- the session cap ---------------------------------------------------------------------------------
+
+_local_lock = threading.Lock()
+_local_semaphores: dict[str, threading.BoundedSemaphore] = {}
+
+
+def _redis_client() -> Any:
+    url = settings.CELERY_BROKER_URL
+    if not url.startswith(("redis://", "rediss://")):
+        return None
+    import redis
+
+    return redis.Redis.from_url(url)
+
+
+@contextlib.contextmanager
+def session_slot(server: McpServer, *, wait_s: float) -> Iterator[None]:
+    """Hold one of the server's `max_sessions` slots for the block. Waits up to `wait_s` seconds for
+    one; raises McpUnavailable(reason="busy") when none frees up (the rollout is asked for again)."""
+    client = _redis_client()
+    if client is None:
+        with _local_slot(server, wait_s=wait_s):
+            yield
+        return
+    key = f"passband:mcp-sessions:{server.name}"
+    token = uuid.uuid4().hex
+    acquire = client.register_script(_ACQUIRE)
+    deadline = time.monotonic() + wait_s
+    pause_s = 0.05
+    while not acquire(keys=[key], args=[time.time(), LEASE_S, server.max_sessions, token]):
+        if time.monotonic() + pause_s > deadline:
+            raise _busy(server, wait_s=wait_s)
+        time.sleep(pause_s)
+        pause_s = min(2 * pause_s, 1.0)
+    try:
+        yield
+    finally:
+        client.zrem(key, token)
+
+
+@contextlib.contextmanager
+def _local_slot(server: McpServer, *, wait_s: float) -> Iterator[None]:
+    with _local_lock:
+        semaphore = _local_semaphores.setdefault(server.name, threading.BoundedSemaphore(server.max_sessions))
+    if not semaphore.acquire(timeout=wait_s):
+        raise _busy(server, wait_s=wait_s)
+    try:
+        yield
+    finally:
+        semaphore.release()
+
+
+def _busy(server: McpServer, *, wait_s: float) -> McpUnavailable:
+    return McpUnavailable(
+        f"MCP server {server.name}: all {server.max_sessions} sessions stayed in use for {wait_s:g} s", reason="busy"
+    )
+
+
+def sessions_in_use(server: McpServer) -> int | None:
+    """Slots held now over every worker (Redis), or None where the cap is per process."""
+    client = _redis_client()
+    if client is None:
+        return None
+    key = f"passband:mcp-sessions:{server.name}"
+    client.zremrangebyscore(key, "-inf", time.time() - LEASE_S)
+    return int(client.zcard(key))

@@ -1,0 +1,98 @@
+"""``episode_reward``: the reward a task chose (its MCP server's, or its Passband check's), and the flag
+when both exist and disagree."""
+
+import pytest
+
+from engine import verifiers
+from engine.verifiers import VerifierConfigError
+from engine.verifiers.kinds import episode_reward
+
+
+def episode(reward, final_text, *, detail="d"):
+    state = (
+        {} if reward == "absent" else {"environment_reward": [{"tool": "grade", "reward": reward, "detail": detail}]}
+    )
+    return {
+        "final_state": state,
+        "messages": [
+            {"role": "user", "content": "Add 17 and 25 and store it."},
+            {"role": "assistant", "content": "", "tool_calls": []},
+            {"role": "tool", "content": "42.0"},
+            {"role": "assistant", "content": final_text},
+        ],
+    }
+
+
+def judge(completion, **config):
+    verifier = {"kind": "episode_reward", "reward": "environment", "check": {"kind": "numeric"}, **config}
+    return verifiers.verify(verifier=verifier, completion=completion, answer="42")
+
+
+def test_the_environment_reward_decides_when_the_task_says_so():
+    assert judge(episode(1.0, "42")).outcome == "pass"
+    assert judge(episode(0.0, "41")).outcome == "fail"
+    assert judge(episode(0.5, "42"), pass_at=0.5).outcome == "pass"
+    assert judge(episode(0.4, "no"), pass_at=0.5).outcome == "fail"
+
+
+def test_the_passband_check_decides_when_the_task_says_so():
+    assert judge(episode(0.0, "42"), reward="verifier").outcome == "pass"
+    assert judge(episode(1.0, "41"), reward="verifier").outcome == "fail"
+    # No environment reward at all: the chosen check alone decides, nothing to disagree with.
+    only = judge(episode("absent", "42"), reward="verifier")
+    assert only.outcome == "pass" and not episode_reward.disagrees(only.detail)
+
+
+@pytest.mark.parametrize(("reward", "text", "outcome"), [(1.0, "41", "pass"), (0.0, "42", "fail")])
+def test_disagreeing_rewards_are_flagged_and_the_chosen_one_counts(reward, text, outcome):
+    verdict = judge(episode(reward, text))
+    assert verdict.outcome == outcome
+    assert episode_reward.disagrees(verdict.detail)
+    assert verdict.detail.startswith(episode_reward.REWARD_DISAGREEMENT + ": environment reward")
+
+
+def test_agreeing_rewards_are_not_flagged():
+    assert not episode_reward.disagrees(judge(episode(1.0, "42")).detail)
+    assert not episode_reward.disagrees(judge(episode(0.0, "41")).detail)
+
+
+def test_a_reward_the_server_could_not_give_is_an_error_never_a_wrong_answer():
+    verdict = judge(episode(None, "42", detail="the reward tool failed: boom"))
+    assert verdict.outcome == "error" and verdict.reward is None
+    assert "the reward tool failed: boom" in verdict.detail
+    missing = judge(episode("absent", "42"))
+    assert missing.outcome == "error" and "no reward tool" in missing.detail
+
+
+def test_text_is_judged_offline_by_the_check_so_audits_work():
+    assert (
+        verifiers.audit(
+            verifier={"kind": "episode_reward", "reward": "environment", "check": {"kind": "numeric"}}, answer="42"
+        )
+        == []
+    )
+    problems = verifiers.audit(verifier={"kind": "episode_reward", "reward": "environment"}, answer="42")
+    assert problems == [
+        "the reference answer does not pass its verifier: fail (not an episode: the environment's reward needs an "
+        "episode on the MCP server)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"reward": "verifier"}, "check: is required when reward is 'verifier'"),
+        ({"reward": "model"}, "reward: must be one of 'environment', 'verifier'"),
+        ({"reward": "environment", "pass_at": 0}, "pass_at: must be a number > 0"),
+        (
+            {"reward": "environment", "check": {"kind": "numeric", "abs_tol": -1}},
+            "check.abs_tol: must be a number >= 0",
+        ),
+        ({"reward": "environment", "check": {"kind": "state_check"}}, "check.kind: must be a verifier of the final"),
+        ({"reward": "environment", "reward_args": {}}, "reward_args: unknown field"),
+    ],
+)
+def test_configs_are_checked_naming_the_field(config, message):
+    with pytest.raises(VerifierConfigError) as raised:
+        verifiers.validate_config({"kind": "episode_reward", **config})
+    assert str(raised.value).startswith(message)

@@ -1,0 +1,76 @@
+"""Staff register MCP tool servers, check one (the tools it lists now) and give an environment's
+episodes to one. The services (curation/mcp_servers.py) hold every rule; secrets stay in settings."""
+
+from django import forms
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts.errors import ServiceError
+from curation import mcp_servers, policy
+from curation.models import Environment, McpServer
+
+
+class McpServerForm(forms.Form):
+    name = forms.SlugField(max_length=80, help_text="Letters, digits, '-' and '_'.")
+    url = forms.CharField(
+        max_length=500, required=False, help_text="Streamable HTTP endpoint, e.g. http://tools:8000/mcp."
+    )
+    stdio = forms.CharField(
+        max_length=80, required=False, label="Stdio server", help_text="Or: a name in PASSBAND_MCP_STDIO_SERVERS."
+    )
+    api_key_env = forms.CharField(
+        max_length=100, required=False, label="API key variable", help_text="Environment variable holding a token."
+    )
+    max_sessions = forms.IntegerField(min_value=1, max_value=1024, initial=8, help_text="Rollouts at once.")
+    timeout_s = forms.FloatField(min_value=0.1, max_value=600, initial=30, label="Timeout (s)")
+    reward_tool = forms.CharField(max_length=64, required=False, initial="grade", help_text="Blank: none.")
+
+
+@policy.page("mcp_server_list")
+def mcp_server_list(request):
+    """The registered servers and their tools; POST registers one (after checking it answers)."""
+    form = McpServerForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            server = mcp_servers.mcp_server_register(**form.cleaned_data, created_by=request.user)
+        except ServiceError as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(request, f"Registered {server.name}: {_tool_names(server)}.")
+            return redirect("mcp_server_list")
+    servers = McpServer.objects.prefetch_related("environments")
+    environments = Environment.objects.order_by("name")
+    return render(
+        request, "curation/mcp_servers.html", {"form": form, "servers": servers, "environments": environments}
+    )
+
+
+@require_POST
+@policy.page("mcp_server_check")
+def mcp_server_check(request, name: str):
+    server = policy.get_for(request.user, policy.CHANGE, McpServer.objects.all(), name=name)
+    try:
+        mcp_servers.mcp_server_check(server=server)
+        messages.success(request, f"{server.name} answers: {_tool_names(server)}.")
+    except ServiceError as error:
+        messages.error(request, f"Check of {server.name} failed: {error}")
+    return redirect("mcp_server_list")
+
+
+@require_POST
+@policy.page("mcp_server_use")
+def mcp_server_use(request, name: str):
+    """Run an environment's tool-use episodes on this server."""
+    server = policy.get_for(request.user, policy.CHANGE, McpServer.objects.all(), name=name)
+    environment = policy.get_for(
+        request.user, policy.CHANGE, Environment.objects.all(), name=request.POST.get("environment", "")
+    )
+    mcp_servers.environment_use_mcp_server(environment=environment, server=server)
+    messages.success(request, f"Episodes of {environment.name} now run on {server.name}.")
+    return redirect("mcp_server_list")
+
+
+def _tool_names(server: McpServer) -> str:
+    names = [tool["name"] + (" (reward, hidden)" if tool.get("hidden") else "") for tool in server.tools]
+    return ", ".join(names) or "no tools"
