@@ -29,6 +29,7 @@ from engine.verifiers.kinds import (
     exact,
     llm_judge,
     numeric,
+    reasoning_gym,
     regex,
     state_check,
     tool_calls,
@@ -51,7 +52,7 @@ logger = logging.getLogger(__name__)
 
 _MODULES: dict[str, ModuleType] = {
     module.KIND: module
-    for module in (exact, regex, numeric, math_kind, code, json_kind, tool_calls, llm_judge, state_check)
+    for module in (exact, regex, numeric, math_kind, code, json_kind, tool_calls, llm_judge, state_check, reasoning_gym)
 }
 KINDS: tuple[str, ...] = tuple(_MODULES)
 _REWARDS = {"pass": 1.0, "fail": 0.0}

@@ -26,6 +26,9 @@ def dashboard(request):
             "probe_model": probe_model,
             "probe_models": ProbeModel.objects.all(),
             "policy_in_use": selectors.campaign_policy_in_use(environment=environment) if environment else None,
+            "curriculum_sweep": (
+                selectors.curriculum_sweep(environment=environment, probe_model=probe_model) if environment else []
+            ),
             "campaigns": Campaign.objects.filter(environment=environment).select_related("environment", "probe_model")[
                 :10
             ],
