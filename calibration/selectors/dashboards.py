@@ -406,9 +406,9 @@ def curriculum_sweep(*, environment: Environment, probe_model: ProbeModel | None
     if probe_model is not None:
         calibrations = {
             row[0]: row[1:]
-            for row in Calibration.objects.filter(probe_model=probe_model, task_version_id__in=list(versions)).values_list(
-                "task_version_id", "successes", "attempts", "band"
-            )
+            for row in Calibration.objects.filter(
+                probe_model=probe_model, task_version_id__in=list(versions)
+            ).values_list("task_version_id", "successes", "attempts", "band")
         }
     report = curriculum_report(
         (metadata, *calibrations.get(version_id, (0, 0, None))) for version_id, metadata in versions.items()

@@ -21,7 +21,18 @@ HUMANEVAL_ADD = {
 
 
 def test_kinds_lists_every_kind():
-    assert set(KINDS) == {"exact", "regex", "numeric", "math", "code", "json", "tool_calls", "llm_judge", "state_check", "reasoning_gym"}
+    assert set(KINDS) == {
+        "exact",
+        "regex",
+        "numeric",
+        "math",
+        "code",
+        "json",
+        "tool_calls",
+        "llm_judge",
+        "state_check",
+        "reasoning_gym",
+    }
 
 
 def test_verdict_to_dict_has_the_four_fields():
