@@ -385,3 +385,35 @@ def campaign_policy_in_use(*, environment: Environment) -> dict:
         "kind": policy.kind,
         "description": policy_description(policy),
     }
+
+
+def curriculum_sweep(*, environment: Environment, probe_model: ProbeModel | None) -> list[dict[str, Any]]:
+    """Pass rate per point of a reasoning-gym curriculum sweep (engine/integrations/reasoning_gym_tasks.py)
+    among the environment's current versions: one row per (generator, attribute, level), with whether its
+    pooled pass rate lies between the floor and the retirement line. Empty when no task came from a sweep."""
+    from django.conf import settings
+
+    from engine.integrations.reasoning_gym_tasks import curriculum_report
+
+    versions = dict(
+        Task.objects.filter(environment=environment, current_version__metadata__has_key="reasoning_gym").values_list(
+            "current_version_id", "current_version__metadata"
+        )
+    )
+    if not versions:
+        return []
+    calibrations = {}
+    if probe_model is not None:
+        calibrations = {
+            row[0]: row[1:]
+            for row in Calibration.objects.filter(
+                probe_model=probe_model, task_version_id__in=list(versions)
+            ).values_list("task_version_id", "successes", "attempts", "band")
+        }
+    report = curriculum_report(
+        (metadata, *calibrations.get(version_id, (0, 0, None))) for version_id, metadata in versions.items()
+    )
+    for row in report:
+        rate = row["pass_rate"]
+        row["in_band"] = rate is not None and settings.PASSBAND_FLOOR <= rate <= settings.PASSBAND_RETIRE
+    return report

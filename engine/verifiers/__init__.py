@@ -30,6 +30,7 @@ from engine.verifiers.kinds import (
     exact,
     llm_judge,
     numeric,
+    reasoning_gym,
     regex,
     state_check,
     tool_calls,
@@ -63,6 +64,7 @@ _MODULES: dict[str, ModuleType] = {
         llm_judge,
         state_check,
         episode_reward,
+        reasoning_gym,
     )
 }
 KINDS: tuple[str, ...] = tuple(_MODULES)

@@ -5,7 +5,8 @@ runs against a standard battery of degenerate completions built from the task it
 prompt restated, every choice listed, hedges (the reference among other candidates), a huge
 output and, for code, an object whose ``__eq__`` is always true, ``sys.exit(0)`` or ``os._exit(0)``
 before the checks, output that prints the expected value, and code that special-cases the examples
-the prompt shows. A task whose verifier pays any of them is *gameable*; the finding keeps the
+the prompt shows; for reasoning-gym's scorers, which read the last ``<answer>`` tag, degenerate
+answers inside the tag. A task whose verifier pays any of them is *gameable*; the finding keeps the
 completion that passed.
 
 Authors add fixtures of their own per environment, kinded as NeMo Gym's verifier fixtures are:
@@ -122,6 +123,8 @@ def battery(*, kind: str, config: Any, answer: str | None, prompt: str | list[An
     probes = [Probe("empty", "")]
     if kind == "code":
         return probes + _code_probes(config, prompt_text(prompt))
+    if kind == "reasoning_gym":
+        return probes + _answer_tag_probes(answer, prompt_text(prompt))
     if kind not in TEXT_KINDS:
         return probes
     text = prompt_text(prompt)
@@ -140,6 +143,38 @@ def battery(*, kind: str, config: Any, answer: str | None, prompt: str | list[An
             Probe("a huge output", _huge(answer, other)),
         ]
     return probes
+
+
+def _answer_tag_probes(answer: str | None, text: str) -> list[Probe]:
+    """reasoning-gym reads only the last <answer> tag, so the degenerate answers go inside one: a
+    scorer that pays any non-empty answer, a hedge, or a number that only starts like the reference
+    (a prefix-matching scorer) is caught here."""
+    answers = [("no answer at all", "I do not know"), ("an empty answer", "")]
+    if text.strip():
+        answers.append(("the prompt restated", text))
+    if answer:
+        other = _other_value(answer)
+        answers += [("another value", other), ("a hedge: another value or the reference", f"{other} or {answer}")]
+        answers += [("the reference cut short", short) for short in _shorter_numbers(answer)]
+    return [Probe(f"{label}, in answer tags", f"<answer>{value}</answer>") for label, value in answers]
+
+
+def _shorter_numbers(answer: str) -> list[str]:
+    """Leading parts of a decimal reference that are other numbers ("0" and "0.2" for "0.234375")."""
+    stripped = answer.strip()
+    try:
+        value = float(stripped)
+    except ValueError:
+        return []
+    shorter = []
+    for end in range(1, len(stripped)):
+        part = stripped[:end].rstrip(".")
+        try:
+            if part and float(part) != value and part not in shorter:
+                shorter.append(part)
+        except ValueError:
+            continue
+    return shorter[:3]
 
 
 def _huge(answer: str, other: str) -> str:

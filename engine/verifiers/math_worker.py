@@ -16,27 +16,16 @@ Response: {"outcome": "pass" | "fail" | "error" | "timeout", "detail": str}
 
 from __future__ import annotations
 
-import json
-import logging
 import os
 import re
-import resource
-import signal
 import sys
 
 if __package__:  # imported as engine.verifiers.math_worker
-    from engine.verifiers import math_answer
-else:  # the helper script (python -I): its sibling file, never another installed copy of the package
+    from engine.verifiers import helper_loop, math_answer
+else:  # the helper script (python -I): its sibling files, never another installed copy of the package
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import helper_loop  # type: ignore[no-redef]
     import math_answer  # type: ignore[no-redef]
-
-
-class SoftTimeout(BaseException):
-    """Raised by the interval timer; a BaseException so math-verify's `except Exception` lets it through."""
-
-
-def _on_alarm(signum: int, frame: object) -> None:
-    raise SoftTimeout()
 
 
 def _shorten(text: str, limit: int = 80) -> str:
@@ -178,51 +167,12 @@ def _verdict(request: dict, math_verify, gold: list, predicted: list) -> dict:
     }
 
 
+def _timed_out(request: dict) -> dict:
+    return {"outcome": "timeout", "detail": f"math verification took over {request.get('timeout_seconds', 5)}s"}
+
+
 def main() -> None:
-    memory_bytes = int(sys.argv[1]) if len(sys.argv) > 1 else 0
-    if memory_bytes:
-        # A huge power or factorial fails fast with MemoryError instead of swapping the host.
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    logging.disable(logging.WARNING)
-    _load_math_verify()
-    signal.signal(signal.SIGALRM, _on_alarm)
-    respond({"ready": True})
-    for line in _lines(0):
-        try:
-            request = json.loads(line)
-        except ValueError:
-            respond({"outcome": "error", "detail": "malformed request"})
-            continue
-        signal.setitimer(signal.ITIMER_REAL, float(request.get("timeout_seconds", 5)))
-        try:
-            response = evaluate(request)
-        except SoftTimeout:
-            response = {
-                "outcome": "timeout",
-                "detail": f"math verification took over {request.get('timeout_seconds', 5)}s",
-            }
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        respond(response)
-
-
-def respond(response: dict) -> None:
-    data = (json.dumps(response) + "\n").encode()
-    while data:
-        data = data[os.write(1, data) :]
-
-
-def _lines(fd: int):
-    """Request lines from a raw descriptor: no text-layer buffering between the caller and us."""
-    buffer = b""
-    while True:
-        while b"\n" not in buffer:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                return
-            buffer += chunk
-        line, buffer = buffer.split(b"\n", 1)
-        yield line
+    helper_loop.serve(evaluate, load=_load_math_verify, timed_out=_timed_out)
 
 
 if __name__ == "__main__":

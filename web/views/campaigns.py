@@ -29,6 +29,9 @@ def dashboard(request):
             "too_hard_diagnoses": selectors.too_hard_by_diagnosis(
                 user=request.user, environment=environment, probe_model=probe_model
             ),
+            "curriculum_sweep": (
+                selectors.curriculum_sweep(environment=environment, probe_model=probe_model) if environment else []
+            ),
             "campaigns": Campaign.objects.filter(environment=environment).select_related("environment", "probe_model")[
                 :10
             ],

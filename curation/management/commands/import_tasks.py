@@ -1,12 +1,11 @@
 import json
 from pathlib import Path
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from curation import import_mappings, imports, services
+from curation import import_mappings, imports
 from curation.errors import CurationError
-from curation.models import Environment
+from curation.management.commands._import_common import import_environment, import_owner, rejected, write_report
 from engine.task_mapping import ColumnMapping, MappingError
 
 
@@ -48,20 +47,10 @@ class Command(BaseCommand):
     ):
         if not file.exists():
             raise CommandError(f"{file}: no such file or folder.")
-        users = get_user_model().objects
-        user = users.filter(username=owner).first() if owner else users.filter(is_superuser=True).order_by("pk").first()
-        if user is None:
-            raise CommandError(f"No user {owner!r}." if owner else "No superuser to own the tasks; pass --owner.")
-        env = Environment.objects.filter(name=environment).first()
-        if env is None:
-            if not create:
-                raise CommandError(f"No environment {environment!r}; pass --create to make it.")
-            try:
-                env = services.environment_create(
-                    name=environment, domain=domain, default_verifier={"kind": "math"} if domain == "math" else None
-                )
-            except CurationError as error:
-                raise CommandError(f"--environment: {error}") from None
+        user = import_owner(owner)
+        env = import_environment(
+            environment, create=create, domain=domain, default_verifier={"kind": "math"} if domain == "math" else None
+        )
         column_mapping = self._mapping(env, user, name=mapping, path=mapping_file)
         try:
             report = imports.tasks_import(
@@ -72,21 +61,9 @@ class Command(BaseCommand):
                 mapping=column_mapping,
                 run_audits=not no_audit,
             )
-        except imports.ImportRejected as rejected:
-            for problem in rejected.report.problems:
-                self.stderr.write(str(problem))
-            raise CommandError(rejected.report.summary()) from None
-        for line in report.duplicates[:10]:
-            self.stdout.write(f"duplicate: {line}")
-        if len(report.duplicates) > 10:
-            self.stdout.write(
-                f"… and {len(report.duplicates) - 10} more duplicates (the same content was already there)."
-            )
-        for line in report.audit_failures:
-            self.stdout.write(f"audit failed: {line}")
-        for line in report.gameable:
-            self.stdout.write(f"gameable: {line}")
-        self.stdout.write(self.style.SUCCESS(report.summary()))
+        except imports.ImportRejected as error:
+            raise rejected(self, error) from None
+        write_report(self, report)
 
     def _mapping(self, environment, user, *, name: str, path: Path | None) -> ColumnMapping | None:
         """The mapping to read the file with: from --mapping-file (saved as --mapping when given) or saved."""

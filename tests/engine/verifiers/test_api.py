@@ -32,6 +32,7 @@ def test_kinds_lists_every_kind():
         "llm_judge",
         "state_check",
         "episode_reward",
+        "reasoning_gym",
     }
 
 

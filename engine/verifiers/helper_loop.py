@@ -1,0 +1,142 @@
+"""The loop a verifier helper process runs: one JSON request per line on stdin, one JSON response per
+line on stdout, each request under a soft deadline from an interval timer.
+
+Helpers (math_worker.py, reasoning_gym_worker.py) run as ``python -I <script> <memory_bytes>`` from
+`engine.sandbox.worker_pool.WorkerPool`; the caller kills a helper that misses its deadline by more
+than a grace period (a library stuck in C, where no signal reaches). Standard library only: a helper
+imports this as its sibling file, never another installed copy of the package.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import resource
+import signal
+import sys
+from collections.abc import Callable, Iterator
+
+
+class SoftTimeout(BaseException):
+    """Raised by the interval timer; a BaseException so a library's `except Exception` lets it through."""
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise SoftTimeout()
+
+
+# What a locked-down helper may no longer do once loaded (sys.addaudithook events; a hook cannot be removed).
+_FORBIDDEN_EVENTS = (
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "os.fork",
+    "os.forkpty",
+    "os.kill",
+    "os.remove",
+    "os.rename",
+    "os.rmdir",
+    "os.chmod",
+    "os.chown",
+    "os.truncate",
+    "os.symlink",
+    "os.link",
+    "os.putenv",
+    "shutil.rmtree",
+    "subprocess.Popen",
+    "pty.spawn",
+    "socket.connect",
+    "socket.bind",
+    "socket.sendto",
+    "socket.sendmsg",
+    "socket.getaddrinfo",
+    "ctypes.dlopen",
+    "ctypes.dlsym",
+    "ctypes.cdata",
+    "ctypes.call_function",
+    "sys.addaudithook",
+    "sys.setprofile",
+    "sys.settrace",
+)
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+
+
+class Forbidden(PermissionError):
+    """What a locked-down helper raises instead of running a forbidden operation (an OSError, so code
+    that tolerates a failed write, as the import system does for bytecode caches, carries on)."""
+
+
+def _lockdown_hook(event: str, args: tuple) -> None:
+    if event.startswith(_FORBIDDEN_EVENTS):
+        raise Forbidden(f"{event} is not allowed while scoring")
+    if event == "open" and len(args) > 2:
+        mode, flags = args[1], args[2]
+        if (isinstance(mode, str) and any(letter in mode for letter in "wax+")) or (
+            isinstance(flags, int) and flags & _WRITE_FLAGS
+        ):
+            raise Forbidden("writing files is not allowed while scoring")
+
+
+def serve(
+    evaluate: Callable[[dict], dict],
+    *,
+    load: Callable[[], object] | None = None,
+    timed_out: Callable[[dict], dict],
+    lockdown: bool = False,
+) -> None:
+    """Answer requests until stdin closes. `load` runs once before the ready line (a slow import);
+    `evaluate(request)` answers one request; `timed_out(request)` is the response when its
+    ``timeout_seconds`` (default 5) pass first. argv[1], when given, caps the address space in bytes.
+
+    `lockdown`: after loading, an audit hook refuses processes, network, file writes and ctypes (``eval``
+    itself still runs: scorers such as sympy's ``parse_expr`` need it, but what the evaluated text can
+    then reach is refused). The helper already runs with an empty
+    environment (WorkerPool), so it holds no secrets; this keeps a scorer that evaluates the model's
+    answer from acting on the host."""
+    memory_bytes = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    if memory_bytes:
+        # A huge power or allocation fails fast with MemoryError instead of swapping the host.
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    logging.disable(logging.WARNING)
+    if load is not None:
+        load()
+    signal.signal(signal.SIGALRM, _on_alarm)
+    if lockdown:
+        sys.dont_write_bytecode = True
+        sys.addaudithook(_lockdown_hook)
+    respond({"ready": True})
+    for line in _lines(0):
+        try:
+            request = json.loads(line)
+        except ValueError:
+            respond({"outcome": "error", "detail": "malformed request"})
+            continue
+        signal.setitimer(signal.ITIMER_REAL, float(request.get("timeout_seconds", 5)))
+        try:
+            response = evaluate(request)
+        except SoftTimeout:
+            response = timed_out(request)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        respond(response)
+
+
+def respond(response: dict) -> None:
+    data = (json.dumps(response) + "\n").encode()
+    while data:
+        data = data[os.write(1, data) :]
+
+
+def _lines(fd: int) -> Iterator[bytes]:
+    """Request lines from a raw descriptor: no text-layer buffering between the caller and us."""
+    buffer = b""
+    while True:
+        while b"\n" not in buffer:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return
+            buffer += chunk
+        line, buffer = buffer.split(b"\n", 1)
+        yield line
