@@ -12,8 +12,10 @@ import json
 import os
 import select
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 
@@ -157,3 +159,28 @@ class WorkerPool:
             self._owner_pid = os.getpid()
             self._idle = []
             self._count = 0
+
+
+class HelperScript:
+    """The process-wide pool of one helper script (``python -I <script> <memory_bytes>``): at most one
+    helper per CPU (two at least), started on demand; a forked child (Celery prefork) starts its own."""
+
+    def __init__(self, script: Path, *, memory_bytes: int) -> None:
+        self.script = script
+        self.memory_bytes = memory_bytes
+        self._lock = threading.Lock()
+        self._pool: WorkerPool | None = None
+        os.register_at_fork(after_in_child=self._forget)
+
+    def pool(self) -> WorkerPool:
+        with self._lock:
+            if self._pool is None:
+                self._pool = WorkerPool(
+                    [sys.executable or "python3", "-I", str(self.script), str(self.memory_bytes)],
+                    max_workers=max(2, os.cpu_count() or 1),
+                )
+            return self._pool
+
+    def _forget(self) -> None:
+        self._lock = threading.Lock()
+        self._pool = None

@@ -35,15 +35,12 @@ fine in a set (``\\{1\\}\\cup\\{2\\}``); and when the reference is one value, an
 
 from __future__ import annotations
 
-import os
 import re
-import sys
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.sandbox.worker_pool import WorkerFailed, WorkerPool, WorkerTimeout
+from engine.sandbox.worker_pool import HelperScript, WorkerFailed, WorkerPool, WorkerTimeout
 from engine.verifiers.base import (
     Check,
     ConfigReader,
@@ -117,28 +114,12 @@ def _extraction_targets(reader: ConfigReader) -> tuple[str, ...]:
     return tuple(dict.fromkeys(targets))
 
 
-_pool_lock = threading.Lock()
-_pool: WorkerPool | None = None
+_helpers = HelperScript(WORKER_SCRIPT, memory_bytes=WORKER_MEMORY_BYTES)
 
 
 def worker_pool() -> WorkerPool:
     """The process-wide pool of math helpers (at most one per CPU, started on demand)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = WorkerPool(
-                [sys.executable or "python3", "-I", str(WORKER_SCRIPT), str(WORKER_MEMORY_BYTES)],
-                max_workers=max(2, os.cpu_count() or 1),
-            )
-        return _pool
-
-
-def _forget_pool_after_fork() -> None:
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pool_after_fork)
+    return _helpers.pool()
 
 
 def needs_process(text: str) -> bool:

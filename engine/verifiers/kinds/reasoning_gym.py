@@ -22,14 +22,11 @@ score runs in a helper process (reasoning_gym_worker.py) under a memory cap and 
 from __future__ import annotations
 
 import functools
-import os
-import sys
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.sandbox.worker_pool import WorkerFailed, WorkerPool, WorkerTimeout
+from engine.sandbox.worker_pool import HelperScript, WorkerFailed, WorkerPool, WorkerTimeout
 from engine.verifiers.base import (
     Check,
     ConfigReader,
@@ -90,28 +87,12 @@ def parse_config(raw: dict[str, Any]) -> ReasoningGymConfig:
     return config
 
 
-_pool_lock = threading.Lock()
-_pool: WorkerPool | None = None
+_helpers = HelperScript(WORKER_SCRIPT, memory_bytes=WORKER_MEMORY_BYTES)
 
 
 def worker_pool() -> WorkerPool:
     """The process-wide pool of scoring helpers (at most one per CPU, started on demand)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = WorkerPool(
-                [sys.executable or "python3", "-I", str(WORKER_SCRIPT), str(WORKER_MEMORY_BYTES)],
-                max_workers=max(2, os.cpu_count() or 1),
-            )
-        return _pool
-
-
-def _forget_pool_after_fork() -> None:
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pool_after_fork)
+    return _helpers.pool()
 
 
 def question_text(prompt: Any) -> str:
