@@ -285,6 +285,36 @@ class FeedbackReport(models.Model):
         return f"{self.task_version} @ {self.checkpoint}: {self.passes}/{self.attempts}"
 
 
+class EpisodeHealth(models.Model):
+    """How an environment's worlds behaved, a minute at a time: the episodes attempted on them, those the
+    world failed (a reset that crashed or hung, an MCP server unreachable, timed out or gone mid-episode:
+    infrastructure outcomes, retried, never counted as evidence), tool calls and tool errors, reset latency.
+
+    Telemetry, not evidence: a retried job's attempts are counted again, because they did reach the world.
+    Read by calibration.selectors.health for the environment page; rows older than a day may be pruned."""
+
+    environment = models.ForeignKey(Environment, on_delete=models.CASCADE, related_name="episode_health")
+    world = models.CharField(max_length=120, help_text="The plug-in's name, or mcp:<server>.")
+    minute = models.DateTimeField(help_text="Start of the minute (UTC) the episodes ended in.")
+    episodes = models.PositiveIntegerField(default=0, help_text="Episodes attempted, failed ones included.")
+    failures = models.PositiveIntegerField(default=0, help_text="Episodes the world failed (infrastructure).")
+    tool_calls = models.PositiveIntegerField(default=0)
+    tool_errors = models.PositiveIntegerField(default=0, help_text="Tool calls that crashed or timed out.")
+    resets = models.PositiveIntegerField(default=0, help_text="Resets timed (reset_ms_total is their sum).")
+    reset_ms_total = models.FloatField(default=0.0)
+    reset_ms_max = models.FloatField(default=0.0)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["environment", "world", "minute"], name="episode_health_unique_minute")
+        ]
+        indexes = [models.Index(fields=["environment", "minute"])]
+
+    def __str__(self) -> str:
+        return f"{self.environment_id}/{self.world} @ {self.minute:%H:%M}: {self.failures}/{self.episodes} failed"
+
+
 def outcome_count_aggregates() -> dict:
     """Aggregates counting a group of rollouts by outcome: passes, fails, verifier and generation errors."""
     from django.db.models import Count, Q

@@ -20,6 +20,7 @@ from calibration.selectors.dashboards import (
     pass_rate_histogram,
     verifier_latency,
 )
+from calibration.selectors.health import environment_band_counts, environment_health
 from calibration.selectors.probes import SCOPES, probe_estimate, probe_task_versions, probes_running
 from calibration.selectors.tasks import (
     FLAGS,
@@ -47,6 +48,8 @@ __all__ = [
     "campaigns_progress",
     "cost_summary",
     "default_probe_model",
+    "environment_band_counts",
+    "environment_health",
     "environment_costs",
     "environments_overview",
     "feedback_history",

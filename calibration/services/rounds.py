@@ -30,6 +30,7 @@ from calibration.services.campaigns import (
     campaign_is_running,
     round_enqueue,
 )
+from calibration.services.health import EpisodeAttempt, episode_health_record
 from calibration.services.probe_models import (
     backend_for_probe_model,
     sampling_params,
@@ -81,6 +82,11 @@ def _episodes_generate(
             # for a server that is down, and the campaign page shows why; no attempt is counted.
             logger.error("task version %s: %s", version.pk, error)
             failed = [backends.Generation.failed(seed=seed, error=f"on this worker: {error}") for seed in seeds]
+            episode_health_record(
+                environment=version.task.environment,
+                world=str(version.verifier["environment"]),
+                attempts=[EpisodeAttempt(failure=f"on this worker: {error}") for _ in seeds],
+            )
             return failed, [{} for _ in seeds]
     backend = backend_for_probe_model(probe_model)
     limits = EpisodeLimits(
@@ -89,20 +95,35 @@ def _episodes_generate(
     )
     generations: list[backends.Generation] = []
     episodes: list[dict | None] = []
+    attempts: list[EpisodeAttempt] = []
     for seed in seeds:
         if server is None:
+            world_seed = int(version.verifier.get("seed", 0))
+            world = episode_world.SandboxedWorld(
+                environment=version.verifier["environment"], seed=world_seed, tool_seconds=limits.tool_seconds
+            )
+            try:
+                world.reset()
+            except episode_world.WorldResetError as failure:
+                # The plug-in's failure, not the model's: the sample waits like one whose server is down.
+                generations.append(backends.Generation.failed(seed=seed, error=str(failure), kind="infrastructure"))
+                episodes.append(None)
+                attempts.append(EpisodeAttempt(failure=str(failure)))
+                continue
             episode = run_episode(
                 backend=backend,
                 messages=version.prompt,
                 tools=version.tools,
                 environment=version.verifier["environment"],
-                world_seed=int(version.verifier.get("seed", 0)),
+                world_seed=world_seed,
                 seed=seed,
                 params=params,
                 limits=limits,
+                world=world,
             )
             generations.append(episode.generation)
             episodes.append(episode.transcript)
+            attempts.append(EpisodeAttempt(transcript=episode.transcript))
             continue
         try:
             episode = _mcp_episode(
@@ -112,10 +133,14 @@ def _episodes_generate(
             metrics.mcp_failure(server=server.name, reason=failure.reason)
             generations.append(backends.Generation.failed(seed=seed, error=str(failure), kind="infrastructure"))
             episodes.append(None)
+            attempts.append(EpisodeAttempt(failure=str(failure)))
             continue
         metrics.mcp_session(server=server.name)
         generations.append(episode.generation)
         episodes.append(episode.transcript)
+        attempts.append(EpisodeAttempt(transcript=episode.transcript))
+    world_name = f"mcp:{server.name}" if server is not None else str(version.verifier["environment"])
+    episode_health_record(environment=version.task.environment, world=world_name, attempts=attempts)
     return generations, episodes
 
 

@@ -198,6 +198,8 @@ class McpWorld:
         self.allowed = allowed
         self.tool_schemas: list[dict[str, Any]] = []
         self.server_tools: list[str] = []
+        # How long opening the session and listing its tools took (ms): the environment's reset latency.
+        self.reset_ms: float | None = None
         self._stack = contextlib.ExitStack()
         self._portal: Any = None
         self._session: Any = None
@@ -207,6 +209,7 @@ class McpWorld:
     def __enter__(self) -> McpWorld:
         from anyio.from_thread import start_blocking_portal
 
+        started = time.perf_counter()
         try:
             self._portal = self._stack.enter_context(start_blocking_portal())
             self._session = self._stack.enter_context(self._portal.wrap_async_context_manager(self._open()))
@@ -216,6 +219,7 @@ class McpWorld:
             if isinstance(error, (McpUnavailable, KeyboardInterrupt, SystemExit)):
                 raise
             raise self._unavailable(error, doing="opening a session") from None
+        self.reset_ms = round((time.perf_counter() - started) * 1000, 3)
         self.server_tools = [tool.name for tool in listed]
         visible = [tool for tool in listed if not self.allowed or tool.name in self.allowed]
         try:

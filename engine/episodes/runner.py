@@ -103,6 +103,9 @@ def run_episode(
         "error": play.error,
         "error_kind": play.error_kind,
         "wall_ms": round((time.perf_counter() - started) * 1000, 3),
+        # How long the world took to be ready (a sandboxed reset, an MCP session opened): None when the
+        # world was not reset ahead of the episode.
+        "reset_ms": getattr(world, "reset_ms", None),
         "final_state": final_state,
     }
     transcript.update(flat_tokens(play.turns) if driver.prefix_consistent else {"tokens": None})

@@ -203,6 +203,8 @@ class SandboxedWorld:
         self._source = environment_program(environment)
         self._database: str | None = None  # base64 of the plug-in's dump of the world; None before reset
         self._last_state: dict[str, list[dict[str, Any]]] | None = None
+        # How long the explicit reset took (ms), for the environment's health; None until reset() ran.
+        self.reset_ms: float | None = None
 
     def _run(self, request: dict[str, Any]) -> tuple[dict[str, Any] | None, ToolResult | None]:
         started = time.perf_counter()
@@ -222,6 +224,21 @@ class SandboxedWorld:
         self._database = reply.pop("database")
         return reply, ToolResult(reply.get("status", "ok"), reply.get("content", ""), latency_ms)
 
+    def reset(self) -> float:
+        """Reset the world from its seed in one sandbox run, before the model is asked anything, and return
+        how long that took (ms). Raises WorldResetError when the plug-in cannot reset (a crash, a timeout):
+        the environment's failure, never the model's, and no model tokens spent on a world that is not there.
+        Without it, the first tool call resets the world."""
+        reply, result = self._run({"tool": None})
+        assert result is not None
+        if reply is None:
+            raise WorldResetError(
+                f"environment {self.environment} could not reset from seed {self.seed}: "
+                f"{json.loads(result.content).get('error', result.status)}"
+            )
+        self.reset_ms = round(result.latency_ms, 3)
+        return self.reset_ms
+
     def call(self, name: str, arguments: Any) -> ToolResult:
         reply, result = self._run({"tool": name, "arguments": arguments})
         assert result is not None
@@ -237,6 +254,10 @@ class SandboxedWorld:
     @property
     def database_bytes(self) -> bytes | None:
         return None if self._database is None else base64.b64decode(self._database)
+
+
+class WorldResetError(RuntimeError):
+    """A world could not be reset from its seed (the plug-in crashed or hung): an environment failure."""
 
 
 class ReplayTimeout(Exception):

@@ -134,3 +134,10 @@ def test_the_server_killed_mid_campaign_costs_retries_counted_on_metrics_never_a
     calibrations = Calibration.objects.filter(probe_model__name="oracle")
     assert sorted((c.attempts, c.successes) for c in calibrations) == [(ROLLOUTS, ROLLOUTS)] * len(PLANS)
     assert Campaign.objects.get(pk=campaign.pk).server_waiting_since is None
+    # The environment's page sees the outage too: failed episodes with the server's error, beside the ones that ran.
+    from calibration.selectors import environment_health
+
+    (health,) = environment_health(environment=environment)
+    assert health["world"] == "mcp:kv" and health["failures"] >= 1
+    assert health["episodes"] == health["failures"] + Rollout.objects.filter(campaign=campaign).count()
+    assert "kv" in health["last_error"] and health["reset_ms_mean"] > 0

@@ -109,3 +109,15 @@ def test_oracle_passes_and_null_fails_every_task_of_every_plugin(alice):
         assert calibrations.count() == len(tasks[name])
         expected = ROLLOUTS if policy == "oracle" else 0
         assert {(c.attempts, c.successes) for c in calibrations} == {(ROLLOUTS, expected)}
+    # Every episode reached its world and none was failed by it; each world was reset (in the sandbox) before
+    # its model acted, and those resets were timed; every tool call the episodes made is counted.
+    from calibration.selectors import environment_health
+
+    for name, environment in environments.items():
+        (health,) = environment_health(environment=environment)
+        episodes = Rollout.objects.filter(task_version__task__environment=environment)
+        assert health["world"] == name
+        assert (health["episodes"], health["failures"], health["tool_errors"]) == (episodes.count(), 0, 0)
+        assert health["tool_calls"] == sum(r.episode["counts"]["tool_calls"] for r in episodes)
+        assert health["reset_ms_mean"] > 0 and health["reset_ms_max"] >= health["reset_ms_mean"]
+        assert all(r.episode["reset_ms"] > 0 for r in episodes)

@@ -72,3 +72,77 @@ def test_the_list_links_to_the_page(client, alice, workflows):
     client.force_login(alice)
     page = client.get(reverse("environment_list")).content.decode()
     assert reverse("environment_detail", args=["workflows"]) in page
+
+
+def test_the_page_shows_each_worlds_health_over_the_last_hour(client, alice, workflows):
+    from calibration.services.health import EpisodeAttempt, episode_health_record
+
+    ran = {"reset_ms": 30.0, "counts": {"tool_calls": 4, "ok": 3, "tool_error": 1}}
+    episode_health_record(
+        environment=workflows,
+        world="inventory",
+        attempts=[EpisodeAttempt(transcript=ran)] * 3 + [EpisodeAttempt(failure="inventory could not reset: boom")],
+    )
+    client.force_login(alice)
+    page = client.get(reverse("environment_detail", args=["workflows"])).content.decode()
+    row = page[page.index('id="health-inventory"') :]
+    row = row[: row.index("</tr>")]
+    # 4 episodes, 1 failed by the world (25%); 12 tool calls, 3 crashed (25%); resets 30 ms on average and at worst.
+    assert [cell.split(">", 1)[1].strip() for cell in row.split("<td")[1:]][:6] == [
+        "<code>inventory</code></td>",
+        "4</td>",
+        "1 (25%)</td>",
+        "12</td>",
+        "3 (25%)</td>",
+        "30 / 30 ms</td>",
+    ]
+    assert "Last failure: inventory could not reset: boom" in page
+
+
+def test_an_environment_with_no_episodes_lately_says_so(client, alice, workflows):
+    client.force_login(alice)
+    page = client.get(reverse("environment_detail", args=["workflows"])).content.decode()
+    assert "No episode ran in this environment in the last 1 hour." in page
+
+
+def test_bands_per_probe_model_count_the_tasks_the_reader_may_see(client, alice, workflows, django_user_model):
+    from calibration.models import Calibration
+    from calibration.services import probe_model_add
+    from tests.conftest import make_user
+
+    probe = probe_model_add(name="probe-a", backend="openai", base_url="http://127.0.0.1:9/v1", model="a")
+    versions = [task.current_version for task in Task.objects.filter(environment=workflows).order_by("pk")]
+    for version, band in zip(versions, ["in_band", "in_band", "too_hard"]):
+        Calibration.objects.create(task_version=version, probe_model=probe, band=band)
+    client.force_login(alice)
+    page = client.get(reverse("environment_detail", args=["workflows"])).content.decode()
+    table = page[page.index('id="bands-probe-a"') : page.index("</table>", page.index('id="bands-probe-a"'))]
+    assert "3 tasks calibrated" in table
+    cells = [cell.split("</a>")[0].rsplit(">", 1)[1] for cell in table.split("<td>")[1:]]
+    assert cells == ["0", "1", "2", "0", "0"]  # undecided, too hard, in band, retire, borderline
+    assert "model=probe-a&amp;band=in_band" in table
+    dora = make_user(django_user_model, "dora", "authors")  # alice's drafts are hidden from her
+    client.force_login(dora)
+    page = client.get(reverse("environment_detail", args=["workflows"])).content.decode()
+    assert 'id="bands-probe-a"' not in page and "No task of this environment is calibrated yet" in page
+
+
+def test_an_mcp_environment_shows_its_server_and_tools(client, alice):
+    from curation.models import Environment, McpServer
+
+    server = McpServer.objects.create(
+        name="kv",
+        url="http://tools:8000/mcp",
+        max_sessions=4,
+        tools=[{"name": "put", "description": "Store a value."}, {"name": "grade", "hidden": True}],
+    )
+    environment_create(name="kv-tasks", domain="tool use")
+    Environment.objects.filter(name="kv-tasks").update(kind=Environment.Kind.MCP, mcp_server=server)
+    client.force_login(alice)
+    page = client.get(reverse("environment_detail", args=["kv-tasks"])).content.decode()
+    assert "Server <strong>kv</strong> at <code>http://tools:8000/mcp</code> · at most 4 sessions at once" in page
+    assert "<code>put</code></td><td>Store a value.</td>" in page
+    assert '<code>grade</code> <span class="muted">(the reward tool, hidden from the model)</span>' in page
+    Environment.objects.filter(name="kv-tasks").update(mcp_server=None)
+    page = client.get(reverse("environment_detail", args=["kv-tasks"])).content.decode()
+    assert "runs on an MCP server, but none is set" in page

@@ -1,6 +1,7 @@
 """Create and edit environments in the app: name, domain, texts, default verifier, thresholds (with
 the deployment's defaults filled in) and the default completion budget of their probes; and an
-environment's page: where its tool worlds come from (plug-in, package, version) and their tools."""
+environment's page: where its tool worlds come from (plug-in, package, version; MCP server), their tools,
+their health over the last hour and its tasks' bands."""
 
 import json
 
@@ -11,6 +12,7 @@ from django.db import transaction
 from django.shortcuts import redirect, render
 
 from accounts.errors import ServiceError
+from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
 from curation import gameability, policy, selectors, services
 from curation.models import Environment
@@ -159,6 +161,10 @@ def _fixtures_note(*, environment, fixtures: list) -> str:
 FIXTURE_RECHECK_LIMIT = 500
 
 
+# The window of the health panel: long enough to cover a campaign's recent rounds, short enough to show now.
+HEALTH_HOURS = 1.0
+
+
 @policy.page("environment_detail")
 def environment_detail(request, environment_name: str):
     environment = policy.get_for(request.user, policy.SEE, Environment.objects.all(), name=environment_name)
@@ -168,6 +174,10 @@ def environment_detail(request, environment_name: str):
         {
             "environment": environment,
             "worlds": selectors.environment_worlds(environment=environment, user=request.user),
+            "server": environment.mcp_server if environment.kind == Environment.Kind.MCP else None,
+            "health": calibration_selectors.environment_health(environment=environment, hours=HEALTH_HOURS),
+            "health_hours": HEALTH_HOURS,
+            "bands": calibration_selectors.environment_band_counts(environment=environment, user=request.user),
             "can_manage": policy.allows(request.user, policy.CHANGE, environment),
         },
     )

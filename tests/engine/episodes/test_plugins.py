@@ -191,3 +191,21 @@ def test_a_tool_sees_no_network_and_none_of_the_workers_environment(with_plugins
     seen = json.loads(result.content)
     assert result.status == "ok" and seen["connected"] is False
     assert "PASSBAND_TEST_SECRET" not in seen["environment"] and "DATABASE_URL" not in seen["environment"]
+
+
+def test_a_world_is_reset_in_the_sandbox_before_the_model_acts_and_its_latency_kept(with_plugins):
+    with_plugins(counter="counter")
+    sandboxed = SandboxedWorld(environment="counter", seed=2)
+    assert sandboxed.reset_ms is None
+    elapsed = sandboxed.reset()
+    assert elapsed > 0 and sandboxed.reset_ms == elapsed
+    # The call continues from the reset world (seed 2), not from a fresh one.
+    assert json.loads(sandboxed.call("add", {"amount": 3}).content) == {"value": 5}
+
+
+def test_a_reset_that_crashes_or_hangs_is_the_worlds_failure_with_its_reason(with_plugins):
+    with_plugins(counter="counter")
+    with pytest.raises(world.WorldResetError, match=r"counter could not reset from seed 13: .*no world for seed 13"):
+        SandboxedWorld(environment="counter", seed=13).reset()
+    with pytest.raises(world.WorldResetError, match="counter could not reset from seed 14: the tool timed out"):
+        SandboxedWorld(environment="counter", seed=14, tool_seconds=1).reset()

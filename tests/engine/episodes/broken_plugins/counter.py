@@ -1,5 +1,6 @@
 """A valid single-module plug-in: one counter, a tool that adds to it, one that never returns, and one that
-reports what the process it runs in can see (environment variables, a TCP connection)."""
+reports what the process it runs in can see (environment variables, a TCP connection). Seed 13 cannot be
+reset (it raises) and seed 14's reset never returns."""
 
 import json
 import os
@@ -52,6 +53,10 @@ STATE_CHECKS = {"broken": lambda state: state["no such table"]}
 
 
 def reset(seed):
+    if seed == 13:
+        raise RuntimeError("no world for seed 13")
+    while seed == 14:  # a reset that never returns
+        pass
     return {"value": seed}
 
 

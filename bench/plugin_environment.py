@@ -1,0 +1,109 @@
+"""Plug-in environment benchmark: tool calls/s and episodes/s through Passband's sandboxed world against the
+plug-in's own functions called directly in this process.
+
+For each installed plug-in named (the back office and the out-of-tree inventory by default), the same calls:
+each task's reference solution from its task set, replayed call by call. Directly: `reset(seed)` and the tool
+functions in this process (`LocalWorld`, no isolation). Through Passband: `SandboxedWorld`, what an episode
+uses: one sandbox run per call (namespaces, rlimits, no network, an empty environment), the world's state
+travelling as bytes between runs, and one run for the reset. An episode here is reset, the reference calls,
+and the final state; the model's turns are left out, so this is the world's cost alone.
+
+    .venv/bin/python bench/plugin_environment.py --episodes 20 --rounds 3
+
+The per-call overhead is the sandbox's: a process started and isolated per call, by design (a tool that hangs
+or eats memory is killed without harming the worker). Two episodes at a time (`--parallel 2`) show what the
+2 cores give.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from engine.episodes.world import LocalWorld, SandboxedWorld  # noqa: E402
+
+
+def task_sets() -> dict[str, list[dict]]:
+    from engine.episodes.backoffice_tasks import backoffice_tasks
+
+    sets = {"backoffice": list(backoffice_tasks())}
+    try:
+        from passband_inventory.tasks import inventory_tasks
+    except ImportError:
+        print("passband-example-env is not installed (make install does it): the inventory world is skipped")
+    else:
+        sets["inventory"] = inventory_tasks()
+    return sets
+
+
+def episode(world_class, task: dict) -> tuple[int, float, float]:
+    """Reset, the reference calls one by one, the final state. Returns (tool calls, seconds in the calls,
+    seconds in the reset and the final state)."""
+    verifier = task["verifier"]
+    started = time.perf_counter()
+    world = world_class(environment=verifier["environment"], seed=int(verifier.get("seed", 0)))
+    if hasattr(world, "reset"):
+        world.reset()
+    reset_s = time.perf_counter() - started
+    calls = json.loads(task["answer"])
+    started = time.perf_counter()
+    for call in calls:
+        result = world.call(call["name"], call["arguments"])
+        assert result.status == "ok", (task["key"], call, result)
+    calls_s = time.perf_counter() - started
+    started = time.perf_counter()
+    world.state()
+    return len(calls), calls_s, reset_s + time.perf_counter() - started
+
+
+def run(world_class, tasks: list[dict], episodes: int, parallel: int) -> tuple[float, float, float]:
+    """(episodes/s, tool calls/s within the calls, ms per episode outside the calls: reset and final state)."""
+    chosen = [tasks[index % len(tasks)] for index in range(episodes)]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        results = list(pool.map(lambda task: episode(world_class, task), chosen))
+    elapsed = time.perf_counter() - started
+    calls = sum(r[0] for r in results)
+    calls_s = sum(r[1] for r in results) / parallel
+    return episodes / elapsed, calls / calls_s, 1000 * sum(r[2] for r in results) / episodes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=20, help="Episodes per round and side.")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--parallel", type=int, default=1, help="Episodes at a time (threads).")
+    arguments = parser.parse_args()
+    for name, tasks in task_sets().items():
+        rows: dict[str, list[tuple[float, float, float]]] = {"direct": [], "passband": []}
+        episode(SandboxedWorld, tasks[0])  # warm: the bundled program is built once per process
+        for round_index in range(arguments.rounds):
+            order = ("direct", "passband") if round_index % 2 == 0 else ("passband", "direct")
+            for side in order:
+                world_class = LocalWorld if side == "direct" else SandboxedWorld
+                rows[side].append(run(world_class, tasks, arguments.episodes, arguments.parallel))
+        median = {side: [statistics.median(v[i] for v in values) for i in range(3)] for side, values in rows.items()}
+        print(f"{name}: {len(tasks)} tasks, {arguments.episodes} episodes a round, {arguments.parallel} at a time")
+        for side, (episodes_s, calls_s, outside_ms) in median.items():
+            print(
+                f"  {side:9} median {episodes_s:8.1f} episodes/s {calls_s:8.1f} tool calls/s "
+                f"{outside_ms:7.1f} ms reset + final state per episode "
+                f"(calls/s by round: {', '.join(f'{v[1]:.1f}' for v in rows[side])})"
+            )
+        direct, passband = median["direct"][1], median["passband"][1]
+        print(
+            f"  overhead per tool call: {1000 / passband - 1000 / direct:.1f} ms "
+            f"(Passband at {passband / direct:.1%} of the direct calls/s)"
+        )
+
+
+if __name__ == "__main__":
+    main()
