@@ -1,6 +1,7 @@
 """Celery tasks: thin wrappers that load by id, call one service and are safe to run twice."""
 
 import random
+from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
@@ -62,3 +63,9 @@ def draw_judge_samples() -> int:
         limit=settings.PASSBAND_JUDGE_SAMPLE_LIMIT,
         seed=settings.PASSBAND_JUDGE_SAMPLE_SEED,
     )
+
+
+@shared_task(soft_time_limit=300, time_limit=360)
+def prune_episode_health() -> int:
+    """Beat: drop environment health rows older than PASSBAND_HEALTH_KEEP_DAYS; returns rows deleted."""
+    return services.episode_health_prune(older_than=timedelta(days=settings.PASSBAND_HEALTH_KEEP_DAYS))

@@ -372,7 +372,10 @@ CELERY_BEAT_SCHEDULE = {
     # Some too-hard and retired tasks revive: re-probe a small random share of them once a day.
     "reprobe-sample": {"task": "calibration.tasks.reprobe_sample", "schedule": 86400.0},
     "draw-judge-samples": {"task": "calibration.tasks.draw_judge_samples", "schedule": PASSBAND_JUDGE_SAMPLE_EVERY},
+    # Environment health is read over the last hour; older minutes are kept a while for a look back, then dropped.
+    "prune-episode-health": {"task": "calibration.tasks.prune_episode_health", "schedule": 86400.0},
 }
+PASSBAND_HEALTH_KEEP_DAYS = env_float("PASSBAND_HEALTH_KEEP_DAYS", 7.0)
 # Redis redelivers a message whose worker died without acknowledging it after this many seconds.
 # kombu looks for such messages only every interval x throttle seconds (100 s by default) and
 # locks the sweep for 300 s: scale both to the timeout so redelivery follows it closely.

@@ -42,6 +42,7 @@ from calibration.services.feedback import (
     feedback_record,
     reprobe_sample,
 )
+from calibration.services.health import episode_health_prune, episode_health_record
 from calibration.services.judge_samples import judge_sample_rank, judge_samples_draw
 from calibration.services.ladder import (
     campaign_start_ladder,
@@ -73,6 +74,8 @@ __all__ = [
     "EVIDENCE",
     "FEEDBACK_RETIRE_REASON",
     "FEEDBACK_REVIVE_REASON",
+    "episode_health_prune",
+    "episode_health_record",
     "FeedbackOutcome",
     "PRIOR_CACHE_SECONDS",
     "backend_for_probe_model",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -62,3 +62,9 @@ def episode_health_record(
         except IntegrityError:  # another worker created this minute's row first
             row = EpisodeHealth.objects.filter(**key).values_list("pk", flat=True).get()
     EpisodeHealth.objects.filter(pk=row).update(**increments)
+
+
+def episode_health_prune(*, older_than: timedelta, now: datetime | None = None) -> int:
+    """Delete health rows of minutes more than `older_than` ago (the page reads the last hour). Returns how many."""
+    deleted, _ = EpisodeHealth.objects.filter(minute__lt=(now or timezone.now()) - older_than).delete()
+    return deleted

@@ -120,3 +120,16 @@ def test_a_world_that_cannot_reset_makes_its_samples_wait_and_shows_why(alice, w
     (row,) = selectors.environment_health(environment=environment)
     assert (row["world"], row["episodes"], row["failures"]) == ("counter", 2, 2)
     assert "no world for seed 13" in row["last_error"]
+
+
+def test_old_minutes_are_pruned_and_the_recent_kept(alice):
+    from calibration.tasks import prune_episode_health
+
+    environment = environment_create(name="ops", domain="workflow")
+    now = timezone.now()
+    for age in (timedelta(minutes=1), timedelta(days=6), timedelta(days=8), timedelta(days=30)):
+        episode_health_record(
+            environment=environment, world="backoffice", attempts=[EpisodeAttempt(failure="x")], now=now - age
+        )
+    assert prune_episode_health() == 2  # the beat's job, with the default of 7 days
+    assert EpisodeHealth.objects.filter(environment=environment).count() == 2
