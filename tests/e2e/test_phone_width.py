@@ -8,6 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from calibration.models import Band, Calibration, Campaign, CampaignItem, ProbeModel, Rollout
+from calibration.services.health import EpisodeAttempt, episode_health_record
 from curation import import_jobs
 from curation.models import TaskStatus
 from curation.services import task_transition
@@ -63,6 +64,9 @@ def workbench(alice, staff, arithmetic, media):
             ]
         )
         task_transition(task=task, to_status=TaskStatus.SUBMITTED, by=alice)
+    attempts = [EpisodeAttempt(transcript={"reset_ms": 41.5, "counts": {"tool_calls": 3, "tool_error": 1}})] * 2
+    failure = "environment backoffice could not reset from seed 12345678901234567890: " + "a long reason " * 8
+    episode_health_record(environment=arithmetic, world="backoffice", attempts=[*attempts, EpisodeAttempt(failure=failure)])
     upload = SimpleUploadedFile("gsm8k.jsonl", jsonl(*gsm8k_rows(3)))
     job = import_jobs.import_job_create(environment=arithmetic, owner=staff, upload=upload, queue=False)
     return {"campaign": campaign, "model": model, "job": job}
@@ -83,6 +87,7 @@ def test_every_page_fits_a_phone(new_context, live_server, workbench, screenshot
         "/review/duplicates/",
         "/environments/new/",
         "/environments/arithmetic/edit/",
+        "/environments/arithmetic/",
         "/dashboard/",
         f"/campaigns/{campaign.pk}/",
         "/models/compare/",
