@@ -81,3 +81,46 @@ def environment_worlds(*, environment: Environment, user: AbstractBaseUser) -> l
         except plugins.UnknownEnvironment as error:
             worlds.append(EnvironmentWorld(name=name, tasks=counts.get(name, 0), plugin=None, error=str(error)))
     return worlds
+
+
+# Verifier kinds whose tasks come from another framework: the config field that names the task's source
+# (a generator, a taskset) and the package that provides it. The environment page lists them by source.
+OUTSIDE_SOURCES: dict[str, tuple[str, str]] = {
+    "reasoning_gym": ("dataset", "reasoning-gym"),
+}
+
+
+@dataclass(frozen=True)
+class TaskSource:
+    """Tasks of an environment that another framework generates and scores, as its page shows them."""
+
+    kind: str  # the verifier kind
+    source: str  # the generator or taskset, as the verifier config names it
+    package: str
+    version: str  # the installed version, "" when the package is not installed here
+    tasks: int  # current task versions (visible to the reader) from this source
+
+
+def environment_task_sources(*, environment: Environment, user: AbstractBaseUser) -> list[TaskSource]:
+    """The outside frameworks (OUTSIDE_SOURCES) the environment's tasks that `user` may see come from, by
+    kind and source, with the installed version of each package."""
+    from importlib import metadata
+
+    visible = policy.tasks_visible_to(user).filter(environment=environment).values("current_version_id")
+    sources = []
+    for kind, (field, package) in sorted(OUTSIDE_SOURCES.items()):
+        rows = (
+            TaskVersion.objects.filter(pk__in=visible, verifier__kind=kind)
+            .values(source=KT(f"verifier__{field}"))
+            .annotate(count=Count("id"))
+            .order_by("source")
+        )
+        try:
+            version = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            version = ""
+        sources.extend(
+            TaskSource(kind=kind, source=str(row["source"] or ""), package=package, version=version, tasks=row["count"])
+            for row in rows
+        )
+    return sources

@@ -1,6 +1,8 @@
 """An environment's page says where its tool worlds come from (plug-in, package, version) and lists their
 tools; a task naming a plug-in that is not installed gets an error that lists the installed ones."""
 
+import io
+
 import pytest
 from django.urls import reverse
 
@@ -146,3 +148,29 @@ def test_an_mcp_environment_shows_its_server_and_tools(client, alice):
     Environment.objects.filter(name="kv-tasks").update(mcp_server=None)
     page = client.get(reverse("environment_detail", args=["kv-tasks"])).content.decode()
     assert "runs on an MCP server, but none is set" in page
+
+
+def test_tasks_from_reasoning_gym_show_their_generator_and_package(client, alice):
+    from importlib import metadata
+
+    from django.core.management import call_command
+
+    for generator in ("basic_arithmetic", "word_sorting"):
+        call_command(
+            "import_reasoning_gym",
+            generator,
+            environment="rg",
+            create=True,
+            owner="alice",
+            size=2,
+            stdout=io.StringIO(),
+        )
+    client.force_login(alice)
+    page = client.get(reverse("environment_detail", args=["rg"])).content.decode()
+    table = page[page.index('id="task-sources"') :]
+    rows = [row for row in table[: table.index("</tbody>")].split("<tr>")[2:]]
+    version = metadata.version("reasoning-gym")
+    assert [" ".join(cell.split()) for cell in rows] == [
+        f"<td><code>reasoning_gym</code></td><td><code>basic_arithmetic</code></td> <td>reasoning-gym {version}</td> <td>2</td></tr>",
+        f"<td><code>reasoning_gym</code></td><td><code>word_sorting</code></td> <td>reasoning-gym {version}</td> <td>2</td></tr>",
+    ]
