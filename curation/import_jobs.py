@@ -16,13 +16,12 @@ from datetime import timedelta
 from pathlib import Path
 
 from celery import current_app
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
-from curation import imports
+from curation import files, imports
 from curation.errors import CurationError
 from curation.models import Environment, ImportJob
 from engine.task_mapping import ColumnMapping
@@ -31,21 +30,16 @@ from engine.task_mapping import ColumnMapping
 PROGRESS_EVERY = 1000
 
 
-def import_directory() -> Path:
-    return Path(settings.MEDIA_ROOT) / "imports"
+# Where uploads wait for their import, in the default storage (curation/files.py).
+IMPORTS_FOLDER = "imports"
 
 
-def _upload_store(upload: UploadedFile) -> Path:
+def _upload_store(upload: UploadedFile) -> str:
+    """Store the upload through the storage API; returns its storage name."""
     too_large = imports.upload_size_problem(filename=upload.name, size=upload.size)
     if too_large is not None:
         raise CurationError(too_large)
-    directory = import_directory()
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{uuid.uuid4().hex}.upload"
-    with open(path, "wb") as stored:
-        for chunk in upload.chunks():
-            stored.write(chunk)
-    return path
+    return files.stored_file_save(name=f"{IMPORTS_FOLDER}/{uuid.uuid4().hex}.upload", content=upload)
 
 
 def _job_queue(job: ImportJob) -> None:
@@ -64,7 +58,7 @@ def import_job_create(
 
     With `queue=False` the job waits in status `mapping` for `import_job_start` (the browser's
     column-mapping step reads the stored file to show its columns and a preview)."""
-    path = _upload_store(upload)
+    stored = _upload_store(upload)
     if not queue:
         _unmapped_jobs_drop(owner=owner)
     with transaction.atomic():
@@ -72,7 +66,7 @@ def import_job_create(
             environment=environment,
             owner=owner,
             filename=Path(upload.name).name[:255],
-            path=str(path),
+            path=stored,
             size_bytes=upload.size,
             run_audits=run_audits,
             status=ImportJob.Status.QUEUED if queue else ImportJob.Status.MAPPING,
@@ -91,7 +85,7 @@ def _unmapped_jobs_drop(*, owner: AbstractBaseUser) -> None:
         owner=owner, status=ImportJob.Status.MAPPING, created_at__lt=timezone.now() - UNMAPPED_KEPT_FOR
     )
     for job in stale:
-        Path(job.path).unlink(missing_ok=True)
+        files.stored_file_delete(job.path)
         ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.MAPPING).delete()
 
 
@@ -129,16 +123,18 @@ def import_job_run(*, job_id: int) -> ImportJob:
         ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.WRITING, bytes_read=job.size_bytes)
 
     try:
-        report = imports.tasks_import(
-            environment=job.environment,
-            owner=job.owner,
-            filename=job.filename,
-            path=job.path,
-            mapping=ColumnMapping.from_dict(job.mapping) if job.mapping else None,
-            run_audits=job.run_audits,
-            on_line=on_line,
-            on_writing=on_writing,
-        )
+        # The upload may be in object storage, written by a web process on another machine.
+        with files.stored_file_local(job.path) as local:
+            report = imports.tasks_import(
+                environment=job.environment,
+                owner=job.owner,
+                filename=job.filename,
+                path=str(local),
+                mapping=ColumnMapping.from_dict(job.mapping) if job.mapping else None,
+                run_audits=job.run_audits,
+                on_line=on_line,
+                on_writing=on_writing,
+            )
         status = ImportJob.Status.DONE
     except imports.ImportRejected as rejected:
         report, status = rejected.report, ImportJob.Status.REJECTED
@@ -152,7 +148,7 @@ def import_job_run(*, job_id: int) -> ImportJob:
         finished_at=timezone.now(),
         bytes_read=job.size_bytes,
     )
-    Path(job.path).unlink(missing_ok=True)
+    files.stored_file_delete(job.path)
     job.refresh_from_db()
     return job
 
@@ -164,4 +160,4 @@ def import_job_mark_failed(*, job_id: int, reason: str) -> None:
     )
     path = ImportJob.objects.filter(pk=job_id).values_list("path", flat=True).first()
     if path:
-        Path(path).unlink(missing_ok=True)
+        files.stored_file_delete(path)

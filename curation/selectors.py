@@ -107,7 +107,7 @@ def environment_task_sources(*, environment: Environment, user: AbstractBaseUser
     from importlib import metadata
 
     visible = policy.tasks_visible_to(user).filter(environment=environment).values("current_version_id")
-    sources = []
+    sources: list[TaskSource] = []
     for kind, (field, package) in sorted(OUTSIDE_SOURCES.items()):
         rows = (
             TaskVersion.objects.filter(pk__in=visible, verifier__kind=kind)

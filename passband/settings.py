@@ -153,6 +153,30 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 MEDIA_ROOT = VAR_DIR / "media"
+# Uploads waiting for their import, release files and repository snapshots go through Django's storage API
+# (curation/files.py): the filesystem under MEDIA_ROOT by default, or an S3-compatible bucket so that workers on
+# other machines need no shared disk. Credentials come from the standard AWS_ACCESS_KEY_ID and
+# AWS_SECRET_ACCESS_KEY variables (boto3's own chain), never from here.
+PASSBAND_STORAGE = os.environ.get("PASSBAND_STORAGE", "filesystem")
+if PASSBAND_STORAGE == "s3":
+    STORAGES["default"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": os.environ.get("PASSBAND_S3_BUCKET", "passband"),
+            "endpoint_url": os.environ.get("PASSBAND_S3_ENDPOINT_URL") or None,
+            "region_name": os.environ.get("PASSBAND_S3_REGION") or None,
+            "location": os.environ.get("PASSBAND_S3_PREFIX", ""),
+            "file_overwrite": False,
+            "default_acl": None,
+            "signature_version": "s3v4",
+        },
+    }
+elif PASSBAND_STORAGE != "filesystem":
+    raise ImproperlyConfigured(f"PASSBAND_STORAGE is {PASSBAND_STORAGE!r}: use filesystem or s3.")
+# Release downloads as redirects to signed URLs of the bucket (the bytes skip the web process); the bucket's
+# endpoint must then be reachable by whoever downloads. Off: the web process streams them.
+PASSBAND_STORAGE_SIGNED_DOWNLOADS = env_bool("PASSBAND_STORAGE_SIGNED_DOWNLOADS", False) and PASSBAND_STORAGE == "s3"
+PASSBAND_STORAGE_URL_SECONDS = int(os.environ.get("PASSBAND_STORAGE_URL_SECONDS", "300"))
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "environment_list"
@@ -167,7 +191,7 @@ if not DEBUG:
 PASSBAND_MAX_UPLOAD_BYTES = int(os.environ.get("PASSBAND_MAX_UPLOAD_BYTES", str(64 * 1024 * 1024)))
 PASSBAND_MAX_LINE_BYTES = int(os.environ.get("PASSBAND_MAX_LINE_BYTES", str(1024 * 1024)))
 # Uploads larger than this import in the background (a Celery job with a progress page); smaller
-# ones import within the request. Workers must see MEDIA_ROOT (a shared volume in compose).
+# ones import within the request; the worker reads the stored upload through the storage API.
 PASSBAND_IMPORT_INLINE_BYTES = int(os.environ.get("PASSBAND_IMPORT_INLINE_BYTES", str(1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024

@@ -32,6 +32,9 @@ class Release(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     built_at = models.DateTimeField(null=True, blank=True)
+    # Where the built files are in the default storage (curation/files.py): one folder per build attempt, so a
+    # finished build only becomes visible here, whole; blank for releases built before (releases/<id>).
+    files_folder = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

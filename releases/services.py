@@ -8,7 +8,7 @@ each record into a trainer's format.
 from __future__ import annotations
 
 import logging
-import shutil
+import tempfile
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -16,14 +16,15 @@ from pathlib import Path
 
 import orjson
 from celery import current_app
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.files.storage import default_storage
 from django.db import connection, transaction
 from django.db.models import F, FilteredRelation, Q, QuerySet
 from django.utils import timezone
 
 from calibration.models import Band, ProbeModel
 from calibration.services.calibrations import thresholds_for
+from curation import files
 from curation.models import Environment, TaskStatus, TaskVersion
 from curation.policy import tasks_visible_to
 from engine import formats, stats
@@ -304,13 +305,28 @@ def _filter_text(*, environment, probe_model, band, status, domain) -> str:
     return ", ".join(parts)
 
 
+RELEASES_FOLDER = "releases"
+
+
+def release_files_folder(*, release: Release) -> str:
+    """The storage folder of a built release's files."""
+    return release.files_folder or f"{RELEASES_FOLDER}/{release.pk}"
+
+
+def release_file_name(*, release: Release, format: str, file_type: str) -> str:
+    """The storage name of one built file of a release (curation/files.py reads it)."""
+    formats.check_format(format, file_type)
+    return f"{release_files_folder(release=release)}/{format}.{file_type}"
+
+
 def release_directory(*, release: Release) -> Path:
-    return Path(settings.MEDIA_ROOT) / "releases" / str(release.pk)
+    """The built files' folder on this machine's disk; only with the filesystem storage (trainer glue, tests)."""
+    return Path(default_storage.path(release_files_folder(release=release)))
 
 
 def release_file_path(*, release: Release, format: str, file_type: str) -> Path:
-    formats.check_format(format, file_type)
-    return release_directory(release=release) / f"{format}.{file_type}"
+    """One built file on this machine's disk; only with the filesystem storage."""
+    return Path(default_storage.path(release_file_name(release=release, format=format, file_type=file_type)))
 
 
 def release_mark_failed(*, release_id: int, reason: str) -> None:
@@ -391,11 +407,35 @@ def _release_manifest(*, release: Release, files: dict[str, dict]) -> dict:
     return manifest
 
 
+def _stored_folder_delete(folder: str) -> None:
+    try:
+        _, names = default_storage.listdir(folder)
+    except FileNotFoundError:
+        return
+    for name in names:
+        files.stored_file_delete(f"{folder}/{name}")
+
+
+def _stale_attempts_delete(*, release: Release, keep: str) -> None:
+    """Drop the files of a release's earlier build attempts (failed or overtaken), keeping `keep`'s."""
+    root = f"{RELEASES_FOLDER}/{release.pk}"
+    try:
+        attempts, loose = default_storage.listdir(root)
+    except FileNotFoundError:
+        return
+    for attempt in attempts:
+        if f"{root}/{attempt}" != keep:
+            _stored_folder_delete(f"{root}/{attempt}")
+    for name in loose:  # files of the layout before build attempts had folders
+        files.stored_file_delete(f"{root}/{name}")
+
+
 def release_build(*, release_id: int) -> Release:
     """Write every format as JSONL and Parquet, then record the manifest; safe to run twice.
 
-    A ready release is left alone. Files are written to a temporary folder and moved into place,
-    so a crash mid-build never leaves a half-written file that looks finished.
+    A ready release is left alone. Files are written to a temporary folder on this machine, then stored
+    (curation/files.py) in a folder of this attempt's, and the release names that folder only once every
+    file is stored, so a crash mid-build never leaves a half-written release that looks finished.
     """
     with transaction.atomic():
         release = Release.objects.select_for_update().select_related("probe_model", "created_by").get(pk=release_id)
@@ -403,22 +443,29 @@ def release_build(*, release_id: int) -> Release:
             return release
         release.status = ReleaseStatus.BUILDING
         release.save(update_fields=["status"])
-    target = release_directory(release=release)
-    # A folder of its own per attempt: a redelivered task running alongside cannot mix files with this one.
-    staging = target.with_name(f"{release.pk}.building-{uuid.uuid4().hex[:8]}")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    # A folder of its own per attempt, written on this machine, then stored: a redelivered task running
+    # alongside cannot mix files with this one, and the release points at a folder only once it is whole.
+    folder = f"{RELEASES_FOLDER}/{release.pk}/{uuid.uuid4().hex[:8]}"
     try:
-        manifest = _release_manifest(release=release, files=_release_files_write(release=release, folder=staging))
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
+        with tempfile.TemporaryDirectory(prefix="passband-release-") as staging:
+            built = _release_files_write(release=release, folder=Path(staging))
+            manifest = _release_manifest(release=release, files=built)
+            for name in built:
+                with open(Path(staging) / name, "rb") as content:
+                    files.stored_file_save(name=f"{folder}/{name}", content=content, replace=True)
     except Exception as error:
         logger.exception("release %s failed to build", release.pk)
-        shutil.rmtree(staging, ignore_errors=True)
+        _stored_folder_delete(folder)
         release_mark_failed(release_id=release.pk, reason=str(error))
         raise
-    Release.objects.filter(pk=release.pk).update(
-        status=ReleaseStatus.READY, manifest=manifest, built_at=timezone.now(), error=""
+    finished = (
+        Release.objects.exclude(status=ReleaseStatus.READY)
+        .filter(pk=release.pk)
+        .update(status=ReleaseStatus.READY, manifest=manifest, built_at=timezone.now(), error="", files_folder=folder)
     )
+    if not finished:  # a duplicate run finished first: its files are the release's
+        _stored_folder_delete(folder)
+    else:
+        _stale_attempts_delete(release=release, keep=folder)
     release.refresh_from_db()
     return release

@@ -72,7 +72,13 @@ def compose_command() -> list[str] | None:
 
 @pytest.mark.skipif(compose_command() is None, reason="neither docker-compose nor docker compose is installed")
 def test_compose_file_is_valid_and_has_every_service():
-    env = {**os.environ, "SECRET_KEY": "compose-check", "POSTGRES_PASSWORD": "compose-check"}
+    env = {
+        **os.environ,
+        "SECRET_KEY": "compose-check",
+        "POSTGRES_PASSWORD": "compose-check",
+        "MINIO_ROOT_USER": "compose-check",
+        "MINIO_ROOT_PASSWORD": "compose-check",
+    }
     result = subprocess.run(
         [*compose_command(), "-f", "docker-compose.yml", "config", "--services"],
         cwd=ROOT,
@@ -86,6 +92,8 @@ def test_compose_file_is_valid_and_has_every_service():
     assert {
         "postgres",
         "redis",
+        "minio",
+        "minio-bucket",
         "web",
         "worker-generate",
         "worker-verify",

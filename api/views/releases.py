@@ -1,6 +1,6 @@
 """Releases over the API: create one, read its manifest, download its files."""
 
-from django.http import FileResponse, Http404
+from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
@@ -14,6 +14,7 @@ from calibration.models import Band, ProbeModel
 from curation import policy
 from curation.models import Environment, TaskStatus
 from engine import formats
+from releases import downloads
 from releases import selectors as release_selectors
 from releases import services as releases
 from releases.models import Release, ReleaseStatus
@@ -164,15 +165,4 @@ class ReleaseFile(APIView):
             )
         if release.status != ReleaseStatus.READY:
             raise Conflict(f"Release {release.pk} is {release.status}, not ready.")
-        path = releases.release_file_path(release=release, format=format, file_type=file_type)
-        if not path.exists():
-            raise Http404(f"Release {release.pk} has no file {path.name} on this server.")
-        content_type = "application/x-ndjson" if file_type == "jsonl" else "application/vnd.apache.parquet"
-        response = FileResponse(
-            open(path, "rb"),
-            as_attachment=True,
-            filename=f"release-{release.pk}-{path.name}",
-            content_type=content_type,
-        )
-        response["X-Checksum-SHA256"] = release.manifest.get("files", {}).get(path.name, {}).get("sha256", "")
-        return response
+        return downloads.release_file_response(release=release, format=format, file_type=file_type)

@@ -51,6 +51,7 @@ def test_an_empty_release_on_request_warns_and_every_file_reads(
     assert response.status_code == 202
     release = Release.objects.get()
     assert tasks.build_release(release.pk) == "ready"
+    release.refresh_from_db()  # the build named the folder its files are in
     body = client.get(f"/api/v1/releases/{release.pk}", HTTP_AUTHORIZATION=f"Bearer {secret}").json()
     assert body["manifest"]["tasks"] == 0 and "This release is empty" in body["warnings"][0]
     for format in formats.FORMATS:

@@ -2,13 +2,12 @@
 
 import re
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from curation import import_jobs
+from curation import files, import_jobs
 from curation.models import ImportJob, ImportMapping, Task
 from tests.conftest import make_user
 from tests.factories import gsm8k_rows, jsonl, write_parquet
@@ -223,8 +222,8 @@ def test_a_file_left_unmapped_for_a_day_is_dropped_when_its_author_stages_anothe
     recent = staged(client, tmp_path, gsm8k_rows(2), django_capture_on_commit_callbacks)
     ImportJob.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=2))
     staged(client, tmp_path, gsm8k_rows(2), django_capture_on_commit_callbacks)
-    assert not ImportJob.objects.filter(pk=old.pk).exists() and not Path(old.path).exists()
-    assert ImportJob.objects.filter(pk=recent.pk).exists() and Path(recent.path).exists()
+    assert not ImportJob.objects.filter(pk=old.pk).exists() and not files.stored_file_exists(old.path)
+    assert ImportJob.objects.filter(pk=recent.pk).exists() and files.stored_file_exists(recent.path)
 
 
 def test_a_file_that_cannot_be_read_says_so_on_the_mapping_page(

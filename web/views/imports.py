@@ -9,7 +9,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 
 from accounts.errors import ServiceError
-from curation import import_jobs, import_mappings, policy
+from curation import files, import_jobs, import_mappings, policy
 from curation.models import ImportJob
 from engine import input_rules, verifiers
 from engine.task_mapping import EXTRACTORS, ROW_NUMBER, ColumnMapping, MappingError, suggest_mapping
@@ -110,12 +110,17 @@ def import_job_map(request, job_id: int):
     job = policy.get_for(request.user, policy.CHANGE, ImportJob.objects.select_related("environment"), pk=job_id)
     if job.status != ImportJob.Status.MAPPING:
         return redirect("import_job_detail", job_id=job.pk)
-    environment = job.environment
-    source = TaskSource(filename=job.filename, path=job.path)
     try:
-        file_preview = import_mappings.import_preview(environment=environment, source=source, mapping=None)
+        # The stored upload, read on this machine (a temporary copy when it is in object storage).
+        with files.stored_file_local(job.path) as local:
+            return _mapping_page(request, job=job, source=TaskSource(filename=job.filename, path=str(local)))
     except FileNotFoundError:
         raise Http404("The uploaded file is gone; upload it again.") from None
+
+
+def _mapping_page(request, *, job: ImportJob, source: TaskSource):
+    environment = job.environment
+    file_preview = import_mappings.import_preview(environment=environment, source=source, mapping=None)
     saved = environment.import_mappings.all()
     action = request.POST.get("action", "") if request.method == "POST" else ""
     form = _mapping_form(request, action=action, saved=saved, file_preview=file_preview)

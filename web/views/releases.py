@@ -1,7 +1,7 @@
 """Releases in the browser: build one with the API's filters, list them with their manifests, download files."""
 
 from django.contrib import messages
-from django.http import FileResponse, Http404
+from django.http import Http404
 from django.shortcuts import redirect, render
 
 from accounts.errors import ServiceError
@@ -9,6 +9,7 @@ from calibration.models import Band, ProbeModel
 from curation import policy
 from curation.models import Environment, TaskStatus
 from engine import formats
+from releases import downloads
 from releases import selectors as release_selectors
 from releases import services as releases
 from releases.errors import ReleaseError
@@ -79,9 +80,4 @@ def release_file(request, release_id: int, file_name: str):
     if release.status != ReleaseStatus.READY:
         messages.error(request, f"Release {release.pk} is {release.status}, not ready: its files are not built yet.")
         return redirect("release_list")
-    path = releases.release_file_path(release=release, format=format, file_type=file_type)
-    if not path.exists():
-        raise Http404(f"Release {release.pk} has no file {path.name} on this server.")
-    response = FileResponse(open(path, "rb"), as_attachment=True, filename=f"release-{release.pk}-{path.name}")
-    response["X-Checksum-SHA256"] = release.manifest.get("files", {}).get(path.name, {}).get("sha256", "")
-    return response
+    return downloads.release_file_response(release=release, format=format, file_type=file_type)

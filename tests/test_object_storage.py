@@ -1,0 +1,127 @@
+"""Files through object storage, with no disk shared between the web process and the workers.
+
+A real S3-compatible server (moto's, in its own process) holds the bucket. The test process plays the web
+app with the bucket as its default storage; the Celery worker is another process with a var folder (hence
+MEDIA_ROOT) of its own, so the only way it can read an upload or hand back a release file is the bucket.
+"""
+
+import hashlib
+
+import boto3
+import httpx
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from calibration.models import ProbeModel
+from curation import import_jobs
+from curation.models import ImportJob, Task
+from releases import services as releases
+from releases.models import Release
+from tests.factories import jsonl, math_task
+from tests.releases.export_data import calibrated_environment
+from tests.support.s3_server import CREDENTIALS, REGION, s3_server, storage_settings
+from tests.support.workers import flush_broker, running_worker, wait_for
+
+pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
+
+BUCKET = "passband-files"
+
+
+@pytest.fixture
+def bucket(settings, monkeypatch, tmp_path):
+    """The bucket on a fresh S3 server, as this process's default storage; yields (endpoint, boto3 client)."""
+    with s3_server() as endpoint:
+        for name, value in CREDENTIALS.items():
+            monkeypatch.setenv(name, value)
+        client = boto3.client("s3", endpoint_url=endpoint, region_name=REGION)
+        client.create_bucket(Bucket=BUCKET)
+        settings.STORAGES = {
+            **settings.STORAGES,
+            "default": {
+                "BACKEND": "storages.backends.s3.S3Storage",
+                "OPTIONS": {
+                    "bucket_name": BUCKET,
+                    "endpoint_url": endpoint,
+                    "region_name": REGION,
+                    "file_overwrite": False,
+                    "default_acl": None,
+                    "signature_version": "s3v4",
+                },
+            },
+        }
+        settings.MEDIA_ROOT = tmp_path / "web-host-media"
+        yield endpoint, client
+
+
+def keys(client, prefix: str) -> list[str]:
+    listed = client.list_objects_v2(Bucket=BUCKET, Prefix=prefix)
+    return sorted(item["Key"] for item in listed.get("Contents", []))
+
+
+def worker_on_another_host(endpoint, tmp_path):
+    """A worker with its own var folder: it shares the database, the broker and the bucket, nothing else."""
+    return running_worker(
+        queues="default,generate,verify",
+        extra_env={**storage_settings(endpoint=endpoint, bucket=BUCKET), "PASSBAND_VAR_DIR": str(tmp_path / "worker")},
+        log_path=tmp_path / "worker.log",
+    )
+
+
+def test_a_background_import_runs_on_a_worker_that_cannot_see_the_web_process_files(
+    bucket, alice, arithmetic, tmp_path
+):
+    endpoint, client = bucket
+    flush_broker()
+    lines = [math_task(f"sum-{index}", question=f"What is {index} + 1?", answer=str(index + 1)) for index in range(30)]
+    job = import_jobs.import_job_create(
+        environment=arithmetic, owner=alice, upload=SimpleUploadedFile("sums.jsonl", jsonl(*lines))
+    )
+    # The upload is in the bucket, not on the web process's disk.
+    assert keys(client, "imports/") == [job.path] and job.path.startswith("imports/")
+    assert not (tmp_path / "web-host-media").exists()
+    with worker_on_another_host(endpoint, tmp_path):
+        wait_for(
+            lambda: ImportJob.objects.get(pk=job.pk).status in (ImportJob.Status.DONE, ImportJob.Status.FAILED),
+            timeout=180,
+            what="the worker to import the upload",
+        )
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.DONE, (job.error, job.report)
+    assert Task.objects.filter(environment=arithmetic).count() == 30
+    assert keys(client, "imports/") == []  # the upload is dropped once imported
+    assert not (tmp_path / "worker" / "media").exists()  # and the worker never wrote it to its own disk
+
+
+def test_a_release_built_on_another_host_downloads_streamed_and_by_signed_url(
+    bucket, alice, arithmetic, charlie, client, settings, tmp_path
+):
+    endpoint, s3 = bucket
+    flush_broker()
+    calibrated_environment(arithmetic, alice)
+    release = releases.release_create(user=charlie, probe_model=ProbeModel.objects.get(name="probe"))
+    with worker_on_another_host(endpoint, tmp_path):
+        wait_for(
+            lambda: Release.objects.get(pk=release.pk).status in ("ready", "failed"),
+            timeout=180,
+            what="the worker to build the release",
+        )
+    release.refresh_from_db()
+    assert release.status == "ready", release.error
+    names = sorted(release.manifest["files"])
+    assert keys(s3, f"releases/{release.pk}/") == [f"{release.files_folder}/{name}" for name in names]
+
+    client.force_login(charlie)
+    for name in names:
+        response = client.get(f"/releases/{release.pk}/files/{name}")
+        assert response.status_code == 200
+        content = b"".join(response.streaming_content)
+        assert hashlib.sha256(content).hexdigest() == release.manifest["files"][name]["sha256"]
+
+    settings.PASSBAND_STORAGE_SIGNED_DOWNLOADS = True
+    response = client.get(f"/releases/{release.pk}/files/trl.parquet")
+    assert response.status_code == 302 and response["Location"].startswith(f"{endpoint}/{BUCKET}/")
+    assert "X-Amz-Signature=" in response["Location"]
+    signed = httpx.get(response["Location"], timeout=30)
+    assert signed.status_code == 200
+    assert hashlib.sha256(signed.content).hexdigest() == release.manifest["files"]["trl.parquet"]["sha256"]
+    assert 'filename="release-' in signed.headers["content-disposition"]
