@@ -1,4 +1,5 @@
-"""Files through object storage, with no disk shared between the web process and the workers.
+"""Files through object storage, with no disk shared between the web process and the workers, and workers on
+two hosts sharing only the database, the broker and the bucket.
 
 A real S3-compatible server (moto's, in its own process) holds the bucket. The test process plays the web
 app with the bucket as its default storage; the Celery worker is another process with a var folder (hence
@@ -11,16 +12,19 @@ import boto3
 import httpx
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db.models import Count
 
-from calibration.models import ProbeModel
+from calibration import services
+from calibration.models import Campaign, ProbeModel, Rollout
 from curation import import_jobs
 from curation.models import ImportJob, Task
 from releases import services as releases
 from releases.models import Release
-from tests.factories import jsonl, math_task
+from tests.factories import import_tasks, jsonl, math_task
 from tests.releases.export_data import calibrated_environment
+from tests.support.openai_server import serve_openai
 from tests.support.s3_server import CREDENTIALS, REGION, s3_server, storage_settings
-from tests.support.workers import flush_broker, running_worker, wait_for
+from tests.support.workers import flush_broker, running_worker, start_worker, stop_worker, wait_for
 
 pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
 
@@ -125,3 +129,66 @@ def test_a_release_built_on_another_host_downloads_streamed_and_by_signed_url(
     assert signed.status_code == 200
     assert hashlib.sha256(signed.content).hexdigest() == release.manifest["files"]["trl.parquet"]["sha256"]
     assert 'filename="release-' in signed.headers["content-disposition"]
+
+
+def test_a_campaign_on_two_worker_hosts_completes_exactly_once(bucket, alice, arithmetic, tmp_path):
+    """The web process and two workers as if on three machines: each its own working directory, var folder
+    (MEDIA_ROOT), temp folder and metrics folder; only the database, the broker and the bucket are shared."""
+    endpoint, _ = bucket
+    flush_broker()
+    tasks, rollouts = 24, 8
+    import_tasks(
+        arithmetic,
+        alice,
+        *[
+            {"key": f"t-{i}", "prompt": f"Say {i}.", "answer": "42", "verifier": {"kind": "exact"}}
+            for i in range(tasks)
+        ],
+    )
+    hosts = {}
+    for name in ("host-a", "host-b"):
+        home = tmp_path / name
+        for folder in ("cwd", "var", "tmp", "metrics"):
+            (home / folder).mkdir(parents=True)
+        hosts[name] = home
+    with serve_openai(latency_s=0.02, record_requests=False) as base_url:
+        model = services.probe_model_add(name="fake", backend="openai", base_url=base_url, model="m", max_new_tokens=8)
+        campaign = services.campaign_start(
+            environment=arithmetic, probe_model=model, created_by=alice, rollouts=rollouts, round_size=4, seed=3
+        )
+        workers = [
+            start_worker(
+                concurrency=1,
+                name=name,
+                cwd=home / "cwd",
+                log_path=home / "worker.log",
+                extra_env={
+                    **storage_settings(endpoint=endpoint, bucket=BUCKET),
+                    "PASSBAND_VAR_DIR": str(home / "var"),
+                    "TMPDIR": str(home / "tmp"),
+                    "PROMETHEUS_MULTIPROC_DIR": str(home / "metrics"),
+                    "PASSBAND_TASKS_PER_JOB": "3",
+                },
+            )
+            for name, home in hosts.items()
+        ]
+        try:
+            wait_for(
+                lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE,
+                timeout=300,
+                what="the two workers to finish the campaign",
+            )
+        finally:
+            for worker in workers:
+                stop_worker(worker)
+    per_task = (
+        Rollout.objects.filter(campaign=campaign)
+        .values("task_version")
+        .annotate(n=Count("id"), distinct=Count("sample_index", distinct=True))
+    )
+    assert sorted((row["n"], row["distinct"]) for row in per_task) == [(rollouts, rollouts)] * tasks
+    # Both hosts did part of the work, each counting it in its own metrics folder.
+    for name, home in hosts.items():
+        assert "succeeded" in (home / "worker.log").read_text(), name
+        assert list((home / "metrics").glob("*.db")), name
+    assert not (tmp_path / "web-host-media").exists()

@@ -79,12 +79,17 @@ def start_worker(
     extra_env: dict | None = None,
     log_path: Path | None = None,
     beat_schedule: Path | None = None,
+    cwd: Path | None = None,
 ) -> subprocess.Popen:
+    """A worker process; with `cwd`, it runs from that folder (the checkout's code found through PYTHONPATH),
+    as a worker on another machine would."""
     env = {**os.environ, "DATABASE_URL": test_database_url(), **(extra_env or {})}
+    if cwd is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
     return subprocess.Popen(
         worker_command(queues=queues, concurrency=concurrency, pool=pool, name=name, beat_schedule=beat_schedule),
-        cwd=ROOT,
+        cwd=cwd or ROOT,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
