@@ -23,6 +23,26 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.http import FileResponse, HttpResponse, HttpResponseRedirect
+from prometheus_client import Counter
+
+from curation.errors import CurationError
+
+STORAGE_FAILURES = Counter(
+    "passband_storage_failures", "Files the storage could not save (disk full, bucket unreachable).", ["operation"]
+)
+
+
+class StorageUnavailable(CurationError):
+    """The storage refused a file (full, unreachable, denied): nothing was kept; try again later."""
+
+
+def _storage_errors() -> tuple[type[BaseException], ...]:
+    """What the backends raise when they cannot store: OSError (a full or read-only disk), boto's errors."""
+    try:
+        from botocore.exceptions import BotoCoreError, ClientError
+    except ImportError:
+        return (OSError,)
+    return (OSError, BotoCoreError, ClientError)
 
 
 def _legacy_path(name: str) -> Path | None:
@@ -30,12 +50,25 @@ def _legacy_path(name: str) -> Path | None:
     return Path(name) if os.path.isabs(name) else None
 
 
-def stored_file_save(*, name: str, content: IO[bytes] | File, replace: bool = False) -> str:
+def stored_file_save(*, name: str, content: IO[bytes] | File, replace: bool = False, operation: str = "") -> str:
     """Store `content` under `name` and return the name it got. Without `replace`, a name already taken gets
-    a fresh suffix (Django's rule); with it, the old file is replaced."""
-    if replace and default_storage.exists(name):
-        default_storage.delete(name)
-    return default_storage.save(name, content if isinstance(content, File) else File(content, name=name))
+    a fresh suffix (Django's rule); with it, the old file is replaced. Raises StorageUnavailable (counted on
+    /metrics as passband_storage_failures_total{operation}) when the storage cannot keep it; whatever part of
+    the file was written is removed."""
+    try:
+        if replace and default_storage.exists(name):
+            default_storage.delete(name)
+        return default_storage.save(name, content if isinstance(content, File) else File(content, name=name))
+    except _storage_errors() as error:
+        STORAGE_FAILURES.labels(operation=operation or name.split("/", 1)[0]).inc()
+        if replace:  # the name is this caller's: drop whatever part of the file got written
+            with contextlib.suppress(*_storage_errors()):
+                if default_storage.exists(name):
+                    default_storage.delete(name)
+        raise StorageUnavailable(
+            f"The file could not be stored ({type(error).__name__}: {error}); nothing was kept. Try again later, "
+            "or ask an operator to check the storage."
+        ) from error
 
 
 def stored_file_exists(name: str) -> bool:

@@ -39,7 +39,7 @@ def _upload_store(upload: UploadedFile) -> str:
     too_large = imports.upload_size_problem(filename=upload.name, size=upload.size)
     if too_large is not None:
         raise CurationError(too_large)
-    return files.stored_file_save(name=f"{IMPORTS_FOLDER}/{uuid.uuid4().hex}.upload", content=upload)
+    return files.stored_file_save(name=f"{IMPORTS_FOLDER}/{uuid.uuid4().hex}.upload", content=upload, replace=True)
 
 
 def _job_queue(job: ImportJob) -> None:

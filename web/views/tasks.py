@@ -12,7 +12,7 @@ from accounts.errors import ServiceError
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
 from calibration.models import Band, Campaign, Diagnosis, ProbeModel, Rollout
-from curation import import_jobs, imports, policy, review_services, selectors, services
+from curation import files, import_jobs, imports, policy, review_services, selectors, services
 from curation.models import Environment, ImportJob, TaskStatus
 from engine import input_rules, stats
 from engine.packing import unpack_logprobs, unpack_tokens
@@ -125,13 +125,18 @@ def task_upload(request):
             messages.error(request, "Choose a task file (.jsonl, .csv, .parquet or .arrow) to upload.")
         elif too_large := imports.upload_size_problem(filename=upload.name, size=upload.size):
             messages.error(request, too_large)
-        elif request.POST.get("action") == "map":
-            # Someone else's dataset: store it, then map its columns on a page of its own.
-            job = import_jobs.import_job_create(environment=environment, owner=request.user, upload=upload, queue=False)
-            return redirect("import_job_map", job_id=job.pk)
-        elif upload.size > settings.PASSBAND_IMPORT_INLINE_BYTES:
-            job = import_jobs.import_job_create(environment=environment, owner=request.user, upload=upload)
-            return redirect("import_job_detail", job_id=job.pk)
+        elif request.POST.get("action") == "map" or upload.size > settings.PASSBAND_IMPORT_INLINE_BYTES:
+            # Someone else's dataset (stored, then mapped on a page of its own), or a file large enough to
+            # import in the background.
+            mapping = request.POST.get("action") == "map"
+            try:
+                job = import_jobs.import_job_create(
+                    environment=environment, owner=request.user, upload=upload, queue=not mapping
+                )
+            except files.StorageUnavailable as error:
+                messages.error(request, f"{upload.name}: {error}")
+                return render(request, "curation/task_upload.html", context, status=503)
+            return redirect("import_job_map" if mapping else "import_job_detail", job_id=job.pk)
         else:
             try:
                 report = imports.tasks_import(
