@@ -55,6 +55,10 @@ MCP_FAILURES = Counter(
     "Rollouts an MCP server failed (infrastructure: asked for again), by reason.",
     ["server", "reason"],
 )
+ROUNDS_REQUEUED = Counter(
+    "passband_rounds_requeued",
+    "Task rounds beat queued again after they stalled (a dead worker, lost broker messages, the database away).",
+)
 REWARD_DISAGREEMENTS = Counter(
     "passband_reward_disagreements", "Rollouts whose environment reward and Passband check disagree."
 )
@@ -90,6 +94,10 @@ def mcp_session(*, server: str) -> None:
 
 def mcp_failure(*, server: str, reason: str) -> None:
     MCP_FAILURES.labels(server=server, reason=reason).inc()
+
+
+def rounds_requeued(*, count: int) -> None:
+    ROUNDS_REQUEUED.inc(count)
 
 
 def reward_disagreement() -> None:

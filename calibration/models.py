@@ -105,6 +105,10 @@ class Campaign(models.Model):
     # asked for again later); cleared when it answers again.
     server_waiting_since = models.DateTimeField(null=True, blank=True)
     server_error = models.TextField(blank=True)
+    # Rounds beat queued again because they stalled (a worker died, the broker lost its messages, the
+    # database was away): how many task rounds, and the last time.
+    stalled_rounds = models.PositiveIntegerField(default=0)
+    last_stall_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -15,9 +15,10 @@ from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
+from calibration import metrics
 from calibration.errors import CalibrationError
 from calibration.models import (
     Campaign,
@@ -131,6 +132,12 @@ def campaign_enqueue_pending(*, campaign_id: int, stalled_for_seconds: float | N
             )
             round_enqueue(campaign_id=campaign_id, task_version_ids=version_ids, round_index=round_index)
             queued += len(version_ids)
+        if stalled:
+            # Visible on the campaign page and /metrics: something lost work that the database still knew of.
+            Campaign.objects.filter(pk=campaign_id).update(
+                stalled_rounds=F("stalled_rounds") + len(stalled), last_stall_at=timezone.now()
+            )
+            metrics.rounds_requeued(count=len(stalled))
     return queued + _window_fill(campaign)
 
 

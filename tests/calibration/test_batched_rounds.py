@@ -239,6 +239,13 @@ def test_reconcile_requeues_rounds_idle_past_the_stall_time_only(arithmetic, ali
         assert services.campaigns_reconcile() == 2
     [call] = delay.call_args_list
     assert call.args == (campaign.pk, [items[0].task_version_id, items[1].task_version_id], 0)
+    # The stall is on record for the campaign page (and counted on /metrics).
+    campaign.refresh_from_db()
+    assert campaign.stalled_rounds == 2 and campaign.last_stall_at is not None
+    with mock.patch("calibration.tasks.generate_rollouts.delay"):
+        assert services.campaigns_reconcile() == 0  # just re-queued: not stalled again yet
+    campaign.refresh_from_db()
+    assert campaign.stalled_rounds == 2
 
 
 @pytest.mark.django_db

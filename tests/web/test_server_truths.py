@@ -84,3 +84,11 @@ def test_a_priced_model_shows_its_cost(client, alice, arithmetic):
     html = page(client, alice, campaign)
     assert 'id="campaign-no-price"' not in html and "cost $" in html
     assert "$2.00/GPU-hour" in client.get(reverse("model_compare")).content.decode()
+
+
+def test_a_campaign_whose_rounds_stalled_says_how_many_were_queued_again(client, alice, arithmetic):
+    campaign = campaign_with(arithmetic, alice, price=True, rollouts=[])
+    assert 'id="campaign-stalls"' not in page(client, alice, campaign)
+    Campaign.objects.filter(pk=campaign.pk).update(stalled_rounds=3, last_stall_at=timezone.now())
+    html = page(client, alice, campaign)
+    assert "3 task rounds stalled and were queued again" in html and "Nothing was lost or counted twice." in html
