@@ -7,8 +7,8 @@ output and, for code, an object whose ``__eq__`` is always true, ``sys.exit(0)``
 before the checks, output that prints the expected value, and code that special-cases the examples
 the prompt shows; for reasoning-gym's scorers, which read the last ``<answer>`` tag, degenerate
 answers inside the tag; for a verifiers taskset's rewards, the text battery and the degenerate answers
-in the reply format its tasks' reference answers are written in. A task whose verifier pays any of them is *gameable*; the finding keeps the
-completion that passed.
+in the reply format its tasks' reference answers are written in. A task whose verifier pays any of
+them is *gameable*; the finding keeps the completion that passed.
 
 Authors add fixtures of their own per environment, kinded as NeMo Gym's verifier fixtures are:
 ``full_reward`` (must pass), ``zero_reward`` (must fail), ``malformed`` (must fail, not error) and

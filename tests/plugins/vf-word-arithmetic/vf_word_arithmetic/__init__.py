@@ -5,10 +5,10 @@
 """
 
 from vf_word_arithmetic.taskset import (
-    WordArithmeticTaskConfig,
     WordArithmeticConfig,
     WordArithmeticData,
     WordArithmeticTask,
+    WordArithmeticTaskConfig,
     WordArithmeticTaskset,
 )
 
