@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import math
 import os
 import sys
 
@@ -187,13 +186,12 @@ def evaluate(request: dict) -> dict:
         return {"outcome": "error", "detail": f"the taskset ran out of room ({type(error).__name__})"}
     except Exception as error:  # noqa: BLE001 - author code: anything it raises is the taskset's error
         return {"outcome": "error", "detail": f"{type(error).__name__}: {_short(error, 300)}"}
-    if response.get("outcome") == "scored" and not math.isfinite(response["total"]):
-        return {"outcome": "error", "detail": f"the rewards sum to {response['total']!r}"}
-    return response
+    return response  # a score that is not a finite number is the caller's to refuse, by reward
 
 
 def _timed_out(request: dict) -> dict:
-    return {"outcome": "timeout", "detail": f"{request.get('op')} took over {request.get('timeout_seconds', 5)}s"}
+    seconds = float(request.get("timeout_seconds", 5))
+    return {"outcome": "timeout", "detail": f"the taskset's {request.get('op')} took over {seconds:g}s"}
 
 
 def main() -> None:
