@@ -21,10 +21,12 @@ Any other answer is {"outcome": "error" | "timeout", "detail": str}.
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import inspect
 import json
 import os
 import sys
+from typing import Any
 
 if __package__:  # imported as engine.verifiers.verifiers_worker
     from engine.verifiers import helper_loop
@@ -32,7 +34,7 @@ else:  # the helper script (python -I): its sibling file, never another installe
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import helper_loop  # type: ignore[no-redef]
 
-_loaded: dict[str, object] = {}
+_loaded: dict[str, Any] = {}
 
 
 def _load() -> None:
@@ -41,16 +43,20 @@ def _load() -> None:
     from verifiers.v1.graph import MessageNode
 
     _loaded.update(vf=vf, message_to_wire=message_to_wire, parse_message=parse_message, MessageNode=MessageNode)
+    _loaded["loop"] = asyncio.new_event_loop()  # one loop for every score: a new one per request costs a millisecond
+    # Stamped on each trace; left to its default, verifiers would run `git rev-parse` for every trace.
+    _loaded["build"] = vf.VersionInfo(version=importlib.metadata.version("verifiers"))
 
 
 class Refused(Exception):
     """A request this helper cannot serve; its message is the detail."""
 
 
-_tasksets: dict[str, tuple[object, type]] = {}
+_tasksets: dict[str, tuple[Any, Any]] = {}
+_problems: dict[int, list[str]] = {}  # by id() of a cached config, which lives as long as this process
 
 
-def _taskset(request: dict) -> tuple[object, type]:
+def _taskset(request: dict) -> tuple[Any, Any]:
     """The taskset's validated config and its Task class, as verifiers' own loader resolves them."""
     taskset_id, args = request.get("taskset"), request.get("args") or {}
     if not isinstance(taskset_id, str) or not isinstance(args, dict):
@@ -108,7 +114,9 @@ def load(request: dict) -> dict:
         taskset = taskset.take(int(limit))
     elif not taskset.bounded:
         raise Refused(f"taskset {request['taskset']!r} is infinite: give a limit")
-    rows, rewards, problems = [], [], []
+    rows: list[dict] = []
+    rewards: list[dict] = []
+    problems: list[str] = []
     for task in taskset:
         if not rows:
             rewards = [
@@ -132,13 +140,14 @@ def load(request: dict) -> dict:
 def _trace(task, prompt: list, completion: list):
     """A finished single-agent trace: the prompt's messages, then the completion's (assistant turns sampled)."""
     vf, parse_message, message_node = _loaded["vf"], _loaded["parse_message"], _loaded["MessageNode"]
-    nodes = []
+    nodes: list[Any] = []
     for message, sampled in [(m, False) for m in prompt] + [(m, m.get("role") == "assistant") for m in completion]:
         parent = len(nodes) - 1 if nodes else None
         nodes.append(message_node(parent=parent, message=parse_message(message), sampled=sampled))
     return vf.Trace(
         task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
         agent=vf.AgentInfo(config=vf.AgentConfig()),
+        verifiers=_loaded["build"],
         nodes=nodes,
         is_completed=True,
         ok=True,
@@ -152,14 +161,17 @@ def score(request: dict) -> dict:
     except ValueError as error:
         raise Refused(f"the task's data no longer fits {task_class.__name__}: {_short(error, 300)}") from error
     task = task_class(data, config.task)
-    problems = _scoring_problems(task)
+    # The rewards a task has depend on its class and config, not its data: checked once per taskset and args.
+    if id(config) not in _problems:
+        _problems[id(config)] = _scoring_problems(task)
+    problems = _problems[id(config)]
     if problems:
         raise Refused("; ".join(problems))
     try:
         trace = _trace(task, request.get("prompt") or [], request.get("completion") or [])
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         return {"outcome": "unreadable", "detail": f"verifiers cannot read the completion: {_short(error, 160)}"}
-    asyncio.run(task.score(trace))
+    _loaded["loop"].run_until_complete(task.score(trace))
     rewards = {
         name: None if reward is None else {"score": reward.score, "weight": reward.weight}
         for name, reward in trace.rewards.items()
@@ -175,7 +187,7 @@ def _short(error: BaseException, limit: int) -> str:
 def evaluate(request: dict) -> dict:
     """Answer one request. Raises nothing but the BaseExceptions used to interrupt it."""
     operations = {"load": load, "score": score}
-    operation = operations.get(request.get("op"))
+    operation = operations.get(str(request.get("op")))
     if operation is None:
         return {"outcome": "error", "detail": f"unknown op {request.get('op')!r}"}
     try:
@@ -190,6 +202,8 @@ def evaluate(request: dict) -> dict:
 
 
 def _timed_out(request: dict) -> dict:
+    # The interrupted score may have left tasks on the loop: they must never run again, so the loop is dropped.
+    _loaded["loop"] = asyncio.new_event_loop()
     seconds = float(request.get("timeout_seconds", 5))
     return {"outcome": "timeout", "detail": f"the taskset's {request.get('op')} took over {seconds:g}s"}
 

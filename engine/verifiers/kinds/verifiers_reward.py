@@ -142,14 +142,16 @@ def verdict(rewards: dict[str, Any], *, total: Any) -> Check:
         if not isinstance(reward, dict):
             return errored(f"reward {name!r} did not run")
         score, weight = reward.get("score"), reward.get("weight")
-        if not all(isinstance(value, (int, float)) and math.isfinite(value) for value in (score, weight)):
+        if not isinstance(score, (int, float)) or not isinstance(weight, (int, float)):
+            return errored(f"reward {name!r} gave score {score!r} at weight {weight!r}")
+        if not (math.isfinite(score) and math.isfinite(weight)):
             return errored(f"reward {name!r} gave score {score!r} at weight {weight!r}")
         scored.append((name, float(score), float(weight)))
     full = sum(weight for _, _, weight in scored if weight > 0)
     if full <= 0:
         return errored("the task has no reward of positive weight: nothing could pass")
     parts = ", ".join(f"{name} {score:.3g}×{weight:g}" for name, score, weight in scored)
-    said = f"reward {float(total or 0):.3g} of {full:.3g} ({parts})"
+    said = f"reward {float(total) if isinstance(total, (int, float)) else math.nan:.3g} of {full:.3g} ({parts})"
     short = [name for name, score, weight in scored if (weight > 0 and score < 1.0) or (weight < 0 and score > 0)]
     if not short:
         return passed(said)

@@ -86,6 +86,7 @@ def test_a_reward_that_breaks_is_an_error_or_a_timeout_never_a_fail(task, functi
     assert (result.outcome, result.reward) == (outcome, None)
     assert detail in result.detail
     assert not Path("/tmp/passband-reward-was-here").exists()
+    assert verdict(task, "\\boxed{14}").outcome == "pass"  # the helper that served it serves the next score
 
 
 def test_a_broken_helper_request_is_an_error(task):
