@@ -117,7 +117,16 @@ def load(request: dict) -> dict:
     rows: list[dict] = []
     rewards: list[dict] = []
     problems: list[str] = []
-    for task in taskset:
+    tasks = iter(taskset)
+    while True:
+        try:
+            task = next(tasks)
+        except StopIteration:
+            break
+        except Exception as error:  # noqa: BLE001 - the taskset's load(): say where it stopped
+            raise Refused(
+                f"load() raised at row {len(rows) + 1}: {type(error).__name__}: {_short(error, 300)}"
+            ) from error
         if not rows:
             rewards = [
                 {"name": function.__name__, "weight": getattr(function, "_vf_weight", 1.0)}

@@ -174,3 +174,12 @@ def test_every_path_that_scores_gives_the_same_verdict(task):
         verifier=[json.dumps(task["verifier"])] * len(completions),
     )
     assert rewards == expected
+
+
+def test_a_load_that_breaks_names_the_row(tmp_path):
+    """verifiers' own NeMo Gym taskset reading a file whose second row lacks its request."""
+    dataset = tmp_path / "rows.jsonl"
+    first = {"responses_create_params": {"input": [{"role": "user", "content": "Say hi."}]}}
+    dataset.write_text(json.dumps(first) + "\n{}\n")
+    with pytest.raises(TasksetError, match=r"load\(\) raised at row 2: KeyError: 'responses_create_params'"):
+        verifiers_tasks.taskset_rows("nemo-gym", args={"dataset": str(dataset)})
