@@ -73,7 +73,9 @@ def test_completions_that_are_not_a_reply_fail_without_reaching_the_taskset(task
     "function, outcome, detail",
     [
         ("raises", "error", "ValueError: the grader has a bug"),
-        ("spins", "timeout", "took over 1s"),
+        ("spins", "timeout", "the taskset's score took over 1s"),
+        ("ignores_the_deadline", "timeout", "the taskset took over 1s; helper process killed"),
+        ("hoards_memory", "error", "MemoryError"),
         ("writes_a_file", "error", "writing files is not allowed while scoring"),
         ("calls_home", "error", "Forbidden: socket.getaddrinfo is not allowed while scoring"),
         ("not_a_number", "error", "reward 'correct' gave score nan"),

@@ -34,3 +34,16 @@ async def needs_a_sandbox(trace, runtime):
 
 async def pays_anything(trace):
     return 1.0
+
+
+async def ignores_the_deadline(trace):
+    while True:
+        try:
+            while True:
+                pass
+        except BaseException:  # noqa: BLE001 - swallows the helper's soft deadline: only a kill stops it
+            pass
+
+
+async def hoards_memory(trace):
+    return float(len(b"x" * (8 << 30)))
