@@ -26,6 +26,7 @@ import inspect
 import json
 import os
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 if __package__:  # imported as engine.verifiers.verifiers_worker
@@ -52,11 +53,17 @@ class Refused(Exception):
     """A request this helper cannot serve; its message is the detail."""
 
 
-_tasksets: dict[str, tuple[Any, Any]] = {}
-_problems: dict[int, list[str]] = {}  # by id() of a cached config, which lives as long as this process
+@dataclass
+class _Taskset:
+    config: Any  # the taskset's TasksetConfig, validated
+    task_class: Any  # its Task subclass
+    problems: list[str] | None = None  # why its tasks cannot be scored here, once a task has been looked at
 
 
-def _taskset(request: dict) -> tuple[Any, Any]:
+_tasksets: dict[str, _Taskset] = {}
+
+
+def _taskset(request: dict) -> _Taskset:
     """The taskset's validated config and its Task class, as verifiers' own loader resolves them."""
     taskset_id, args = request.get("taskset"), request.get("args") or {}
     if not isinstance(taskset_id, str) or not isinstance(args, dict):
@@ -72,7 +79,7 @@ def _taskset(request: dict) -> tuple[Any, Any]:
             config = config_type.model_validate({**args, "id": taskset_id})
         except ValueError as error:  # pydantic's ValidationError: names each field
             raise Refused(f"taskset {taskset_id!r} refused its args: {_short(error, 400)}") from error
-        _tasksets[cache_key] = (config, vf.task_type(taskset_id))
+        _tasksets[cache_key] = _Taskset(config=config, task_class=vf.task_type(taskset_id))
     return _tasksets[cache_key]
 
 
@@ -106,9 +113,8 @@ def _wire_prompt(data) -> list[dict]:
 
 
 def load(request: dict) -> dict:
-    config, _ = _taskset(request)
     vf = _loaded["vf"]
-    taskset = vf.load_taskset(config)
+    taskset = vf.load_taskset(_taskset(request).config)
     limit = request.get("limit")
     if limit is not None:
         taskset = taskset.take(int(limit))
@@ -164,18 +170,17 @@ def _trace(task, prompt: list, completion: list):
 
 
 def score(request: dict) -> dict:
-    config, task_class = _taskset(request)
+    taskset = _taskset(request)
+    task_class = taskset.task_class
     try:
         data = task_class.data_type().model_validate(request.get("data") or {})
     except ValueError as error:
         raise Refused(f"the task's data no longer fits {task_class.__name__}: {_short(error, 300)}") from error
-    task = task_class(data, config.task)
-    # The rewards a task has depend on its class and config, not its data: checked once per taskset and args.
-    if id(config) not in _problems:
-        _problems[id(config)] = _scoring_problems(task)
-    problems = _problems[id(config)]
-    if problems:
-        raise Refused("; ".join(problems))
+    task = task_class(data, taskset.config.task)
+    if taskset.problems is None:  # a task's rewards come from its class and config, not its data: checked once
+        taskset.problems = _scoring_problems(task)
+    if taskset.problems:
+        raise Refused("; ".join(taskset.problems))
     try:
         trace = _trace(task, request.get("prompt") or [], request.get("completion") or [])
     except (KeyError, TypeError, ValueError, AttributeError) as error:
