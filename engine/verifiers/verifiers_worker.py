@@ -139,6 +139,8 @@ def load(request: dict) -> dict:
                 for function in task.hooks("reward")
             ]
             problems = _scoring_problems(task)
+            if type(taskset).toolsets(taskset.config) or task.toolsets(task.config):
+                problems.append("its tasks use verifiers toolsets (tool servers), which Passband's probe does not run")
         data = task.data
         rows.append(
             {

@@ -185,3 +185,11 @@ def test_a_load_that_breaks_names_the_row(tmp_path):
     dataset.write_text(json.dumps(first) + "\n{}\n")
     with pytest.raises(TasksetError, match=r"load\(\) raised at row 2: KeyError: 'responses_create_params'"):
         verifiers_tasks.taskset_rows("nemo-gym", args={"dataset": str(dataset)})
+
+
+def test_a_taskset_whose_tasks_use_tool_servers_is_refused(tmp_path):
+    """verifiers' own NeMo Gym taskset: its tools come from a resources server the probe never starts."""
+    dataset = tmp_path / "rows.jsonl"
+    dataset.write_text(json.dumps({"responses_create_params": {"input": [{"role": "user", "content": "Say hi."}]}}))
+    with pytest.raises(TasksetError, match="use verifiers toolsets"):
+        verifiers_tasks.taskset_rows("nemo-gym", args={"dataset": str(dataset)})
