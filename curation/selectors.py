@@ -84,9 +84,11 @@ def environment_worlds(*, environment: Environment, user: AbstractBaseUser) -> l
 
 
 # Verifier kinds whose tasks come from another framework: the config field that names the task's source
-# (a generator, a taskset) and the package that provides it. The environment page lists them by source.
-OUTSIDE_SOURCES: dict[str, tuple[str, str]] = {
+# (a generator, a taskset) and the package that provides it (None: the source is itself the package's name,
+# as a verifiers taskset id is). The environment page lists them by source.
+OUTSIDE_SOURCES: dict[str, tuple[str, str | None]] = {
     "reasoning_gym": ("dataset", "reasoning-gym"),
+    "verifiers_reward": ("taskset", None),
 }
 
 
@@ -115,12 +117,14 @@ def environment_task_sources(*, environment: Environment, user: AbstractBaseUser
             .annotate(count=Count("id"))
             .order_by("source")
         )
-        try:
-            version = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            version = ""
-        sources.extend(
-            TaskSource(kind=kind, source=str(row["source"] or ""), package=package, version=version, tasks=row["count"])
-            for row in rows
-        )
+        for row in rows:
+            source = str(row["source"] or "")
+            distribution = package or source
+            try:
+                version = metadata.version(distribution)
+            except (metadata.PackageNotFoundError, ValueError):
+                version = ""
+            sources.append(
+                TaskSource(kind=kind, source=source, package=distribution, version=version, tasks=row["count"])
+            )
     return sources

@@ -34,6 +34,7 @@ from engine.verifiers.kinds import (
     regex,
     state_check,
     tool_calls,
+    verifiers_reward,
 )
 from engine.verifiers.kinds import json as json_kind
 from engine.verifiers.kinds import math as math_kind
@@ -65,6 +66,7 @@ _MODULES: dict[str, ModuleType] = {
         state_check,
         episode_reward,
         reasoning_gym,
+        verifiers_reward,
     )
 }
 KINDS: tuple[str, ...] = tuple(_MODULES)

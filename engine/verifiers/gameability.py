@@ -6,8 +6,9 @@ prompt restated, every choice listed, hedges (the reference among other candidat
 output and, for code, an object whose ``__eq__`` is always true, ``sys.exit(0)`` or ``os._exit(0)``
 before the checks, output that prints the expected value, and code that special-cases the examples
 the prompt shows; for reasoning-gym's scorers, which read the last ``<answer>`` tag, degenerate
-answers inside the tag. A task whose verifier pays any of them is *gameable*; the finding keeps the
-completion that passed.
+answers inside the tag; for a verifiers taskset's rewards, the text battery and the degenerate answers
+in the reply format its tasks' reference answers are written in. A task whose verifier pays any of
+them is *gameable*; the finding keeps the completion that passed.
 
 Authors add fixtures of their own per environment, kinded as NeMo Gym's verifier fixtures are:
 ``full_reward`` (must pass), ``zero_reward`` (must fail), ``malformed`` (must fail, not error) and
@@ -31,7 +32,7 @@ from engine.verifiers.base import Verdict, VerifierConfigError
 
 FIXTURE_KINDS = ("full_reward", "zero_reward", "malformed", "determinism")
 SKIPPED_KINDS = ("llm_judge",)
-TEXT_KINDS = ("math", "numeric", "exact", "regex", "json")
+TEXT_KINDS = ("math", "numeric", "exact", "regex", "json", "verifiers_reward")
 HUGE_CHARACTERS = 50_000  # past the 10,000 characters the text kinds read from the end
 EXCERPT_CHARACTERS = 400
 
@@ -136,6 +137,8 @@ def battery(*, kind: str, config: Any, answer: str | None, prompt: str | list[An
         probes.append(Probe("every choice boxed", " ".join(f"\\boxed{{{letter}}}" for letter in choices)))
     if answer:
         other = _other_value(answer)
+        if kind == "verifiers_reward":
+            probes += _reference_format_probes(config, answer, other)
         probes += [
             Probe("a hedge: another value or the reference", f"The answer is {other} or {answer}."),
             Probe("a hedge: both boxed", f"$\\boxed{{{other}}}$ or $\\boxed{{{answer}}}$"),
@@ -143,6 +146,18 @@ def battery(*, kind: str, config: Any, answer: str | None, prompt: str | list[An
             Probe("a huge output", _huge(answer, other)),
         ]
     return probes
+
+
+def _reference_format_probes(config: Any, answer: str, other: str) -> list[Probe]:
+    """A verifiers taskset's rewards read replies in their own format (the task's reference_format, such as
+    a \\boxed{} answer): another value in that format, and a hedge of another value then the reference."""
+    if config.reference_format == "{answer}":
+        return []
+    written = config.reference_format.replace
+    return [
+        Probe("another value, in the reference's format", written("{answer}", other)),
+        Probe("a hedge in the reference's format", f"{written('{answer}', other)} or {written('{answer}', answer)}"),
+    ]
 
 
 def _answer_tag_probes(answer: str | None, text: str) -> list[Probe]:

@@ -1,11 +1,15 @@
 """What the import commands share: who owns the tasks, which environment, how the report is printed."""
 
+import json
+from pathlib import Path
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from curation import services
+from curation import import_mappings, services
 from curation.errors import CurationError
 from curation.models import Environment
+from engine.task_mapping import ColumnMapping, MappingError
 
 
 def import_owner(username: str):
@@ -50,3 +54,21 @@ def rejected(command, error) -> CommandError:
     for problem in error.report.problems:
         command.stderr.write(str(problem))
     return CommandError(error.report.summary())
+
+
+def import_mapping(environment, user, *, name: str, path: Path | None) -> ColumnMapping | None:
+    """The mapping to read rows with: from --mapping-file (saved as --mapping when given), or saved as --mapping."""
+    try:
+        if path is None:
+            return import_mappings.import_mapping_load(environment=environment, name=name) if name else None
+        path = Path(path)  # call_command passes options as given
+        try:
+            column_mapping = ColumnMapping.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as error:
+            where = f"{path}, field '{error.field}'" if isinstance(error, MappingError) else str(path)
+            raise CommandError(f"--mapping-file {where}: {getattr(error, 'reason', error)}") from None
+        if name:
+            import_mappings.import_mapping_save(environment=environment, name=name, mapping=column_mapping, by=user)
+        return column_mapping
+    except CurationError as error:
+        raise CommandError(f"--mapping: {error}") from None

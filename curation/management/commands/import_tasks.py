@@ -1,12 +1,15 @@
-import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from curation import import_mappings, imports
-from curation.errors import CurationError
-from curation.management.commands._import_common import import_environment, import_owner, rejected, write_report
-from engine.task_mapping import ColumnMapping, MappingError
+from curation import imports
+from curation.management.commands._import_common import (
+    import_environment,
+    import_mapping,
+    import_owner,
+    rejected,
+    write_report,
+)
 
 
 class Command(BaseCommand):
@@ -51,7 +54,7 @@ class Command(BaseCommand):
         env = import_environment(
             environment, create=create, domain=domain, default_verifier={"kind": "math"} if domain == "math" else None
         )
-        column_mapping = self._mapping(env, user, name=mapping, path=mapping_file)
+        column_mapping = import_mapping(env, user, name=mapping, path=mapping_file)
         try:
             report = imports.tasks_import(
                 environment=env,
@@ -64,20 +67,3 @@ class Command(BaseCommand):
         except imports.ImportRejected as error:
             raise rejected(self, error) from None
         write_report(self, report)
-
-    def _mapping(self, environment, user, *, name: str, path: Path | None) -> ColumnMapping | None:
-        """The mapping to read the file with: from --mapping-file (saved as --mapping when given) or saved."""
-        try:
-            if path is None:
-                return import_mappings.import_mapping_load(environment=environment, name=name) if name else None
-            path = Path(path)  # call_command passes options as given
-            try:
-                column_mapping = ColumnMapping.from_dict(json.loads(path.read_text(encoding="utf-8")))
-            except (OSError, ValueError) as error:
-                where = f"{path}, field '{error.field}'" if isinstance(error, MappingError) else str(path)
-                raise CommandError(f"--mapping-file {where}: {getattr(error, 'reason', error)}") from None
-            if name:
-                import_mappings.import_mapping_save(environment=environment, name=name, mapping=column_mapping, by=user)
-            return column_mapping
-        except CurationError as error:
-            raise CommandError(f"--mapping: {error}") from None
