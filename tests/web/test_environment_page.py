@@ -174,3 +174,34 @@ def test_tasks_from_reasoning_gym_show_their_generator_and_package(client, alice
         f"<td><code>reasoning_gym</code></td><td><code>basic_arithmetic</code></td> <td>reasoning-gym {version}</td> <td>2</td></tr>",
         f"<td><code>reasoning_gym</code></td><td><code>word_sorting</code></td> <td>reasoning-gym {version}</td> <td>2</td></tr>",
     ]
+
+
+def test_tasks_from_a_verifiers_taskset_show_the_taskset_and_its_package(client, alice, tmp_path):
+    import json
+    from importlib import metadata
+
+    from django.core.management import call_command
+
+    mapping = tmp_path / "mapping.json"
+    mapping.write_text(
+        json.dumps(
+            {"prompt": "{prompt}", "answer_column": "solution", "answer_extractor": "after_hashes", "key_column": "key"}
+        )
+    )
+    call_command(
+        "import_verifiers",
+        "vf-word-arithmetic",
+        environment="wa",
+        create=True,
+        owner="alice",
+        mapping_file=mapping,
+        reference_format="\\boxed{{answer}}",
+        limit=3,
+        stdout=io.StringIO(),
+    )
+    client.force_login(alice)
+    page = client.get(reverse("environment_detail", args=["wa"])).content.decode()
+    table = page[page.index('id="task-sources"') : page.index("</table>", page.index('id="task-sources"'))]
+    version = metadata.version("vf-word-arithmetic")
+    assert "<td><code>verifiers_reward</code></td><td><code>vf-word-arithmetic</code></td>" in table
+    assert f"vf-word-arithmetic {version}</td>" in " ".join(table.split()).replace(" </td>", "</td>")
