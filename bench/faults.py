@@ -9,7 +9,8 @@ lets a real Celery worker (with beat inside it) store about a quarter of the rol
 * `worker`: the worker's whole process group killed with SIGKILL in the middle of batched rounds, and a new
   worker started.
 
-It then waits for the campaign to finish and checks that every sample is stored exactly once and that the
+It then waits for the campaign to finish, starting a worker again whenever one exits (as compose's restart
+policy does: a worker may die of the fault itself), and checks that every sample is stored exactly once and that the
 calibrations count every attempt once; it reports how long the campaign took to finish after the fault ended,
 the rounds beat had to queue again (the campaign page's note) and the counters on /metrics.
 
@@ -232,12 +233,22 @@ def scenario(fault: str, *, services, env: dict, folder: Path, tasks: int, rollo
         time.sleep(down_s)
         running = worker(env, folder / f"{fault}-worker-2.log", f"{fault}-second")
     recovered_at = time.monotonic()
+    # A supervisor, as compose's `restart: unless-stopped` is: a worker that exited is started again.
+    restarts = 0
+
+    def status():
+        nonlocal running, restarts
+        if running.poll() is not None:
+            restarts += 1
+            running = worker(env, folder / f"{fault}-worker-restart-{restarts}.log", f"{fault}-restart-{restarts}")
+        return Campaign.objects.get(pk=campaign.pk).status
+
     try:
         patiently(
-            lambda: Campaign.objects.get(pk=campaign.pk).status,
+            status,
             what=f"the campaign to finish after the {fault} fault",
             timeout=900,
-            until=lambda status: status == Campaign.Status.DONE,
+            until=lambda value: value == Campaign.Status.DONE,
         )
     finally:
         stop(running)
@@ -258,6 +269,7 @@ def scenario(fault: str, *, services, env: dict, folder: Path, tasks: int, rollo
         "duplicates": sum(1 for n in per_sample if n > 1),
         "calibration_attempts": counted,
         "stalled_rounds": campaign.stalled_rounds,
+        "worker_restarts": restarts,
         "before_fault_s": fault_at - started,
         "down_s": recovered_at - fault_at,
         "finish_after_recovery_s": done_at - recovered_at,
@@ -273,6 +285,7 @@ def main() -> None:
     arguments = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="passband-faults-"))
+    folder.chmod(0o755)  # the postgres user must reach its data folder inside
     redis_server, postgres = PrivateRedis(folder), PrivatePostgres(folder / "pg")
     postgres.init()
     postgres.start()
@@ -366,7 +379,8 @@ def main() -> None:
     for row in results:
         print(
             f"| {row['fault']} | {row['stored']} / {row['expected']} | {row['duplicates']} | {row['calibration_attempts']} "
-            f"| {row['stalled_rounds']} | {row['before_fault_s']:.1f} s | {row['finish_after_recovery_s']:.1f} s |"
+            f"| {row['stalled_rounds']} | {row['worker_restarts']} | {row['before_fault_s']:.1f} s "
+            f"| {row['finish_after_recovery_s']:.1f} s |"
         )
     print(f"passband_rounds_requeued_total over the workers: {requeued:g}")
     ok = all(r["stored"] == r["expected"] == r["calibration_attempts"] and not r["duplicates"] for r in results)
