@@ -373,9 +373,10 @@ def main() -> None:
         f"{arguments.tasks} tasks x {arguments.rollouts} rollouts per scenario, each service down {arguments.down:g} s"
     )
     print(
-        "| fault | stored / expected | duplicates | attempts in calibrations | rounds queued again | fault after | finished after recovery |"
+        "| fault | stored / expected | duplicates | attempts in calibrations | rounds queued again "
+        "| worker restarts by the supervisor | fault after | finished after recovery |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for row in results:
         print(
             f"| {row['fault']} | {row['stored']} / {row['expected']} | {row['duplicates']} | {row['calibration_attempts']} "
