@@ -30,6 +30,7 @@ that the caller must not store as an attempt.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -111,6 +112,7 @@ class OpenEnvWorld:
         self.done = False
         self._parameters: dict[str, Any] = {}
         self._socket: Any = None
+        self._stack = contextlib.ExitStack()
 
     # -- the session -----------------------------------------------------------------------------------
 
@@ -136,15 +138,15 @@ class OpenEnvWorld:
 
     def close(self) -> None:
         socket, self._socket = self._socket, None
-        if socket is None:
-            return
+        stack, self._stack = self._stack, contextlib.ExitStack()
         # A session whose server died cannot say goodbye; closing must not turn into a second failure.
         try:
-            socket.send(json.dumps({"type": "close"}))
+            if socket is not None:
+                socket.send(json.dumps({"type": "close"}))
         except Exception:  # noqa: BLE001 - whatever the dead connection raises
             pass
         try:
-            socket.close()
+            stack.close()
         except Exception:  # noqa: BLE001
             pass
 
@@ -176,13 +178,15 @@ class OpenEnvWorld:
         from websockets.sync.client import connect
 
         try:
-            self._socket = connect(
-                ws_url(self.config.url),
-                additional_headers=dict(self.config.headers) or None,
-                open_timeout=self.config.timeout_s,
-                close_timeout=1,
-                max_size=_MAX_MESSAGE_BYTES,
-                compression=None,
+            self._socket = self._stack.enter_context(
+                connect(
+                    ws_url(self.config.url),
+                    additional_headers=dict(self.config.headers) or None,
+                    open_timeout=self.config.timeout_s,
+                    close_timeout=1,
+                    max_size=_MAX_MESSAGE_BYTES,
+                    compression=None,
+                )
             )
         except (InvalidHandshake, InvalidURI) as error:
             raise RemoteUnavailable(

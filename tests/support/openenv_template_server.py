@@ -140,4 +140,3 @@ def serve_openenv_template(directory: Path | None = None, **options: Any) -> Ite
             yield url
         finally:
             stop_process(process)
-

@@ -1,4 +1,4 @@
-"""Staff register MCP tool servers, check one (the tools it lists now) and give an environment's
+"""Staff register remote environment servers (MCP tool servers, OpenEnv environment servers), check one (the tools it lists now) and give an environment's
 episodes to one. The services (curation/mcp_servers.py) hold every rule; secrets stay in settings."""
 
 from django import forms
@@ -13,8 +13,11 @@ from curation.models import Environment, McpServer
 
 class McpServerForm(forms.Form):
     name = forms.SlugField(max_length=80, help_text="Letters, digits, '-' and '_'.")
+    protocol = forms.ChoiceField(choices=McpServer.Protocol.choices, initial=McpServer.Protocol.MCP)
     url = forms.CharField(
-        max_length=500, required=False, help_text="Streamable HTTP endpoint, e.g. http://tools:8000/mcp."
+        max_length=500,
+        required=False,
+        help_text="MCP: the streamable HTTP endpoint, e.g. http://tools:8000/mcp; OpenEnv: the app's root URL.",
     )
     stdio = forms.CharField(
         max_length=80, required=False, label="Stdio server", help_text="Or: a name in PASSBAND_MCP_STDIO_SERVERS."
