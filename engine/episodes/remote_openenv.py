@@ -206,7 +206,10 @@ class OpenEnvWorld:
         if self._socket is None:
             raise RemoteUnavailable(f"{self._where()}: the session is closed", reason="disconnected")
         try:
-            self._socket.send(json.dumps(message))
+            with contextlib.suppress(ConnectionClosed):
+                # A server that refuses the session (CAPACITY_REACHED...) says why, then closes: the
+                # send fails, and the reason still waits to be read below.
+                self._socket.send(json.dumps(message))
             raw = self._socket.recv(timeout=self.config.timeout_s)
         except TimeoutError:
             raise RemoteUnavailable(

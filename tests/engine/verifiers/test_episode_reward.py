@@ -74,7 +74,7 @@ def test_text_is_judged_offline_by_the_check_so_audits_work():
     problems = verifiers.audit(verifier={"kind": "episode_reward", "reward": "environment"}, answer="42")
     assert problems == [
         "the reference answer does not pass its verifier: fail (not an episode: the environment's reward needs an "
-        "episode on the MCP server)"
+        "episode on its server)"
     ]
 
 
