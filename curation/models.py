@@ -27,8 +27,8 @@ class McpServer(models.Model):
     stdio server is a command in settings (PASSBAND_MCP_STDIO_SERVERS)."""
 
     class Protocol(models.TextChoices):
-        MCP = "mcp", "MCP tool server"
-        OPENENV = "openenv", "OpenEnv environment server"
+        MCP = "mcp", "MCP server"
+        OPENENV = "openenv", "OpenEnv server"
 
     name = models.SlugField(max_length=80, unique=True)
     protocol = models.CharField(max_length=20, choices=Protocol.choices, default=Protocol.MCP)

@@ -13,9 +13,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name")
-        parser.add_argument(
-            "--protocol", default="mcp", choices=["mcp", "openenv"], help="mcp (default) or openenv."
-        )
+        parser.add_argument("--protocol", default="mcp", choices=["mcp", "openenv"], help="mcp (default) or openenv.")
         parser.add_argument("--url", default="", help="Streamable HTTP endpoint, e.g. http://tools:8000/mcp")
         parser.add_argument("--stdio", default="", help="Or: the name of a stdio server in PASSBAND_MCP_STDIO_SERVERS.")
         parser.add_argument("--api-key-env", default="", help="Environment variable holding a bearer token.")
