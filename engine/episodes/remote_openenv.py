@@ -110,17 +110,20 @@ class OpenEnvWorld:
         self.step_rewards: list[float | None] = []
         self.last_reward: float | None = None
         self.done = False
-        self._parameters: dict[str, Any] = {}
+        self._validator: Any = None
         self._socket: Any = None
         self._stack = contextlib.ExitStack()
 
     # -- the session -----------------------------------------------------------------------------------
 
     def __enter__(self) -> OpenEnvWorld:
+        from jsonschema.validators import validator_for
+
         try:
             schema = self._schema()
             self.tool_schemas = [action_tool_schema(schema.get("action"))]
-            self._parameters = self.tool_schemas[0]["function"]["parameters"]
+            parameters = self.tool_schemas[0]["function"]["parameters"]
+            self._validator = validator_for(parameters)(parameters)
             self._connect()
             data = {"seed": self.seed} if self.seed is not None else {}
             self.initial = self._request({"type": "reset", "data": data}, doing="resetting")
@@ -238,8 +241,6 @@ class OpenEnvWorld:
 
     def call(self, name: str, arguments: Any) -> ToolResult:
         """One step; see the module docstring for the outcomes. Raises RemoteUnavailable."""
-        from jsonschema.validators import validator_for
-
         started = time.perf_counter()
 
         def elapsed() -> float:
@@ -254,7 +255,7 @@ class OpenEnvWorld:
         if not isinstance(arguments, Mapping):
             return ToolResult("bad_arguments", json.dumps({"error": "arguments must be a JSON object"}), 0.0)
         action = dict(arguments)
-        errors = sorted(validator_for(self._parameters)(self._parameters).iter_errors(action), key=str)
+        errors = sorted(self._validator.iter_errors(action), key=str)
         if errors:
             where = "/".join(str(part) for part in errors[0].path) or "(arguments)"
             return ToolResult("bad_arguments", json.dumps({"error": f"{where}: {errors[0].message}"[:500]}), 0.0)
