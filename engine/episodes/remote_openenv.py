@@ -7,7 +7,8 @@
 
 An episode is one WebSocket session on the server's `/ws` (its own environment instance), never
 the HTTP `/reset` and `/step`, which build a fresh environment per request. On entry the world
-reads the action's JSON Schema from `GET /schema`, connects to `/ws` and resets with the task's
+reads the action's JSON Schema from `GET /schema` (at most once a minute per server and process:
+`SCHEMA_TTL_S`), connects to `/ws` and resets with the task's
 seed (`{"type": "reset", "data": {"seed": s}}`; no seed: the server's own choice). The reset
 observation is shown to the model as a user message after the task's prompt (`opening_messages`).
 
@@ -44,6 +45,10 @@ from engine.episodes.remote_mcp import RemoteSchemaError, RemoteUnavailable, ope
 from engine.episodes.world import ToolResult
 
 STEP_TOOL = "step"
+# A worker reads a server's /schema once a minute at most, not once per rollout (a few ms each):
+# (url, headers) -> (read at, the step tool's schema, its arguments' validator).
+SCHEMA_TTL_S = 60.0
+_schemas: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[float, dict[str, Any], Any]] = {}
 # OpenEnv's base Action declares `metadata` for the framework's own use; the model is not offered it.
 _FRAMEWORK_FIELDS = ("metadata",)
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024
@@ -100,8 +105,9 @@ class OpenEnvWorld:
     seed sent). Raises RemoteUnavailable when the server cannot be had, RemoteSchemaError when its
     action cannot be offered to a model."""
 
-    def __init__(self, *, config: OpenEnvServerConfig, seed: int | None = None) -> None:
+    def __init__(self, *, config: OpenEnvServerConfig, seed: int | None = None, fresh_schema: bool = False) -> None:
         self.config = config
+        self.fresh_schema = fresh_schema
         self.environment = f"openenv:{config.name}"
         self.seed = seed
         self.tool_schemas: list[dict[str, Any]] = []
@@ -117,13 +123,9 @@ class OpenEnvWorld:
     # -- the session -----------------------------------------------------------------------------------
 
     def __enter__(self) -> OpenEnvWorld:
-        from jsonschema.validators import validator_for
-
         try:
-            schema = self._schema()
-            self.tool_schemas = [action_tool_schema(schema.get("action"))]
-            parameters = self.tool_schemas[0]["function"]["parameters"]
-            self._validator = validator_for(parameters)(parameters)
+            tool, self._validator = self._step_tool()
+            self.tool_schemas = [tool]
             self._connect()
             data = {"seed": self.seed} if self.seed is not None else {}
             self.initial = self._request({"type": "reset", "data": data}, doing="resetting")
@@ -155,6 +157,20 @@ class OpenEnvWorld:
 
     def _where(self) -> str:
         return f"OpenEnv server {self.config.name} ({self.config.url})"
+
+    def _step_tool(self) -> tuple[dict[str, Any], Any]:
+        """The `step` tool from the server's /schema and its validator (cached for SCHEMA_TTL_S)."""
+        from jsonschema.validators import validator_for
+
+        key = (self.config.url, tuple(sorted(self.config.headers.items())))
+        cached = _schemas.get(key)
+        if cached is not None and not self.fresh_schema and time.monotonic() - cached[0] < SCHEMA_TTL_S:
+            return cached[1], cached[2]
+        tool = action_tool_schema(self._schema().get("action"))
+        parameters = tool["function"]["parameters"]
+        validator = validator_for(parameters)(parameters)
+        _schemas[key] = (time.monotonic(), tool, validator)
+        return tool, validator
 
     def _schema(self) -> dict[str, Any]:
         request = urllib.request.Request(
@@ -308,7 +324,7 @@ def server_tools(config: OpenEnvServerConfig) -> list[dict[str, Any]]:
     """Open a session (schema, /ws, a reset), and close it: what a registration check shows, the
     `step` tool as {"name", "description", "hidden", "parameters"}. Raises RemoteUnavailable or
     RemoteSchemaError."""
-    with OpenEnvWorld(config=config) as world:
+    with OpenEnvWorld(config=config, fresh_schema=True) as world:
         function = world.tool_schemas[0]["function"]
         return [
             {
