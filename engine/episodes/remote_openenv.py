@@ -109,7 +109,8 @@ class OpenEnvWorld:
         self.config = config
         self.fresh_schema = fresh_schema
         self.environment = f"openenv:{config.name}"
-        self.seed = seed
+        self.reset_seed = seed
+        self.seed = seed if seed is not None else 0  # the transcript's world seed
         self.tool_schemas: list[dict[str, Any]] = []
         self.opening_messages: list[dict[str, Any]] = []
         self.initial: dict[str, Any] = {}
@@ -127,7 +128,7 @@ class OpenEnvWorld:
             tool, self._validator = self._step_tool()
             self.tool_schemas = [tool]
             self._connect()
-            data = {"seed": self.seed} if self.seed is not None else {}
+            data = {"seed": self.reset_seed} if self.reset_seed is not None else {}
             self.initial = self._request({"type": "reset", "data": data}, doing="resetting")
         except BaseException:
             self.close()
