@@ -9,6 +9,7 @@ app factory, routes and WebSocket protocol stay openenv-core's.
 The game (the template's action and observation, unchanged): `reset(seed)` picks a word from the
 seed and observes "Echo the word: <word>"; `step(EchoWordsAction(message=...))` gives reward 1.0
 and ends the episode (`done`) when the message is the word, else reward 0.0 and the episode goes on.
+Two messages are faults, for tests: "sleep <seconds>" hangs the step, "crash" raises in it.
 
 `serve_openenv_template()` starts it as a real uvicorn process on a free port and yields its URL.
 """
@@ -34,6 +35,7 @@ WORDS = ("apple", "river", "stone", "cloud", "maple", "ember", "delta", "frost")
 # models, their own reset and step.
 ENVIRONMENT_SOURCE = '''\
 import random
+import time
 from uuid import uuid4
 
 from openenv.core.env_server.interfaces import Environment
@@ -64,6 +66,11 @@ class EchoWordsEnvironment(Environment):
         )
 
     def step(self, action: EchoWordsAction) -> EchoWordsObservation:  # type: ignore[override]
+        # Two faults for tests: a step that hangs, and one that raises.
+        if action.message.startswith("sleep "):
+            time.sleep(float(action.message.split()[1]))
+        if action.message == "crash":
+            raise RuntimeError("the environment crashed")
         self._state.step_count += 1
         right = action.message.strip() == self._word
         return EchoWordsObservation(

@@ -159,3 +159,15 @@ def test_a_full_server_is_busy_not_a_wrong_answer(tmp_path):
         assert raised.value.reason == "busy" and "CAPACITY_REACHED" in str(raised.value)
     finally:
         stop_process(process)
+
+
+def test_a_step_that_hangs_past_the_timeout_and_one_that_crashes_are_the_servers_failures(echo_url):
+    with OpenEnvWorld(config=OpenEnvServerConfig(name="echo", url=echo_url, timeout_s=0.5), seed=1) as world:
+        with pytest.raises(RemoteUnavailable) as raised:
+            world.call("step", {"message": "sleep 2"})
+    assert raised.value.reason == "timeout" and "gave no answer stepping within 0.5 s" in str(raised.value)
+    with OpenEnvWorld(config=config(echo_url), seed=1) as world:
+        with pytest.raises(RemoteUnavailable) as raised:
+            world.call("step", {"message": "crash"})
+    assert raised.value.reason == "server_error"
+    assert "EXECUTION_ERROR: the environment crashed" in str(raised.value)
