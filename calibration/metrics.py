@@ -49,11 +49,17 @@ MODEL_REQUESTS = Counter(
     "passband_model_requests", "Requests to model servers, by result (ok, retry, error).", ["server", "result"]
 )
 MODEL_RETRIES = Counter("passband_model_retries", "Retried model server requests, by reason.", ["server", "reason"])
-MCP_SESSIONS = Counter("passband_mcp_sessions", "Rollout sessions with MCP servers that ran to the end.", ["server"])
+# Remote environment servers, MCP and OpenEnv alike (the `protocol` label): the metric names are the MCP
+# path's, older than the OpenEnv one.
+MCP_SESSIONS = Counter(
+    "passband_mcp_sessions",
+    "Rollout sessions with remote servers (MCP or OpenEnv) that ran to the end.",
+    ["server", "protocol"],
+)
 MCP_FAILURES = Counter(
     "passband_mcp_failures",
-    "Rollouts an MCP server failed (infrastructure: asked for again), by reason.",
-    ["server", "reason"],
+    "Rollouts a remote server (MCP or OpenEnv) failed (infrastructure: asked for again), by reason.",
+    ["server", "protocol", "reason"],
 )
 ROUNDS_REQUEUED = Counter(
     "passband_rounds_requeued",
@@ -88,12 +94,12 @@ def rollouts_generated(*, model: str, count: int) -> None:
         ROLLOUTS_GENERATED.labels(model=model).inc(count)
 
 
-def mcp_session(*, server: str) -> None:
-    MCP_SESSIONS.labels(server=server).inc()
+def mcp_session(*, server: str, protocol: str = "mcp") -> None:
+    MCP_SESSIONS.labels(server=server, protocol=protocol).inc()
 
 
-def mcp_failure(*, server: str, reason: str) -> None:
-    MCP_FAILURES.labels(server=server, reason=reason).inc()
+def mcp_failure(*, server: str, reason: str, protocol: str = "mcp") -> None:
+    MCP_FAILURES.labels(server=server, protocol=protocol, reason=reason).inc()
 
 
 def rounds_requeued(*, count: int) -> None:

@@ -10,7 +10,11 @@ from calibration import services
 from calibration.errors import ServerUnavailable
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, soft_time_limit=900, time_limit=960)
+# max_retries=None on the task: `self.retry(max_retries=None)` alone means Celery's default of 3 retries,
+# after which a server down for more than a few pauses would fail the job instead of waiting for it.
+@shared_task(
+    bind=True, acks_late=True, reject_on_worker_lost=True, soft_time_limit=900, time_limit=960, max_retries=None
+)
 def generate_rollouts(self, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
     """Queue `generate`: sample one round of some task versions, then hand it to a verify worker.
 

@@ -1,5 +1,7 @@
-"""MCP tool servers as environments: registering and checking one (staff), how a worker reaches it,
-and the cap on its sessions. See docs/environments.md, "MCP servers".
+"""Remote environment servers (MCP tool servers and OpenEnv environment servers): registering and
+checking one (staff), how a worker reaches it, and the cap on its sessions. One record, one page,
+one command for both; `protocol` says which. See docs/environments.md, "MCP servers" and "OpenEnv
+servers".
 
 The rules of judge endpoints hold: a task never carries a URL, a command or a secret. Staff register
 a server by its streamable HTTP URL (checked: an http(s) address without credentials in it, that
@@ -31,6 +33,7 @@ from django.utils import timezone
 from curation.errors import CurationError
 from curation.models import Environment, McpServer
 from curation.services import ENVIRONMENT_NAME
+from engine.episodes import remote_openenv
 from engine.episodes.remote_mcp import (
     DEFAULT_REWARD_TOOL,
     McpSchemaError,
@@ -39,6 +42,7 @@ from engine.episodes.remote_mcp import (
     outbound_url_problem,
     server_tools,
 )
+from engine.episodes.remote_openenv import OpenEnvServerConfig
 
 logger = logging.getLogger(__name__)
 
@@ -65,17 +69,26 @@ def mcp_server_register(
     max_sessions: int = 8,
     timeout_s: float = 30.0,
     reward_tool: str = DEFAULT_REWARD_TOOL,
+    protocol: str = McpServer.Protocol.MCP,
     created_by: AbstractBaseUser | None = None,
     check: bool = True,
 ) -> McpServer:
-    """Register an MCP server (staff). Exactly one of `url` (streamable HTTP) and `stdio` (a name in
-    PASSBAND_MCP_STDIO_SERVERS). With `check`, the server must answer and list usable tools before it
-    is saved. Raises CurationError saying which field is wrong and what to do."""
+    """Register a remote server (staff). `protocol` "mcp": exactly one of `url` (streamable HTTP) and
+    `stdio` (a name in PASSBAND_MCP_STDIO_SERVERS); "openenv": `url`, the OpenEnv app's root (no
+    stdio, no reward tool: the environment gives its rewards itself). With `check`, the server must
+    answer (an MCP session lists usable tools; an OpenEnv /schema gives an offerable action and a /ws
+    session resets) before it is saved. Raises CurationError saying which field is wrong and what to do."""
     if not ENVIRONMENT_NAME.match(name or ""):
         raise CurationError(f"name: {name!r} is not valid; use 1-80 letters, digits, '-' or '_'.")
     if McpServer.objects.filter(name=name).exists():
-        raise CurationError(f"name: an MCP server named {name!r} already exists.")
+        raise CurationError(f"name: a server named {name!r} already exists.")
+    if protocol not in McpServer.Protocol.values:
+        raise CurationError(f"protocol: must be one of {', '.join(McpServer.Protocol.values)}; got {protocol!r}.")
     url, stdio = (url or "").strip(), (stdio or "").strip()
+    if protocol == McpServer.Protocol.OPENENV:
+        if stdio or not url:
+            raise CurationError("url: an OpenEnv server is reached by its URL, such as http://env:8000 (no stdio).")
+        reward_tool = ""
     if bool(url) == bool(stdio):
         raise CurationError("url: give the server's streamable HTTP URL, or the name of a stdio server in settings.")
     if url and (problem := outbound_url_problem(url)):
@@ -99,6 +112,7 @@ def mcp_server_register(
         max_sessions=max_sessions,
         timeout_s=timeout_s,
         reward_tool=(reward_tool or "").strip(),
+        protocol=protocol,
         created_by=created_by,
     )
     if check:
@@ -118,31 +132,43 @@ def mcp_server_check(*, server: McpServer) -> McpServer:
 
 
 def _tools_of(server: McpServer) -> list[dict[str, Any]]:
+    config = client_config(server)
     try:
-        return server_tools(client_config(server))
+        if isinstance(config, OpenEnvServerConfig):
+            return remote_openenv.server_tools(config)
+        return server_tools(config)
     except McpSchemaError as error:
-        raise CurationError(f"tools: {error}. Fix the tool's inputSchema on the server, then check again.") from None
+        what = "the action's JSON Schema" if server.protocol == McpServer.Protocol.OPENENV else "the tool's inputSchema"
+        raise CurationError(f"tools: {error}. Fix {what} on the server, then check again.") from None
     except McpUnavailable as error:
         raise CurationError(f"url: the server did not answer: {error}") from None
 
 
 def environment_use_mcp_server(*, environment: Environment, server: McpServer | None) -> Environment:
-    """Make the environment's tool-use episodes run on `server` (None: back to the built-in worlds)."""
-    environment.kind = Environment.Kind.MCP if server is not None else Environment.Kind.BUILTIN
+    """Make the environment's tool-use episodes run on `server` (None: back to the built-in worlds);
+    the environment's kind is the server's protocol."""
+    if server is None:
+        environment.kind = Environment.Kind.BUILTIN
+    else:
+        environment.kind = (
+            Environment.Kind.OPENENV if server.protocol == McpServer.Protocol.OPENENV else Environment.Kind.MCP
+        )
     environment.mcp_server = server
     environment.save(update_fields=["kind", "mcp_server"])
     return environment
 
 
-def client_config(server: McpServer) -> McpServerConfig:
+def client_config(server: McpServer) -> McpServerConfig | OpenEnvServerConfig:
     """How this process reaches `server`: the URL or the settings' stdio command, and the bearer
     token read from the environment variable the registration names."""
     headers = {}
     if server.api_key_env:
         token = os.environ.get(server.api_key_env, "")
         if not token:
-            logger.warning("MCP server %s: environment variable %s is not set", server.name, server.api_key_env)
+            logger.warning("server %s: environment variable %s is not set", server.name, server.api_key_env)
         headers["Authorization"] = f"Bearer {token}"
+    if server.protocol == McpServer.Protocol.OPENENV:
+        return OpenEnvServerConfig(name=server.name, url=server.url, headers=headers, timeout_s=server.timeout_s)
     if server.stdio:
         entry = settings.PASSBAND_MCP_STDIO_SERVERS.get(server.stdio)
         if entry is None:
@@ -216,7 +242,7 @@ def _local_slot(server: McpServer, *, wait_s: float) -> Iterator[None]:
 
 def _busy(server: McpServer, *, wait_s: float) -> McpUnavailable:
     return McpUnavailable(
-        f"MCP server {server.name}: all {server.max_sessions} sessions stayed in use for {wait_s:g} s", reason="busy"
+        f"server {server.name}: all {server.max_sessions} sessions stayed in use for {wait_s:g} s", reason="busy"
     )
 
 

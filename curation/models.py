@@ -21,13 +21,21 @@ def default_retire_at() -> float:
 
 
 class McpServer(models.Model):
-    """An MCP tool server registered by staff (curation/mcp_servers.py): where it is and how it is
-    used. Secrets are never stored here: `api_key_env` names the environment variable that holds
-    the bearer token, and a stdio server is a command in settings (PASSBAND_MCP_STDIO_SERVERS)."""
+    """A remote environment server registered by staff (curation/mcp_servers.py): an MCP tool server
+    or an OpenEnv environment server (`protocol`), where it is and how it is used. Secrets are never
+    stored here: `api_key_env` names the environment variable that holds the bearer token, and a
+    stdio server is a command in settings (PASSBAND_MCP_STDIO_SERVERS)."""
+
+    class Protocol(models.TextChoices):
+        MCP = "mcp", "MCP server"
+        OPENENV = "openenv", "OpenEnv server"
 
     name = models.SlugField(max_length=80, unique=True)
+    protocol = models.CharField(max_length=20, choices=Protocol.choices, default=Protocol.MCP)
     url = models.CharField(
-        max_length=500, blank=True, help_text="Streamable HTTP endpoint, e.g. http://tools:8000/mcp."
+        max_length=500,
+        blank=True,
+        help_text="MCP: the streamable HTTP endpoint, e.g. http://tools:8000/mcp; OpenEnv: the app's root URL.",
     )
     stdio = models.CharField(
         max_length=80, blank=True, help_text="Or: the name of a stdio server in PASSBAND_MCP_STDIO_SERVERS."
@@ -56,11 +64,13 @@ class McpServer(models.Model):
 
 class Environment(models.Model):
     """A named collection of tasks with its own verifier default and thresholds. Its `kind` says
-    where tool-use episodes happen: a built-in world named by the task, or an MCP server."""
+    where tool-use episodes happen: a built-in world named by the task, or a remote server (MCP or
+    OpenEnv, the kind its server's protocol)."""
 
     class Kind(models.TextChoices):
         BUILTIN = "builtin", "Built-in worlds"
         MCP = "mcp", "MCP server"
+        OPENENV = "openenv", "OpenEnv server"
 
     name = models.SlugField(max_length=80, unique=True)
     title = models.CharField(max_length=200, blank=True)
@@ -86,6 +96,11 @@ class Environment(models.Model):
         McpServer, on_delete=models.PROTECT, null=True, blank=True, related_name="environments"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    @property
+    def remote_server(self) -> McpServer | None:
+        """The server this environment's episodes run on (kind mcp or openenv), else None."""
+        return self.mcp_server if self.kind in (self.Kind.MCP, self.Kind.OPENENV) else None
 
     class Meta:
         ordering = ["name"]

@@ -37,11 +37,12 @@ from calibration.services.probe_models import (
 )
 from calibration.services.rollout_store import rollout_row, rollouts_insert, verdicts_save
 from curation import mcp_servers
-from curation.models import Environment, TaskVersion
+from curation.models import TaskVersion
 from engine import backends, stats, verifiers
 from engine.episodes import plugins
 from engine.episodes import world as episode_world
-from engine.episodes.remote_mcp import McpSchemaError, McpUnavailable, McpWorld
+from engine.episodes.remote_mcp import McpServerConfig, McpWorld, RemoteSchemaError, RemoteUnavailable
+from engine.episodes.remote_openenv import OpenEnvWorld
 from engine.episodes.runner import EpisodeLimits, run_episode
 from engine.verifiers.kinds import episode_reward
 
@@ -59,8 +60,8 @@ def round_indices(campaign: Campaign, round_index: int) -> range:
 
 def is_tool_task(version: TaskVersion) -> bool:
     """A task whose rollouts are tool-use episodes: it declares tools and a tool environment, or its
-    environment is an MCP server (whose tools the session lists)."""
-    if version.task.environment.kind == Environment.Kind.MCP:
+    environment is on a remote server, MCP or OpenEnv (whose tools the session gives)."""
+    if version.task.environment.remote_server is not None:
         return True
     return bool(version.tools) and bool((version.verifier or {}).get("environment"))
 
@@ -71,9 +72,10 @@ def _episodes_generate(
     """One tool-use episode per seed (engine/episodes): a Generation summary and a transcript each.
 
     The world is chosen here, by the environment's kind: the plug-in world the task names (in the
-    sandbox), or one session of the environment's MCP server per rollout (engine/episodes/remote_mcp.py).
-    A rollout the MCP server failed (McpUnavailable) is an infrastructure failure: no transcript."""
-    server = version.task.environment.mcp_server if version.task.environment.kind == Environment.Kind.MCP else None
+    sandbox), or one session of the environment's remote server per rollout (an MCP session,
+    engine/episodes/remote_mcp.py, or an OpenEnv /ws session, engine/episodes/remote_openenv.py).
+    A rollout the server failed (RemoteUnavailable) is an infrastructure failure: no transcript."""
+    server = version.task.environment.remote_server
     if server is None:
         try:
             episode_world.environment(version.verifier["environment"])
@@ -126,47 +128,57 @@ def _episodes_generate(
             attempts.append(EpisodeAttempt(transcript=episode.transcript))
             continue
         try:
-            episode = _mcp_episode(
+            episode = _remote_episode(
                 server=server, version=version, backend=backend, seed=seed, params=params, limits=limits
             )
-        except McpUnavailable as failure:
-            metrics.mcp_failure(server=server.name, reason=failure.reason)
+        except RemoteUnavailable as failure:
+            metrics.mcp_failure(server=server.name, protocol=server.protocol, reason=failure.reason)
             generations.append(backends.Generation.failed(seed=seed, error=str(failure), kind="infrastructure"))
             episodes.append(None)
             attempts.append(EpisodeAttempt(failure=str(failure)))
             continue
-        metrics.mcp_session(server=server.name)
+        metrics.mcp_session(server=server.name, protocol=server.protocol)
         generations.append(episode.generation)
         episodes.append(episode.transcript)
         attempts.append(EpisodeAttempt(transcript=episode.transcript))
-    world_name = f"mcp:{server.name}" if server is not None else str(version.verifier["environment"])
+    world_name = f"{server.protocol}:{server.name}" if server is not None else str(version.verifier["environment"])
     episode_health_record(environment=version.task.environment, world=world_name, attempts=attempts)
     return generations, episodes
 
 
-def _mcp_episode(*, server, version: TaskVersion, backend, seed: int, params, limits: EpisodeLimits):
-    """One episode in its own session of the MCP server, within the server's session cap."""
+def _remote_world(*, server, version: TaskVersion) -> McpWorld | OpenEnvWorld:
+    """The world of one rollout on `server`, by its protocol (not yet open)."""
     config = mcp_servers.client_config(server)
-    reward_arguments = (version.verifier or {}).get("reward_arguments") or {}
+    verifier = version.verifier or {}
+    if not isinstance(config, McpServerConfig):
+        seed = verifier.get("seed")
+        return OpenEnvWorld(config=config, seed=int(seed) if seed is not None else None)
+    reward_arguments = verifier.get("reward_arguments") or {}
     # A task that lists tools offers only those of the server's; one that lists none, all of them.
     allowed = tuple(str((tool.get("function") or tool).get("name", "")) for tool in version.tools or [])
+    return McpWorld(config=config, reward_arguments=reward_arguments, allowed=allowed)
+
+
+def _remote_episode(*, server, version: TaskVersion, backend, seed: int, params, limits: EpisodeLimits):
+    """One episode in its own session of the remote server, within the server's session cap. An
+    OpenEnv session's first observation follows the task's prompt (`opening_messages`)."""
     with mcp_servers.session_slot(server, wait_s=server.timeout_s):
         try:
-            world = McpWorld(config=config, reward_arguments=reward_arguments, allowed=allowed)
+            world = _remote_world(server=server, version=version)
             with world:
                 return run_episode(
                     backend=backend,
-                    messages=version.prompt,
+                    messages=[*version.prompt, *world.opening_messages],
                     tools=world.tool_schemas,
                     environment=world.environment,
-                    world_seed=0,
+                    world_seed=world.seed,
                     seed=seed,
                     params=params,
                     limits=limits,
                     world=world,
                 )
-        except McpSchemaError as error:
-            raise McpUnavailable(f"MCP server {server.name}: {error}", reason="bad_schema") from None
+        except RemoteSchemaError as error:
+            raise RemoteUnavailable(f"server {server.name}: {error}", reason="bad_schema") from None
 
 
 def _version_ids(task_version_ids: int | list[int]) -> list[int]:

@@ -44,18 +44,24 @@ _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _SECRET_PARAMETERS = {"key", "api_key", "apikey", "token", "access_token", "secret", "password", "auth"}
 
 
-class McpUnavailable(Exception):
-    """The MCP server failed the rollout (unreachable, timeout, protocol error, disconnect): an
-    infrastructure outcome, never the model's wrong answer. `reason`: unreachable, timeout,
-    server_error, disconnected or busy (every session of the cap in use)."""
+class RemoteUnavailable(Exception):
+    """A remote environment server (MCP or OpenEnv) failed the rollout (unreachable, timeout, protocol
+    error, disconnect): an infrastructure outcome, never the model's wrong answer. `reason`:
+    unreachable, timeout, server_error, disconnected, busy (every session of the cap in use) or
+    bad_schema."""
 
     def __init__(self, message: str, *, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
 
 
-class McpSchemaError(ValueError):
+class RemoteSchemaError(ValueError):
     """A tool of the server cannot be offered to a model; the message names the tool and the field."""
+
+
+# The names the MCP path has always used.
+McpUnavailable = RemoteUnavailable
+McpSchemaError = RemoteSchemaError
 
 
 @dataclass(frozen=True)
@@ -197,6 +203,8 @@ class McpWorld:
         self.reward_arguments = dict(reward_arguments or {})
         self.allowed = allowed
         self.tool_schemas: list[dict[str, Any]] = []
+        # Messages that follow the task's prompt: none (an MCP session has no first observation).
+        self.opening_messages: list[dict[str, Any]] = []
         self.server_tools: list[str] = []
         # How long opening the session and listing its tools took (ms): the environment's reset latency.
         self.reset_ms: float | None = None

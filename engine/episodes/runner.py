@@ -10,7 +10,8 @@ One turn: the model samples a reply to the conversation so far; the tool calls i
 the world (a `SandboxedWorld` by default: every call in the code sandbox); each observation goes
 back as a `tool` message. The episode ends when a reply has no tool call (`answered`), or at
 `max_turns`, at `max_completion_tokens` over all turns, at `wall_seconds`, when a tool times out
-(`tool_timeout`) or when the backend fails (`generation_error`).
+(`tool_timeout`), when the backend fails (`generation_error`), or when the world says the episode is
+over (`done`: a world whose `done` attribute turns true, as an OpenEnv server's does).
 
 Backends:
 * `openai`: chat completions with `tools`; the server's `message.tool_calls` are used (vLLM with a
@@ -42,7 +43,7 @@ from engine.episodes.world import SandboxedWorld, World
 
 TRANSCRIPT_VERSION = 1
 OBSERVATION_STATUSES = ("ok", "malformed", "unknown_tool", "bad_arguments", "tool_error", "timeout")
-STOP_REASONS = ("answered", "max_turns", "max_tokens", "wall_time", "tool_timeout", "generation_error")
+STOP_REASONS = ("answered", "done", "max_turns", "max_tokens", "wall_time", "tool_timeout", "generation_error")
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,10 @@ def _play_turns(
         play.history.extend(added)
         if timed_out:
             play.stop_reason = "tool_timeout"
+            return
+        if getattr(world, "done", False):
+            # The environment ended the episode (an OpenEnv server's `done`): the model acts no more.
+            play.stop_reason = "done"
             return
         driver.observe(history=play.history, added=added)
 

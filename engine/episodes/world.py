@@ -169,7 +169,8 @@ class World(Protocol):
 
     def call(self, name: str, arguments: Any) -> ToolResult: ...
 
-    def state(self) -> dict[str, list[dict[str, Any]]]: ...
+    # Tables of rows for plug-in worlds; a remote server's rewards and state (remote_mcp, remote_openenv).
+    def state(self) -> dict[str, Any]: ...
 
 
 class LocalWorld:

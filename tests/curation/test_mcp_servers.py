@@ -203,5 +203,5 @@ def test_the_command_registers_a_server_for_an_environment(kv_url, arithmetic):
     call_command("add_mcp_server", "kv", "--url", kv_url, "--environment", "arithmetic", stdout=out)
     assert "Registered MCP server kv: add, multiply, put, get, grade (reward)." in out.getvalue()
     assert Environment.objects.get(name="arithmetic").mcp_server.name == "kv"
-    with pytest.raises(CommandError, match="an MCP server named 'kv' already exists"):
+    with pytest.raises(CommandError, match="a server named 'kv' already exists"):
         call_command("add_mcp_server", "kv", "--url", kv_url)

@@ -147,7 +147,7 @@ def test_an_mcp_environment_shows_its_server_and_tools(client, alice):
     assert '<code>grade</code> <span class="muted">(the reward tool, hidden from the model)</span>' in page
     Environment.objects.filter(name="kv-tasks").update(mcp_server=None)
     page = client.get(reverse("environment_detail", args=["kv-tasks"])).content.decode()
-    assert "runs on an MCP server, but none is set" in page
+    assert "runs on a remote server, but none is set" in page
 
 
 def test_tasks_from_reasoning_gym_show_their_generator_and_package(client, alice):

@@ -175,7 +175,7 @@ def environment_detail(request, environment_name: str):
             "environment": environment,
             "worlds": selectors.environment_worlds(environment=environment, user=request.user),
             "task_sources": selectors.environment_task_sources(environment=environment, user=request.user),
-            "server": environment.mcp_server if environment.kind == Environment.Kind.MCP else None,
+            "server": environment.remote_server,
             "health": calibration_selectors.environment_health(environment=environment, hours=HEALTH_HOURS),
             "health_hours": HEALTH_HOURS,
             "bands": calibration_selectors.environment_band_counts(environment=environment, user=request.user),

@@ -1,5 +1,6 @@
-"""Staff register MCP tool servers, check one (the tools it lists now) and give an environment's
-episodes to one. The services (curation/mcp_servers.py) hold every rule; secrets stay in settings."""
+"""Staff register remote environment servers (MCP tool servers, OpenEnv environment servers), check
+one (the tools it lists now) and give an environment's episodes to one. The services
+(curation/mcp_servers.py) hold every rule; secrets stay in settings."""
 
 from django import forms
 from django.contrib import messages
@@ -13,8 +14,11 @@ from curation.models import Environment, McpServer
 
 class McpServerForm(forms.Form):
     name = forms.SlugField(max_length=80, help_text="Letters, digits, '-' and '_'.")
+    protocol = forms.ChoiceField(choices=McpServer.Protocol.choices, initial=McpServer.Protocol.MCP, required=False)
     url = forms.CharField(
-        max_length=500, required=False, help_text="Streamable HTTP endpoint, e.g. http://tools:8000/mcp."
+        max_length=500,
+        required=False,
+        help_text="MCP: the streamable HTTP endpoint, e.g. http://tools:8000/mcp; OpenEnv: the app's root URL.",
     )
     stdio = forms.CharField(
         max_length=80, required=False, label="Stdio server", help_text="Or: a name in PASSBAND_MCP_STDIO_SERVERS."
@@ -25,6 +29,9 @@ class McpServerForm(forms.Form):
     max_sessions = forms.IntegerField(min_value=1, max_value=1024, initial=8, help_text="Rollouts at once.")
     timeout_s = forms.FloatField(min_value=0.1, max_value=600, initial=30, label="Timeout (s)")
     reward_tool = forms.CharField(max_length=64, required=False, initial="grade", help_text="Blank: none.")
+
+    def clean_protocol(self) -> str:
+        return self.cleaned_data.get("protocol") or McpServer.Protocol.MCP
 
 
 @policy.page("mcp_server_list")

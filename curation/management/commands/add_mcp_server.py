@@ -6,10 +6,14 @@ from curation.models import Environment
 
 
 class Command(BaseCommand):
-    help = "Register an MCP tool server (checked: it must answer and list usable tools), optionally for an environment."
+    help = (
+        "Register a remote environment server, MCP (checked: it must answer and list usable tools) or OpenEnv "
+        "(--protocol openenv: its /schema and a /ws session are checked), optionally for an environment."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("name")
+        parser.add_argument("--protocol", default="mcp", choices=["mcp", "openenv"], help="mcp (default) or openenv.")
         parser.add_argument("--url", default="", help="Streamable HTTP endpoint, e.g. http://tools:8000/mcp")
         parser.add_argument("--stdio", default="", help="Or: the name of a stdio server in PASSBAND_MCP_STDIO_SERVERS.")
         parser.add_argument("--api-key-env", default="", help="Environment variable holding a bearer token.")
@@ -35,11 +39,12 @@ class Command(BaseCommand):
                 max_sessions=options["max_sessions"],
                 timeout_s=options["timeout"],
                 reward_tool=options["reward_tool"],
+                protocol=options["protocol"],
             )
         except ServiceError as error:
             raise CommandError(str(error)) from None
         tools = ", ".join(tool["name"] + (" (reward)" if tool["hidden"] else "") for tool in server.tools)
-        self.stdout.write(f"Registered MCP server {server.name}: {tools or 'no tools'}.")
+        self.stdout.write(f"Registered {server.get_protocol_display()} {server.name}: {tools or 'no tools'}.")
         if environment is not None:
             mcp_servers.environment_use_mcp_server(environment=environment, server=server)
             self.stdout.write(f"Episodes of {environment.name} run on {server.name}.")

@@ -1,4 +1,4 @@
-"""``episode_reward``: a task on an MCP server says whose reward counts, the environment's or Passband's.
+"""``episode_reward``: a task on a remote server (MCP or OpenEnv) says whose reward counts, its or Passband's.
 
 Config::
 
@@ -6,13 +6,17 @@ Config::
      "reward": "environment",              # or "verifier": which reward the verdict is
      "pass_at": 1.0,                       # an environment reward >= this passes (default 1.0)
      "reward_arguments": {"key": "answer", "expect": "42"},
-                                           # the arguments of the server's reward tool (default {})
+                                           # MCP: the arguments of the server's reward tool (default {})
+     "aggregate": "last",                  # OpenEnv: "last" (the last reward given, default) or "sum"
+                                           # (of the step rewards)
+     "seed": 17,                           # OpenEnv: the seed each episode's reset gets (default: none)
      "check": {"kind": "numeric"}}         # a Passband verifier, run on the episode's final message;
                                            # required when reward is "verifier", optional otherwise
 
-The completion is the episode transcript that rollouts on an MCP server store: its
-``final_state`` holds ``environment_reward`` (what the server's reward tool gave, see
-engine/episodes/remote_mcp.py), its ``messages`` the conversation (the last assistant message is
+The completion is the episode transcript that rollouts on a remote server store: its
+``final_state`` holds ``environment_reward`` (what an MCP server's reward tool gave, see
+engine/episodes/remote_mcp.py; an OpenEnv server's last reward and its ``step_rewards``, see
+engine/episodes/remote_openenv.py), its ``messages`` the conversation (the last assistant message is
 what ``check`` reads). The verdict is the chosen reward's. When both rewards exist and disagree
 (one passes, the other does not), the verdict's detail starts with ``REWARD_DISAGREEMENT`` and the
 rollout is flagged (``disagrees``).
@@ -33,6 +37,7 @@ from engine.verifiers.base import Check, ConfigReader, VerifierConfigError, erro
 
 KIND = "episode_reward"
 REWARDS = ("environment", "verifier")
+AGGREGATES = ("last", "sum")
 REWARD_DISAGREEMENT = "rewards disagree"
 _NOT_CHECKS = (KIND, "state_check")
 
@@ -43,6 +48,8 @@ class EpisodeRewardConfig:
     pass_at: float
     reward_arguments: dict[str, Any]
     check: dict[str, Any] | None
+    aggregate: str = "last"
+    seed: int | None = None
 
 
 def parse_config(raw: dict[str, Any]) -> EpisodeRewardConfig:
@@ -50,8 +57,11 @@ def parse_config(raw: dict[str, Any]) -> EpisodeRewardConfig:
 
     reader = ConfigReader(raw, kind=KIND)
     reward = reader.string("reward", choices=REWARDS)
-    pass_at = reader.number("pass_at", 1.0, minimum=0.0, maximum=1.0, exclusive_minimum=True)
+    # No upper bound: an OpenEnv environment's rewards are its own scale (MCP reward tools give [0, 1]).
+    pass_at = reader.number("pass_at", 1.0, minimum=0.0, exclusive_minimum=True)
     reward_arguments = reader.mapping("reward_arguments", {})
+    aggregate = reader.string("aggregate", "last", choices=AGGREGATES)
+    seed = reader.integer("seed", minimum=0) if reader.has("seed") else None
     check = reader.mapping("check") if reader.has("check") else None
     reader.finish()
     if reward == "verifier" and check is None:
@@ -65,7 +75,14 @@ def parse_config(raw: dict[str, Any]) -> EpisodeRewardConfig:
             verifiers.validate_config(check)
         except VerifierConfigError as error:
             raise VerifierConfigError(f"check.{error.field}", error.problem) from None
-    return EpisodeRewardConfig(reward=reward, pass_at=pass_at, reward_arguments=reward_arguments, check=check)
+    return EpisodeRewardConfig(
+        reward=reward,
+        pass_at=pass_at,
+        reward_arguments=reward_arguments,
+        check=check,
+        aggregate=aggregate,
+        seed=seed,
+    )
 
 
 def is_episode(completion: Any) -> bool:
@@ -83,9 +100,18 @@ def final_message(completion: Any) -> str:
     return ""
 
 
-def environment_reward(completion: Any) -> tuple[float | None, str]:
-    """The environment's reward in an episode, and its detail (None and why when there is none)."""
+def environment_reward(completion: Any, *, aggregate: str = "last") -> tuple[float | None, str]:
+    """The environment's reward in an episode, and its detail (None and why when there is none).
+    `aggregate` "sum": the sum of an OpenEnv episode's step rewards (0 when it took no step)."""
     state = completion.get("final_state") if is_episode(completion) else None
+    if aggregate == "sum":
+        steps = state.get("step_rewards") if isinstance(state, Mapping) else None
+        if not isinstance(steps, list):
+            return None, "the environment gave no step rewards to sum (aggregate 'sum' is for OpenEnv servers)"
+        given = [reward for reward in steps if isinstance(reward, (int, float)) and not isinstance(reward, bool)]
+        if steps and not given:
+            return None, "the environment gave no reward for any step"
+        return float(sum(given)), f"the sum of {len(steps)} step rewards"
     entries = state.get("environment_reward") if isinstance(state, Mapping) else None
     if not entries or not isinstance(entries, list) or not isinstance(entries[0], Mapping):
         return None, "the server gave no environment reward (it has no reward tool, or the episode did not end)"
@@ -106,9 +132,9 @@ def check(config: EpisodeRewardConfig, *, completion: Any, answer: str | None, p
         )
     if not is_episode(completion):
         if passband is None:
-            return failed("not an episode: the environment's reward needs an episode on the MCP server")
+            return failed("not an episode: the environment's reward needs an episode on its server")
         return Check(passband.outcome, f"offline, the Passband check judges: {passband.detail}")
-    reward, reward_detail = environment_reward(completion)
+    reward, reward_detail = environment_reward(completion, aggregate=config.aggregate)
     environment_passes = None if reward is None else reward >= config.pass_at
     verifier_passes = (
         None if passband is None or passband.outcome not in ("pass", "fail") else passband.outcome == "pass"

@@ -74,7 +74,7 @@ def test_text_is_judged_offline_by_the_check_so_audits_work():
     problems = verifiers.audit(verifier={"kind": "episode_reward", "reward": "environment"}, answer="42")
     assert problems == [
         "the reference answer does not pass its verifier: fail (not an episode: the environment's reward needs an "
-        "episode on the MCP server)"
+        "episode on its server)"
     ]
 
 
@@ -90,9 +90,45 @@ def test_text_is_judged_offline_by_the_check_so_audits_work():
         ),
         ({"reward": "environment", "check": {"kind": "state_check"}}, "check.kind: must be a verifier of the final"),
         ({"reward": "environment", "reward_args": {}}, "reward_args: unknown field"),
+        ({"reward": "environment", "aggregate": "mean"}, "aggregate: must be one of 'last', 'sum'"),
+        ({"reward": "environment", "seed": -1}, "seed: must be an integer >= 0"),
+        ({"reward": "environment", "seed": "7"}, "seed: must be an integer"),
     ],
 )
 def test_configs_are_checked_naming_the_field(config, message):
     with pytest.raises(VerifierConfigError) as raised:
         verifiers.validate_config({"kind": "episode_reward", **config})
     assert str(raised.value).startswith(message)
+
+
+def openenv_episode(step_rewards, *, last):
+    """An OpenEnv episode's final state (engine/episodes/remote_openenv.py): the last reward and each step's."""
+    completion = episode(last, "")
+    completion["final_state"]["step_rewards"] = step_rewards
+    return completion
+
+
+@pytest.mark.parametrize(
+    ("aggregate", "step_rewards", "last", "outcome", "reward"),
+    [
+        # An OpenEnv environment's rewards are its own scale: pass_at 2 with a running total.
+        ("sum", [1.0, 0.5, 1.0], 1.0, "pass", 1.0),
+        ("sum", [1.0, 0.5], 0.5, "fail", 0.0),
+        ("last", [1.0, 0.5, 1.0], 1.0, "fail", 0.0),
+        ("last", [0.0, 2.5], 2.5, "pass", 1.0),
+        # No step taken: the sum is 0, a fail, never an error.
+        ("sum", [], 0.0, "fail", 0.0),
+        # Steps that all gave no reward: no evidence.
+        ("sum", [None, None], None, "error", None),
+    ],
+)
+def test_an_openenv_reward_is_the_last_or_the_sum_of_the_step_rewards(aggregate, step_rewards, last, outcome, reward):
+    verifier = {"kind": "episode_reward", "reward": "environment", "aggregate": aggregate, "pass_at": 2.0, "seed": 7}
+    verdict = verifiers.verify(verifier=verifier, completion=openenv_episode(step_rewards, last=last), answer="x")
+    assert (verdict.outcome, verdict.reward) == (outcome, reward)
+
+
+def test_a_sum_over_an_episode_without_step_rewards_is_an_error_saying_so():
+    verifier = {"kind": "episode_reward", "reward": "environment", "aggregate": "sum"}
+    verdict = verifiers.verify(verifier=verifier, completion=episode(1.0, "42"), answer="42")
+    assert verdict.outcome == "error" and "no step rewards to sum" in verdict.detail
