@@ -47,6 +47,7 @@ class RepoTaskSpec:
     timeout_seconds: float = 60.0
     memory_mb: int = 2048
     max_processes: int = 16
+    extra_test_files: tuple[str, ...] = ()  # run these whole too (building a task: every test)
 
     @property
     def test_ids(self) -> tuple[str, ...]:
@@ -54,7 +55,7 @@ class RepoTaskSpec:
 
     @property
     def test_files(self) -> tuple[str, ...]:
-        return tuple(sorted({test_id.split("::", 1)[0] for test_id in self.test_ids}))
+        return tuple(sorted({test_id.split("::", 1)[0] for test_id in self.test_ids} | set(self.extra_test_files)))
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class GradeResult:
     dropped: tuple[str, ...] = ()
     output: str = ""
     seconds: float | None = None
+    collect_errors: tuple[str, ...] = ()  # "path: error" for test files pytest could not import
 
     def failing(self, test_ids: Iterable[str]) -> list[TestResult]:
         return [
@@ -166,7 +168,13 @@ def judge(*, task: RepoTaskSpec, result: dict[str, Any], dropped: tuple[str, ...
     if result.get("timed_out"):
         return GradeResult("timeout", f"the tests ran past {task.timeout_seconds:g} s", dropped=dropped, output=output)
     tests, session = read_records(str(result.get("records", "")), nonce=str(result["child_nonce"]))
-    common = {"tests": tests, "dropped": dropped, "output": output, "seconds": seconds}
+    common = {
+        "tests": tests,
+        "dropped": dropped,
+        "output": output,
+        "seconds": seconds,
+        "collect_errors": tuple(session["collect_errors"]),
+    }
     problems = []
     if result.get("changed_during_run"):
         problems.append("test files changed during the run: " + ", ".join(result["changed_during_run"]))
@@ -198,7 +206,7 @@ def read_records(text: str, *, nonce: str) -> tuple[dict[str, TestResult], dict[
     """Per test id, the outcome the records prove; and the session's ``finished``/``changed``."""
     phases: dict[str, dict[str, dict[str, Any]]] = {}
     unwrapped: set[str] = set()
-    session: dict[str, Any] = {"finished": False, "changed": []}
+    session: dict[str, Any] = {"finished": False, "changed": [], "collect_errors": []}
     changed: set[str] = set()
     for line in text.splitlines():
         try:
@@ -211,6 +219,8 @@ def read_records(text: str, *, nonce: str) -> tuple[dict[str, TestResult], dict[
         if event == "report":
             phases.setdefault(str(record.get("id")), {})[str(record.get("when"))] = record
             changed.update(record.get("changed") or [])
+        elif event == "collect_error":
+            session["collect_errors"].append(f"{record.get('id')}: {str(record.get('text', ''))[-1500:]}")
         elif event == "unwrapped":
             unwrapped.add(str(record.get("id")))
         elif event == "finish":

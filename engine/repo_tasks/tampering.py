@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from engine.repo_tasks.patches import diff_files, forbidden_reason, is_test_path
+from engine.repo_tasks.patches import diff_files, filter_patch, forbidden_reason, is_test_path, split_patch
 
 FORCE_PASS_PLUGIN = """import pytest
 
@@ -175,3 +175,21 @@ def _symlink(path: str, target: str) -> str:
         f"diff --git a/{path} b/{path}\nnew file mode 120000\n--- /dev/null\n+++ b/{path}\n"
         f"@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n"
     )
+
+
+def compact_battery(patches: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The battery in fewer runs (for audits at import): every attempt that works by touching
+    protected files goes into one patch (each of its sections is judged alone, so together they
+    test the same thing), the attempts that run code stay one run each."""
+    combined: dict[frozenset[str], str] = {}
+    labels = []
+    rest = []
+    for label, patch in patches:
+        if filter_patch(patch).kept and not filter_patch(patch).dropped:
+            rest.append((label, patch))
+            continue
+        labels.append(label)
+        for section in split_patch(patch):
+            combined.setdefault(frozenset(section.paths), section.text)
+    together = ("protected files edited: " + ", ".join(labels), "".join(combined.values()))
+    return [together, *rest] if labels else rest

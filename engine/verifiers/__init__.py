@@ -32,6 +32,7 @@ from engine.verifiers.kinds import (
     numeric,
     reasoning_gym,
     regex,
+    repo_tests,
     state_check,
     tool_calls,
 )
@@ -65,6 +66,7 @@ _MODULES: dict[str, ModuleType] = {
         state_check,
         episode_reward,
         reasoning_gym,
+        repo_tests,
     )
 }
 KINDS: tuple[str, ...] = tuple(_MODULES)
@@ -199,6 +201,9 @@ def audit(*, verifier: dict[str, Any], answer: str | None, prompt: str | list[An
         module, config = _parse(verifier)
     except VerifierConfigError as error:
         return [f"verifier config: {error}"]
+    audit_task = getattr(module, "audit_task", None)
+    if audit_task is not None:  # a kind whose audit needs more than pass/fail (repo_tests)
+        return list(dict.fromkeys(audit_task(config, answer)))
     problems: list[str] = []
     show_detail = getattr(module, "AUDIT_SHOWS_DETAIL", True)
 

@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from engine.repo_tasks import snapshots
+from engine.repo_tasks.tampering import compact_battery, tampering_patches
 from engine.verifiers import _parse, _run_check
 from engine.verifiers.base import Verdict, VerifierConfigError
 
@@ -125,6 +127,8 @@ def battery(*, kind: str, config: Any, answer: str | None, prompt: str | list[An
         return probes + _code_probes(config, prompt_text(prompt))
     if kind == "reasoning_gym":
         return probes + _answer_tag_probes(answer, prompt_text(prompt))
+    if kind == "repo_tests":
+        return probes + _repo_probes(config)
     if kind not in TEXT_KINDS:
         return probes
     text = prompt_text(prompt)
@@ -143,6 +147,18 @@ def battery(*, kind: str, config: Any, answer: str | None, prompt: str | list[An
             Probe("a huge output", _huge(answer, other)),
         ]
     return probes
+
+
+def _repo_probes(config: Any) -> list[Probe]:
+    """The tampering battery of repository tasks (engine/repo_tasks/tampering.py), as answers."""
+    files = {}
+    for path, data in snapshots.read_files(snapshots.load(config.snapshot)).items():
+        try:
+            files[path] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    battery = compact_battery(tampering_patches(files, test_files=list(config.test_files)))
+    return [Probe(f"tampering: {label}", f"```diff\n{patch}```") for label, patch in battery]
 
 
 def _answer_tag_probes(answer: str | None, text: str) -> list[Probe]:

@@ -8,8 +8,9 @@ from django.core.management.base import BaseCommand
 from calibration import demo
 from calibration import services as calibration_services
 from calibration.models import ProbeModel
-from curation import imports, services
+from curation import imports, repo_demo, services
 from curation.models import Environment
+from curation.repo_snapshots import snapshot_store
 from engine.backends import model_store
 from engine.episodes.backoffice_tasks import backoffice_tasks
 
@@ -43,6 +44,17 @@ ENVIRONMENTS = [
         "the model's words. The reference answer is the list of tool calls that solves the task.",
         "default_verifier": {},
         "tasks": lambda: backoffice_tasks(),
+    },
+    {
+        "name": "repositories",
+        "title": "Repository bug fixes",
+        "domain": "code",
+        "description": "Bugs injected into the inflection library, SWE-smith style: an issue, the repository, "
+        "hidden tests. The model answers with a patch, graded in a fresh copy in the sandbox.",
+        "guidelines": "An issue written from the failing behaviour; FAIL_TO_PASS and PASS_TO_PASS test ids; "
+        "the reference patch is the answer. See docs/repository-tasks.md.",
+        "default_verifier": {},
+        "tasks": lambda: repo_demo.task_rows(store=snapshot_store),
     },
 ]
 
