@@ -1,0 +1,115 @@
+"""Repository tasks probed through a real Celery worker: an oracle answering with the reference
+patch passes every demo task, an empty answer fails every one, every tampering patch fails, and a
+hanging test is a timeout. The models are the test server over HTTP, scripted per task."""
+
+import re
+
+import pytest
+
+from calibration import services
+from calibration.models import Campaign, Outcome, Rollout
+from curation import repo_demo
+from curation.repo_snapshots import snapshot_store
+from curation.services import environment_create
+from engine.repo_tasks.tampering import tampering_patches
+from tests.engine.repo_tasks.tiny_repo import FILES, HANGING_PATCH, HIDDEN_TESTS, SNAPSHOT, SPEC
+from tests.factories import import_tasks
+from tests.support.openai_server import OpenAITestServer
+from tests.support.workers import flush_broker, running_worker, wait_for
+
+pytestmark = pytest.mark.workers
+
+MAX_NEW_TOKENS = 20_000  # the test server's tokens are bytes; the longest tampering patch is a few kB
+_KEY = re.compile(r"\[(tiny-[\w-]+)\]")
+
+
+def tiny_rows(patches: dict[str, str]) -> list[dict]:
+    """One task on the tiny repository per scripted answer; the prompt names its key."""
+    digest = snapshot_store(data=SNAPSHOT).digest
+    assert digest == SPEC.snapshot
+    return [
+        {
+            "key": key,
+            "prompt": f"[{key}] clamp() ignores its upper bound. Answer with a unified diff.",
+            "answer": "unused",
+            "verifier": {
+                "kind": "repo_tests",
+                "snapshot": digest,
+                "fail_to_pass": list(SPEC.fail_to_pass),
+                "pass_to_pass": list(SPEC.pass_to_pass),
+                "hidden_tests": {"tests/test_ops.py": HIDDEN_TESTS},
+                "timeout_seconds": 5 if key == "tiny-hang" else 30,
+            },
+        }
+        for key in patches
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_oracle_passes_empty_fails_tampering_fails_and_a_hang_times_out(alice, settings, tmp_path):
+    var = tmp_path / "var"
+    settings.MEDIA_ROOT = var / "media"  # the worker reads the snapshots from the same storage
+    demo = environment_create(name="repositories", domain="code")
+    rows = list(repo_demo.task_rows(store=snapshot_store))
+    assert import_tasks(demo, alice, *rows).ok
+    battery = dict(tampering_patches(FILES, test_files=list(SPEC.test_files)))
+    scripted = {f"tiny-tamper-{index}": patch for index, patch in enumerate(battery.values())}
+    scripted["tiny-hang"] = HANGING_PATCH
+    tiny = environment_create(name="tiny", domain="code")
+    assert import_tasks(tiny, alice, *tiny_rows(scripted)).ok
+
+    references = {row["prompt"]: row["answer"] for row in rows}
+
+    def oracle(prompt_text, seed):
+        return references[max((prompt for prompt in references if prompt in prompt_text), key=len)]
+
+    def scripted_answer(prompt_text, seed):
+        return f"```diff\n{scripted[_KEY.search(prompt_text).group(1)]}```"
+
+    flush_broker()
+    with (
+        OpenAITestServer(respond=oracle) as oracle_server,
+        OpenAITestServer(respond=lambda prompt_text, seed: "I could not find the bug.") as empty_server,
+        OpenAITestServer(respond=scripted_answer) as tamper_server,
+    ):
+        models = {
+            name: services.probe_model_add(
+                name=name, backend="openai", base_url=server.base_url, model=name, max_new_tokens=MAX_NEW_TOKENS
+            )
+            for name, server in (("oracle", oracle_server), ("empty", empty_server), ("tamper", tamper_server))
+        }
+        campaigns = {
+            name: services.campaign_start(
+                environment=environment, probe_model=models[name], created_by=alice, rollouts=1, round_size=1, seed=3
+            )
+            for name, environment in (("oracle", demo), ("empty", demo), ("tamper", tiny))
+        }
+        with running_worker(
+            queues="default,generate,verify",
+            concurrency=1,
+            extra_env={"PASSBAND_VAR_DIR": str(var)},
+            log_path=tmp_path / "worker.log",
+        ):
+            wait_for(
+                lambda: all(Campaign.objects.get(pk=c.pk).status == Campaign.Status.DONE for c in campaigns.values()),
+                timeout=900,
+                what="the worker to finish the three campaigns",
+            )
+
+    def outcomes(name):
+        rollouts = Rollout.objects.filter(campaign=campaigns[name]).select_related("task_version__task")
+        return {rollout.task_version.task.key: (rollout.outcome, rollout.detail) for rollout in rollouts}
+
+    oracle_outcomes = outcomes("oracle")
+    assert len(oracle_outcomes) == len(rows)
+    assert {key: outcome for key, (outcome, _) in oracle_outcomes.items() if outcome != Outcome.PASS} == {}
+    empty_outcomes = outcomes("empty")
+    assert len(empty_outcomes) == len(rows)
+    assert {outcome for outcome, _ in empty_outcomes.values()} == {Outcome.FAIL}
+    assert {detail for _, detail in empty_outcomes.values()} == {"the answer holds no unified diff"}
+    tamper_outcomes = outcomes("tamper")
+    assert tamper_outcomes.pop("tiny-hang")[0] == Outcome.TIMEOUT
+    labels = list(battery)
+    assert {
+        labels[int(key.rsplit("-", 1)[1])]: outcome for key, (outcome, _) in tamper_outcomes.items()
+    } == dict.fromkeys(labels, Outcome.FAIL)
