@@ -168,7 +168,7 @@ def judge(*, task: RepoTaskSpec, result: dict[str, Any], dropped: tuple[str, ...
     if result.get("timed_out"):
         return GradeResult("timeout", f"the tests ran past {task.timeout_seconds:g} s", dropped=dropped, output=output)
     tests, session = read_records(str(result.get("records", "")), nonce=str(result["child_nonce"]))
-    common = {
+    common: dict[str, Any] = {
         "tests": tests,
         "dropped": dropped,
         "output": output,

@@ -93,7 +93,7 @@ def main() -> None:
             completed.add(nodeid)
             return result
 
-        passband_test.__wrapped__ = function
+        passband_test.__wrapped__ = function  # type: ignore[attr-defined]
         return passband_test
 
     sys.path.insert(0, repo)

@@ -45,7 +45,7 @@ def main():
     repo = os.path.join(work, "repo")
     private = os.path.join(work, ".grader")
     os.makedirs(private)
-    result = {"applied": True}
+    result: dict = {"applied": True}
     original = extract(base64.b64decode(request["snapshot"]), repo)
     if request["patch"].strip():
         applied, output = apply_patch(repo, request["patch"], private)
@@ -92,6 +92,8 @@ def extract(data, repo):
                 continue
             os.makedirs(os.path.dirname(target), exist_ok=True)
             source = archive.extractfile(member)
+            if source is None:
+                continue
             with open(target, "wb") as handle:
                 shutil.copyfileobj(source, handle)
             names.add(name)
@@ -171,7 +173,7 @@ def remove(path):
 
 
 def digests(repo, paths):
-    found = {}
+    found: dict = {}
     for path in paths:
         try:
             with open(os.path.join(repo, path), "rb") as handle:
@@ -201,7 +203,7 @@ def run_tests(request, repo, private):
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
     arguments = list(request["pytest_args"]) + ["--rootdir", repo] + list(request["test_files"])
-    chunks = []
+    chunks: list = []
     started = time.monotonic()
     with open(output_path, "wb") as output:
         try:
@@ -236,7 +238,7 @@ def run_tests(request, repo, private):
         reader.start()
         timed_out = False
         try:
-            exit_code = child.wait(timeout=request["test_timeout_seconds"])
+            exit_code: int | None = child.wait(timeout=request["test_timeout_seconds"])
         except subprocess.TimeoutExpired:
             timed_out = True
             exit_code = None
