@@ -19,6 +19,7 @@ from typing import Any
 
 from engine.repo_tasks import snapshots
 from engine.repo_tasks.patches import diff_files
+from engine.repo_tasks.world import TOOL_SCHEMAS
 
 DATA = Path(__file__).with_name("demo_data")
 SDIST = DATA / "inflection-0.5.1.tar.gz"
@@ -37,6 +38,13 @@ Here is `{source_file}`:
 
 Fix the bug in the library (not in the tests). Answer with a unified diff against the repository
 in one ```diff block, with paths like a/{source_file} and b/{source_file}."""
+EPISODE_PROMPT = """You are working in the repository of the Python library `inflection` (version 0.5.1).
+A user reported this issue:
+
+{issue}
+
+Use the tools to read the code, fix the bug in the library (not in the tests) and run the tests.
+Reply without a tool call when you are done: your edits to the repository are graded."""
 
 
 def pristine_files() -> dict[str, str]:
@@ -76,9 +84,10 @@ def load_definitions() -> dict[str, Any]:
     return json.loads(TASKS_FILE.read_text(encoding="utf-8"))
 
 
-def task_rows(*, store: Any) -> Iterator[dict[str, Any]]:
+def task_rows(*, store: Any, episodes: bool = False) -> Iterator[dict[str, Any]]:
     """Import rows (the README's task format) for every demo task; ``store(data=bytes)`` stores
-    each snapshot and returns its SnapshotInfo (``curation.repo_snapshots.snapshot_store``)."""
+    each snapshot and returns its SnapshotInfo (``curation.repo_snapshots.snapshot_store``).
+    With ``episodes`` the tasks are multi-turn: the repository world's tools, no code in the prompt."""
     definitions = load_definitions()
     pristine = pristine_files()
     passing = definitions["passing_tests"]
@@ -87,9 +96,11 @@ def task_rows(*, store: Any) -> Iterator[dict[str, Any]]:
         info = store(data=snapshot_bytes(buggy))
         fail_to_pass = bug["fail_to_pass"]
         reference = diff_files(buggy, pristine)
+        prompt = PROMPT.format(issue=bug["issue"], source_file=SOURCE_FILE, source=buggy[SOURCE_FILE])
         yield {
-            "key": bug["key"],
-            "prompt": PROMPT.format(issue=bug["issue"], source_file=SOURCE_FILE, source=buggy[SOURCE_FILE]),
+            "key": bug["key"] + ("-tools" if episodes else ""),
+            "prompt": EPISODE_PROMPT.format(issue=bug["issue"]) if episodes else prompt,
+            **({"tools": TOOL_SCHEMAS} if episodes else {}),
             "answer": f"```diff\n{reference}```",
             "verifier": {
                 "kind": "repo_tests",

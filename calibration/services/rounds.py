@@ -42,7 +42,10 @@ from engine.episodes import plugins
 from engine.episodes import world as episode_world
 from engine.episodes.remote_mcp import McpSchemaError, McpUnavailable, McpWorld
 from engine.episodes.runner import EpisodeLimits, run_episode
-from engine.verifiers.kinds import episode_reward
+from engine.repo_tasks import snapshots as repo_snapshots
+from engine.repo_tasks.world import ENVIRONMENT as REPO_ENVIRONMENT
+from engine.repo_tasks.world import RepoWorld
+from engine.verifiers.kinds import episode_reward, repo_tests
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +64,8 @@ def is_tool_task(version: TaskVersion) -> bool:
     environment is an MCP server (whose tools the session lists)."""
     if version.task.environment.kind == Environment.Kind.MCP:
         return True
+    if (version.verifier or {}).get("kind") == repo_tests.KIND:
+        return bool(version.tools)  # a repository episode (engine/repo_tasks/world.py)
     return bool(version.tools) and bool((version.verifier or {}).get("environment"))
 
 
@@ -73,7 +78,16 @@ def _episodes_generate(
     sandbox), or one session of the environment's MCP server per rollout (engine/episodes/remote_mcp.py).
     A rollout the MCP server failed (McpUnavailable) is an infrastructure failure: no transcript."""
     server = version.task.environment.mcp_server if version.task.environment.kind == Environment.Kind.MCP else None
-    if server is None:
+    repository = None
+    if server is None and version.verifier.get("kind") == repo_tests.KIND:
+        try:
+            repository = repo_snapshots.load(version.verifier["snapshot"])
+        except repo_snapshots.SnapshotError as error:
+            # This worker cannot read the snapshot (storage down, not shared): the samples wait, no attempt counts.
+            logger.error("task version %s: %s", version.pk, error)
+            failed = [backends.Generation.failed(seed=seed, error=f"on this worker: {error}") for seed in seeds]
+            return failed, [{} for _ in seeds]
+    elif server is None:
         try:
             episode_world.environment(version.verifier["environment"])
         except plugins.UnknownEnvironment as error:
@@ -90,6 +104,22 @@ def _episodes_generate(
     generations: list[backends.Generation] = []
     episodes: list[dict | None] = []
     for seed in seeds:
+        if repository is not None:
+            # A fresh copy of the repository per rollout: the world is the rollout's own overlay.
+            episode = run_episode(
+                backend=backend,
+                messages=version.prompt,
+                tools=version.tools,
+                environment=REPO_ENVIRONMENT,
+                world_seed=0,
+                seed=seed,
+                params=params,
+                limits=limits,
+                world=RepoWorld(snapshot=repository),
+            )
+            generations.append(episode.generation)
+            episodes.append(episode.transcript)
+            continue
         if server is None:
             episode = run_episode(
                 backend=backend,

@@ -169,7 +169,8 @@ class World(Protocol):
 
     def call(self, name: str, arguments: Any) -> ToolResult: ...
 
-    def state(self) -> dict[str, list[dict[str, Any]]]: ...
+    # A plug-in world's tables ({table: [rows]}); a repository world's edits (engine/repo_tasks/world.py).
+    def state(self) -> dict[str, Any]: ...
 
 
 class LocalWorld:

@@ -2,6 +2,7 @@
 patch passes every demo task, an empty answer fails every one, every tampering patch fails, and a
 hanging test is a timeout. The models are the test server over HTTP, scripted per task."""
 
+import json
 import re
 
 import pytest
@@ -21,6 +22,21 @@ pytestmark = pytest.mark.workers
 
 MAX_NEW_TOKENS = 20_000  # the test server's tokens are bytes; the longest tampering patch is a few kB
 _KEY = re.compile(r"\[(tiny-[\w-]+)\]")
+
+
+def run_to_the_end(campaigns, *, var, tmp_path):
+    """A real worker (reading snapshots from the test's storage) until every campaign is done."""
+    with running_worker(
+        queues="default,generate,verify",
+        concurrency=1,
+        extra_env={"PASSBAND_VAR_DIR": str(var)},
+        log_path=tmp_path / "worker.log",
+    ):
+        wait_for(
+            lambda: all(Campaign.objects.get(pk=c.pk).status == Campaign.Status.DONE for c in campaigns),
+            timeout=900,
+            what="the worker to finish the campaigns",
+        )
 
 
 def tiny_rows(patches: dict[str, str]) -> list[dict]:
@@ -84,17 +100,7 @@ def test_oracle_passes_empty_fails_tampering_fails_and_a_hang_times_out(alice, s
             )
             for name, environment in (("oracle", demo), ("empty", demo), ("tamper", tiny))
         }
-        with running_worker(
-            queues="default,generate,verify",
-            concurrency=1,
-            extra_env={"PASSBAND_VAR_DIR": str(var)},
-            log_path=tmp_path / "worker.log",
-        ):
-            wait_for(
-                lambda: all(Campaign.objects.get(pk=c.pk).status == Campaign.Status.DONE for c in campaigns.values()),
-                timeout=900,
-                what="the worker to finish the three campaigns",
-            )
+        run_to_the_end(campaigns.values(), var=var, tmp_path=tmp_path)
 
     def outcomes(name):
         rollouts = Rollout.objects.filter(campaign=campaigns[name]).select_related("task_version__task")
@@ -113,3 +119,53 @@ def test_oracle_passes_empty_fails_tampering_fails_and_a_hang_times_out(alice, s
     assert {
         labels[int(key.rsplit("-", 1)[1])]: outcome for key, (outcome, _) in tamper_outcomes.items()
     } == dict.fromkeys(labels, Outcome.FAIL)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_oracle_agent_applying_the_reference_patch_through_the_tools_passes_every_demo_task(
+    alice, settings, tmp_path
+):
+    var = tmp_path / "var"
+    settings.MEDIA_ROOT = var / "media"
+    episodes = environment_create(name="repository-episodes", domain="code")
+    rows = list(repo_demo.task_rows(store=snapshot_store, episodes=True))
+    assert all(row["tools"] for row in rows)
+    assert import_tasks(episodes, alice, *rows).ok
+    patches = {row["prompt"]: row["answer"].removeprefix("```diff\n").removesuffix("```") for row in rows}
+
+    def oracle_agent(prompt_text, seed):
+        if prompt_text.count("<assistant>") > 1:
+            return "I applied the fix."
+        patch = patches[max((prompt for prompt in patches if prompt in prompt_text), key=len)]
+        return f"<tool_call>{json.dumps({'name': 'apply_diff', 'arguments': {'diff': patch}})}</tool_call>"
+
+    flush_broker()
+    with (
+        OpenAITestServer(respond=oracle_agent, tool_parser=True) as oracle_server,
+        OpenAITestServer(respond=lambda prompt_text, seed: "Nothing to do.", tool_parser=True) as idle_server,
+    ):
+        campaigns = {
+            name: services.campaign_start(
+                environment=episodes,
+                probe_model=services.probe_model_add(
+                    name=name, backend="openai", base_url=server.base_url, model=name, max_new_tokens=MAX_NEW_TOKENS
+                ),
+                created_by=alice,
+                rollouts=1,
+                round_size=1,
+                seed=4,
+            )
+            for name, server in (("oracle-agent", oracle_server), ("idle", idle_server))
+        }
+        run_to_the_end(campaigns.values(), var=var, tmp_path=tmp_path)
+
+    oracle_rollouts = list(Rollout.objects.filter(campaign=campaigns["oracle-agent"]))
+    assert len(oracle_rollouts) == len(rows)
+    assert [(r.outcome, r.detail) for r in oracle_rollouts if r.outcome != Outcome.PASS] == []
+    for rollout in oracle_rollouts:
+        assert rollout.episode["environment"] == "repository"
+        assert rollout.episode["counts"]["tool_calls"] == rollout.episode["counts"]["ok"] == 1
+        assert rollout.episode["final_state"]["files_changed"] == ["inflection/__init__.py"]
+    idle = Rollout.objects.filter(campaign=campaigns["idle"])
+    assert idle.count() == len(rows)
+    assert set(idle.values_list("outcome", "detail")) == {(Outcome.FAIL, "the episode changed no file")}

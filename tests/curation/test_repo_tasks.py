@@ -125,3 +125,13 @@ def test_the_demo_set_imports_and_a_sample_passes_its_audits(repositories, alice
     assert report.audit_failures == [] and report.gameable == []
     report = import_tasks(repositories, alice, *rows[2:])
     assert len(report.created) == len(rows) - 2
+
+
+def test_a_repository_task_may_only_declare_the_repository_worlds_tools(repositories, alice):
+    task = tiny_task(FILES)
+    task["tools"] = [{"type": "function", "function": {"name": "rm_rf", "parameters": {"type": "object"}}}]
+    with pytest.raises(ImportRejected) as rejected:
+        import_tasks(repositories, alice, task)
+    [problem] = rejected.value.report.problems
+    assert problem.field == "tools"
+    assert problem.reason.startswith("tool 0 (rm_rf) is not a tool of the repository world, whose tools are list_files")

@@ -56,6 +56,17 @@ ENVIRONMENTS = [
         "default_verifier": {},
         "tasks": lambda: repo_demo.task_rows(store=snapshot_store),
     },
+    {
+        "name": "repository-episodes",
+        "title": "Repository bug fixes, with tools",
+        "domain": "code",
+        "description": "The same bugs as multi-turn episodes: the model lists, reads and searches files, edits them, "
+        "applies diffs and runs the tests on its own copy of the repository in the sandbox; its edits are graded.",
+        "guidelines": "Declare the repository world's tools; the reference answer is the reference patch. "
+        "See docs/repository-tasks.md.",
+        "default_verifier": {},
+        "tasks": lambda: repo_demo.task_rows(store=snapshot_store, episodes=True),
+    },
 ]
 
 

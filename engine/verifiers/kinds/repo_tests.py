@@ -66,15 +66,27 @@ def parse_config(raw: dict[str, Any]) -> RepoTaskSpec:
 
 
 def check(config: RepoTaskSpec, *, completion: Any, answer: str | None = None, prompt: Any = None) -> Check:
-    patch = extract_patch(completion_text(completion))
+    episode_patch = _episode_patch(completion)
+    patch = episode_patch if episode_patch is not None else extract_patch(completion_text(completion))
     if not patch.strip():
-        return Check("fail", "the answer holds no unified diff")
+        what = "the episode changed no file" if episode_patch is not None else "the answer holds no unified diff"
+        return Check("fail", what)
     try:
         data = snapshots.load(config.snapshot)
     except snapshots.SnapshotError as error:
         return errored(str(error))
     result = grade(task=config, snapshot=data, patch=patch)
     return Check(result.outcome, result.detail)
+
+
+def _episode_patch(completion: Any) -> str | None:
+    """A repository episode's edits (its final state's ``patch``); None when the completion is not one."""
+    if isinstance(completion, dict) and isinstance(completion.get("final_state"), dict):
+        patch = completion["final_state"].get("patch")
+        return patch if isinstance(patch, str) else ""
+    if isinstance(completion, dict) and "turns" in completion:
+        return ""  # an episode that ended without a readable state (a tool timeout): nothing to grade
+    return None
 
 
 def audit_task(config: RepoTaskSpec, answer: str | None) -> list[str]:
