@@ -6,7 +6,9 @@ For each of the first demo tasks (inflection 0.5.1, 455 tests): the median wall 
 ``engine.repo_tasks.grading.grade`` with the reference patch (fresh copy unpacked in the sandbox,
 patch applied, clean-up, pytest in a child process, evidence read back) and of ``python -m pytest``
 on an already patched copy on disk with the same test file and options. The difference is the
-sandbox's and the fresh copy's cost per test run.
+sandbox's and the fresh copy's cost per test run. Then an episode's tool calls on one task's
+repository (each a sandbox run on a fresh copy with the rollout's overlay): ``read_file`` (whose
+direct cost is negligible: the whole figure is overhead) and ``run_tests`` on the same test file.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from curation.repo_demo import TEST_FILE, load_definitions, pristine_files, snap
 from engine.repo_tasks.grading import PYTEST_ARGS, RepoTaskSpec, grade  # noqa: E402
 from engine.repo_tasks.patches import diff_files  # noqa: E402
 from engine.repo_tasks.snapshots import digest_of  # noqa: E402
+from engine.repo_tasks.world import RepoWorld  # noqa: E402
 
 
 def main() -> None:
@@ -67,10 +70,24 @@ def main() -> None:
                 )
                 direct.append(time.perf_counter() - started)
     grade_median, direct_median = statistics.median(sandboxed), statistics.median(direct)
+    # Episode tool calls on the last task's repository: each is a sandbox run on a fresh copy + overlay.
+    world = RepoWorld(snapshot=data)
+    world.call("apply_diff", {"diff": patch})
+    reads, test_runs = [], []
+    for _ in range(options.repeat * 3):
+        started = time.perf_counter()
+        world.call("read_file", {"path": "inflection/__init__.py"})
+        reads.append(time.perf_counter() - started)
+    for _ in range(options.repeat):
+        started = time.perf_counter()
+        world.call("run_tests", {"paths": [TEST_FILE]})
+        test_runs.append(time.perf_counter() - started)
     print(f"tasks {options.tasks}, runs each {options.repeat}")
     print(f"grade() in the sandbox, median  {grade_median * 1000:.0f} ms")
     print(f"pytest directly, median         {direct_median * 1000:.0f} ms")
     print(f"overhead per test run           {(grade_median - direct_median) * 1000:.0f} ms")
+    print(f"episode read_file call, median  {statistics.median(reads) * 1000:.0f} ms")
+    print(f"episode run_tests call, median  {statistics.median(test_runs) * 1000:.0f} ms")
 
 
 if __name__ == "__main__":

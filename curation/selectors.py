@@ -81,3 +81,25 @@ def environment_worlds(*, environment: Environment, user: AbstractBaseUser) -> l
         except plugins.UnknownEnvironment as error:
             worlds.append(EnvironmentWorld(name=name, tasks=counts.get(name, 0), plugin=None, error=str(error)))
     return worlds
+
+
+def task_repository(*, task_version) -> dict | None:
+    """For a repository task's page: its snapshot's files, its tests and hidden test files (None for other kinds,
+    and for a snapshot the storage cannot give)."""
+    verifier = (task_version.verifier or {}) if task_version is not None else {}
+    if verifier.get("kind") != "repo_tests":
+        return None
+    from curation.repo_snapshots import snapshot_files
+    from engine.repo_tasks.snapshots import SnapshotError
+
+    try:
+        files = snapshot_files(digest=verifier["snapshot"])
+    except (OSError, SnapshotError):
+        files = None
+    return {
+        "digest": verifier["snapshot"],
+        "files": files,
+        "fail_to_pass": verifier.get("fail_to_pass") or [],
+        "pass_to_pass": verifier.get("pass_to_pass") or [],
+        "hidden_tests": sorted(verifier.get("hidden_tests") or {}),
+    }
