@@ -59,7 +59,7 @@ class RepoTaskSpec:
 
 
 @dataclass(frozen=True)
-class TestResult:
+class CaseResult:
     test_id: str
     outcome: str  # "passed", "failed", "error", "not run", "skipped", "forged"
     text: str = ""
@@ -69,15 +69,15 @@ class TestResult:
 class GradeResult:
     outcome: str  # "pass" | "fail" | "error" | "timeout"
     detail: str
-    tests: dict[str, TestResult] = field(default_factory=dict)
+    tests: dict[str, CaseResult] = field(default_factory=dict)
     dropped: tuple[str, ...] = ()
     output: str = ""
     seconds: float | None = None
     collect_errors: tuple[str, ...] = ()  # "path: error" for test files pytest could not import
 
-    def failing(self, test_ids: Iterable[str]) -> list[TestResult]:
+    def failing(self, test_ids: Iterable[str]) -> list[CaseResult]:
         return [
-            self.tests.get(test_id, TestResult(test_id, "not run")) for test_id in test_ids if not self.passed(test_id)
+            self.tests.get(test_id, CaseResult(test_id, "not run")) for test_id in test_ids if not self.passed(test_id)
         ]
 
     def passed(self, test_id: str) -> bool:
@@ -202,7 +202,7 @@ def judge(*, task: RepoTaskSpec, result: dict[str, Any], dropped: tuple[str, ...
     return GradeResult("pass", f"all {total} tests pass ({len(task.fail_to_pass)} FAIL_TO_PASS){suffix}", **common)
 
 
-def read_records(text: str, *, nonce: str) -> tuple[dict[str, TestResult], dict[str, Any]]:
+def read_records(text: str, *, nonce: str) -> tuple[dict[str, CaseResult], dict[str, Any]]:
     """Per test id, the outcome the records prove; and the session's ``finished``/``changed``."""
     phases: dict[str, dict[str, dict[str, Any]]] = {}
     unwrapped: set[str] = set()
@@ -227,36 +227,36 @@ def read_records(text: str, *, nonce: str) -> tuple[dict[str, TestResult], dict[
             session["finished"] = True
             changed.update(record.get("changed") or [])
     session["changed"] = sorted(changed)
-    tests: dict[str, TestResult] = {}
+    tests: dict[str, CaseResult] = {}
     for test_id, by_phase in phases.items():
         tests[test_id] = _test_outcome(test_id, by_phase, wrapped=test_id not in unwrapped)
     return tests, session
 
 
-def _test_outcome(test_id: str, by_phase: dict[str, dict[str, Any]], *, wrapped: bool) -> TestResult:
+def _test_outcome(test_id: str, by_phase: dict[str, dict[str, Any]], *, wrapped: bool) -> CaseResult:
     for when in ("setup", "call", "teardown"):
         phase = by_phase.get(when)
         if phase is not None and phase.get("outcome") == "failed":
-            return TestResult(test_id, "failed" if when == "call" else "error", str(phase.get("text", "")))
+            return CaseResult(test_id, "failed" if when == "call" else "error", str(phase.get("text", "")))
     call = by_phase.get("call")
     if call is None:
         skipped = any(phase.get("outcome") == "skipped" for phase in by_phase.values())
-        return TestResult(test_id, "skipped" if skipped else "not run")
+        return CaseResult(test_id, "skipped" if skipped else "not run")
     if call.get("outcome") != "passed":
-        return TestResult(test_id, str(call.get("outcome")))
+        return CaseResult(test_id, str(call.get("outcome")))
     if wrapped and not call.get("completed"):
-        return TestResult(test_id, "forged", "reported as passed, but the test function never returned")
+        return CaseResult(test_id, "forged", "reported as passed, but the test function never returned")
     if "teardown" not in by_phase:
-        return TestResult(test_id, "not run", "no teardown report")
-    return TestResult(test_id, "passed")
+        return CaseResult(test_id, "not run", "no teardown report")
+    return CaseResult(test_id, "passed")
 
 
-def _passed(tests: dict[str, TestResult], test_id: str) -> bool:
+def _passed(tests: dict[str, CaseResult], test_id: str) -> bool:
     result = tests.get(test_id)
     return result is not None and result.outcome == "passed"
 
 
-def _describe_failing(label: str, all_ids: tuple[str, ...], failing: list[str], tests: dict[str, TestResult]) -> str:
+def _describe_failing(label: str, all_ids: tuple[str, ...], failing: list[str], tests: dict[str, CaseResult]) -> str:
     shown = ", ".join(
         f"{test_id} ({tests[test_id].outcome if test_id in tests else 'not run'})" for test_id in failing[:3]
     )
