@@ -155,6 +155,8 @@ def sandbox_python(sandbox: Sandbox | None) -> str:
 def judge(*, task: RepoTaskSpec, result: dict[str, Any], dropped: tuple[str, ...], patch_kept: bool) -> GradeResult:
     """The verdict from the runner's result (see the module docstring for the rule)."""
     removed = result.get("removed") or []
+    if result.get("infra_error"):
+        return GradeResult("error", f"the grader could not run: {result['infra_error']}", dropped=dropped)
     if not result.get("applied", False):
         return GradeResult(
             "fail", "the patch does not apply: " + _last_lines(result.get("apply_output", "")), dropped=dropped

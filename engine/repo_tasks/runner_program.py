@@ -50,6 +50,10 @@ def main():
     if request["patch"].strip():
         applied, output = apply_patch(repo, request["patch"], private)
         result["apply_output"] = output[-OUTPUT_TAIL:]
+        if applied is None:  # git itself could not run: the grader's failure, not the patch's
+            result["infra_error"] = output
+            finish(nonce, result)
+            return
         if not applied:
             result["applied"] = False
             finish(nonce, result)
@@ -120,8 +124,10 @@ def apply_patch(repo, patch, private):
             capture_output=True,
             timeout=60,
         )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return False, "git apply could not run: " + str(error)
+    except subprocess.TimeoutExpired:
+        return False, "git apply ran past 60 s"
+    except Exception as error:  # noqa: BLE001 - no git, or a sandbox that forbids starting it
+        return None, "git apply could not run: " + str(error)
     output = (completed.stdout + completed.stderr).decode("utf-8", "replace")
     return completed.returncode == 0, output
 
@@ -227,7 +233,7 @@ def run_tests(request, repo, private):
                 pass_fds=(report_write, nonce_read),
                 start_new_session=True,
             )
-        except OSError as error:
+        except Exception as error:  # noqa: BLE001 - a sandbox that forbids starting it
             os.close(report_write)
             os.close(nonce_read)
             os.close(report_read)

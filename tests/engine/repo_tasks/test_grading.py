@@ -76,3 +76,15 @@ def test_tampering_riding_on_the_real_fix(label, patch):
     result = grade(task=SPEC, snapshot=SNAPSHOT, patch=patch)
     expected = "fail" if label in BREAK_THE_RUN else "pass"
     assert result.outcome == expected, f"{label}: {result.outcome} {result.detail}"
+
+
+def test_in_the_fallback_isolation_grading_is_an_error_not_a_wrong_answer():
+    """The fallback sandbox forbids starting processes: neither git nor pytest can run there."""
+    fallback = Sandbox(isolation="fallback")
+    try:
+        with_patch = grade(task=SPEC, snapshot=SNAPSHOT, patch=REFERENCE_PATCH, sandbox=fallback)
+        without = grade(task=SPEC, snapshot=SNAPSHOT, patch="", sandbox=fallback)
+    finally:
+        fallback.close()
+    assert (with_patch.outcome, without.outcome) == ("error", "error")
+    assert with_patch.detail.startswith("the grader could not run: git apply could not run")
