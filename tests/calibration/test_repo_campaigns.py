@@ -1,11 +1,13 @@
-"""Repository tasks probed through a real Celery worker: an oracle answering with the reference
-patch passes every demo task, an empty answer fails every one, every tampering patch fails, and a
-hanging test is a timeout. The models are the test server over HTTP, scripted per task."""
+"""Repository tasks probed through real Celery workers: an oracle answering with the reference patch
+passes every demo task, an empty answer fails every one, every tampering patch fails, a hanging test
+is a timeout, an oracle agent passes every episode task, and a worker killed while grading loses and
+duplicates nothing. The models are the test server over HTTP, scripted per task."""
 
 import json
 import re
 
 import pytest
+from django.db.models import Count
 
 from calibration import services
 from calibration.models import Campaign, Outcome, Rollout
@@ -16,7 +18,7 @@ from engine.repo_tasks.tampering import tampering_patches
 from tests.engine.repo_tasks.tiny_repo import FILES, HANGING_PATCH, HIDDEN_TESTS, SNAPSHOT, SPEC
 from tests.factories import import_tasks
 from tests.support.openai_server import OpenAITestServer
-from tests.support.workers import flush_broker, running_worker, wait_for
+from tests.support.workers import flush_broker, running_worker, start_worker, stop_worker, wait_for
 
 pytestmark = pytest.mark.workers
 
@@ -169,3 +171,52 @@ def test_an_oracle_agent_applying_the_reference_patch_through_the_tools_passes_e
     idle = Rollout.objects.filter(campaign=campaigns["idle"])
     assert idle.count() == len(rows)
     assert set(idle.values_list("outcome", "detail")) == {(Outcome.FAIL, "the episode changed no file")}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_while_grading_loses_and_duplicates_nothing(alice, settings, tmp_path):
+    """kill -9 of the worker (and the sandbox runs it started) in the middle of a repository campaign:
+    a second worker with beat finishes it, every rollout stored once and graded."""
+    var = tmp_path / "var"
+    settings.MEDIA_ROOT = var / "media"
+    demo = environment_create(name="repositories", domain="code")
+    rows = list(repo_demo.task_rows(store=snapshot_store))[:8]
+    assert import_tasks(demo, alice, *rows).ok
+    references = {row["prompt"]: row["answer"] for row in rows}
+    rollouts = 4
+
+    def oracle(prompt_text, seed):
+        return references[max((prompt for prompt in references if prompt in prompt_text), key=len)]
+
+    flush_broker()
+    fast_redelivery = {"PASSBAND_VISIBILITY_TIMEOUT": "4", "PASSBAND_TASKS_PER_JOB": "2", "PASSBAND_VAR_DIR": str(var)}
+    with OpenAITestServer(respond=oracle) as server:
+        model = services.probe_model_add(
+            name="oracle", backend="openai", base_url=server.base_url, model="oracle", max_new_tokens=MAX_NEW_TOKENS
+        )
+        campaign = services.campaign_start(
+            environment=demo, probe_model=model, created_by=alice, rollouts=rollouts, round_size=2, seed=2
+        )
+        first = start_worker(concurrency=2, name="first", extra_env=fast_redelivery, log_path=tmp_path / "first.log")
+        wait_for(
+            lambda: Rollout.objects.filter(campaign=campaign, outcome__isnull=False).count() >= 4,
+            timeout=300,
+            interval=0.05,
+            what="the first worker to grade a few rollouts",
+        )
+        stop_worker(first, hard=True)  # SIGKILL to the whole process group, sandbox runs included
+        # Redis redelivers what the dead worker had taken; beat's reconcile re-queues a lost round.
+        recovery = {**fast_redelivery, "PASSBAND_RECONCILE_EVERY": "2", "PASSBAND_STALLED_AFTER": "6"}
+        with running_worker(concurrency=2, extra_env=recovery, beat_schedule=tmp_path / "beat-schedule"):
+            wait_for(lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE, timeout=600)
+
+    per_task = (
+        Rollout.objects.filter(campaign=campaign)
+        .values("task_version")
+        .annotate(n=Count("id"), distinct=Count("sample_index", distinct=True))
+    )
+    assert len(per_task) == len(rows)
+    assert all(row["n"] == row["distinct"] for row in per_task)
+    stored = Rollout.objects.filter(campaign=campaign)
+    assert not stored.filter(outcome__isnull=True).exists()
+    assert set(stored.values_list("outcome", flat=True)) == {Outcome.PASS}

@@ -33,6 +33,7 @@ def test_kinds_lists_every_kind():
         "state_check",
         "episode_reward",
         "reasoning_gym",
+        "repo_tests",
     }
 
 
