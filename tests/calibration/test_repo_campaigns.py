@@ -198,8 +198,8 @@ def test_a_worker_killed_while_grading_loses_and_duplicates_nothing(alice, setti
             environment=demo, probe_model=model, created_by=alice, rollouts=rollouts, round_size=2, seed=2
         )
         first = start_worker(concurrency=2, name="first", extra_env=fast_redelivery, log_path=tmp_path / "first.log")
-        wait_for(
-            lambda: Rollout.objects.filter(campaign=campaign, outcome__isnull=False).count() >= 4,
+        graded_before_kill = wait_for(
+            lambda: (n := Rollout.objects.filter(campaign=campaign, outcome__isnull=False).count()) >= 4 and n,
             timeout=300,
             interval=0.05,
             what="the first worker to grade a few rollouts",
@@ -210,6 +210,7 @@ def test_a_worker_killed_while_grading_loses_and_duplicates_nothing(alice, setti
         with running_worker(concurrency=2, extra_env=recovery, beat_schedule=tmp_path / "beat-schedule"):
             wait_for(lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE, timeout=600)
 
+    assert graded_before_kill < len(rows) * rollouts  # the kill came in the middle
     per_task = (
         Rollout.objects.filter(campaign=campaign)
         .values("task_version")
