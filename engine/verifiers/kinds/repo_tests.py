@@ -66,6 +66,9 @@ def parse_config(raw: dict[str, Any]) -> RepoTaskSpec:
 
 
 def check(config: RepoTaskSpec, *, completion: Any, answer: str | None = None, prompt: Any = None) -> Check:
+    if isinstance(completion, dict) and completion.get("stop_reason") == "tool_timeout":
+        # As for every episode: a tool past its time limit (or the episode's tool budget) is no evidence.
+        return Check("timeout", "a tool call of the episode ran past its time limit")
     episode_patch = _episode_patch(completion)
     patch = episode_patch if episode_patch is not None else extract_patch(completion_text(completion))
     if not patch.strip():

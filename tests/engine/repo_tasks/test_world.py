@@ -5,6 +5,7 @@ from dataclasses import replace
 
 from engine.repo_tasks.grading import grade
 from engine.repo_tasks.world import RepoWorld, RepoWorldLimits
+from engine.verifiers import verify
 from tests.engine.repo_tasks.tiny_repo import BUGGY_OPS, FIXED_OPS, REFERENCE_PATCH, SNAPSHOT, SPEC
 
 
@@ -60,3 +61,17 @@ def test_edits_to_the_tests_in_the_episode_are_not_graded():
     world.call("write_file", {"path": "tests/test_ops.py", "content": "def test_clamp_high():\n    pass\n"})
     result = grade(task=SPEC, snapshot=SNAPSHOT, patch=world.state()["patch"])
     assert result.outcome == "fail" and "tests/test_ops.py (a hidden test file)" in result.dropped
+
+
+def test_an_episode_stopped_by_a_tool_timeout_is_a_timeout_verdict():
+    verifier = {
+        "kind": "repo_tests",
+        "snapshot": SPEC.snapshot,
+        "fail_to_pass": list(SPEC.fail_to_pass),
+        "hidden_tests": SPEC.hidden_tests,
+    }
+    stopped = {"turns": [], "stop_reason": "tool_timeout", "final_state": None}
+    verdict = verify(verifier=verifier, completion=stopped)
+    assert (verdict.outcome, verdict.reward) == ("timeout", None)
+    answered = {"turns": [], "stop_reason": "answered", "final_state": {"files_changed": [], "patch": ""}}
+    assert verify(verifier=verifier, completion=answered).detail == "the episode changed no file"
