@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from concurrent.futures import ThreadPoolExecutor
 import subprocess
 import sys
 import tempfile
@@ -86,6 +87,17 @@ def main() -> None:
     print(f"grade() in the sandbox, median  {grade_median * 1000:.0f} ms")
     print(f"pytest directly, median         {direct_median * 1000:.0f} ms")
     print(f"overhead per test run           {(grade_median - direct_median) * 1000:.0f} ms")
+    # Gradings side by side: two at a time (the 2 cores) against one after the other, same work.
+    started = time.perf_counter()
+    for _ in range(4):
+        grade(task=spec, snapshot=data, patch=patch)
+    one_by_one = time.perf_counter() - started
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(lambda _: grade(task=spec, snapshot=data, patch=patch), range(4)))
+    two_at_a_time = time.perf_counter() - started
+    print(f"4 gradings one by one           {one_by_one * 1000:.0f} ms")
+    print(f"4 gradings two at a time        {two_at_a_time * 1000:.0f} ms")
     print(f"episode read_file call, median  {statistics.median(reads) * 1000:.0f} ms")
     print(f"episode run_tests call, median  {statistics.median(test_runs) * 1000:.0f} ms")
 
