@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from concurrent.futures import ThreadPoolExecutor
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
