@@ -9,3 +9,8 @@ class CurationConfig(AppConfig):
         # Register the Celery tasks in every process (web, shell, tests), not only in workers:
         # services queue them by name.
         from curation import tasks  # noqa: F401
+        from curation.repo_snapshots import snapshot_read
+        from engine.repo_tasks import snapshots
+
+        # The repo_tests verifier reads repository snapshots through Django's storage.
+        snapshots.configure_store(snapshot_read)

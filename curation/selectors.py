@@ -128,3 +128,25 @@ def environment_task_sources(*, environment: Environment, user: AbstractBaseUser
                 TaskSource(kind=kind, source=source, package=distribution, version=version, tasks=row["count"])
             )
     return sources
+
+
+def task_repository(*, task_version) -> dict | None:
+    """For a repository task's page: its snapshot's files, its tests and hidden test files (None for other kinds,
+    and for a snapshot the storage cannot give)."""
+    verifier = (task_version.verifier or {}) if task_version is not None else {}
+    if verifier.get("kind") != "repo_tests":
+        return None
+    from curation.repo_snapshots import snapshot_files
+    from engine.repo_tasks.snapshots import SnapshotError
+
+    try:
+        files = snapshot_files(digest=verifier["snapshot"])
+    except (OSError, SnapshotError):
+        files = None
+    return {
+        "digest": verifier["snapshot"],
+        "files": files,
+        "fail_to_pass": verifier.get("fail_to_pass") or [],
+        "pass_to_pass": verifier.get("pass_to_pass") or [],
+        "hidden_tests": sorted(verifier.get("hidden_tests") or {}),
+    }

@@ -17,6 +17,7 @@ from typing import Any
 
 from engine import input_rules, verifiers
 from engine.episodes import plugins
+from engine.repo_tasks.world import TOOL_NAMES as REPOSITORY_TOOL_NAMES
 
 # A key is segments joined by "/", each starting with a letter or digit: no empty, "." or ".."
 # segments, so a key can never be normalised into another task's URL.
@@ -146,6 +147,8 @@ def validate_task_object(
         problem("tools", "must be a list of tool (function schema) objects")
     elif tools and isinstance(verifier.get("environment"), str) and all(p.field != "verifier" for p in problems):
         _environment_tools(tools, verifier["environment"], problem)
+    elif tools and verifier.get("kind") == "repo_tests":
+        _repository_tools(tools, problem)
 
     cost = _authoring_cost(obj, problem)
 
@@ -200,19 +203,34 @@ def _verifier(obj: dict, default_verifier: dict, problem: Problem) -> dict:
 
 def _environment_tools(tools: list[dict], environment: str, problem: Problem) -> None:
     """A tool task's tools: valid OpenAI function schemas, each a tool its environment plug-in has."""
-    for message in plugins.tool_schema_problems(tools)[:3]:
-        problem("tools", message)
     try:
         offered = plugins.get(environment).tool_names
     except plugins.UnknownEnvironment:
+        for message in plugins.tool_schema_problems(tools)[:3]:
+            problem("tools", message)
         return  # the verifier's own check says so
+    _tools_offered(
+        tools,
+        offered=offered,
+        world=f"environment {environment}",
+        fix=": copy their schemas from the environment's page or `manage.py environments`",
+        problem=problem,
+    )
+
+
+def _repository_tools(tools: list[dict], problem: Problem) -> None:
+    """A repository task's tools: valid function schemas, each one of the repository world's."""
+    _tools_offered(tools, offered=REPOSITORY_TOOL_NAMES, world="the repository world", fix="", problem=problem)
+
+
+def _tools_offered(tools: list[dict], *, offered: tuple[str, ...], world: str, fix: str, problem: Problem) -> None:
+    for message in plugins.tool_schema_problems(tools)[:3]:
+        problem("tools", message)
     for index, tool in enumerate(tools):
         name = (tool.get("function") or {}).get("name") if isinstance(tool.get("function"), dict) else None
         if isinstance(name, str) and name not in offered:
             problem(
-                "tools",
-                f"tool {index} ({name}) is not a tool of environment {environment}, whose tools are "
-                f"{', '.join(offered)}: copy their schemas from the environment's page or `manage.py environments`",
+                "tools", f"tool {index} ({name}) is not a tool of {world}, whose tools are {', '.join(offered)}{fix}"
             )
 
 

@@ -44,7 +44,10 @@ from engine.episodes import world as episode_world
 from engine.episodes.remote_mcp import McpServerConfig, McpWorld, RemoteSchemaError, RemoteUnavailable
 from engine.episodes.remote_openenv import OpenEnvWorld
 from engine.episodes.runner import EpisodeLimits, run_episode
-from engine.verifiers.kinds import episode_reward
+from engine.repo_tasks import snapshots as repo_snapshots
+from engine.repo_tasks.world import ENVIRONMENT as REPO_ENVIRONMENT
+from engine.repo_tasks.world import RepoWorld
+from engine.verifiers.kinds import episode_reward, repo_tests
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +66,8 @@ def is_tool_task(version: TaskVersion) -> bool:
     environment is on a remote server, MCP or OpenEnv (whose tools the session gives)."""
     if version.task.environment.remote_server is not None:
         return True
+    if (version.verifier or {}).get("kind") == repo_tests.KIND:
+        return bool(version.tools)  # a repository episode (engine/repo_tasks/world.py)
     return bool(version.tools) and bool((version.verifier or {}).get("environment"))
 
 
@@ -72,11 +77,26 @@ def _episodes_generate(
     """One tool-use episode per seed (engine/episodes): a Generation summary and a transcript each.
 
     The world is chosen here, by the environment's kind: the plug-in world the task names (in the
-    sandbox), or one session of the environment's remote server per rollout (an MCP session,
-    engine/episodes/remote_mcp.py, or an OpenEnv /ws session, engine/episodes/remote_openenv.py).
-    A rollout the server failed (RemoteUnavailable) is an infrastructure failure: no transcript."""
+    sandbox), the task's repository (a fresh copy per rollout, engine/repo_tasks/world.py), or one session of
+    the environment's remote server per rollout (an MCP session, engine/episodes/remote_mcp.py, or an OpenEnv
+    /ws session, engine/episodes/remote_openenv.py). A rollout the server failed (RemoteUnavailable) is an
+    infrastructure failure: no transcript."""
     server = version.task.environment.remote_server
-    if server is None:
+    repository = None
+    if server is None and version.verifier.get("kind") == repo_tests.KIND:
+        try:
+            repository = repo_snapshots.load(version.verifier["snapshot"])
+        except repo_snapshots.SnapshotError as error:
+            # This worker cannot read the snapshot (storage down, not shared): the samples wait, no attempt counts.
+            logger.error("task version %s: %s", version.pk, error)
+            failed = [backends.Generation.failed(seed=seed, error=f"on this worker: {error}") for seed in seeds]
+            episode_health_record(
+                environment=version.task.environment,
+                world=REPO_ENVIRONMENT,
+                attempts=[EpisodeAttempt(failure=f"on this worker: {error}") for _ in seeds],
+            )
+            return failed, [{} for _ in seeds]
+    elif server is None:
         try:
             episode_world.environment(version.verifier["environment"])
         except plugins.UnknownEnvironment as error:
@@ -99,6 +119,23 @@ def _episodes_generate(
     episodes: list[dict | None] = []
     attempts: list[EpisodeAttempt] = []
     for seed in seeds:
+        if repository is not None:
+            # A fresh copy of the repository per rollout: the world is the rollout's own overlay.
+            episode = run_episode(
+                backend=backend,
+                messages=version.prompt,
+                tools=version.tools,
+                environment=REPO_ENVIRONMENT,
+                world_seed=0,
+                seed=seed,
+                params=params,
+                limits=limits,
+                world=RepoWorld(snapshot=repository),
+            )
+            generations.append(episode.generation)
+            episodes.append(episode.transcript)
+            attempts.append(EpisodeAttempt(transcript=episode.transcript))
+            continue
         if server is None:
             world_seed = int(version.verifier.get("seed", 0))
             world = episode_world.SandboxedWorld(
@@ -141,7 +178,10 @@ def _episodes_generate(
         generations.append(episode.generation)
         episodes.append(episode.transcript)
         attempts.append(EpisodeAttempt(transcript=episode.transcript))
-    world_name = f"{server.protocol}:{server.name}" if server is not None else str(version.verifier["environment"])
+    if server is not None:
+        world_name = f"{server.protocol}:{server.name}"
+    else:
+        world_name = REPO_ENVIRONMENT if repository is not None else str(version.verifier["environment"])
     episode_health_record(environment=version.task.environment, world=world_name, attempts=attempts)
     return generations, episodes
 

@@ -169,7 +169,8 @@ class World(Protocol):
 
     def call(self, name: str, arguments: Any) -> ToolResult: ...
 
-    # Tables of rows for plug-in worlds; a remote server's rewards and state (remote_mcp, remote_openenv).
+    # A plug-in world's tables ({table: [rows]}); a remote server's rewards and state (remote_mcp,
+    # remote_openenv); a repository world's edits (engine/repo_tasks/world.py).
     def state(self) -> dict[str, Any]: ...
 
 

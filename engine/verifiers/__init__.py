@@ -32,6 +32,7 @@ from engine.verifiers.kinds import (
     numeric,
     reasoning_gym,
     regex,
+    repo_tests,
     state_check,
     tool_calls,
     verifiers_reward,
@@ -67,6 +68,7 @@ _MODULES: dict[str, ModuleType] = {
         episode_reward,
         reasoning_gym,
         verifiers_reward,
+        repo_tests,
     )
 }
 KINDS: tuple[str, ...] = tuple(_MODULES)
@@ -201,6 +203,9 @@ def audit(*, verifier: dict[str, Any], answer: str | None, prompt: str | list[An
         module, config = _parse(verifier)
     except VerifierConfigError as error:
         return [f"verifier config: {error}"]
+    audit_task = getattr(module, "audit_task", None)
+    if audit_task is not None:  # a kind whose audit needs more than pass/fail (repo_tests)
+        return list(dict.fromkeys(audit_task(config, answer)))
     problems: list[str] = []
     show_detail = getattr(module, "AUDIT_SHOWS_DETAIL", True)
 

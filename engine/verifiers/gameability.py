@@ -27,6 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from engine.repo_tasks import snapshots
+from engine.repo_tasks.tampering import compact_battery, tampering_patches
 from engine.verifiers import _parse, _run_check
 from engine.verifiers.base import Verdict, VerifierConfigError
 
@@ -126,6 +128,8 @@ def battery(*, kind: str, config: Any, answer: str | None, prompt: str | list[An
         return probes + _code_probes(config, prompt_text(prompt))
     if kind == "reasoning_gym":
         return probes + _answer_tag_probes(answer, prompt_text(prompt))
+    if kind == "repo_tests":
+        return probes + _repo_probes(config)
     if kind not in TEXT_KINDS:
         return probes
     text = prompt_text(prompt)
@@ -158,6 +162,18 @@ def _reference_format_probes(config: Any, answer: str, other: str) -> list[Probe
         Probe("another value, in the reference's format", written("{answer}", other)),
         Probe("a hedge in the reference's format", f"{written('{answer}', other)} or {written('{answer}', answer)}"),
     ]
+
+
+def _repo_probes(config: Any) -> list[Probe]:
+    """The tampering battery of repository tasks (engine/repo_tasks/tampering.py), as answers."""
+    files = {}
+    for path, data in snapshots.read_files(snapshots.load(config.snapshot)).items():
+        try:
+            files[path] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    battery = compact_battery(tampering_patches(files, test_files=list(config.test_files)))
+    return [Probe(f"tampering: {label}", f"```diff\n{patch}```") for label, patch in battery]
 
 
 def _answer_tag_probes(answer: str | None, text: str) -> list[Probe]:

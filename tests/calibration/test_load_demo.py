@@ -17,3 +17,16 @@ def test_load_demo_loads_the_backoffice_environment(tmp_path, settings):
     assert all(version.audit_passed for version in versions)
     call_command("load_demo", only="backoffice")  # safe to run again
     assert TaskVersion.objects.filter(task__environment=environment).count() == 33
+
+
+@pytest.mark.django_db
+def test_load_demo_loads_the_repository_episodes_from_the_committed_sdist(tmp_path, settings, media):
+    settings.VAR_DIR = tmp_path
+    call_command("load_demo", only="repository-episodes")
+    versions = TaskVersion.objects.filter(task__environment__name="repository-episodes")
+    assert versions.count() == 25
+    assert all(version.verifier["kind"] == "repo_tests" and version.tools for version in versions)
+    snapshots = {version.verifier["snapshot"] for version in versions}
+    assert len(list((media / "repo-snapshots").iterdir())) == len(snapshots) == 25
+    call_command("load_demo", only="repository-episodes")  # safe to run again
+    assert TaskVersion.objects.filter(task__environment__name="repository-episodes").count() == 25

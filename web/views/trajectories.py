@@ -14,9 +14,11 @@ from curation.models import Environment
 from engine.backends.tokenizers import token_pieces
 from engine.episodes import world as episode_world
 from engine.packing import unpack_logprobs, unpack_tokens
+from engine.repo_tasks.patches import extract_patch
 from web.views import shared
 
 TOKENS_SHOWN = 2048
+MAX_PATCH_LINES = 2000
 
 
 def _token_rows(rollout) -> list[dict]:
@@ -62,6 +64,28 @@ def _token_strip(rows: list[dict]) -> str:
     return mark_safe("".join(spans))  # every piece of text above is escaped
 
 
+def _patch_lines(rollout) -> list[dict] | None:
+    """A repository rollout's patch, line by line with its kind (add, del, hunk, file, context): an episode's
+    edits (its final state's patch), or the diff in a single-turn answer. None when there is none."""
+    final_state = (rollout.episode or {}).get("final_state")
+    if isinstance(final_state, dict) and isinstance(final_state.get("patch"), str):
+        patch = final_state["patch"]
+    else:
+        patch = extract_patch(rollout.text or "")
+    if not patch.strip():
+        return None
+    lines = []
+    for line in patch.splitlines()[:MAX_PATCH_LINES]:
+        if line.startswith(("diff --git", "--- ", "+++ ")):
+            kind = "file"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        else:
+            kind = {"+": "add", "-": "del"}.get(line[:1], "context")
+        lines.append({"kind": kind, "text": line})
+    return lines
+
+
 def _episode_state_changes(episode: dict | None) -> list[dict] | None:
     """What an episode changed in its world: the final state against a fresh reset of the same seed."""
     if not episode or episode.get("final_state") is None:
@@ -92,6 +116,7 @@ def trajectory_list(request):
     shown, page, has_next = shared.page_of(request, rollouts, size=25)
     for rollout in shown:
         rollout.state_changes = _episode_state_changes(rollout.episode)
+        rollout.patch_lines = _patch_lines(rollout)
         rollout.tokens = _token_strip(_token_rows(rollout))
         rollout.token_count = len(unpack_tokens(rollout.completion_token_ids) or [])
         rollout.prompt_token_count = len(unpack_tokens(rollout.prompt_token_ids) or [])

@@ -8,8 +8,9 @@ from django.core.management.base import BaseCommand
 from calibration import demo
 from calibration import services as calibration_services
 from calibration.models import ProbeModel
-from curation import imports, services
+from curation import imports, repo_demo, services
 from curation.models import Environment
+from curation.repo_snapshots import snapshot_store
 from engine.backends import model_store
 from engine.episodes.backoffice_tasks import backoffice_tasks
 
@@ -44,6 +45,32 @@ ENVIRONMENTS = [
         "default_verifier": {},
         "tasks": lambda: backoffice_tasks(),
     },
+    {
+        "name": "repositories",
+        "title": "Repository bug fixes",
+        "domain": "code",
+        "description": "Bugs injected into the inflection library, SWE-smith style: an issue, the repository, "
+        "hidden tests. The model answers with a patch, graded in a fresh copy in the sandbox.",
+        "guidelines": "An issue written from the failing behaviour; FAIL_TO_PASS and PASS_TO_PASS test ids; "
+        "the reference patch is the answer. See docs/repository-tasks.md.",
+        "default_verifier": {},
+        "tasks": lambda: repo_demo.task_rows(store=snapshot_store),
+        # Each audit runs the 455 tests 13 times (reference, no patch, the tampering battery): minutes for
+        # the set, so only with --audit-slow. The suite proves the set (docs/repository-tasks.md).
+        "audit": "slow",
+    },
+    {
+        "name": "repository-episodes",
+        "title": "Repository bug fixes, with tools",
+        "domain": "code",
+        "description": "The same bugs as multi-turn episodes: the model lists, reads and searches files, edits them, "
+        "applies diffs and runs the tests on its own copy of the repository in the sandbox; its edits are graded.",
+        "guidelines": "Declare the repository world's tools; the reference answer is the reference patch. "
+        "See docs/repository-tasks.md.",
+        "default_verifier": {},
+        "tasks": lambda: repo_demo.task_rows(store=snapshot_store, episodes=True),
+        "audit": "slow",  # the same snapshots and reference patches as "repositories"
+    },
 ]
 
 
@@ -53,8 +80,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--no-audit", action="store_true", help="Skip audits (faster).")
         parser.add_argument("--only", default="", help="Load only this environment.")
+        parser.add_argument(
+            "--audit-slow",
+            action="store_true",
+            help="Also audit the repository tasks (minutes: every audit runs tests).",
+        )
 
-    def handle(self, *args, no_audit: bool, only: str, **options):
+    def handle(self, *args, no_audit: bool, only: str, audit_slow: bool = False, **options):
         admin = self._demo_admin()
         for spec in ENVIRONMENTS:
             if only and spec["name"] != only:
@@ -62,14 +94,14 @@ class Command(BaseCommand):
             environment = Environment.objects.filter(name=spec["name"]).first()
             if environment is None:
                 environment = services.environment_create(
-                    **{key: value for key, value in spec.items() if key != "tasks"}
+                    **{key: value for key, value in spec.items() if key not in ("tasks", "audit")}
                 )
             report = imports.tasks_import(
                 environment=environment,
                 owner=admin,
                 data=demo.as_jsonl(spec["tasks"]()),
                 filename=f"{spec['name']}.jsonl",
-                run_audits=not no_audit,
+                run_audits=not no_audit and (spec.get("audit", True) is True or audit_slow),
             )
             self.stdout.write(report.summary())
         self._embedded_probe_model()

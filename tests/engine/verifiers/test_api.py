@@ -34,6 +34,7 @@ def test_kinds_lists_every_kind():
         "episode_reward",
         "reasoning_gym",
         "verifiers_reward",
+        "repo_tests",
     }
 
 

@@ -1,0 +1,21 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from curation.models import Environment
+from curation.repo_harbor import harbor_export
+
+
+class Command(BaseCommand):
+    help = "Write an environment's repository tasks as Harbor task folders (instruction.md, task.toml, tests/...)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--environment", required=True, help="Environment name.")
+        parser.add_argument("--out", type=Path, required=True, help="Folder to write <task key>/ folders into.")
+
+    def handle(self, *args, environment: str, out: Path, **options):
+        env = Environment.objects.filter(name=environment).first()
+        if env is None:
+            raise CommandError(f"--environment {environment}: no such environment.")
+        written = harbor_export(environment=env, out_dir=Path(out))
+        self.stdout.write(f"{len(written)} Harbor task folder(s) written to {out}.")

@@ -1,0 +1,156 @@
+"""Repository tasks as Harbor task folders (instruction.md, task.toml, environment/, tests/, solution/).
+
+``harbor_folder`` turns one ``repo_tests`` task into the files of a Harbor task whose environment is a
+plain Python image: the snapshot is copied into it at ``/testbed``; ``tests/test.sh`` writes the
+hidden tests over the repository, removes planted ``conftest.py``/``.pth``/``sitecustomize`` files,
+runs pytest (``-o addopts=""``, ``-p no:cacheprovider``, plug-in autoload off) with a JUnit report,
+and ``tests/grade.py`` writes 1 to ``/logs/verifier/reward.txt`` only when every FAIL_TO_PASS and
+PASS_TO_PASS test passed; ``solution/solve.sh`` applies the reference patch. What does not travel
+(docs/repository-tasks.md): the sandbox, the evidence a test function returned, the check that
+pytest's internals are intact; in Harbor the agent edits the repository itself, so its test edits
+are overwritten only for the hidden test files.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+
+from engine.repo_tasks.grading import RepoTaskSpec
+from engine.repo_tasks.patches import extract_patch
+
+PYTEST_VERSION = "9.2.0"  # the version Passband's own sandbox runs the tests with
+AGENT_SECONDS = 1800.0
+
+TEST_SH = r"""#!/bin/bash
+# Passband repository task verifier (Harbor): hidden tests in, planted files out, pytest, reward.
+set -u
+HERE="$(cd "$(dirname "$0")" && pwd)"
+TESTBED="${TESTBED:-/testbed}"
+LOGS="${LOGS:-/logs/verifier}"
+mkdir -p "$LOGS"
+echo 0 > "$LOGS/reward.txt"
+cd "$TESTBED" || exit 0
+cp -r "$HERE/hidden/." "$TESTBED/"
+python3 "$HERE/grade.py" clean "$TESTBED"
+PYTHONNOUSERSITE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONDONTWRITEBYTECODE=1 \
+  timeout {timeout} python3 -m pytest -o addopts="" -p no:cacheprovider -q --junitxml="$LOGS/junit.xml" {files}
+python3 "$HERE/grade.py" reward "$LOGS/junit.xml" > "$LOGS/reward.txt"
+cat "$LOGS/reward.txt"
+"""
+
+GRADE_PY = r'''"""Passband repository task grading inside a Harbor container (standard library only)."""
+import json
+import os
+import sys
+import xml.etree.ElementTree as ElementTree
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SPEC = json.load(open(os.path.join(HERE, "tests.json")))
+CONFIG = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "conftest.py")
+
+
+def clean(root):
+    original = set(SPEC["original_files"])
+    for directory, subdirectories, names in os.walk(root):
+        for name in names:
+            relative = os.path.relpath(os.path.join(directory, name), root)
+            stem = name[:-3] if name.endswith(".py") else None
+            planted = relative not in original and (name in CONFIG or stem in ("sitecustomize", "usercustomize"))
+            if planted or name.endswith((".pth", ".pyc")):
+                os.unlink(os.path.join(directory, name))
+
+
+def junit_key(test_id):
+    path, _, rest = test_id.partition("::")
+    parts = rest.split("::")
+    classname = ".".join([path[:-3].replace("/", ".")] + parts[:-1])
+    return classname, parts[-1]
+
+
+def reward(report):
+    try:
+        cases = ElementTree.parse(report).getroot().iter("testcase")
+    except (OSError, ElementTree.ParseError):
+        return 0
+    passed = set()
+    for case in cases:
+        if not any(child.tag in ("failure", "error", "skipped") for child in case):
+            passed.add((case.get("classname"), case.get("name")))
+    wanted = SPEC["fail_to_pass"] + SPEC["pass_to_pass"]
+    return 1 if all(junit_key(test_id) in passed for test_id in wanted) else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "clean":
+        clean(sys.argv[2])
+    else:
+        print(reward(sys.argv[2]))
+'''
+
+DOCKERFILE = """FROM python:3.11-slim
+RUN apt-get update && apt-get install -y --no-install-recommends git && rm -rf /var/lib/apt/lists/*
+RUN pip install --no-cache-dir pytest=={pytest}
+COPY repo/ /testbed/
+WORKDIR /testbed
+"""
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value)  # a JSON string is a valid TOML basic string
+
+
+def harbor_folder(
+    *, key: str, prompt: str, answer: str, spec: RepoTaskSpec, snapshot_files: Mapping[str, bytes]
+) -> dict[str, bytes]:
+    """The files of one Harbor task folder, ``{relative path: bytes}``."""
+    files: dict[str, bytes] = {"instruction.md": (prompt.strip() + "\n").encode()}
+    toml = [
+        'version = "1.0"',
+        "",
+        "[metadata]",
+        f"passband_key = {_toml_string(key)}",
+        'passband_verifier = "repo_tests"',
+        f"passband_snapshot = {_toml_string(spec.snapshot)}",
+        'category = "programming"',
+        'tags = ["repository", "bug-fix", "passband"]',
+        "",
+        "[verifier]",
+        f"timeout_sec = {float(spec.timeout_seconds + 120)}",
+        "",
+        "[agent]",
+        f"timeout_sec = {AGENT_SECONDS}",
+        "",
+        "[environment]",
+        "build_timeout_sec = 600.0",
+        "cpus = 1",
+        f"memory_mb = {spec.memory_mb}",
+        "storage_mb = 10240",
+        "",
+    ]
+    files["task.toml"] = "\n".join(toml).encode()
+    files["environment/Dockerfile"] = DOCKERFILE.format(pytest=PYTEST_VERSION).encode()
+    for path, data in snapshot_files.items():
+        files[f"environment/repo/{path}"] = data
+    test_files = " ".join(shlex.quote(path) for path in spec.test_files)
+    files["tests/test.sh"] = (
+        TEST_SH.replace("{timeout}", str(int(spec.timeout_seconds))).replace("{files}", test_files).encode()
+    )
+    files["tests/grade.py"] = GRADE_PY.encode()
+    files["tests/tests.json"] = json.dumps(
+        {
+            "fail_to_pass": list(spec.fail_to_pass),
+            "pass_to_pass": list(spec.pass_to_pass),
+            "original_files": sorted(snapshot_files),
+        },
+        indent=1,
+    ).encode()
+    for path, text in spec.hidden_tests.items():
+        files[f"tests/hidden/{path}"] = text.encode()
+    patch = extract_patch(answer)
+    files["solution/solve.sh"] = (
+        '#!/bin/bash\nset -e\ncd "${TESTBED:-/testbed}"\n'
+        "git apply --whitespace=nowarn - <<'PASSBAND_REFERENCE_PATCH'\n" + patch + "PASSBAND_REFERENCE_PATCH\n"
+    ).encode()
+    return files
