@@ -12,12 +12,14 @@ benchmark in ``bench/calibration/`` all run the very same code. ``from engine im
 * ``priors``, ``ladder``, ``drift``: population prior, model ladder, discounted feedback.
 * ``agreement``: two raters of the same items: percent agreement, Cohen's kappa, false-pass rate.
 * ``optimal``: the Bayes-optimal table for a known population (the benchmark's bound).
+* ``learned``: a population fitted on an environment's own probes and the guarded table learned for it.
 """
 
 from engine.stats.agreement import *
 from engine.stats.bands import *
 from engine.stats.drift import *
 from engine.stats.ladder import *
+from engine.stats.learned import *
 from engine.stats.optimal import *
 from engine.stats.posterior import *
 from engine.stats.priors import *
