@@ -1,0 +1,64 @@
+"""The adaptive policy probes with a table learned from the environment's own population once it has
+enough tasks with evidence (calibration.services.environment_learned_table)."""
+
+import pytest
+
+from calibration import services
+from calibration.models import Calibration, ProbeModel
+from calibration.services.calibrations import sampling_policy
+from tests.factories import import_tasks, math_task, rollouts_with
+
+pytestmark = pytest.mark.django_db
+
+ADAPTIVE = {"kind": "adaptive", "round_size": 8, "max_rollouts": 256, "confidence": 0.95}
+
+
+@pytest.fixture
+def environment_of_extremes(arithmetic, alice):
+    """61 tasks: t0 has failed 64 times; of the rest half never passed in 72, half passed 40 of 48."""
+    import_tasks(
+        arithmetic,
+        alice,
+        *[math_task(f"t{index}", question=f"What is {index} + 3?", answer=str(index + 3)) for index in range(61)],
+    )
+    tasks = {task.key: task for task in arithmetic.tasks.all()}
+    rollouts_with(tasks["t0"], alice, ["fail"] * 64)
+    model = ProbeModel.objects.get(name="probe")
+    Calibration.objects.bulk_create(
+        Calibration(
+            task_version=tasks[f"t{index}"].current_version,
+            probe_model=model,
+            attempts=72 if index <= 30 else 48,
+            successes=0 if index <= 30 else 40,
+            band="too_hard" if index <= 30 else "retire",
+            decided=True,
+        )
+        for index in range(1, 61)
+    )
+    return tasks["t0"], model
+
+
+def test_the_rule_decides_below_the_minimum(environment_of_extremes, settings):
+    task, model = environment_of_extremes
+    settings.PASSBAND_LEARNED_MIN_TASKS = 100  # 60 tasks with evidence: too few
+    calibration = services.calibration_refresh(task_version=task.current_version, probe_model=model, policy=ADAPTIVE)
+    assert calibration.band == "undecided"  # the calibrated rule wants 72 failures
+    assert (
+        services.environment_learned_table(
+            environment=task.environment, probe_model=model, policy=sampling_policy(ADAPTIVE, attempts=0)
+        )
+        is None
+    )
+
+
+def test_a_population_without_a_shoulder_above_the_floor_decides_sooner(environment_of_extremes, settings):
+    task, model = environment_of_extremes
+    settings.PASSBAND_LEARNED_MIN_TASKS = 50
+    calibration = services.calibration_refresh(task_version=task.current_version, probe_model=model, policy=ADAPTIVE)
+    assert calibration.band == "too_hard" and calibration.decided
+    # fixed N keeps the rule: 64 failures in 64 are not enough there
+    fixed = {"kind": "fixed", "round_size": 64, "max_rollouts": 64, "confidence": 0.95}
+    assert (
+        services.calibration_refresh(task_version=task.current_version, probe_model=model, policy=fixed).band
+        == "undecided"
+    )
