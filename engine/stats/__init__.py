@@ -10,6 +10,7 @@ benchmark in ``bench/calibration/`` all run the very same code. ``from engine im
 * ``tables``: stopping tables and exact operating characteristics (the OC curve).
 * ``verdict``: ``calibration_verdict``, the whole band rule a stored calibration shows.
 * ``priors``, ``ladder``, ``drift``: population prior, model ladder, discounted feedback.
+* ``curriculum``: the next tasks for a trainer, by predicted learning signal.
 * ``agreement``: two raters of the same items: percent agreement, Cohen's kappa, false-pass rate.
 * ``optimal``: the Bayes-optimal table for a known population (the benchmark's bound).
 * ``learned``: a population fitted on an environment's own probes and the guarded table learned for it.
@@ -17,6 +18,7 @@ benchmark in ``bench/calibration/`` all run the very same code. ``from engine im
 
 from engine.stats.agreement import *
 from engine.stats.bands import *
+from engine.stats.curriculum import *
 from engine.stats.drift import *
 from engine.stats.ladder import *
 from engine.stats.learned import *
