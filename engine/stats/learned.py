@@ -49,6 +49,7 @@ from engine.stats.sequential import (
 from engine.stats.tables import StoppingTable, stopping_table
 
 __all__ = [
+    "GUARD_EDGE_ERRORS",
     "MIN_TASKS",
     "Performance",
     "LearnedTable",
