@@ -18,7 +18,7 @@ fixed order, so the same seed and the same evidence give the same tasks.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,7 +53,7 @@ class CurriculumChoice:
     """One candidate's estimate: ``item`` (the caller's id), posterior mean ``pass_rate``, the
     predicted learning ``signal`` (expected probability of a mixed group) and the band of the mean."""
 
-    item: Hashable
+    item: int
     pass_rate: float
     signal: float
     band: Band
@@ -61,7 +61,7 @@ class CurriculumChoice:
 
 def curriculum_sample(
     *,
-    candidates: Sequence[tuple[Hashable, Beta]],
+    candidates: Sequence[tuple[int, Beta]],
     count: int,
     seed: int,
     thresholds: Thresholds,
@@ -69,9 +69,9 @@ def curriculum_sample(
 ) -> tuple[list[CurriculumChoice], list[CurriculumChoice]]:
     """Draw ``count`` candidates without replacement, each with probability weight its predicted signal.
 
-    ``candidates``: (item, posterior) pairs; items must sort (they fix the order the generator
-    walks). Returns (the drawn choices in draw order, every candidate's estimate in item order).
-    Raises ``ValueError`` for a count below 1.
+    ``candidates``: (item id, posterior) pairs; the ids fix the order the generator walks.
+    Returns (the drawn choices in draw order, every candidate's estimate in item order). Raises
+    ``ValueError`` for a count below 1.
     """
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ValueError(f"count must be a positive integer; got {count!r}")

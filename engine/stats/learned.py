@@ -306,10 +306,10 @@ def priced_table(
     return bayes_optimal_table(
         thresholds=thresholds,
         policy=policy,
-        pass_rates=pass_rates,
-        weights=weights,
+        pass_rates=np.asarray(pass_rates).tolist(),
+        weights=np.asarray(weights).tolist(),
         rollout_cost=1.0,
-        error_weights=penalty,
+        error_weights=penalty.tolist(),
     )
 
 
