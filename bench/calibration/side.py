@@ -11,7 +11,8 @@ passes stays at 0). Procedure, as an environment would run it:
 1. the cheap model calibrates every task with the default rule;
 2. the probe model calibrates the first half with the default rule (the environment's own probes);
 3. an item-response model (``stats.fit_item_response``) is fitted on both; each task's score is
-   its predicted logit under the probe model;
+   its predicted logit under the probe model from the cheap model's results alone (a task's own
+   probe-model results never enter its score, since a new task has none);
 4. the first half's evidence and scores give one learned table per quartile of score
    (``stats.stratified_tables``), and the table learned on all of it (``stats.learned_table``);
 5. the second half is banded with each, exactly (operating characteristic at each task's rate).
@@ -85,7 +86,10 @@ def case(population: str, sigma: float, adversary: str | None, tasks: int, seed:
     counts = [(task, 0, int(cheap_passes[task]), int(cheap_attempts[task])) for task in range(tasks)]
     counts += [(task, 1, int(passes[task]), int(attempts[task])) for task in range(half)]
     response = stats.fit_item_response(counts=counts, tasks=tasks, models=2)
-    scores = np.array([response.predicted_logit(task, 1) for task in range(tasks)])
+    # A task's score may not use its own probe-model results (a new task has none): difficulties
+    # from the cheap model alone, placed on the probe model's scale by the fitted ability.
+    cheap_only = stats.fit_item_response(counts=[record for record in counts if record[1] == 0], tasks=tasks, models=1)
+    scores = response.ability[1] - cheap_only.difficulty
     if adversary == "random":
         scores = rng.permutation(scores)
     elif adversary == "shoulder hidden among zeros":

@@ -296,13 +296,17 @@ def priced_table(
     error_price: float,
     slice_prices: dict[int, tuple[np.ndarray, float]],
     outside: np.ndarray,
+    masses: np.ndarray | None = None,
 ) -> StoppingTable:
     """The Bayes-optimal table when a wrong label outside the zones costs ``error_price`` per unit
     of error rate, and one in slice ``mask`` costs ``price`` more (``slice_prices``: index to
-    (mask, price)): the Lagrangian of rollouts under error limits, at one set of prices."""
-    penalty = np.where(outside, error_price / weights[outside].sum(), 0.0)
+    (mask, price)): the Lagrangian of rollouts under error limits, at one set of prices. Error
+    rates are relative to ``masses`` (default ``weights``): pass the whole environment's when
+    ``weights`` is one stratum of it, so that every stratum pays the same prices."""
+    masses = weights if masses is None else masses
+    penalty = np.where(outside, error_price / masses[outside].sum(), 0.0)
     for mask, price in slice_prices.values():
-        penalty = penalty + np.where(mask, price / weights[mask].sum(), 0.0)
+        penalty = penalty + np.where(mask, price / masses[mask].sum(), 0.0)
     return bayes_optimal_table(
         thresholds=thresholds,
         policy=policy,

@@ -89,3 +89,33 @@ def test_an_adversarially_wrong_score_keeps_one_percent(adversary):
 def test_one_score_per_task():
     with pytest.raises(ValueError, match="one score per task"):
         stats.stratified_tables(evidence=[(0, 8)], scores=[], thresholds=THRESHOLDS, policy=DEFAULT)
+
+
+def test_an_informative_score_saves_rollouts_at_the_same_limits():
+    rng = np.random.default_rng(5)
+    rates = rng.uniform(0.0, 1.0, 1200)
+    scores = special.logit(np.clip(rates, 1e-4, 1 - 1e-4)) + rng.normal(0.0, 0.5, rates.size)
+    evidence = probe(rates, rng)
+    informed = stats.stratified_tables(
+        evidence=evidence, scores=scores, thresholds=THRESHOLDS, policy=DEFAULT, min_tasks_per_stratum=300
+    )
+    blind = stats.stratified_tables(
+        evidence=evidence, scores=np.zeros(rates.size), thresholds=THRESHOLDS, policy=DEFAULT, strata=1
+    )
+    assert len(informed.tables) == 4 and all(table.learned for table in informed.tables)
+    test_rates = np.linspace(0.0005, 0.9995, 400)
+    test_scores = special.logit(test_rates) + rng.normal(0.0, 0.5, test_rates.size)
+
+    def exact(tables):
+        curve = [
+            stats.operating_characteristic_curve(
+                thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=[rate], table=tables.table_for(score).table
+            )
+            for rate, score in zip(test_rates, test_scores)
+        ]
+        return np.mean([c.expected_attempts[0] for c in curve]), np.mean([c.wrong[0] for c in curve])
+
+    informed_rollouts, informed_wrong = exact(informed)
+    blind_rollouts, _ = exact(blind)
+    assert informed_rollouts < 0.92 * blind_rollouts
+    assert informed_wrong <= 0.02  # zones included; outside them the limit is 1%
