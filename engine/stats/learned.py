@@ -62,6 +62,7 @@ __all__ = [
     "population_support",
     "priced_table",
     "table_performance",
+    "worst_performance",
 ]
 
 # Below this many tasks with evidence an environment keeps the calibrated rule.
@@ -230,6 +231,15 @@ class Performance:
         return max((value for value in self.slices if value is not None), default=0.0)
 
 
+def worst_performance(runs: Sequence[Performance]) -> Performance:
+    """The worst of several performances, item by item: most rollouts, most error, each slice's most."""
+    slices = tuple(
+        None if all(run.slices[index] is None for run in runs) else max(run.slices[index] or 0.0 for run in runs)
+        for index in range(len(runs[0].slices))
+    )
+    return Performance(rollouts=max(run.rollouts for run in runs), error=max(run.error for run in runs), slices=slices)
+
+
 def table_performance(*, table: StoppingTable, population: Population, thresholds: Thresholds) -> Performance:
     """Exact mean rollouts, error outside the zones and per-slice error of ``table`` on ``population``."""
     rates, weights = np.asarray(population.pass_rates), np.asarray(population.weights)
@@ -361,13 +371,8 @@ def learned_table(
     fits = [population, *resamples]
 
     def predicted(table: StoppingTable) -> Performance:
-        runs = [table_performance(table=table, population=fit, thresholds=thresholds) for fit in fits]
-        slices = tuple(
-            None if all(run.slices[index] is None for run in runs) else max(run.slices[index] or 0.0 for run in runs)
-            for index in range(len(runs[0].slices))
-        )
-        return Performance(
-            rollouts=max(run.rollouts for run in runs), error=max(run.error for run in runs), slices=slices
+        return worst_performance(
+            [table_performance(table=table, population=fit, thresholds=thresholds) for fit in fits]
         )
 
     default = stopping_table(thresholds=thresholds, policy=policy)

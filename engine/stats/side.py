@@ -41,6 +41,7 @@ from engine.stats.learned import (
     population_resamples,
     priced_table,
     table_performance,
+    worst_performance,
 )
 from engine.stats.sequential import SamplingPolicy
 from engine.stats.tables import StoppingTable, stopping_table
@@ -105,14 +106,6 @@ class StratifiedTables:
 
     def table_for(self, score: float) -> LearnedTable:
         return self.tables[self.stratum(score)]
-
-
-def _worst(runs: Sequence[Performance]) -> Performance:
-    slices = tuple(
-        None if all(run.slices[index] is None for run in runs) else max(run.slices[index] or 0.0 for run in runs)
-        for index in range(len(runs[0].slices))
-    )
-    return Performance(rollouts=max(run.rollouts for run in runs), error=max(run.error for run in runs), slices=slices)
 
 
 def _combined(
@@ -201,13 +194,13 @@ def stratified_tables(
             for table, stratum_fits in zip(tables, fits)
         ]
         # The environment under resample r is every stratum's resample r: the worst over r.
-        overall = _worst(
+        overall = worst_performance(
             [
                 _combined([run[r] for run in runs], [stratum_fits[r] for stratum_fits in fits], shares, thresholds)
                 for r in range(len(fits[0]))
             ]
         )
-        return overall, [_worst(run) for run in runs]
+        return overall, [worst_performance(run) for run in runs]
 
     default = stopping_table(thresholds=thresholds, policy=policy)
     default_overall, default_per_stratum = evaluate([default] * strata)
