@@ -2,9 +2,10 @@
 enough tasks with evidence (calibration.services.environment_learned_table)."""
 
 import pytest
+from django.urls import reverse
 
 from calibration import services
-from calibration.models import Calibration, ProbeModel
+from calibration.models import Calibration, Campaign, ProbeModel
 from calibration.services.calibrations import sampling_policy
 from tests.factories import import_tasks, math_task, rollouts_with
 
@@ -62,3 +63,24 @@ def test_a_population_without_a_shoulder_above_the_floor_decides_sooner(environm
         services.calibration_refresh(task_version=task.current_version, probe_model=model, policy=fixed).band
         == "undecided"
     )
+
+
+def test_the_dashboard_shows_the_operating_characteristic_with_and_without_the_learned_table(
+    environment_of_extremes, settings, client, alice
+):
+    task, model = environment_of_extremes
+    Campaign.objects.create(
+        environment=task.environment, probe_model=model, created_by=alice, seed=3, policy="adaptive", max_rollouts=256
+    )
+    client.force_login(alice)
+    url = reverse("operating_characteristic_data")
+    settings.PASSBAND_LEARNED_MIN_TASKS = 100
+    assert client.get(url, {"environment": task.environment.name}).json()["learned"] is None
+    settings.PASSBAND_LEARNED_MIN_TASKS = 50
+    body = client.get(url, {"environment": task.environment.name}).json()
+    learned = body["learned"]
+    assert learned["probe_model"] == "probe"
+    never = body["pass_rates"].index(0.0)
+    # Tasks that never pass: decided sooner, still too_hard; the rule's curve is the same as before.
+    assert learned["expected_rollouts"][never] < body["expected_rollouts"][never] == pytest.approx(72.0)
+    assert learned["labels"]["too_hard"][never] > 0.99
