@@ -5,8 +5,9 @@ import pytest
 from django.urls import reverse
 
 from calibration import services
-from calibration.models import Calibration, Campaign, ProbeModel
+from calibration.models import Calibration, Campaign, ProbeModel, Rollout
 from calibration.services.calibrations import sampling_policy
+from tests.calibration.scripted import import_scripted, scripted_model
 from tests.factories import import_tasks, math_task, rollouts_with
 
 pytestmark = pytest.mark.django_db
@@ -84,3 +85,40 @@ def test_the_dashboard_shows_the_operating_characteristic_with_and_without_the_l
     # Tasks that never pass: decided sooner, still too_hard; the rule's curve is the same as before.
     assert learned["expected_rollouts"][never] < body["expected_rollouts"][never] == pytest.approx(72.0)
     assert learned["labels"]["too_hard"][never] > 0.99
+
+
+@pytest.mark.parametrize(("minimum", "rollouts"), [(0, 72), (50, 64)])
+def test_a_campaign_stops_where_the_learned_table_does(arithmetic, alice, settings, minimum, rollouts):
+    """Through the campaign path (scripted model server, verifier, rounds, refresh): a task that never
+    passes, in an environment whose other tasks never pass or nearly always do, is banded too_hard
+    after 64 rollouts under the learned table, 72 under the rule."""
+    settings.PASSBAND_LEARNED_MIN_TASKS = minimum
+    keys = ["never"] + [f"background-{index}" for index in range(60)]
+    import_scripted(arithmetic, alice, keys)
+    with scripted_model("scripted", dict.fromkeys(keys, 0.0)) as (model, _server):
+        Calibration.objects.bulk_create(
+            Calibration(
+                task_version=arithmetic.tasks.get(key=f"background-{index}").current_version,
+                probe_model=model,
+                attempts=72 if index < 30 else 48,
+                successes=0 if index < 30 else 40,
+                band="too_hard" if index < 30 else "retire",
+                decided=True,
+            )
+            for index in range(60)
+        )
+        never = arithmetic.tasks.get(key="never").current_version
+        campaign = services.campaign_start(
+            environment=arithmetic,
+            probe_model=model,
+            created_by=alice,
+            policy="adaptive",
+            rollouts=256,
+            seed=5,
+            enqueue=False,
+            task_versions=[never],
+        )
+        services.campaign_run_inline(campaign=campaign)
+    calibration = Calibration.objects.get(task_version=never, probe_model=model)
+    assert calibration.band == "too_hard" and calibration.attempts == rollouts
+    assert Rollout.objects.filter(task_version=never).count() == rollouts
