@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize, special
+from scipy import stats as scipy_stats
 
 from engine.stats.bands import Thresholds
 from engine.stats.learned import (
@@ -46,7 +47,14 @@ from engine.stats.learned import (
 from engine.stats.sequential import SamplingPolicy
 from engine.stats.tables import StoppingTable, stopping_table
 
-__all__ = ["ItemResponse", "StratifiedTables", "fit_item_response", "stratified_tables"]
+__all__ = [
+    "CheckpointBand",
+    "ItemResponse",
+    "StratifiedTables",
+    "checkpoint_bands",
+    "fit_item_response",
+    "stratified_tables",
+]
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,68 @@ def fit_item_response(
 
     result = optimize.minimize(objective, np.zeros(tasks + models - 1), jac=True, method="L-BFGS-B")
     return ItemResponse(difficulty=result.x[:tasks], ability=np.concatenate([[0.0], result.x[tasks:]]))
+
+
+@dataclass(frozen=True)
+class CheckpointBand:
+    """A task's band predicted for a new checkpoint by the item-response model, and how sure it is.
+
+    ``band_probability``: the model's probability of ``band`` (normal on the logit scale, with the
+    difficulty's and the ability's standard errors); ``uncertain``: below the level asked for, so
+    the task should be probed under the new checkpoint rather than given this band.
+    """
+
+    task: int
+    predicted_logit: float
+    band: str
+    band_probability: float
+    uncertain: bool
+
+
+def checkpoint_bands(
+    *,
+    response: ItemResponse,
+    counts: Sequence[tuple[int, int, int, int]],
+    ability: float,
+    ability_sd: float,
+    thresholds: Thresholds,
+    level: float = 0.95,
+    penalty: float = 0.1,
+) -> list[CheckpointBand]:
+    """Which tasks a new checkpoint must re-probe: those whose band the item-response model leaves uncertain.
+
+    ``ability``/``ability_sd``: the new checkpoint's ability and its uncertainty (fitted on a
+    sample of tasks it probed, or extrapolated from earlier checkpoints). A task's difficulty
+    has the standard error of its Fisher information under ``response`` (plus the ridge
+    ``penalty``); its logit under the new checkpoint is normal, and each band's probability
+    follows. A task whose most probable band is below ``level`` is ``uncertain``. The promise is
+    the model's, not the stopping rule's: it holds as far as the Rasch model fits (docs/prediction.md).
+    """
+    records = np.asarray(list(counts), dtype=float).reshape(-1, 4)
+    tasks = response.difficulty.size
+    information = np.full(tasks, penalty)
+    if records.size:
+        task, model, _, attempts = records.T
+        probability = special.expit(response.ability[model.astype(int)] - response.difficulty[task.astype(int)])
+        information += np.bincount(task.astype(int), attempts * probability * (1 - probability), tasks)
+    sd = np.sqrt(1.0 / information + ability_sd**2)
+    mean = ability - response.difficulty
+    low = scipy_stats.norm.cdf((special.logit(thresholds.floor) - mean) / sd)
+    high = scipy_stats.norm.sf((special.logit(thresholds.retire_at) - mean) / sd)
+    bands = []
+    for index in range(tasks):
+        probabilities = {"too_hard": low[index], "in_band": 1.0 - low[index] - high[index], "retire": high[index]}
+        band = max(probabilities, key=lambda name: probabilities[name])
+        bands.append(
+            CheckpointBand(
+                task=index,
+                predicted_logit=float(mean[index]),
+                band=band,
+                band_probability=float(probabilities[band]),
+                uncertain=bool(probabilities[band] < level),
+            )
+        )
+    return bands
 
 
 @dataclass(frozen=True)

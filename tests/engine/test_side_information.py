@@ -121,3 +121,31 @@ def test_an_informative_score_saves_rollouts_at_the_same_limits():
     blind_rollouts, _ = exact(blind)
     assert informed_rollouts < 0.92 * blind_rollouts
     assert informed_wrong <= 0.02  # zones included; outside them the limit is 1%
+
+
+def test_a_new_checkpoint_reprofiles_only_the_tasks_whose_band_is_uncertain():
+    """Two checkpoints probed every task; the third's ability is known: tasks far from the
+    thresholds keep their predicted band, those near a threshold are sent to be probed, and the
+    predicted bands of the kept ones are right."""
+    rng = np.random.default_rng(7)
+    difficulty = rng.normal(0.0, 2.5, 300)
+    abilities = [-1.0, 0.0, 1.0]
+    counts = [
+        (task, model, int(rng.binomial(64, special.expit(abilities[model] - difficulty[task]))), 64)
+        for task in range(300)
+        for model in range(2)
+    ]
+    fitted = stats.fit_item_response(counts=counts, tasks=300, models=2)
+    shift = abilities[0]  # the fit centres the first checkpoint's ability on 0
+    bands = stats.checkpoint_bands(
+        response=fitted, counts=counts, ability=abilities[2] - shift, ability_sd=0.1, thresholds=THRESHOLDS
+    )
+    truth = [
+        stats.band_for_rate(pass_rate=float(special.expit(abilities[2] - d)), thresholds=THRESHOLDS) for d in difficulty
+    ]
+    kept = [band for band in bands if not band.uncertain]
+    assert 0.3 * len(bands) < len(kept) < len(bands)  # some saved, some re-probed
+    wrong = sum(band.band != truth[band.task] for band in kept)
+    assert wrong <= 0.05 * len(kept)
+    near_floor = [band for band in bands if abs(difficulty[band.task] - (abilities[2] - special.logit(0.02))) < 0.2]
+    assert near_floor and all(band.uncertain for band in near_floor)
