@@ -42,6 +42,17 @@ class CurriculumTaskSerializer(serializers.Serializer):
     checkpoints = serializers.IntegerField(help_text="Checkpoints with feedback up to step.")
 
 
+class PoolForecastSerializer(serializers.Serializer):
+    in_band_by_step = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField()),
+        help_text="[step, tasks in band then] for the last reported checkpoints up to step.",
+    )
+    slope = serializers.FloatField(allow_null=True, help_text="Change in in-band tasks per training step.")
+    empty_at_step = serializers.FloatField(
+        allow_null=True, help_text="When the in-band pool runs out at that rate; null when it is not shrinking."
+    )
+
+
 class CurriculumResponse(serializers.Serializer):
     environment = serializers.CharField()
     step = serializers.IntegerField(allow_null=True)
@@ -49,6 +60,7 @@ class CurriculumResponse(serializers.Serializer):
     candidates = serializers.IntegerField(help_text="Published tasks in the pool.")
     pool = serializers.DictField(child=serializers.IntegerField(), help_text="Candidates by predicted band.")
     tasks = CurriculumTaskSerializer(many=True)
+    forecast = PoolForecastSerializer()
 
 
 @policy.api("api_curriculum")
@@ -92,5 +104,10 @@ class CurriculumNext(APIView):
             "candidates": curriculum.candidates,
             "pool": curriculum.pool,
             "tasks": CurriculumTaskSerializer(curriculum.drawn, many=True).data,
+            "forecast": {
+                "in_band_by_step": [list(pair) for pair in curriculum.in_band_history],
+                "slope": curriculum.forecast.slope,
+                "empty_at_step": curriculum.forecast.empty_at_step,
+            },
         }
         return Response(body)

@@ -16,7 +16,7 @@ from django.db.models import Sum
 
 from calibration.models import Calibration, FeedbackReport, ProbeModel
 from calibration.services.calibrations import thresholds_for
-from curation.models import Environment, Task
+from curation.models import Environment, Task, TaskStatus
 from curation.policy import PUBLISHED, tasks_visible_to
 from engine import stats
 
@@ -33,6 +33,11 @@ class Curriculum:
     drawn: list[CurriculumTask]
     pool: dict[str, int]  # candidates by the band of their estimate
     candidates: int
+    in_band_history: list[tuple[int, int]]  # (checkpoint step, tasks in band then), the last few
+    forecast: stats.PoolForecast
+
+
+FORECAST_CHECKPOINTS = 5
 
 
 def curriculum_next(
@@ -50,14 +55,18 @@ def curriculum_next(
     Each task's pass rate under that checkpoint: trainer feedback for checkpoints at or before
     `step` (all of it when None), older checkpoints discounted by PASSBAND_FEEDBACK_DISCOUNT per
     checkpoint, with the calibration under `probe_model` (if given) as the oldest evidence. A task
-    that feedback retired is no longer published, so it leaves the pool.
+    that feedback retired is no longer published, so it leaves the pool. The forecast fits a line
+    to the in-band count at the last FORECAST_CHECKPOINTS reported checkpoints (retired tasks
+    counted by their estimate then, so that retiring a task shrinks the pool) and extrapolates it
+    to zero.
     """
-    tasks = list(
+    visible = list(
         tasks_visible_to(user)
-        .filter(environment=environment, status__in=PUBLISHED, current_version__isnull=False)
+        .filter(environment=environment, status__in=[*PUBLISHED, TaskStatus.RETIRED], current_version__isnull=False)
         .select_related("environment", "current_version")
     )
-    version_ids = [task.current_version_id for task in tasks]
+    tasks = [task for task in visible if task.status in PUBLISHED]
+    version_ids = [task.current_version_id for task in visible]
     probes: dict[int, tuple[int, int]] = {}
     if probe_model is not None:
         probes = {
@@ -69,28 +78,44 @@ def curriculum_next(
     reports = FeedbackReport.objects.filter(task_version_id__in=version_ids)
     if step is not None:
         reports = reports.filter(checkpoint_step__lte=step)
-    checkpoints: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    by_step: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # version: (step, passes, attempts)
     for row in (
         reports.values("task_version", "checkpoint_step")
         .annotate(passes=Sum("passes"), attempts=Sum("attempts"))
         .order_by("task_version", "checkpoint_step")
     ):
-        checkpoints[row["task_version"]].append((row["passes"], row["attempts"]))
+        by_step[row["task_version"]].append((row["checkpoint_step"], row["passes"], row["attempts"]))
+    thresholds = thresholds_for(environment)
     discount = settings.PASSBAND_FEEDBACK_DISCOUNT
-    candidates = [
+
+    def posterior(task: Task, until: int | None) -> stats.Beta:
+        return stats.checkpoint_posterior(
+            probe=probes.get(task.current_version_id),
+            checkpoints=[
+                (passes, attempts)
+                for step_at, passes, attempts in by_step.get(task.current_version_id, [])
+                if until is None or step_at <= until
+            ],
+            discount=discount,
+        )
+
+    candidates = [(task.pk, posterior(task, None)) for task in tasks]
+    drawn, estimates = stats.curriculum_sample(
+        candidates=candidates, count=count, seed=seed, thresholds=thresholds, group_size=group_size
+    )
+    # The in-band pool at each of the last checkpoints, counting the tasks feedback retired since.
+    steps = sorted({step_at for rows in by_step.values() for step_at, _, _ in rows})[-FORECAST_CHECKPOINTS:]
+    history = [
         (
-            task.pk,
-            stats.checkpoint_posterior(
-                probe=probes.get(task.current_version_id),
-                checkpoints=checkpoints.get(task.current_version_id, []),
-                discount=discount,
+            step_at,
+            sum(
+                stats.band_for_rate(pass_rate=posterior(task, step_at).mean, thresholds=thresholds) == stats.IN_BAND
+                for task in visible
             ),
         )
-        for task in tasks
+        for step_at in steps
     ]
-    drawn, estimates = stats.curriculum_sample(
-        candidates=candidates, count=count, seed=seed, thresholds=thresholds_for(environment), group_size=group_size
-    )
+    checkpoints = {version: [(p, a) for _, p, a in rows] for version, rows in by_step.items()}
     by_id = {task.pk: task for task in tasks}
     pool = {str(band): 0 for band in stats.BANDS}
     for estimate in estimates:
@@ -106,4 +131,6 @@ def curriculum_next(
         ],
         pool=pool,
         candidates=len(estimates),
+        in_band_history=history,
+        forecast=stats.pool_forecast(history),
     )

@@ -27,7 +27,7 @@ from engine.stats.bands import Band, Thresholds, band_for_rate
 from engine.stats.drift import discounted_posterior
 from engine.stats.posterior import Beta, expected_grpo_signal
 
-__all__ = ["CurriculumChoice", "checkpoint_posterior", "curriculum_sample"]
+__all__ = ["CurriculumChoice", "PoolForecast", "checkpoint_posterior", "curriculum_sample", "pool_forecast"]
 
 
 def checkpoint_posterior(
@@ -92,3 +92,30 @@ def curriculum_sample(
     keys = np.log(uniform) / weights  # the largest keys are a weighted sample without replacement
     drawn = np.argsort(-keys, kind="stable")[:count]
     return [estimates[index] for index in drawn], estimates
+
+
+@dataclass(frozen=True)
+class PoolForecast:
+    """When the in-band pool runs out at the current rate.
+
+    ``slope``: change in in-band tasks per training step (least squares over the checkpoints
+    given); ``empty_at_step``: the step at which the line reaches zero, None when the pool is not
+    shrinking or fewer than two checkpoints are known.
+    """
+
+    slope: float | None
+    empty_at_step: float | None
+
+
+def pool_forecast(history: Sequence[tuple[int, int]]) -> PoolForecast:
+    """Fit a line to (step, in-band tasks) pairs, oldest first, and extrapolate it to zero."""
+    if len(history) < 2:
+        return PoolForecast(slope=None, empty_at_step=None)
+    steps = np.array([step for step, _ in history], dtype=float)
+    counts = np.array([count for _, count in history], dtype=float)
+    if np.ptp(steps) == 0:
+        return PoolForecast(slope=None, empty_at_step=None)
+    slope, intercept = np.polyfit(steps, counts, 1)
+    if slope >= 0:
+        return PoolForecast(slope=float(slope), empty_at_step=None)
+    return PoolForecast(slope=float(slope), empty_at_step=float(max(steps[-1], -intercept / slope)))

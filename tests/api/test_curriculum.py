@@ -119,3 +119,36 @@ def test_a_token_without_the_read_scope_is_refused(client, charlie, pool):
 def test_the_curriculum_is_in_the_schema(client):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").content.decode()
     assert "/api/v1/curriculum" in schema and "group_size" in schema
+
+
+def test_the_forecast_says_when_the_in_band_pool_runs_out(client, secret, pool):
+    """Only the medium tasks are in band, and the policy masters them: the pool shrinks step by
+    step, and the forecast puts its end ahead of the last checkpoint."""
+    rng = np.random.default_rng(1)
+    assert curriculum(client, secret, n=1)["forecast"] == {"in_band_by_step": [], "slope": None, "empty_at_step": None}
+    for step in range(0, 400, 100):
+        rate = {"hard": 0.0, "medium": 0.2 + step / 1000, "easy": 0.98}
+        reports = [
+            {
+                "task": key,
+                "checkpoint": f"ckpt-{step}",
+                "step": step,
+                "attempts": 32,
+                "passes": int(rng.binomial(32, rate[key.split("-")[0]])),
+            }
+            for key in MEDIUM
+        ]
+        client.post("/api/v1/feedback", reports, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    for step in range(400, 700, 100):
+        reports = [
+            {"task": key, "checkpoint": f"ckpt-{step}", "step": step, "attempts": 32, "passes": 31} for key in MEDIUM
+        ]
+        client.post("/api/v1/feedback", reports, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    forecast = curriculum(client, secret, n=1, step=500)["forecast"]
+    steps = [step for step, _ in forecast["in_band_by_step"]]
+    counts = [count for _, count in forecast["in_band_by_step"]]
+    assert steps == [100, 200, 300, 400, 500] and counts[0] == 4 and counts[-1] < counts[0]
+    assert forecast["slope"] < 0 and forecast["empty_at_step"] >= 500
+    # Feedback up to step 200 only: the pool was not shrinking yet.
+    early = curriculum(client, secret, n=1, step=200)["forecast"]
+    assert early["empty_at_step"] is None
