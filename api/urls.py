@@ -3,7 +3,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api.views import bulk, calibrations, feedback, judges, releases, tasks, verifier_test, verify
+from api.views import bulk, calibrations, curriculum, feedback, judges, releases, tasks, verifier_test, verify
 
 urlpatterns = [
     path("v1/tasks", tasks.TaskList.as_view(), name="api_task_list"),
@@ -24,4 +24,5 @@ urlpatterns = [
     path("v1/verify", verify.Verify.as_view(), name="api_verify"),
     path("v1/verifier-test", verifier_test.VerifierTest.as_view(), name="api_verifier_test"),
     path("v1/feedback", feedback.Feedback.as_view(), name="api_feedback"),
+    path("v1/curriculum", curriculum.CurriculumNext.as_view(), name="api_curriculum"),
 ]

@@ -104,6 +104,7 @@ ROUTES: dict[str, Route] = {
     "api_verify": Route(API + "verify", methods=POST),
     "api_verifier_test": Route(API + "verify", methods=POST),
     "api_feedback": Route(API + "feedback", methods=POST),
+    "api_curriculum": Route(API + "read"),
     "api_judge_agreement": Route(API + "read"),
     # The schema and its docs describe the API and reveal no data (SPECTACULAR_SETTINGS).
     "api_schema": Route(PUBLIC),

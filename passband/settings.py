@@ -208,6 +208,10 @@ PASSBAND_VERIFIER_TROUBLE_SHARE = env_float("PASSBAND_VERIFIER_TROUBLE_SHARE", 0
 # Calibrated tasks (per environment and probe model) needed before an empirical-Bayes prior replaces
 # Jeffreys; 0 keeps Jeffreys always.
 PASSBAND_PRIOR_MIN_TASKS = int(os.environ.get("PASSBAND_PRIOR_MIN_TASKS", "30"))
+# Tasks with evidence (per environment and probe model) needed before the adaptive policy probes
+# with a stopping table learned from the environment's own population (docs/prediction.md);
+# 0 keeps the calibrated rule always.
+PASSBAND_LEARNED_MIN_TASKS = int(os.environ.get("PASSBAND_LEARNED_MIN_TASKS", "1000"))
 # Campaign and task pages warn when more than this share of generated rollouts hit the completion
 # budget (finish reason "length"): they were graded as they stood, so raise max new tokens.
 PASSBAND_TRUNCATION_WARN_SHARE = env_float("PASSBAND_TRUNCATION_WARN_SHARE", 0.10)

@@ -276,22 +276,19 @@ def lower_bound_with_slices(weights: np.ndarray, policy: stats.SamplingPolicy, i
     where the optimum breaks a limit and lowered where it keeps it (multiplicative subgradient
     steps); the best bound found is a valid lower bound whatever the prices."""
     outside, masks = outside_zones(GRID), slice_masks()
-    outside_mass = weights[outside].sum()
     slice_mass = [weights[mask].sum() for mask in masks]
     live = [index for index, mass in enumerate(slice_mass) if mass > 1e-9]
     error_price, slice_prices = 2000.0, {index: 200.0 for index in live}
     best = {"bound": 0.0}
     for step in range(iterations):
-        penalty = np.where(outside, error_price / outside_mass, 0.0)
-        for index in live:
-            penalty = penalty + np.where(masks[index], slice_prices[index] / slice_mass[index], 0.0)
-        table = stats.bayes_optimal_table(
+        table = stats.priced_table(
             thresholds=THRESHOLDS,
             policy=policy,
             pass_rates=GRID,
             weights=weights,
-            rollout_cost=1.0,
-            error_weights=penalty,
+            error_price=error_price,
+            slice_prices={index: (masks[index], price) for index, price in slice_prices.items()},
+            outside=outside,
         )
         curve = stats.operating_characteristic_curve(thresholds=THRESHOLDS, policy=policy, pass_rates=GRID, table=table)
         result = summarise(GRID, weights, np.array(curve.wrong), np.array(curve.expected_attempts))

@@ -10,6 +10,7 @@ from calibration.selectors.campaigns import (
     truncation_by_model,
 )
 from calibration.selectors.costs import cost_summary, environment_costs, task_cost
+from calibration.selectors.curriculum import Curriculum, curriculum_next
 from calibration.selectors.dashboards import (
     bands_over_time,
     campaign_policy_in_use,
@@ -38,6 +39,8 @@ __all__ = [
     "FLAGS",
     "PRIORITIES",
     "SCOPES",
+    "Curriculum",
+    "curriculum_next",
     "SORTS",
     "bands_over_time",
     "campaign_band_table",

@@ -36,7 +36,12 @@ from calibration.models import (
     ProbeModel,
     Rollout,
 )
-from calibration.services.calibrations import policy_for, sampling_policy, thresholds_for
+from calibration.services.calibrations import (
+    environment_learned_table,
+    policy_for,
+    sampling_policy,
+    thresholds_for,
+)
 from curation.models import Environment, Task
 from engine import stats
 
@@ -338,6 +343,19 @@ def operating_characteristic(*, environment: Environment) -> dict:
     thresholds = thresholds_for(environment)
     curve = stats.operating_characteristic_curve(thresholds=thresholds, policy=policy)
     fixed = policy.kind == "fixed"
+    learned = None
+    if campaign is not None and not fixed:
+        table = environment_learned_table(environment=environment, probe_model=campaign.probe_model, policy=policy)
+        if table is not None:
+            learned_curve = stats.operating_characteristic_curve(
+                thresholds=thresholds, policy=policy, pass_rates=curve.pass_rates, table=table
+            )
+            learned = {
+                "probe_model": campaign.probe_model.name,
+                "labels": learned_curve.label_probabilities,
+                "wrong": learned_curve.wrong,
+                "expected_rollouts": learned_curve.expected_attempts,
+            }
     return {
         "environment": environment.name,
         "policy": {
@@ -356,6 +374,9 @@ def operating_characteristic(*, environment: Environment) -> dict:
         "labels": curve.label_probabilities,
         "wrong": curve.wrong,
         "expected_rollouts": curve.expected_attempts,
+        # The table learned from the environment's own probes (docs/prediction.md), when its
+        # latest campaign's probe model has one: what the rule becomes there.
+        "learned": learned,
     }
 
 

@@ -91,7 +91,15 @@ def environment_prior(*, environment: Environment, probe_model: ProbeModel, cach
         if prior is not None:
             cache.set(key, list(prior), PRIOR_CACHE_SECONDS)
         return prior
-    evidence = list(
+    return stats.fit_population_prior(
+        evidence=_environment_evidence(environment=environment, probe_model=probe_model),
+        min_tasks=settings.PASSBAND_PRIOR_MIN_TASKS,
+    )
+
+
+def _environment_evidence(*, environment: Environment, probe_model: ProbeModel) -> list[tuple[int, int]]:
+    """(successes, attempts) of each current task version of the environment with attempts under the model."""
+    return list(
         Calibration.objects.filter(
             probe_model=probe_model,
             task_version__task__environment=environment,
@@ -99,7 +107,55 @@ def environment_prior(*, environment: Environment, probe_model: ProbeModel, cach
             attempts__gt=0,
         ).values_list("successes", "attempts")
     )
-    return stats.fit_population_prior(evidence=evidence, min_tasks=settings.PASSBAND_PRIOR_MIN_TASKS)
+
+
+LEARNED_TABLE_CACHE_SECONDS = 3600
+
+
+def environment_learned_table(
+    *, environment: Environment, probe_model: ProbeModel, policy: stats.SamplingPolicy
+) -> stats.StoppingTable | None:
+    """The stopping table learned from the environment's own probes under one model, or None.
+
+    None (the calibrated rule decides) for a fixed or non-calibrated policy, while fewer than
+    PASSBAND_LEARNED_MIN_TASKS current task versions have attempts (0 turns it off), and when
+    stats.learned_table keeps the rule. The fit and the search take seconds, so the result is
+    cached for LEARNED_TABLE_CACHE_SECONDS per environment, model, thresholds and policy; "too few
+    tasks" is not cached (a cheap count, so learning starts as soon as the evidence is there).
+    """
+    minimum = settings.PASSBAND_LEARNED_MIN_TASKS
+    if minimum <= 0 or policy.kind != "adaptive" or policy.rule != "calibrated":
+        return None
+    thresholds = thresholds_for(environment)
+    key = (
+        f"passband:learned-table:{environment.pk}:{probe_model.pk}:{thresholds.floor}:{thresholds.retire_at}:"
+        f"{policy.round_size}:{policy.cap}:{minimum}"
+    )
+    hit = cache.get(key)
+    if hit is not None:
+        return stats.table_from_lists(hit) if hit else None
+    evidence = _environment_evidence(environment=environment, probe_model=probe_model)
+    if len(evidence) < minimum:
+        return None
+    learned = stats.learned_table(
+        population=stats.fit_population(evidence=evidence, thresholds=thresholds),
+        resamples=stats.population_resamples(evidence=evidence, thresholds=thresholds, seed=environment.pk),
+        thresholds=thresholds,
+        policy=policy,
+        min_tasks=minimum,
+    )
+    logger.info(
+        "learned table for %s under %s: %s (predicted %.1f rollouts, %.2f%% wrong; the rule: %.1f, %.2f%%)",
+        environment.name,
+        probe_model.name,
+        learned.reason,
+        learned.predicted.rollouts,
+        100 * learned.predicted.error,
+        learned.default_predicted.rollouts,
+        100 * learned.default_predicted.error,
+    )
+    cache.set(key, stats.table_to_lists(learned.table) if learned.learned else [], LEARNED_TABLE_CACHE_SECONDS)
+    return learned.table if learned.learned else None
 
 
 def calibration_refresh(
@@ -165,6 +221,16 @@ def calibrations_refresh(
     counts = _rollout_counts(ids=ids, probe_model=probe_model)
     policies = _policies_with_stored(ids=ids, probe_model=probe_model, policies=policies or {})
     fitted: dict[int, stats.Beta | None] = {}
+    learned: dict[tuple, stats.StoppingTable | None] = {}
+
+    def learned_table(environment: Environment, policy: dict) -> stats.StoppingTable | None:
+        if policy.get("prior") or policy.get("kind") != Campaign.Policy.ADAPTIVE:
+            return None  # a ladder prior's campaign, or fixed N: the rule, as stored
+        sampling = sampling_policy(policy, attempts=0)
+        key = (environment.pk, sampling)
+        if key not in learned:
+            learned[key] = environment_learned_table(environment=environment, probe_model=probe_model, policy=sampling)
+        return learned[key]
 
     def population(environment: Environment) -> stats.Beta | None:
         if population_prior is not _POPULATION_PRIOR:
@@ -189,6 +255,7 @@ def calibrations_refresh(
                 policy=policy,
                 prior=prior,
                 now=now,
+                table=learned_table(version.task.environment, policy),
             )
         )
     # Where bands are assigned, so a too_hard task's diagnosis changes with its band.
@@ -236,7 +303,14 @@ def _policies_with_stored(*, ids: list[int], probe_model: ProbeModel, policies: 
 
 
 def _calibration_row(
-    *, version: TaskVersion, probe_model: ProbeModel, counts: dict, policy: dict, prior: stats.Beta, now
+    *,
+    version: TaskVersion,
+    probe_model: ProbeModel,
+    counts: dict,
+    policy: dict,
+    prior: stats.Beta,
+    now,
+    table: stats.StoppingTable | None = None,
 ) -> Calibration:
     attempts = counts["successes"] + counts["failures"]
     verdict = stats.calibration_verdict(
@@ -250,6 +324,7 @@ def _calibration_row(
         verifier_trouble_share=settings.PASSBAND_VERIFIER_TROUBLE_SHARE,
         strong_model=probe_model.strong,
         audit_passed=bool(version.audit_passed),
+        table=table,
     )
     return Calibration(
         task_version=version,

@@ -11,6 +11,7 @@ from engine.stats.bands import (
     BANDS,
     BORDERLINE,
     CONTINUE,
+    LABELS,
     UNDECIDED,
     Band,
     Thresholds,
@@ -30,6 +31,7 @@ from engine.stats.posterior import (
     posterior_interval,
 )
 from engine.stats.sequential import SamplingPolicy, decision_codes
+from engine.stats.tables import StoppingTable
 
 __all__ = ["Assessment", "assess", "evidence_decides"]
 
@@ -85,6 +87,7 @@ def _assessment(
     prior: Beta,
     group_size: int,
     interval_level: float,
+    table: StoppingTable | None = None,
 ) -> Assessment:
     if not isinstance(thresholds, Thresholds):
         raise TypeError(f"thresholds must be a Thresholds; got {type(thresholds).__name__}")
@@ -104,6 +107,7 @@ def _assessment(
         thresholds=thresholds,
         policy=policy,
         prior=prior,
+        table=table,
     )
     interval = posterior_interval(
         successes=effective_successes, attempts=effective_attempts, prior=prior, level=interval_level
@@ -138,13 +142,28 @@ def _band_decision(
     thresholds: Thresholds,
     policy: SamplingPolicy,
     prior: Beta,
+    table: StoppingTable | None = None,
 ) -> tuple[Band, bool, int]:
     """The policy's rule: (band, decided, rollouts to request next). Either policy claims a band only
     when the interval rule decides it; a fixed one stops at its n (undecided if the interval still
     straddles a threshold, or, with labels "raw", the observed rate's band as papers report it); an
-    adaptive one stops when the stopping table decides or at the cap."""
+    adaptive one stops when the stopping table decides or at the cap. A learned ``table``
+    (``stats.learned_table``) decides an adaptive policy's rounds where the evidence sits on its
+    schedule (whole counts, no discounting); off it (errors left a round short) the rule does."""
     code = CONTINUE
-    if attempts > 0:  # the prior alone never decides
+    on_schedule = (
+        table is not None
+        and policy.kind == "adaptive"
+        and effective_attempts == attempts
+        and attempts in table.attempts
+        and float(effective_successes).is_integer()
+    )
+    if on_schedule:
+        assert table is not None
+        code = int(table.labels[table.attempts.index(attempts)][int(effective_successes)])
+        if code == LABELS.index(BORDERLINE):
+            return BORDERLINE, False, 0
+    elif attempts > 0:  # the prior alone never decides
         code = int(
             decision_codes(
                 successes=np.array([effective_successes]),
@@ -178,6 +197,7 @@ def assess(
     prior: Sequence[float] = JEFFREYS_PRIOR,
     group_size: int = 8,
     interval_level: float = 0.95,
+    table: StoppingTable | None = None,
 ) -> Assessment:
     """Band, estimate and next step for a task with ``successes`` passes in ``attempts`` rollouts.
 
@@ -185,7 +205,8 @@ def assess(
     an environment's thresholds change. ``prior`` is Jeffreys by default, or a population prior
     (``fit_population_prior``) or ladder prior (``ladder_prior``); it shapes the reported
     posterior, and decides the band only under ``SamplingPolicy(rule="posterior")``. Only pass and fail outcomes
-    count as attempts; errors and timeouts are not evidence.
+    count as attempts; errors and timeouts are not evidence. ``table``: an environment's learned
+    stopping table (``learned_table``), which decides in place of the rule where it applies.
     """
     _check_integer_counts(successes, attempts)
     return _assessment(
@@ -199,6 +220,7 @@ def assess(
         prior=_check_prior(prior),
         group_size=group_size,
         interval_level=interval_level,
+        table=table,
     )
 
 

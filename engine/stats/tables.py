@@ -37,6 +37,8 @@ __all__ = [
     "operating_characteristic",
     "operating_characteristic_curve",
     "stopping_table",
+    "table_from_lists",
+    "table_to_lists",
 ]
 
 
@@ -52,6 +54,21 @@ class StoppingTable:
 
     attempts: tuple[int, ...]
     labels: tuple[np.ndarray, ...]
+
+
+def table_to_lists(table: StoppingTable) -> list[list[int]]:
+    """A table as plain lists (JSON, a cache): its schedule first, then each round's codes."""
+    return [list(table.attempts)] + [[int(code) for code in codes] for codes in table.labels]
+
+
+def table_from_lists(rows: Sequence[Sequence[int]]) -> StoppingTable:
+    """``table_to_lists`` reversed; raises ``ValueError`` when a round's codes do not fit its attempts."""
+    attempts, *codes = rows
+    if len(codes) != len(attempts) or any(len(row) != n + 1 for row, n in zip(codes, attempts)):
+        raise ValueError("a stopping table needs one row of attempts + 1 codes per round")
+    return StoppingTable(
+        attempts=tuple(int(n) for n in attempts), labels=tuple(np.asarray(row, dtype=np.int8) for row in codes)
+    )
 
 
 def stopping_table(

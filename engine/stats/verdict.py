@@ -22,6 +22,7 @@ from engine.stats.bands import (
 from engine.stats.posterior import JEFFREYS_PRIOR, _check_prior
 from engine.stats.rule import Assessment, assess
 from engine.stats.sequential import SamplingPolicy
+from engine.stats.tables import StoppingTable
 
 __all__ = ["VERIFIER_TROUBLE_SHARE", "Verdict", "calibration_verdict"]
 
@@ -69,6 +70,7 @@ def calibration_verdict(
     audit_passed: bool = False,
     group_size: int = 8,
     interval_level: float = 0.95,
+    table: StoppingTable | None = None,
 ) -> Verdict:
     """Band, flags and estimate of one task version under one probe model.
 
@@ -78,7 +80,8 @@ def calibration_verdict(
 
     The rules, in order:
 
-    1. ``assess`` decides a band, or not (the stopping rule of ``policy``).
+    1. ``assess`` decides a band, or not (the stopping rule of ``policy``, or an environment's
+       learned ``table`` where it applies).
     2. Adaptive policy, still undecided, and attempts + errors of both kinds >= cap: ``borderline``.
     3. ``verifier_trouble`` when more than ``verifier_trouble_share`` of the verdicts (attempts +
        verifier errors) are errors. Failing verdicts from a broken verifier are not evidence that
@@ -100,6 +103,7 @@ def calibration_verdict(
         prior=_check_prior(prior),
         group_size=group_size,
         interval_level=interval_level,
+        table=table,
     )
     band = Band(assessment.band)
     spent = attempts + verifier_errors + generation_errors

@@ -177,6 +177,11 @@ async function drawOperatingCharacteristic(element) {
     label("too_hard", "P(too hard)"), label("in_band", "P(in band)"), label("retire", "P(retire)"), label("borderline", data.policy.undecided_label),
     { type: "scatter", mode: "lines", name: "P(wrong)", x, y: data.wrong, line: { color: "#b00020", dash: "dot" } },
     { type: "scatter", mode: "lines", name: "mean rollouts", x, y: data.expected_rollouts, yaxis: "y2", line: { color: "#555", dash: "dash" } },
+    // The table learned from the environment's own probes, beside the rule (docs/prediction.md).
+    ...(data.learned ? [
+      { type: "scatter", mode: "lines", name: "P(wrong), learned table", x, y: data.learned.wrong, line: { color: "#e07000", dash: "dot" } },
+      { type: "scatter", mode: "lines", name: "mean rollouts, learned table", x, y: data.learned.expected_rollouts, yaxis: "y2", line: { color: "#e07000", dash: "dash" } },
+    ] : []),
   ], {
     ...LAYOUT,
     margin: { t: 20, r: 60 },
@@ -193,7 +198,9 @@ async function drawOperatingCharacteristic(element) {
   }));
   const summary = document.getElementById("oc-summary");
   if (summary) summary.textContent = `${data.policy.description[0].toUpperCase()}${data.policy.description.slice(1)}: ` +
-    `outside the zones a label is wrong at most ${(100 * worst).toFixed(1)}% of the time.`;
+    `outside the zones a label is wrong at most ${(100 * worst).toFixed(1)}% of the time.` +
+    (data.learned ? ` This environment probes with a table learned from its own tasks under ${data.learned.probe_model} (orange): ` +
+      "it spends fewer rollouts where its population allows and is held to 1% wrong on average, not per task." : "");
 }
 
 document.addEventListener("DOMContentLoaded", () => {

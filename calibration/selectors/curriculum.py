@@ -1,0 +1,136 @@
+"""The online curriculum: the next tasks for a trainer's checkpoint, by predicted learning signal.
+
+The estimate and the draw are engine.stats.curriculum's; this module gathers the evidence: each
+published task's calibration under the probe model, and the trainer feedback reported for
+checkpoints up to the one asked about (docs/prediction.md).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Sum
+
+from calibration.models import Calibration, FeedbackReport, ProbeModel
+from calibration.services.calibrations import thresholds_for
+from curation.models import Environment, Task, TaskStatus
+from curation.policy import PUBLISHED, tasks_visible_to
+from engine import stats
+
+
+@dataclass(frozen=True)
+class CurriculumTask:
+    task: Task
+    estimate: stats.CurriculumChoice
+    checkpoints: int  # checkpoints with feedback up to the one asked about
+
+
+@dataclass(frozen=True)
+class Curriculum:
+    drawn: list[CurriculumTask]
+    pool: dict[str, int]  # candidates by the band of their estimate
+    candidates: int
+    in_band_history: list[tuple[int, int]]  # (checkpoint step, tasks in band then), the last few
+    forecast: stats.PoolForecast
+
+
+FORECAST_CHECKPOINTS = 5
+
+
+def curriculum_next(
+    *,
+    user: AbstractBaseUser,
+    environment: Environment,
+    count: int,
+    seed: int,
+    step: int | None = None,
+    probe_model: ProbeModel | None = None,
+    group_size: int = 8,
+) -> Curriculum:
+    """Draw `count` of the environment's published tasks `user` may see, for the checkpoint at `step`.
+
+    Each task's pass rate under that checkpoint: trainer feedback for checkpoints at or before
+    `step` (all of it when None), older checkpoints discounted by PASSBAND_FEEDBACK_DISCOUNT per
+    checkpoint, with the calibration under `probe_model` (if given) as the oldest evidence. A task
+    that feedback retired is no longer published, so it leaves the pool. The forecast fits a line
+    to the in-band count at the last FORECAST_CHECKPOINTS reported checkpoints (retired tasks
+    counted by their estimate then, so that retiring a task shrinks the pool) and extrapolates it
+    to zero.
+    """
+    visible = list(
+        tasks_visible_to(user)
+        .filter(environment=environment, status__in=[*PUBLISHED, TaskStatus.RETIRED], current_version__isnull=False)
+        .select_related("environment", "current_version")
+    )
+    tasks = [task for task in visible if task.status in PUBLISHED]
+    version_ids = [task.current_version_id for task in visible]
+    probes: dict[int, tuple[int, int]] = {}
+    if probe_model is not None:
+        probes = {
+            version: (successes, attempts)
+            for version, successes, attempts in Calibration.objects.filter(
+                task_version_id__in=version_ids, probe_model=probe_model, attempts__gt=0
+            ).values_list("task_version_id", "successes", "attempts")
+        }
+    reports = FeedbackReport.objects.filter(task_version_id__in=version_ids)
+    if step is not None:
+        reports = reports.filter(checkpoint_step__lte=step)
+    by_step: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # version: (step, passes, attempts)
+    for row in (
+        reports.values("task_version", "checkpoint_step")
+        .annotate(passes=Sum("passes"), attempts=Sum("attempts"))
+        .order_by("task_version", "checkpoint_step")
+    ):
+        by_step[row["task_version"]].append((row["checkpoint_step"], row["passes"], row["attempts"]))
+    thresholds = thresholds_for(environment)
+    discount = settings.PASSBAND_FEEDBACK_DISCOUNT
+
+    def posterior(task: Task, until: int | None) -> stats.Beta:
+        return stats.checkpoint_posterior(
+            probe=probes.get(task.current_version_id),
+            checkpoints=[
+                (passes, attempts)
+                for step_at, passes, attempts in by_step.get(task.current_version_id, [])
+                if until is None or step_at <= until
+            ],
+            discount=discount,
+        )
+
+    candidates = [(task.pk, posterior(task, None)) for task in tasks]
+    drawn, estimates = stats.curriculum_sample(
+        candidates=candidates, count=count, seed=seed, thresholds=thresholds, group_size=group_size
+    )
+    # The in-band pool at each of the last checkpoints, counting the tasks feedback retired since.
+    steps = sorted({step_at for rows in by_step.values() for step_at, _, _ in rows})[-FORECAST_CHECKPOINTS:]
+    history = [
+        (
+            step_at,
+            sum(
+                stats.band_for_rate(pass_rate=posterior(task, step_at).mean, thresholds=thresholds) == stats.IN_BAND
+                for task in visible
+            ),
+        )
+        for step_at in steps
+    ]
+    checkpoints = {version: [(p, a) for _, p, a in rows] for version, rows in by_step.items()}
+    by_id = {task.pk: task for task in tasks}
+    pool = {str(band): 0 for band in stats.BANDS}
+    for estimate in estimates:
+        pool[str(estimate.band)] += 1
+    return Curriculum(
+        drawn=[
+            CurriculumTask(
+                task=by_id[choice.item],
+                estimate=choice,
+                checkpoints=len(checkpoints.get(by_id[choice.item].current_version_id, [])),
+            )
+            for choice in drawn
+        ],
+        pool=pool,
+        candidates=len(estimates),
+        in_band_history=history,
+        forecast=stats.pool_forecast(history),
+    )

@@ -1,0 +1,432 @@
+"""A stopping table learned from an environment's own probes, guarded so a wrong fit stays safe.
+
+The calibrated rule (``sequential``) makes the same promise per task on every population, so it
+spends the same rollouts whatever the environment holds: 72 on each task that never passes. An
+environment of a thousand tasks or more carries enough evidence to learn its population, and the
+Bayes-optimal table for that population (``optimal``) spends much less. The earlier empirical-Bayes
+prior failed because a two-parameter Beta fitted to a spike at 0 plus a shoulder at 4-10% puts
+almost no mass at 4-10% and then calls those tasks ``too_hard`` on a few failures. Three things
+keep this one safe:
+
+1. **A nonparametric fit** (``fit_population``): the maximum-likelihood mixture of binomials on a
+   fixed grid of pass rates (NPMLE, by EM), smoothed on the logit scale and mixed with a little
+   uniform mass, so no range of pass rates that the evidence allows is given zero weight. Tasks
+   still sampling count too: adaptive stopping depends only on the outcomes seen, so it leaves the
+   likelihood unchanged.
+2. **Constraints, not a target error alone** (``learned_table``): the table minimises rollouts
+   subject to the error outside the zones and the error in every slice of pass rates
+   (``error_slices``) staying under targets with a margin, under the fitted population, by the
+   same Lagrangian (priced errors, subgradient steps on the prices) as the benchmark's bound B.
+3. **A guard**: the learned table may stop with a band only where the calibrated rule at
+   ``guard_confidence`` (looser than the default's) would also accept that band. Whatever the
+   population, every task's chance of a wrong label is bounded by the guard's operating
+   characteristic; a fit that is wrong can spend rollouts, not push a task past the guard.
+
+If no table meets the targets under the fitted population (a population piled against a zone's
+edge, where no affordable table can), ``learned_table`` returns the calibrated rule's own table:
+no worse than without learning. Environments with fewer than ``MIN_TASKS`` tasks with evidence
+keep the calibrated rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from engine.stats.bands import BORDERLINE, CONTINUE, LABELS, Thresholds, acceptable_bands
+from engine.stats.optimal import bayes_optimal_table
+from engine.stats.posterior import JEFFREYS_PRIOR
+from engine.stats.sequential import (
+    SamplingPolicy,
+    _band_scores,
+    _calibrate,
+    _claims,
+    propagate,
+)
+from engine.stats.tables import StoppingTable, stopping_table
+
+__all__ = [
+    "GUARD_EDGE_ERRORS",
+    "MIN_TASKS",
+    "Performance",
+    "LearnedTable",
+    "Population",
+    "error_slices",
+    "fit_population",
+    "guarded_table",
+    "learned_table",
+    "population_resamples",
+    "population_support",
+    "priced_table",
+    "table_performance",
+    "worst_performance",
+]
+
+# Below this many tasks with evidence an environment keeps the calibrated rule.
+MIN_TASKS = 1000
+# The guard's error at each zone edge (ClaimLevels order: a task at the floor zone's top called
+# too_hard; just under its bottom called in_band; at the retire zone's top called in_band; just
+# under its bottom called retire). Against the default's (0.10, 0.10, 0.05, 0.05): twice as loose
+# at the floor zone, three times at the retire zone; the learned table itself is held to the
+# population targets, the guard only bounds how far a wrong fit can take a single task.
+GUARD_EDGE_ERRORS = (0.20, 0.20, 0.15, 0.15)
+
+
+@dataclass(frozen=True)
+class Population:
+    """A distribution of true pass rates as point masses: ``pass_rates`` and ``weights`` (sum 1)."""
+
+    pass_rates: tuple[float, ...]
+    weights: tuple[float, ...]
+    tasks: int
+
+    def mass_between(self, low: float, high: float) -> float:
+        rates, weights = np.asarray(self.pass_rates), np.asarray(self.weights)
+        return float(weights[(rates >= low) & (rates < high)].sum())
+
+
+def population_support(thresholds: Thresholds, *, points: int = 96) -> np.ndarray:
+    """Grid of pass rates a population is fitted on: 0, dense up to 3x the floor zone, then coarser.
+
+    Contains the zone edges, so the fit and the constraints see them exactly.
+    """
+    (floor_low, floor_high), (retire_low, retire_high) = thresholds.floor_zone, thresholds.retire_zone
+    dense_top = min(0.5, 3.0 * floor_high)
+    dense = np.linspace(0.0, dense_top, points // 2 + 1)[1:]
+    coarse = np.linspace(dense_top, 1.0, points // 2 + 1)[1:]
+    edges = [value for value in (floor_low, floor_high, retire_low, retire_high) if 0.0 < value < 1.0]
+    return np.unique(np.round(np.concatenate([[0.0], dense, coarse, edges]), 12))
+
+
+def _binomial_log_likelihood(successes: np.ndarray, attempts: np.ndarray, rates: np.ndarray) -> np.ndarray:
+    """log p^s (1-p)^(n-s), shape (len(successes), len(rates)); 0 * log 0 = 0."""
+    failures = attempts - successes
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_pass = np.where(successes[:, None] > 0, successes[:, None] * np.log(rates)[None, :], 0.0)
+        log_fail = np.where(failures[:, None] > 0, failures[:, None] * np.log1p(-rates)[None, :], 0.0)
+    return log_pass + log_fail
+
+
+def fit_population(
+    *,
+    evidence: Sequence[tuple[int, int]],
+    thresholds: Thresholds,
+    iterations: int = 400,
+    smoothing: float = 0.25,
+    floor_mass: float = 0.02,
+    zero_spread: float = 0.1,
+) -> Population:
+    """The environment's distribution of pass rates from (successes, attempts) per task.
+
+    Nonparametric maximum likelihood on ``population_support`` (EM), then smoothed with a Gaussian
+    kernel of ``smoothing`` on the logit scale (of the mass at exactly 0, the share ``zero_spread``
+    is spread evenly below the floor zone), and mixed
+    with ``floor_mass`` spread evenly over the grid: a fit never rules a range out. Raises
+    ``ValueError`` on a pair with successes outside [0, attempts].
+    """
+    pairs = np.asarray(list(evidence), dtype=float).reshape(-1, 2)
+    if pairs.size and (np.any(pairs < 0) or np.any(pairs[:, 0] > pairs[:, 1])):
+        raise ValueError("evidence must hold (successes, attempts) pairs with 0 <= successes <= attempts")
+    pairs = pairs[pairs[:, 1] > 0]
+    rates = population_support(thresholds)
+    if len(pairs) == 0:
+        uniform = np.full(rates.size, 1.0 / rates.size)
+        return Population(tuple(rates.tolist()), tuple(uniform.tolist()), 0)
+    unique_pairs, multiplicity = np.unique(pairs, axis=0, return_counts=True)
+    likelihood = np.exp(_binomial_log_likelihood(unique_pairs[:, 0], unique_pairs[:, 1], rates))
+    weights = np.full(rates.size, 1.0 / rates.size)
+    for _ in range(iterations):
+        joint = likelihood * weights[None, :]
+        responsibility = joint / np.maximum(joint.sum(axis=1, keepdims=True), 1e-300)
+        weights = multiplicity @ responsibility / multiplicity.sum()
+    positive = rates > 0
+    logits = special.logit(np.clip(rates[positive], 1e-6, 1 - 1e-6))
+    kernel = np.exp(-0.5 * ((logits[:, None] - logits[None, :]) / smoothing) ** 2)
+    kernel /= kernel.sum(axis=0, keepdims=True)  # each point's mass spread over its neighbours
+    smoothed = weights.copy()
+    smoothed[positive] = kernel @ weights[positive]
+    # Tasks that never passed cannot tell 0 from a rate just above it: a share of the mass at 0
+    # is spread below the floor zone.
+    below = positive & (rates < thresholds.floor_zone[0])
+    if below.any():
+        moved = zero_spread * smoothed[0]
+        smoothed[0] -= moved
+        smoothed[below] += moved / below.sum()
+    smoothed = (1.0 - floor_mass) * smoothed / smoothed.sum() + floor_mass / rates.size
+    return Population(tuple(rates.tolist()), tuple(smoothed.tolist()), int(len(pairs)))
+
+
+def population_resamples(
+    *, evidence: Sequence[tuple[int, int]], thresholds: Thresholds, count: int = 4, seed: int = 0
+) -> list[Population]:
+    """``count`` fits of ``fit_population`` on bootstrap resamples of the tasks (seeded): how far
+    the fit could be from the truth. ``learned_table`` holds its table to the targets under each."""
+    pairs = np.asarray(list(evidence), dtype=float).reshape(-1, 2)
+    rng = np.random.default_rng(seed)
+    return [
+        fit_population(evidence=pairs[rng.integers(0, len(pairs), len(pairs))].tolist(), thresholds=thresholds)
+        for _ in range(count if len(pairs) else 0)
+    ]
+
+
+def error_slices(thresholds: Thresholds) -> list[tuple[str, float, float]]:
+    """Slices of true pass rate outside the zones, each held to its own error limit.
+
+    At the default thresholds: 0, (0, 1%), [4%, 7%), [7%, 10%), [10%, 20%), [20%, 40%),
+    [40%, 60%), [80%, 90%), [90%, 100%] (the benchmark's slices). (low, low) is the single rate 0.
+    """
+    (floor_low, floor_high), (retire_low, retire_high) = thresholds.floor_zone, thresholds.retire_zone
+    cuts = [floor_high, 1.75 * floor_high, 2.5 * floor_high, 5.0 * floor_high, 10.0 * floor_high, retire_low]
+    cuts = [cuts[0]] + [cut for cut in cuts[1:-1] if cuts[0] < cut < retire_low] + [retire_low]
+    slices = [("0", 0.0, 0.0)]
+    if floor_low > 0:
+        slices.append((f"(0, {floor_low:g})", 0.0, floor_low))
+    slices += [(f"[{low:g}, {high:g})", low, high) for low, high in zip(cuts[:-1], cuts[1:])]
+    if retire_high < 1.0:
+        middle = (retire_high + 1.0) / 2.0
+        slices += [(f"[{retire_high:g}, {middle:g})", retire_high, middle), (f"[{middle:g}, 1]", middle, 1.0 + 1e-12)]
+    return slices
+
+
+def _slice_masks(rates: np.ndarray, thresholds: Thresholds) -> list[np.ndarray]:
+    masks = []
+    for _, low, high in error_slices(thresholds):
+        if low == high:
+            masks.append(rates == low)
+        else:
+            masks.append(((rates > low) if low == 0.0 else (rates >= low)) & (rates < high))
+    return masks
+
+
+def _outside_zones(rates: np.ndarray, thresholds: Thresholds) -> np.ndarray:
+    (floor_low, floor_high), (retire_low, retire_high) = thresholds.floor_zone, thresholds.retire_zone
+    return ~(((rates >= floor_low) & (rates < floor_high)) | ((rates >= retire_low) & (rates < retire_high)))
+
+
+def _wrong_matrix(rates: np.ndarray, thresholds: Thresholds) -> np.ndarray:
+    """wrong[label, rate]: 1 where that label is not acceptable for that rate (borderline always)."""
+    return np.array(
+        [
+            [label not in acceptable_bands(pass_rate=float(rate), thresholds=thresholds) for rate in rates]
+            for label in LABELS
+        ],
+        dtype=float,
+    )
+
+
+@dataclass(frozen=True)
+class Performance:
+    """A table's exact behaviour averaged over a population: mean rollouts, error outside the
+    zones, and the error in each slice of ``error_slices`` (None where the slice has no mass)."""
+
+    rollouts: float
+    error: float
+    slices: tuple[float | None, ...]
+
+    @property
+    def worst_slice(self) -> float:
+        return max((value for value in self.slices if value is not None), default=0.0)
+
+
+def worst_performance(runs: Sequence[Performance]) -> Performance:
+    """The worst of several performances, item by item: most rollouts, most error, each slice's most."""
+    slices = tuple(
+        None if all(run.slices[index] is None for run in runs) else max(run.slices[index] or 0.0 for run in runs)
+        for index in range(len(runs[0].slices))
+    )
+    return Performance(rollouts=max(run.rollouts for run in runs), error=max(run.error for run in runs), slices=slices)
+
+
+def table_performance(*, table: StoppingTable, population: Population, thresholds: Thresholds) -> Performance:
+    """Exact mean rollouts, error outside the zones and per-slice error of ``table`` on ``population``."""
+    rates, weights = np.asarray(population.pass_rates), np.asarray(population.weights)
+    label_mass, expected = propagate(schedule=table.attempts, codes=table.labels, pass_rates=rates)
+    wrong = (label_mass * _wrong_matrix(rates, thresholds).T).sum(axis=1)
+    outside = _outside_zones(rates, thresholds)
+    slices = []
+    for mask in _slice_masks(rates, thresholds):
+        mask = mask & outside
+        mass = weights[mask].sum()
+        slices.append(float(weights[mask] @ wrong[mask] / mass) if mass > 1e-9 else None)
+    outside_mass = weights[outside].sum()
+    error = float(weights[outside] @ wrong[outside] / outside_mass) if outside_mass > 0 else 0.0
+    return Performance(rollouts=float(weights @ expected), error=error, slices=tuple(slices))
+
+
+def guarded_table(
+    *,
+    table: StoppingTable,
+    thresholds: Thresholds,
+    policy: SamplingPolicy,
+    edge_errors: tuple[float, float, float, float] = GUARD_EDGE_ERRORS,
+) -> StoppingTable:
+    """``table``, stopping with a band only where the calibrated rule with ``edge_errors`` accepts it.
+
+    The guard is the calibrated rule (``sequential``) with its own error at each zone edge, in
+    ``ClaimLevels`` order. Elsewhere the table continues; at the last round, where it cannot, the
+    guard's own code is used, so the guard bounds every label the table gives.
+    """
+    levels = _calibrate(thresholds, int(policy.round_size), int(policy.cap), tuple(edge_errors))
+    labels = []
+    for index, (attempts, codes) in enumerate(zip(table.attempts, table.labels)):
+        successes = np.arange(attempts + 1, dtype=float)
+        claims = _claims(successes, attempts, thresholds)
+        allowed = np.stack(
+            [claims[0] >= levels[0], (claims[1] >= levels[1]) & (claims[2] >= levels[2]), claims[3] >= levels[3]]
+        )
+        codes = np.asarray(codes).astype(np.int8)
+        band_codes = np.clip(codes, 0, 2)
+        ok = (codes == CONTINUE) | ((codes <= 2) & allowed[band_codes, np.arange(attempts + 1)])
+        if index == len(table.attempts) - 1:
+            # The last round cannot continue: a band the guard accepts, the more probable one if two.
+            scores = _band_scores(
+                JEFFREYS_PRIOR.alpha + successes, JEFFREYS_PRIOR.beta + attempts - successes, thresholds
+            )
+            fallback = np.where(
+                allowed.any(axis=0),
+                np.argmax(np.where(allowed, scores, -np.inf), axis=0),
+                LABELS.index(BORDERLINE),
+            ).astype(np.int8)
+            codes = np.where(ok & (codes != CONTINUE), codes, fallback).astype(np.int8)
+        else:
+            codes = np.where(ok, codes, np.int8(CONTINUE)).astype(np.int8)
+        labels.append(codes)
+    return StoppingTable(attempts=table.attempts, labels=tuple(labels))
+
+
+def priced_table(
+    *,
+    thresholds: Thresholds,
+    policy: SamplingPolicy,
+    pass_rates: np.ndarray,
+    weights: np.ndarray,
+    error_price: float,
+    slice_prices: dict[int, tuple[np.ndarray, float]],
+    outside: np.ndarray,
+    masses: np.ndarray | None = None,
+) -> StoppingTable:
+    """The Bayes-optimal table when a wrong label outside the zones costs ``error_price`` per unit
+    of error rate, and one in slice ``mask`` costs ``price`` more (``slice_prices``: index to
+    (mask, price)): the Lagrangian of rollouts under error limits, at one set of prices. Error
+    rates are relative to ``masses`` (default ``weights``): pass the whole environment's when
+    ``weights`` is one stratum of it, so that every stratum pays the same prices."""
+    masses = weights if masses is None else masses
+    penalty = np.where(outside, error_price / masses[outside].sum(), 0.0)
+    for mask, price in slice_prices.values():
+        penalty = penalty + np.where(mask, price / masses[mask].sum(), 0.0)
+    return bayes_optimal_table(
+        thresholds=thresholds,
+        policy=policy,
+        pass_rates=np.asarray(pass_rates).tolist(),
+        weights=np.asarray(weights).tolist(),
+        rollout_cost=1.0,
+        error_weights=penalty.tolist(),
+    )
+
+
+@dataclass(frozen=True)
+class LearnedTable:
+    """The table an environment probes with, and why.
+
+    ``learned``: False when the calibrated rule's table is kept (too few tasks, or no learned table
+    meets the targets under the fitted population). ``predicted``: its performance under the
+    fitted population; ``default_predicted``: the calibrated rule's, for comparison.
+    """
+
+    table: StoppingTable
+    learned: bool
+    population: Population
+    predicted: Performance
+    default_predicted: Performance
+    reason: str
+
+
+def learned_table(
+    *,
+    population: Population,
+    thresholds: Thresholds,
+    policy: SamplingPolicy,
+    error_target: float = 0.009,
+    slice_target: float = 0.045,
+    guard_edge_errors: tuple[float, float, float, float] = GUARD_EDGE_ERRORS,
+    iterations: int = 20,
+    min_tasks: int = MIN_TASKS,
+    resamples: Sequence[Population] = (),
+) -> LearnedTable:
+    """The cheapest guarded table meeting the error targets under ``population``, or the default's.
+
+    ``error_target`` and ``slice_target`` are the limits the fitted population is held to (set
+    under the 1% and 5% a release promises, a margin for the fit's own error). The search prices
+    the error outside the zones and each slice's error, finds the Bayes-optimal table at those
+    prices (``bayes_optimal_table(error_weights=...)``), guards it (``guarded_table``) and raises
+    a price where its limit is broken, lowers it where it holds; the feasible table with the fewest
+    predicted rollouts wins, and only if it beats the calibrated rule's predicted rollouts (or the
+    calibrated rule itself breaks a target under the population). With ``resamples``
+    (``population_resamples``) every performance is the worst over the fit and its resamples, so a
+    table is kept only if it meets the targets under each of them.
+    """
+    fits = [population, *resamples]
+
+    def predicted(table: StoppingTable) -> Performance:
+        return worst_performance(
+            [table_performance(table=table, population=fit, thresholds=thresholds) for fit in fits]
+        )
+
+    default = stopping_table(thresholds=thresholds, policy=policy)
+    default_predicted = predicted(default)
+
+    def keep_default(reason: str) -> LearnedTable:
+        return LearnedTable(default, False, population, default_predicted, default_predicted, reason)
+
+    if policy.kind != "adaptive" or policy.rule != "calibrated":
+        return keep_default("only the adaptive calibrated rule is learned")
+    if population.tasks < min_tasks:
+        return keep_default(f"{population.tasks} tasks with evidence, fewer than {min_tasks}")
+    rates, weights = np.asarray(population.pass_rates), np.asarray(population.weights)
+    outside = _outside_zones(rates, thresholds)
+    masks = [mask & outside for mask in _slice_masks(rates, thresholds)]
+    live = [index for index, mask in enumerate(masks) if weights[mask].sum() > 1e-9]
+    error_price, slice_prices = 2000.0, {index: 200.0 for index in live}
+    best: tuple[StoppingTable, Performance] | None = None
+    closest: tuple[StoppingTable, Performance] | None = None  # least overshoot, if none is feasible
+
+    def overshoot(performance: Performance) -> float:
+        return max(performance.error / error_target, performance.worst_slice / slice_target)
+
+    for step in range(iterations):
+        optimal = priced_table(
+            thresholds=thresholds,
+            policy=policy,
+            pass_rates=rates,
+            weights=weights,
+            error_price=error_price,
+            slice_prices={index: (masks[index], price) for index, price in slice_prices.items()},
+            outside=outside,
+        )
+        table = guarded_table(table=optimal, thresholds=thresholds, policy=policy, edge_errors=guard_edge_errors)
+        performance = predicted(table)
+        if performance.error <= error_target and performance.worst_slice <= slice_target:
+            if best is None or performance.rollouts < best[1].rollouts:
+                best = (table, performance)
+        elif closest is None or overshoot(performance) < overshoot(closest[1]):
+            closest = (table, performance)
+        rate = 0.6 / (1.0 + step / 6.0)
+        error_price *= float(np.exp(rate * np.clip(performance.error / error_target - 1.0, -1.0, 3.0)))
+        for index in live:
+            slice_error = performance.slices[index] or 0.0
+            slice_prices[index] = max(
+                1.0, slice_prices[index] * float(np.exp(rate * np.clip(slice_error / slice_target - 1.0, -1.0, 3.0)))
+            )
+    default_feasible = default_predicted.error <= error_target and default_predicted.worst_slice <= slice_target
+    if best is None:
+        # Nothing meets the targets: the table that misses them least, if it misses by less than
+        # the calibrated rule does (a population piled against a zone edge), else the rule.
+        if closest is not None and not default_feasible and overshoot(closest[1]) < overshoot(default_predicted):
+            return LearnedTable(closest[0], True, population, closest[1], default_predicted, "closest to the targets")
+        return keep_default("no table meets the targets under the fitted population")
+    if default_feasible and best[1].rollouts >= default_predicted.rollouts:
+        return keep_default("the calibrated rule is as cheap under the fitted population")
+    return LearnedTable(best[0], True, population, best[1], default_predicted, "learned")

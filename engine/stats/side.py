@@ -1,0 +1,332 @@
+"""Side information about a task before it is probed: an item-response model, and tables per stratum.
+
+Passband often knows something about a task's pass rate under a model before probing it: the
+same task's results under another probe model or an earlier checkpoint, its nearest calibrated
+neighbours in the embedding index, the author's declared difficulty. Each gives a *score* per
+task (higher: expected easier). Two pieces turn scores into fewer rollouts, safely:
+
+* ``fit_item_response``: a Rasch model fitted across models and checkpoints, logit p(task i,
+  model j) = ability_j - difficulty_i, by penalised maximum likelihood on pass counts. Its
+  prediction ``ability_j - difficulty_i`` for a model that has not probed task i is the score.
+* ``stratified_tables``: tasks are cut into strata by score (quantiles of the calibrated tasks'
+  scores); each stratum's population is fitted on its own tasks' evidence (``fit_population``
+  and bootstrap resamples), and one Lagrangian search, with prices shared by every stratum, finds
+  one guarded table per stratum such that the environment as a whole stays within the limits
+  under the worst of each stratum's fits. A good score makes strata narrow, and a narrow stratum
+  far from a zone's edge is cheap to band, which pays for more rollouts where tasks sit near an
+  edge; a useless or adversarial score makes every stratum a random sample of the environment,
+  which learns the environment's population again. The score is never believed, only the
+  evidence of the tasks that share its stratum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, special
+from scipy import stats as scipy_stats
+
+from engine.stats.bands import Thresholds
+from engine.stats.learned import (
+    GUARD_EDGE_ERRORS,
+    MIN_TASKS,
+    LearnedTable,
+    Performance,
+    Population,
+    _outside_zones,
+    _slice_masks,
+    fit_population,
+    guarded_table,
+    population_resamples,
+    priced_table,
+    table_performance,
+    worst_performance,
+)
+from engine.stats.sequential import SamplingPolicy
+from engine.stats.tables import StoppingTable, stopping_table
+
+__all__ = [
+    "CheckpointBand",
+    "ItemResponse",
+    "StratifiedTables",
+    "checkpoint_bands",
+    "fit_item_response",
+    "stratified_tables",
+]
+
+
+@dataclass(frozen=True)
+class ItemResponse:
+    """A fitted Rasch model: ``difficulty[i]`` per task, ``ability[j]`` per model or checkpoint."""
+
+    difficulty: np.ndarray
+    ability: np.ndarray
+
+    def predicted_logit(self, task: int, model: int) -> float:
+        return float(self.ability[model] - self.difficulty[task])
+
+
+def fit_item_response(
+    *, counts: Sequence[tuple[int, int, int, int]], tasks: int, models: int, penalty: float = 0.1
+) -> ItemResponse:
+    """Fit logit p = ability[model] - difficulty[task] to (task, model, passes, attempts) records.
+
+    ``penalty`` is a ridge on difficulties and abilities (a weak N(0, 1/penalty) prior), so a task
+    that never passed gets a finite difficulty. Abilities are centred on the first model (0).
+    Raises ``ValueError`` on a record out of range or with passes outside [0, attempts].
+    """
+    records = np.asarray(list(counts), dtype=float).reshape(-1, 4)
+    if records.size:
+        task, model, passes, attempts = records.T
+        if np.any((task < 0) | (task >= tasks) | (model < 0) | (model >= models)):
+            raise ValueError("counts name a task or model out of range")
+        if np.any((passes < 0) | (passes > attempts)):
+            raise ValueError("counts must have 0 <= passes <= attempts")
+    else:
+        task = model = passes = attempts = np.zeros(0)
+    task_index, model_index = task.astype(int), model.astype(int)
+
+    def objective(parameters: np.ndarray) -> tuple[float, np.ndarray]:
+        difficulty, ability = parameters[:tasks], np.concatenate([[0.0], parameters[tasks:]])
+        logit = ability[model_index] - difficulty[task_index]
+        log_likelihood = passes * -np.logaddexp(0.0, -logit) + (attempts - passes) * -np.logaddexp(0.0, logit)
+        residual = passes - attempts * special.expit(logit)  # d log-likelihood / d logit
+        gradient_difficulty = np.bincount(task_index, residual, tasks) + penalty * difficulty
+        gradient_ability = -np.bincount(model_index, residual, models)[1:] + penalty * ability[1:]
+        value = -log_likelihood.sum() + 0.5 * penalty * (difficulty @ difficulty + ability[1:] @ ability[1:])
+        return float(value), np.concatenate([gradient_difficulty, gradient_ability])
+
+    result = optimize.minimize(objective, np.zeros(tasks + models - 1), jac=True, method="L-BFGS-B")
+    return ItemResponse(difficulty=result.x[:tasks], ability=np.concatenate([[0.0], result.x[tasks:]]))
+
+
+@dataclass(frozen=True)
+class CheckpointBand:
+    """A task's band predicted for a new checkpoint by the item-response model, and how sure it is.
+
+    ``band_probability``: the model's probability of ``band`` (normal on the logit scale, with the
+    difficulty's and the ability's standard errors); ``uncertain``: below the level asked for, so
+    the task should be probed under the new checkpoint rather than given this band.
+    """
+
+    task: int
+    predicted_logit: float
+    band: str
+    band_probability: float
+    uncertain: bool
+
+
+def checkpoint_bands(
+    *,
+    response: ItemResponse,
+    counts: Sequence[tuple[int, int, int, int]],
+    ability: float,
+    ability_sd: float,
+    thresholds: Thresholds,
+    level: float = 0.95,
+    penalty: float = 0.1,
+) -> list[CheckpointBand]:
+    """Which tasks a new checkpoint must re-probe: those whose band the item-response model leaves uncertain.
+
+    ``ability``/``ability_sd``: the new checkpoint's ability and its uncertainty (fitted on a
+    sample of tasks it probed, or extrapolated from earlier checkpoints). A task's difficulty
+    has the standard error of its Fisher information under ``response`` (plus the ridge
+    ``penalty``); its logit under the new checkpoint is normal, and each band's probability
+    follows. A task whose most probable band is below ``level`` is ``uncertain``. The promise is
+    the model's, not the stopping rule's: it holds as far as the Rasch model fits (docs/prediction.md).
+    """
+    records = np.asarray(list(counts), dtype=float).reshape(-1, 4)
+    tasks = response.difficulty.size
+    information = np.full(tasks, penalty)
+    if records.size:
+        task, model, _, attempts = records.T
+        probability = special.expit(response.ability[model.astype(int)] - response.difficulty[task.astype(int)])
+        information += np.bincount(task.astype(int), attempts * probability * (1 - probability), tasks)
+    sd = np.sqrt(1.0 / information + ability_sd**2)
+    mean = ability - response.difficulty
+    low = scipy_stats.norm.cdf((special.logit(thresholds.floor) - mean) / sd)
+    high = scipy_stats.norm.sf((special.logit(thresholds.retire_at) - mean) / sd)
+    bands = []
+    for index in range(tasks):
+        probabilities = {"too_hard": low[index], "in_band": 1.0 - low[index] - high[index], "retire": high[index]}
+        band = max(probabilities, key=lambda name: probabilities[name])
+        bands.append(
+            CheckpointBand(
+                task=index,
+                predicted_logit=float(mean[index]),
+                band=band,
+                band_probability=float(probabilities[band]),
+                uncertain=bool(probabilities[band] < level),
+            )
+        )
+    return bands
+
+
+@dataclass(frozen=True)
+class StratifiedTables:
+    """``cuts`` (ascending scores between strata) and one ``LearnedTable`` per stratum."""
+
+    cuts: tuple[float, ...]
+    tables: tuple[LearnedTable, ...]
+
+    def stratum(self, score: float) -> int:
+        return int(np.searchsorted(np.asarray(self.cuts), score, side="right"))
+
+    def table_for(self, score: float) -> LearnedTable:
+        return self.tables[self.stratum(score)]
+
+
+def _combined(
+    per_stratum: Sequence[Performance], strata: Sequence[Population], shares: np.ndarray, thresholds: Thresholds
+) -> Performance:
+    """The environment's performance from each stratum's (conditional) one, weighted by its masses."""
+    rollouts = float(sum(share * run.rollouts for share, run in zip(shares, per_stratum)))
+    rates = np.asarray(strata[0].pass_rates)
+    outside = _outside_zones(rates, thresholds)
+    masks = [mask & outside for mask in _slice_masks(rates, thresholds)]
+
+    def mean(region: np.ndarray, errors: Sequence[float | None]) -> float | None:
+        masses = np.array([share * np.asarray(fit.weights)[region].sum() for share, fit in zip(shares, strata)])
+        if masses.sum() <= 1e-12:
+            return None
+        return float(sum(mass * (error or 0.0) for mass, error in zip(masses, errors)) / masses.sum())
+
+    error = mean(outside, [run.error for run in per_stratum]) or 0.0
+    slices = tuple(mean(mask, [run.slices[index] for run in per_stratum]) for index, mask in enumerate(masks))
+    return Performance(rollouts=rollouts, error=error, slices=slices)
+
+
+def stratified_tables(
+    *,
+    evidence: Sequence[tuple[int, int]],
+    scores: Sequence[float],
+    thresholds: Thresholds,
+    policy: SamplingPolicy,
+    strata: int = 4,
+    min_tasks_per_stratum: int = 250,
+    seed: int = 0,
+    error_target: float = 0.009,
+    slice_target: float = 0.045,
+    guard_edge_errors: tuple[float, float, float, float] = GUARD_EDGE_ERRORS,
+    iterations: int = 20,
+) -> StratifiedTables:
+    """One learned table per stratum of score, each fitted on its own tasks, all held to the limits together.
+
+    ``evidence`` and ``scores`` are per calibrated task; strata are quantiles of the scores (fewer
+    when the tasks would not give each ``min_tasks_per_stratum``). Each stratum's population is
+    fitted on its own tasks (``fit_population``, with bootstrap resamples); the tables are found
+    by one Lagrangian search with prices shared by every stratum, so the limits (``error_target``
+    outside the zones, ``slice_target`` in every slice) hold for the environment as a whole,
+    under the worst of each stratum's fit and resamples, and a stratum where the score is
+    informative spends less. Every table is guarded as in ``learned_table``. If no set of tables
+    meets the limits, or the calibrated rule is as cheap, every stratum keeps the rule.
+    """
+    pairs = list(evidence)
+    values = np.asarray(list(scores), dtype=float)
+    if len(values) != len(pairs):
+        raise ValueError(f"one score per task: {len(values)} scores for {len(pairs)} tasks")
+    strata = max(1, min(strata, len(pairs) // max(1, min_tasks_per_stratum)))
+    cut_list = sorted(set(np.quantile(values, np.arange(1, strata) / strata).tolist())) if strata > 1 else []
+    # Ties (many tasks with one score) can leave a stratum short: merge it into a neighbour.
+    while cut_list:
+        sizes = np.bincount(np.searchsorted(np.asarray(cut_list), values, side="right"), minlength=len(cut_list) + 1)
+        smallest = int(np.argmin(sizes))
+        if sizes[smallest] >= min_tasks_per_stratum:
+            break
+        del cut_list[min(smallest, len(cut_list) - 1)]
+    cuts = tuple(float(cut) for cut in cut_list)
+    strata = len(cuts) + 1
+    which = np.searchsorted(np.asarray(cuts), values, side="right")
+    fits: list[list[Population]] = []
+    for stratum in range(strata):
+        own = [pair for pair, index in zip(pairs, which) if index == stratum]
+        fits.append(
+            [
+                fit_population(evidence=own, thresholds=thresholds),
+                *population_resamples(evidence=own, thresholds=thresholds, seed=seed + stratum),
+            ]
+        )
+    populations = [stratum_fits[0] for stratum_fits in fits]
+    shares = np.array([population.tasks for population in populations], dtype=float)
+    shares = shares / max(shares.sum(), 1.0)
+    rates = np.asarray(populations[0].pass_rates)
+    masses = sum(share * np.asarray(population.weights) for share, population in zip(shares, populations))
+    outside = _outside_zones(rates, thresholds)
+    masks = [mask & outside for mask in _slice_masks(rates, thresholds)]
+    live = [index for index, mask in enumerate(masks) if masses[mask].sum() > 1e-9]
+
+    def evaluate(tables: Sequence[StoppingTable]) -> tuple[Performance, list[Performance]]:
+        # runs[k][r]: stratum k's table under its fit r (0: on all its tasks, then the resamples).
+        runs = [
+            [table_performance(table=table, population=fit, thresholds=thresholds) for fit in stratum_fits]
+            for table, stratum_fits in zip(tables, fits)
+        ]
+        # The environment under resample r is every stratum's resample r: the worst over r.
+        overall = worst_performance(
+            [
+                _combined([run[r] for run in runs], [stratum_fits[r] for stratum_fits in fits], shares, thresholds)
+                for r in range(len(fits[0]))
+            ]
+        )
+        return overall, [worst_performance(run) for run in runs]
+
+    default = stopping_table(thresholds=thresholds, policy=policy)
+    default_overall, default_per_stratum = evaluate([default] * strata)
+
+    def keep_default(reason: str) -> StratifiedTables:
+        return StratifiedTables(
+            cuts=cuts,
+            tables=tuple(
+                LearnedTable(default, False, population, run, run, reason)
+                for population, run in zip(populations, default_per_stratum)
+            ),
+        )
+
+    if len(pairs) < MIN_TASKS or policy.kind != "adaptive" or policy.rule != "calibrated":
+        return keep_default(f"{len(pairs)} tasks with evidence, fewer than {MIN_TASKS}")
+    error_price, slice_prices = 2000.0, {index: 200.0 for index in live}
+    best: tuple[list[StoppingTable], Performance, list[Performance]] | None = None
+    for step in range(iterations):
+        tables = [
+            guarded_table(
+                table=priced_table(
+                    thresholds=thresholds,
+                    policy=policy,
+                    pass_rates=rates,
+                    weights=np.asarray(population.weights),
+                    error_price=error_price,
+                    slice_prices={index: (masks[index], price) for index, price in slice_prices.items()},
+                    outside=outside,
+                    masses=masses,
+                ),
+                thresholds=thresholds,
+                policy=policy,
+                edge_errors=guard_edge_errors,
+            )
+            for population in populations
+        ]
+        overall, per_stratum = evaluate(tables)
+        if overall.error <= error_target and overall.worst_slice <= slice_target:
+            if best is None or overall.rollouts < best[1].rollouts:
+                best = (tables, overall, per_stratum)
+        rate = 0.6 / (1.0 + step / 6.0)
+        error_price *= float(np.exp(rate * np.clip(overall.error / error_target - 1.0, -1.0, 3.0)))
+        for index in live:
+            slice_error = overall.slices[index] or 0.0
+            slice_prices[index] = max(
+                1.0, slice_prices[index] * float(np.exp(rate * np.clip(slice_error / slice_target - 1.0, -1.0, 3.0)))
+            )
+    if best is None:
+        return keep_default("no tables meet the targets under the fitted strata")
+    default_feasible = default_overall.error <= error_target and default_overall.worst_slice <= slice_target
+    if default_feasible and best[1].rollouts >= default_overall.rollouts:
+        return keep_default("the calibrated rule is as cheap under the fitted strata")
+    return StratifiedTables(
+        cuts=cuts,
+        tables=tuple(
+            LearnedTable(table, True, population, run, default_run, "learned")
+            for table, population, run, default_run in zip(best[0], populations, best[2], default_per_stratum)
+        ),
+    )

@@ -1,0 +1,124 @@
+"""The adaptive policy probes with a table learned from the environment's own population once it has
+enough tasks with evidence (calibration.services.environment_learned_table)."""
+
+import pytest
+from django.urls import reverse
+
+from calibration import services
+from calibration.models import Calibration, Campaign, ProbeModel, Rollout
+from calibration.services.calibrations import sampling_policy
+from tests.calibration.scripted import import_scripted, scripted_model
+from tests.factories import import_tasks, math_task, rollouts_with
+
+pytestmark = pytest.mark.django_db
+
+ADAPTIVE = {"kind": "adaptive", "round_size": 8, "max_rollouts": 256, "confidence": 0.95}
+
+
+@pytest.fixture
+def environment_of_extremes(arithmetic, alice):
+    """61 tasks: t0 has failed 64 times; of the rest half never passed in 72, half passed 40 of 48."""
+    import_tasks(
+        arithmetic,
+        alice,
+        *[math_task(f"t{index}", question=f"What is {index} + 3?", answer=str(index + 3)) for index in range(61)],
+    )
+    tasks = {task.key: task for task in arithmetic.tasks.all()}
+    rollouts_with(tasks["t0"], alice, ["fail"] * 64)
+    model = ProbeModel.objects.get(name="probe")
+    Calibration.objects.bulk_create(
+        Calibration(
+            task_version=tasks[f"t{index}"].current_version,
+            probe_model=model,
+            attempts=72 if index <= 30 else 48,
+            successes=0 if index <= 30 else 40,
+            band="too_hard" if index <= 30 else "retire",
+            decided=True,
+        )
+        for index in range(1, 61)
+    )
+    return tasks["t0"], model
+
+
+def test_the_rule_decides_below_the_minimum(environment_of_extremes, settings):
+    task, model = environment_of_extremes
+    settings.PASSBAND_LEARNED_MIN_TASKS = 100  # 60 tasks with evidence: too few
+    calibration = services.calibration_refresh(task_version=task.current_version, probe_model=model, policy=ADAPTIVE)
+    assert calibration.band == "undecided"  # the calibrated rule wants 72 failures
+    assert (
+        services.environment_learned_table(
+            environment=task.environment, probe_model=model, policy=sampling_policy(ADAPTIVE, attempts=0)
+        )
+        is None
+    )
+
+
+def test_a_population_without_a_shoulder_above_the_floor_decides_sooner(environment_of_extremes, settings):
+    task, model = environment_of_extremes
+    settings.PASSBAND_LEARNED_MIN_TASKS = 50
+    calibration = services.calibration_refresh(task_version=task.current_version, probe_model=model, policy=ADAPTIVE)
+    assert calibration.band == "too_hard" and calibration.decided
+    # fixed N keeps the rule: 64 failures in 64 are not enough there
+    fixed = {"kind": "fixed", "round_size": 64, "max_rollouts": 64, "confidence": 0.95}
+    assert (
+        services.calibration_refresh(task_version=task.current_version, probe_model=model, policy=fixed).band
+        == "undecided"
+    )
+
+
+def test_the_dashboard_shows_the_operating_characteristic_with_and_without_the_learned_table(
+    environment_of_extremes, settings, client, alice
+):
+    task, model = environment_of_extremes
+    Campaign.objects.create(
+        environment=task.environment, probe_model=model, created_by=alice, seed=3, policy="adaptive", max_rollouts=256
+    )
+    client.force_login(alice)
+    url = reverse("operating_characteristic_data")
+    settings.PASSBAND_LEARNED_MIN_TASKS = 100
+    assert client.get(url, {"environment": task.environment.name}).json()["learned"] is None
+    settings.PASSBAND_LEARNED_MIN_TASKS = 50
+    body = client.get(url, {"environment": task.environment.name}).json()
+    learned = body["learned"]
+    assert learned["probe_model"] == "probe"
+    never = body["pass_rates"].index(0.0)
+    # Tasks that never pass: decided sooner, still too_hard; the rule's curve is the same as before.
+    assert learned["expected_rollouts"][never] < body["expected_rollouts"][never] == pytest.approx(72.0)
+    assert learned["labels"]["too_hard"][never] > 0.99
+
+
+@pytest.mark.parametrize(("minimum", "rollouts"), [(0, 72), (50, 64)])
+def test_a_campaign_stops_where_the_learned_table_does(arithmetic, alice, settings, minimum, rollouts):
+    """Through the campaign path (scripted model server, verifier, rounds, refresh): a task that never
+    passes, in an environment whose other tasks never pass or nearly always do, is banded too_hard
+    after 64 rollouts under the learned table, 72 under the rule."""
+    settings.PASSBAND_LEARNED_MIN_TASKS = minimum
+    keys = ["never"] + [f"background-{index}" for index in range(60)]
+    import_scripted(arithmetic, alice, keys)
+    with scripted_model("scripted", dict.fromkeys(keys, 0.0)) as (model, _server):
+        Calibration.objects.bulk_create(
+            Calibration(
+                task_version=arithmetic.tasks.get(key=f"background-{index}").current_version,
+                probe_model=model,
+                attempts=72 if index < 30 else 48,
+                successes=0 if index < 30 else 40,
+                band="too_hard" if index < 30 else "retire",
+                decided=True,
+            )
+            for index in range(60)
+        )
+        never = arithmetic.tasks.get(key="never").current_version
+        campaign = services.campaign_start(
+            environment=arithmetic,
+            probe_model=model,
+            created_by=alice,
+            policy="adaptive",
+            rollouts=256,
+            seed=5,
+            enqueue=False,
+            task_versions=[never],
+        )
+        services.campaign_run_inline(campaign=campaign)
+    calibration = Calibration.objects.get(task_version=never, probe_model=model)
+    assert calibration.band == "too_hard" and calibration.attempts == rollouts
+    assert Rollout.objects.filter(task_version=never).count() == rollouts

@@ -1,0 +1,162 @@
+"""The stopping table learned from an environment's own probes (engine.stats.learned): safe on every
+population, adversarial ones included, and no change for small environments."""
+
+import numpy as np
+import pytest
+
+from engine import stats
+
+THRESHOLDS = stats.Thresholds()
+DEFAULT = stats.SamplingPolicy()
+RATES = np.unique(np.concatenate([[0.0], np.linspace(0.0005, 0.12, 160), np.linspace(0.12, 1.0, 89)]))
+OUTSIDE = ~(((RATES >= 0.01) & (RATES < 0.04)) | ((RATES >= 0.60) & (RATES < 0.80)))
+
+# (share, pass rates drawn uniformly in [low, high); low == high is a point mass)
+POPULATIONS = {
+    "spike at 0 + near the floor": [(0.4, 0.0, 0.0), (0.3, 0.0, 0.10), (0.3, 0.10, 1.0)],
+    "bimodal-like": [(0.5, 0.0, 0.08), (0.5, 0.55, 1.0)],
+    "uniform": [(1.0, 0.0, 1.0)],
+    # Adversarial: mass piled against the top edge of the floor zone, where a fit that misses the
+    # shoulder calls true 4-10% tasks too_hard (the earlier empirical-Bayes prior's failure).
+    "piled just above the floor zone": [(0.6, 0.0, 0.0), (0.4, 0.04, 0.05)],
+    "zone and just above it": [(0.5, 0.02, 0.04), (0.5, 0.04, 0.06)],
+    "piled just under the retire zone": [(0.5, 0.0, 0.0), (0.5, 0.55, 0.60)],
+}
+
+
+def sample(parts, size, rng):
+    shares = np.array([share for share, _, _ in parts])
+    which = rng.choice(len(parts), size=size, p=shares / shares.sum())
+    return np.array(
+        [parts[i][1] if parts[i][1] == parts[i][2] else rng.uniform(parts[i][1], parts[i][2]) for i in which]
+    )
+
+
+def weights_on_grid(parts):
+    weights = np.zeros(RATES.size)
+    for share, low, high in parts:
+        if low == high:
+            weights[np.argmin(np.abs(RATES - low))] += share
+        else:
+            inside = (RATES >= low) & (RATES < high)
+            weights[inside] += share / inside.sum()
+    return weights
+
+
+def probe(rates, table, rng):
+    """Run tasks through a stopping table; (passes, attempts) where each stopped."""
+    evidence = []
+    for rate in rates:
+        outcomes = np.cumsum(rng.random(table.attempts[-1]) < rate)
+        for attempts, codes in zip(table.attempts, table.labels):
+            passes = int(outcomes[attempts - 1])
+            if codes[passes] != stats.CONTINUE:
+                evidence.append((passes, attempts))
+                break
+    return evidence
+
+
+def error_outside_zones(table, weights):
+    curve = stats.operating_characteristic_curve(thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=RATES, table=table)
+    wrong = np.array(curve.wrong)
+    return float(weights[OUTSIDE] @ wrong[OUTSIDE] / weights[OUTSIDE].sum()), float(
+        weights @ np.array(curve.expected_attempts)
+    )
+
+
+def learn(parts, seed, tasks=1000):
+    rng = np.random.default_rng(seed)
+    evidence = probe(sample(parts, tasks, rng), stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT), rng)
+    population = stats.fit_population(evidence=evidence, thresholds=THRESHOLDS)
+    resamples = stats.population_resamples(evidence=evidence, thresholds=THRESHOLDS, seed=seed)
+    return stats.learned_table(population=population, thresholds=THRESHOLDS, policy=DEFAULT, resamples=resamples)
+
+
+@pytest.mark.parametrize("name", list(POPULATIONS))
+def test_the_learned_table_never_pushes_a_population_past_one_percent(name):
+    """Learned on the population's own probes: at most 1% wrong outside the zones, or (where the
+    default itself is above 1%, on populations piled against an edge) no worse than the default."""
+    weights = weights_on_grid(POPULATIONS[name])
+    default_error, _ = error_outside_zones(stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT), weights)
+    learned = learn(POPULATIONS[name], seed=1)
+    error, _ = error_outside_zones(learned.table, weights)
+    assert error <= max(0.01, default_error), (name, learned.reason, error, default_error)
+
+
+def test_learning_saves_rollouts_where_the_population_allows():
+    weights = weights_on_grid(POPULATIONS["spike at 0 + near the floor"])
+    _, default_rollouts = error_outside_zones(stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT), weights)
+    learned = learn(POPULATIONS["spike at 0 + near the floor"], seed=0)
+    error, rollouts = error_outside_zones(learned.table, weights)
+    assert learned.learned and error <= 0.01
+    assert rollouts < 0.95 * default_rollouts
+
+
+def test_a_table_learned_on_one_population_stays_guarded_on_another():
+    """A fit that is wrong (learned on a population with no mass above the floor zone, used on one
+    piled there) can only do what the guard allows at every pass rate."""
+    learned = learn([(0.6, 0.0, 0.0), (0.4, 0.3, 1.0)], seed=2)
+    assert learned.learned
+    curve = stats.operating_characteristic_curve(
+        thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=[0.04, 0.05, 0.07, 0.10, 0.3, 0.5, 0.9], table=learned.table
+    )
+    wrong = dict(zip(curve.pass_rates, curve.wrong))
+    assert wrong[0.04] <= 0.25 and wrong[0.05] <= 0.15 and wrong[0.07] <= 0.05 and wrong[0.10] <= 0.01
+    assert wrong[0.3] <= 0.01 and wrong[0.5] <= 0.10 and wrong[0.9] <= 0.01
+
+
+def test_an_adversarially_wrong_table_is_held_by_the_guard():
+    """The worst table there is (always the wrong band at once) guarded: every label it gives must
+    be one the guard's claims accept, so its error at each pass rate is bounded."""
+    schedule = stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT).attempts
+    wrong_labels = []
+    for attempts in schedule:
+        rate = np.arange(attempts + 1) / attempts
+        # too_hard for tasks that pass often, retire for those that rarely do
+        wrong_labels.append(np.where(rate < 0.3, 2, 0).astype(np.int8))
+    guarded = stats.guarded_table(
+        table=stats.StoppingTable(attempts=schedule, labels=tuple(wrong_labels)), thresholds=THRESHOLDS, policy=DEFAULT
+    )
+    curve = stats.operating_characteristic_curve(
+        thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=[0.0, 0.005, 0.10, 0.3, 0.5, 0.9], table=guarded
+    )
+    assert max(curve.wrong) <= 0.25
+    assert dict(zip(curve.pass_rates, curve.wrong))[0.0] == 0.0
+
+
+def test_small_environments_keep_the_calibrated_rule():
+    rng = np.random.default_rng(0)
+    evidence = probe(
+        sample(POPULATIONS["uniform"], 300, rng), stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT), rng
+    )
+    learned = stats.learned_table(
+        population=stats.fit_population(evidence=evidence, thresholds=THRESHOLDS), thresholds=THRESHOLDS, policy=DEFAULT
+    )
+    default = stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT)
+    assert not learned.learned and "fewer than 1000" in learned.reason
+    assert all(np.array_equal(a, b) for a, b in zip(learned.table.labels, default.labels))
+
+
+def test_fit_recovers_the_shoulder_above_the_floor():
+    """The earlier Beta prior lost the 4-10% shoulder under a spike at 0; the nonparametric fit keeps it."""
+    rng = np.random.default_rng(3)
+    parts = POPULATIONS["spike at 0 + near the floor"]
+    evidence = probe(sample(parts, 2000, rng), stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT), rng)
+    population = stats.fit_population(evidence=evidence, thresholds=THRESHOLDS)
+    assert 0.12 <= population.mass_between(0.04, 0.10) <= 0.24  # truth: 0.18
+    assert 0.3 <= population.mass_between(0.0, 1e-9) <= 0.45  # truth: 0.40 at exactly 0
+
+
+def test_bad_evidence_names_the_problem():
+    with pytest.raises(ValueError, match="successes"):
+        stats.fit_population(evidence=[(3, 2)], thresholds=THRESHOLDS)
+
+
+def test_assess_follows_the_learned_table_on_its_schedule_and_the_rule_off_it():
+    schedule = stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT).attempts
+    # A table that calls in_band at the first round whatever it sees
+    table = stats.StoppingTable(attempts=schedule, labels=tuple(np.full(n + 1, 1, dtype=np.int8) for n in schedule))
+    on = stats.assess(successes=4, attempts=8, thresholds=THRESHOLDS, policy=DEFAULT, table=table)
+    assert on.band == "in_band" and on.decided and on.next_round == 0
+    off = stats.assess(successes=4, attempts=7, thresholds=THRESHOLDS, policy=DEFAULT, table=table)
+    assert off.band == "undecided" and off.next_round == 8
