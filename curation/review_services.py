@@ -1,7 +1,8 @@
 """Writes for review: claim, approve, reject, send back, bulk decisions, and threaded comments.
 
 Every status change goes through services.task_transition, so each one is audited (who, when,
-from, to, why) as a StatusChange and shown on the task.
+from, to, why) as a StatusChange and shown on the task. A task another reviewer holds by a live
+claim cannot be decided (curation.assignments); deciding a task ends its claim.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from curation import policy
+from curation import assignments, double_review, policy
 from curation.errors import CurationError
 from curation.gameability import blocks_approval
 from curation.models import Comment, Review, Task, TaskStatus, TaskVersion
@@ -31,24 +32,37 @@ def _reviewer_check(*, task: Task, reviewer: AbstractBaseUser) -> None:
 
 @transaction.atomic
 def review_claim(*, task: Task, reviewer: AbstractBaseUser) -> Task:
-    """Take a submitted task into review (submitted -> in_review); a task already in review is left as is."""
+    """Claim a task for `reviewer` (curation.assignments: hidden from other reviewers until the claim
+    expires) and take it into review (submitted -> in_review; a task in review stays so)."""
     _reviewer_check(task=task, reviewer=reviewer)
+    assignments.claim_take(task=task, reviewer=reviewer)
     task.refresh_from_db(fields=["status"])
     if task.status == TaskStatus.IN_REVIEW:
         return task
     if task.status != TaskStatus.SUBMITTED:
         raise CurationError(f"{task.key} is {task.status}, not waiting for review.")
+    return _into_review(task=task, reviewer=reviewer)
+
+
+def _into_review(*, task: Task, reviewer: AbstractBaseUser) -> Task:
     return task_transition(task=task, to_status=TaskStatus.IN_REVIEW, by=reviewer, reason=f"claimed by {reviewer}")
 
 
 @transaction.atomic
-def _review_decide(*, task: Task, reviewer: AbstractBaseUser, decision: str, to_status: str, comment: str) -> Review:
+def _review_decide(
+    *, task: Task, reviewer: AbstractBaseUser, decision: str, to_status: str, comment: str
+) -> Review | None:
     _reviewer_check(task=task, reviewer=reviewer)
     task.refresh_from_db(fields=["status", "current_version"])
     if task.status not in REVIEWABLE:
         raise CurationError(f"{task.key} is {task.status}; only submitted or in-review tasks can be decided.")
+    assignments.claim_check(task=task, reviewer=reviewer)
+    double_review.pending_check(task=task)
     if task.status == TaskStatus.SUBMITTED:
-        task = review_claim(task=task, reviewer=reviewer)
+        task = _into_review(task=task, reviewer=reviewer)
+    assignments.claim_end(task=task)
+    if double_review.first_decision_hold(task=task, reviewer=reviewer, decision=decision, comment=comment):
+        return None  # drawn for two reviews: it takes effect once a second, blind reviewer agrees
     task = task_transition(task=task, to_status=to_status, by=reviewer, reason=comment.strip())
     review = Review.objects.create(
         task=task,
@@ -62,9 +76,10 @@ def _review_decide(*, task: Task, reviewer: AbstractBaseUser, decision: str, to_
     return review
 
 
-def review_approve(*, task: Task, reviewer: AbstractBaseUser, comment: str = "") -> Review:
+def review_approve(*, task: Task, reviewer: AbstractBaseUser, comment: str = "") -> Review | None:
     """Approve a submitted or in-review task. A task whose current version failed its audit cannot be
-    approved, nor one flagged gameable that no reviewer has overridden."""
+    approved, nor one flagged gameable that no reviewer has overridden. None: the task was drawn for
+    two reviews, and the approval waits for a second, blind reviewer (curation.double_review)."""
     current = TaskVersion.objects.filter(pk=task.current_version_id).first()  # fresh: an override may be new
     if current is not None and current.audit_passed is False:
         raise CurationError(f"{task.key} failed its audit; send it back instead of approving it.")
@@ -76,8 +91,8 @@ def review_approve(*, task: Task, reviewer: AbstractBaseUser, comment: str = "")
     )
 
 
-def review_reject(*, task: Task, reviewer: AbstractBaseUser, comment: str) -> Review:
-    """Reject a task; the comment saying why is mandatory."""
+def review_reject(*, task: Task, reviewer: AbstractBaseUser, comment: str) -> Review | None:
+    """Reject a task; the comment saying why is mandatory. None: it waits for a second, blind reviewer."""
     if not comment.strip():
         raise CurationError("Say why: a comment is required to reject a task.")
     return _review_decide(
@@ -85,7 +100,7 @@ def review_reject(*, task: Task, reviewer: AbstractBaseUser, comment: str) -> Re
     )
 
 
-def review_send_back(*, task: Task, reviewer: AbstractBaseUser, comment: str) -> Review:
+def review_send_back(*, task: Task, reviewer: AbstractBaseUser, comment: str) -> Review | None:
     """Return a task to its author (changes_requested) with a comment saying what to change."""
     if not comment.strip():
         raise CurationError("Say what to change: a comment is required to send a task back.")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 PUBLIC = "public"  # anyone; the view may check a credential of its own (the metrics token)
 SIGNED_IN = "signed_in"  # any signed-in user, trainers included
 BROWSER = "browser"  # signed in, not a trainer-only account
-AUTHORS, REVIEWERS = "authors", "reviewers"
+AUTHORS, REVIEWERS, LEADS = "authors", "reviewers", "leads"  # leads are reviewers too
 CURATORS = "curators"  # authors or reviewers (bulk status changes: submit, or decide)
 TRAINERS = "trainers"  # trainers (the API's export scope) and staff: releases in the browser
 STAFF = "staff"
@@ -56,6 +56,13 @@ ROUTES: dict[str, Route] = {
     "review_queue": Route(REVIEWERS),
     "review_bulk": Route(REVIEWERS, methods=POST),
     "review_action": Route(REVIEWERS, "task", "review", methods=POST),
+    # The team's workbench (docs/review.md): who holds what, second blind reviews, agreement, adjudication
+    "review_claims": Route(LEADS, methods=("GET", "POST")),
+    "second_review_next": Route(REVIEWERS),
+    "review_agreement": Route(REVIEWERS),
+    "adjudication_list": Route(LEADS),
+    "adjudication_decide": Route(LEADS, "blinditem", "adjudicate", methods=POST),
+    "gold_add": Route(LEADS, "task", "see", methods=POST),
     "dedup_clusters": Route(REVIEWERS),
     "dedup_keep_one": Route(REVIEWERS, methods=POST),
     "dedup_dismiss": Route(REVIEWERS, methods=POST),

@@ -240,6 +240,15 @@ PASSBAND_JUDGE_SAMPLE_LIMIT = int(os.environ.get("PASSBAND_JUDGE_SAMPLE_LIMIT", 
 PASSBAND_JUDGE_SAMPLE_SEED = int(os.environ.get("PASSBAND_JUDGE_SAMPLE_SEED", "0"))
 PASSBAND_JUDGE_SAMPLE_EVERY = env_float("PASSBAND_JUDGE_SAMPLE_EVERY", 3600.0)
 PASSBAND_JUDGE_FALSE_PASS_LIMIT = env_float("PASSBAND_JUDGE_FALSE_PASS_LIMIT", 0.05)
+# The team's review workbench (docs/review.md): a claim on a queue task lasts PASSBAND_CLAIM_MINUTES;
+# a deterministic PASSBAND_DOUBLE_REVIEW_SHARE of approved or rejected task versions (ranked by sha256 of
+# the seed and the version id) waits for a second, blind reviewer before the decision takes effect
+# (0 by default: a team turns it on, 0.1 is a usual share).
+PASSBAND_CLAIM_MINUTES = env_float("PASSBAND_CLAIM_MINUTES", 120.0)
+PASSBAND_DOUBLE_REVIEW_SHARE = env_float("PASSBAND_DOUBLE_REVIEW_SHARE", 0.0)
+PASSBAND_DOUBLE_REVIEW_SEED = int(os.environ.get("PASSBAND_DOUBLE_REVIEW_SEED", "0"))
+if PASSBAND_CLAIM_MINUTES <= 0 or not 0 <= PASSBAND_DOUBLE_REVIEW_SHARE <= 1:
+    raise ImproperlyConfigured("Need PASSBAND_CLAIM_MINUTES > 0 and 0 <= PASSBAND_DOUBLE_REVIEW_SHARE <= 1.")
 # MCP tool servers (curation/mcp_servers.py). Staff register streamable HTTP servers by URL on a page;
 # a stdio server runs a command on the worker, so it is named here only:
 # JSON {"name": {"command": ["python", "-m", "tools"], "env": {"VAR": "value"}}}.

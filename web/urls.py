@@ -18,6 +18,7 @@ from web.views import probes as probe_views
 from web.views import releases as release_views
 from web.views import review as review_views
 from web.views import tasks as task_views
+from web.views import team as team_views
 from web.views import tokens as token_views
 from web.views import trajectories as trajectory_views
 
@@ -48,6 +49,12 @@ urlpatterns = [
     path("review/duplicates/recheck/", dedup_views.dedup_recheck, name="dedup_recheck"),
     path("review/blind/", judge_views.blind_review_next, name="blind_review_next"),
     path("review/blind/<int:item_id>/", judge_views.blind_review, name="blind_review"),
+    path("review/claims/", team_views.review_claims, name="review_claims"),
+    path("review/second/", team_views.second_review_next, name="second_review_next"),
+    path("review/agreement/", team_views.review_agreement, name="review_agreement"),
+    path("review/adjudication/", team_views.adjudication_list, name="adjudication_list"),
+    path("review/adjudication/<int:item_id>/", team_views.adjudication_decide, name="adjudication_decide"),
+    path("tasks/<slug:environment_name>/<path:key>/gold/", team_views.gold_add, name="gold_add"),
     path("judges/", judge_views.judge_list, name="judge_list"),
     path("judges/<str:judge>/", judge_views.judge_detail, name="judge_detail"),
     path(

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from accounts.errors import ServiceError
 from calibration import selectors as calibration_selectors
 from calibration.models import Band, Rollout
-from curation import gameability, policy, review_services, selectors
+from curation import assignments, gameability, policy, review_services, selectors
 from curation.models import Comment, Environment
 from similarity import selectors as similarity_selectors
 from web.templatetags.display import band_label
@@ -87,6 +87,8 @@ def review_queue(request):
             threads=selectors.comment_threads(task=task),
             status_changes=task.status_changes.select_related("changed_by"),
             own_task=task.owner_id == request.user.pk and not request.user.is_staff,
+            claim=assignments.claim_holder(task),
+            is_lead=policy.is_lead(request.user),
             approve_confirm=_approve_confirm(task),
             similarity_flags=similarity_selectors.version_flags(task_version=version, user=request.user),
         )
@@ -95,6 +97,7 @@ def review_queue(request):
 
 REVIEW_ACTIONS = {
     "claim": lambda task, reviewer, comment: review_services.review_claim(task=task, reviewer=reviewer),
+    "release": lambda task, reviewer, comment: assignments.claim_release(task=task, by=reviewer),
     "approve": lambda task, reviewer, comment: review_services.review_approve(
         task=task, reviewer=reviewer, comment=comment
     ),
@@ -109,7 +112,8 @@ REVIEW_ACTIONS = {
     ),
 }
 DONE_MESSAGES = {
-    "claim": "is in review",
+    "claim": "is yours until your claim expires",
+    "release": "is free for any reviewer",
     "approve": "was approved",
     "reject": "was rejected",
     "send_back": "was sent back to its author",
@@ -124,8 +128,11 @@ def review_action(request, environment_name: str, key: str, action: str):
         raise Http404(f"Unknown review action {action!r}.")
     task = shared.task_for(request, policy.REVIEW, environment_name, key)
     try:
-        REVIEW_ACTIONS[action](task, request.user, request.POST.get("comment", ""))
-        messages.success(request, f"{task.key} {DONE_MESSAGES[action]}.")
+        done = REVIEW_ACTIONS[action](task, request.user, request.POST.get("comment", ""))
+        if done is None and action in review_services.DECISIONS and action != "send_back":
+            messages.success(request, f"{task.key}: your decision is kept blind until a second reviewer gives theirs.")
+        else:
+            messages.success(request, f"{task.key} {DONE_MESSAGES[action]}.")
     except ServiceError as error:
         messages.error(request, str(error))
     if request.POST.get("next") == "task":

@@ -1,9 +1,11 @@
 """Helpers the page views share: the task a user may act on, and links back."""
 
+from django.contrib import messages
 from django.core.exceptions import BadRequest
 from django.http import Http404
 from django.shortcuts import redirect
 
+from accounts.errors import ServiceError
 from curation import policy
 from curation.models import Task
 from releases import task_filters
@@ -46,3 +48,17 @@ def page_of(request, items, *, size: int) -> tuple[list, int, bool]:
     page = max(int(request.GET["page"]) if request.GET.get("page", "").isdigit() else 1, 1)
     rows = list(items[(page - 1) * size : page * size + 1])
     return rows[:size], page, len(rows) > size
+
+
+def blind_verdict_post(request, item, *, record, done: str, then: str):
+    """Record the posted verdict and note on a blind item with `record` (a service); back to the item
+    with the service's message when it refuses, else on to the page named `then`."""
+    try:
+        record(
+            item=item, reviewer=request.user, verdict=request.POST.get("verdict", ""), note=request.POST.get("note", "")
+        )
+    except ServiceError as error:
+        messages.error(request, str(error))
+        return redirect("blind_review", item_id=item.pk)
+    messages.success(request, done)
+    return redirect(then)
