@@ -4,7 +4,6 @@ and adjudication. Each page's role is checked by someone who must be refused.
 alice authors, bob and dora review, lena leads.
 """
 
-
 import pytest
 from django.urls import reverse
 
