@@ -9,6 +9,7 @@ from datetime import timedelta
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
+from accounts.audit import audit_record
 from accounts.errors import ServiceError
 from accounts.models import ApiToken
 from accounts.permissions import SCOPE_ROLES, scopes_allowed
@@ -35,12 +36,14 @@ def api_token_create(
         scopes=sorted(set(scopes)),
         expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
     )
+    audit_record(actor=user, action="token_create", obj=token, detail={"scopes": token.scopes, "name": name})
     return token, secret
 
 
-def api_token_revoke(*, token: ApiToken) -> ApiToken:
-    """Revoke a token; revoking twice keeps the first time."""
+def api_token_revoke(*, token: ApiToken, by: AbstractBaseUser | None = None) -> ApiToken:
+    """Revoke a token (`by`: who revokes, its owner when not given); revoking twice keeps the first time."""
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+        audit_record(actor=by or token.user, action="token_revoke", obj=token, detail={"name": token.name})
     return token

@@ -14,6 +14,7 @@ urlpatterns = [
     path("v1/releases", releases.ReleaseCreate.as_view(), name="api_release_create"),
     path("v1/releases/<int:release_id>", releases.ReleaseDetail.as_view(), name="api_release_detail"),
     path("v1/releases/<int:release_id>/retry", releases.ReleaseRetry.as_view(), name="api_release_retry"),
+    path("v1/releases/<int:release_id>/diff", releases.ReleaseDiff.as_view(), name="api_release_diff"),
     path(
         "v1/releases/<int:release_id>/files/<str:export_format>.<str:file_type>",
         releases.ReleaseFile.as_view(),

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from accounts.audit import audit_record
 from accounts.permissions import LEADS, REVIEWERS
 from curation import policy
 from curation.errors import CurationError
@@ -135,6 +136,7 @@ def claim_reassign(*, task: Task, to_reviewer: AbstractBaseUser, by: AbstractBas
         raise CurationError(f"{task.key} is {task.status}, not waiting for review.")
     if not policy.task_may_review(to_reviewer, task):
         raise CurationError(f"{to_reviewer.get_username()} may not review {task.key} (not a reviewer, or their own).")
+    audit_record(actor=by, action="reassign", obj=task, detail={"to": to_reviewer.get_username()})
     return _hold(task=task, reviewer=to_reviewer, how=ReviewClaim.How.REASSIGNED, by=by)
 
 
@@ -190,6 +192,7 @@ def queue_assign(*, tasks: QuerySet[Task], strategy: str, by: AbstractBaseUser, 
         person = next(person for person in candidates if person.pk == person_pk)
         with transaction.atomic():
             _hold(task=task, reviewer=person, how=how, by=by)
+            audit_record(actor=by, action="assign", obj=task, detail={"to": person.get_username(), "how": how})
         result.assigned.setdefault(person.get_username(), []).append(task.key)
     return result
 

@@ -24,6 +24,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
+from accounts.audit import audit_record
 from curation import blind_reviews, policy
 from curation.errors import CurationError
 from curation.models import Adjudication, BlindItem, BlindReview, Review, Task, TaskStatus, TaskVersion
@@ -282,6 +283,7 @@ def adjudicate(*, item: BlindItem, lead: AbstractBaseUser, verdict: str, comment
     if verdict == FAIL and not comment.strip():
         raise CurationError("Say why: a comment is required to reject a task.")
     adjudication = Adjudication.objects.create(item=item, lead=lead, decision=verdict, comment=comment.strip())
+    audit_record(actor=lead, action="adjudicate", obj=item.task_version.task, detail={"decision": DECISION_OF[verdict]})
     reason = f"adjudicated by {lead.get_username()}" + (f": {comment.strip()}" if comment.strip() else "")
     _apply(item=item, verdict=verdict, by=lead, reason=reason, reviews=[(lead, comment.strip())])
     return adjudication

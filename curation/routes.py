@@ -99,6 +99,8 @@ ROUTES: dict[str, Route] = {
     # Releases in the browser (what the API's export scope may do)
     "release_list": Route(TRAINERS, methods=("GET", "POST")),
     "release_file": Route(TRAINERS, "release", "export"),
+    "release_diff": Route(TRAINERS, "release"),
+    "audit_log": Route(STAFF),
     # API v1: the token's scope; objects in the body (a task key) answer 404 when not visible
     "api_task_list": Route(API + "read"),
     "api_task_bulk": Route(API + "curate", methods=POST),
@@ -108,6 +110,7 @@ ROUTES: dict[str, Route] = {
     "api_release_detail": Route(API + "export", "release"),
     "api_release_retry": Route(API + "export", "release", "change", methods=POST),
     "api_release_file": Route(API + "export", "release", "export"),
+    "api_release_diff": Route(API + "export", "release"),
     "api_verify": Route(API + "verify", methods=POST),
     "api_verifier_test": Route(API + "verify", methods=POST),
     "api_feedback": Route(API + "feedback", methods=POST),

@@ -10,6 +10,7 @@ from web.views import campaigns as campaign_views
 from web.views import dashboards as dashboard_views
 from web.views import dedup as dedup_views
 from web.views import environments as environment_views
+from web.views import history as history_views
 from web.views import imports as import_views
 from web.views import judges as judge_views
 from web.views import mcp_servers as mcp_server_views
@@ -97,6 +98,8 @@ urlpatterns = [
     ),
     path("releases/", release_views.release_list, name="release_list"),
     path("releases/<int:release_id>/files/<str:file_name>", release_views.release_file, name="release_file"),
+    path("releases/<int:release_id>/diff/", history_views.release_diff, name="release_diff"),
+    path("history/", history_views.audit_log, name="audit_log"),
     path("tokens/", token_views.token_list, name="token_list"),
     path("tokens/<int:token_id>/revoke/", token_views.token_revoke, name="token_revoke"),
 ]

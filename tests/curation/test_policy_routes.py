@@ -295,6 +295,14 @@ CASES = {
         ({"release_id": "release"}, {}, {"anonymous": 401, "alice": 403, "trinity": 200, "charlie": 200}),
         ({"release_id": 999999}, {}, {"charlie": 404}),
     ],
+    "release_diff": [
+        ({"release_id": "release"}, {}, {"anonymous": "login", "alice": 403, "bob": 403, "charlie": 400}),
+        ({"release_id": 999999}, {}, {"charlie": 404}),
+    ],
+    "api_release_diff": [
+        ({"release_id": "release"}, {}, {"anonymous": 401, "alice": 403, "charlie": 400}),
+        ({"release_id": 999999}, {}, {"charlie": 404}),
+    ],
     "api_release_retry": [
         ({"release_id": "release"}, {}, {"anonymous": 401, "alice": 403, "charlie": 409}),
         ({"release_id": 999999}, {}, {"charlie": 404}),
