@@ -218,11 +218,24 @@ class Review(models.Model):
         APPROVE = "approve"
         REJECT = "reject"
         SEND_BACK = "send_back"
+        FIX = "fix"  # the reviewer corrected the task: a new version (curation.review_services.review_fix)
+
+    class Defect(models.TextChoices):
+        """What was wrong with a rejected or fixed task."""
+
+        WRONG_ANSWER = "wrong_answer"
+        AMBIGUOUS_PROMPT = "ambiguous_prompt"
+        GAMEABLE_VERIFIER = "gameable_verifier"
+        DUPLICATE = "duplicate"
+        LEAKED_BENCHMARK = "leaked_benchmark"
+        OTHER = "other"
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="reviews")
     task_version = models.ForeignKey(TaskVersion, on_delete=models.PROTECT, null=True, related_name="reviews")
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="reviews")
     decision = models.CharField(max_length=20, choices=Decision.choices)
+    # Every reject and fix names its defect; approvals and send-backs have none.
+    defect = models.CharField(max_length=30, choices=Defect.choices, blank=True)
     comment = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

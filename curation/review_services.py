@@ -18,7 +18,7 @@ from curation import assignments, double_review, policy
 from curation.errors import CurationError
 from curation.gameability import blocks_approval
 from curation.models import Comment, Review, Task, TaskStatus, TaskVersion
-from curation.services import task_transition
+from curation.services import task_transition, task_version_write
 
 REVIEWABLE = (TaskStatus.SUBMITTED, TaskStatus.IN_REVIEW)
 
@@ -50,8 +50,25 @@ def _into_review(*, task: Task, reviewer: AbstractBaseUser) -> Task:
 
 @transaction.atomic
 def _review_decide(
-    *, task: Task, reviewer: AbstractBaseUser, decision: str, to_status: str, comment: str
+    *, task: Task, reviewer: AbstractBaseUser, decision: str, to_status: str, comment: str, defect: str = ""
 ) -> Review | None:
+    task = _review_start(task=task, reviewer=reviewer)
+    assignments.claim_end(task=task)
+    if double_review.first_decision_hold(task=task, reviewer=reviewer, decision=decision, comment=comment):
+        return None  # drawn for two reviews: it takes effect once a second, blind reviewer agrees
+    task = task_transition(task=task, to_status=to_status, by=reviewer, reason=comment.strip())
+    return _review_write(
+        task=task,
+        version_id=task.current_version_id,
+        reviewer=reviewer,
+        decision=decision,
+        comment=comment,
+        defect=defect,
+    )
+
+
+def _review_start(*, task: Task, reviewer: AbstractBaseUser) -> Task:
+    """The checks every decision and fix make (reviewer, claim, a pending second review), then the task in review."""
     _reviewer_check(task=task, reviewer=reviewer)
     task.refresh_from_db(fields=["status", "current_version"])
     if task.status not in REVIEWABLE:
@@ -60,26 +77,36 @@ def _review_decide(
     double_review.pending_check(task=task)
     if task.status == TaskStatus.SUBMITTED:
         task = _into_review(task=task, reviewer=reviewer)
-    assignments.claim_end(task=task)
-    if double_review.first_decision_hold(task=task, reviewer=reviewer, decision=decision, comment=comment):
-        return None  # drawn for two reviews: it takes effect once a second, blind reviewer agrees
-    task = task_transition(task=task, to_status=to_status, by=reviewer, reason=comment.strip())
+    return task
+
+
+def _review_write(
+    *, task: Task, version_id: int | None, reviewer: AbstractBaseUser, decision: str, comment: str, defect: str
+) -> Review:
     review = Review.objects.create(
         task=task,
-        task_version_id=task.current_version_id,
+        task_version_id=version_id,
         reviewer=reviewer,
         decision=decision,
         comment=comment.strip(),
+        defect=defect,
     )
     if comment.strip():
         Comment.objects.create(task=task, author=reviewer, body=f"[{decision.replace('_', ' ')}] {comment.strip()}")
     return review
 
 
+def _defect_check(defect: str) -> str:
+    if defect not in Review.Defect.values:
+        raise CurationError(f"Name the defect: one of {', '.join(Review.Defect.values)}.")
+    return defect
+
+
 def review_approve(*, task: Task, reviewer: AbstractBaseUser, comment: str = "") -> Review | None:
     """Approve a submitted or in-review task. A task whose current version failed its audit cannot be
     approved, nor one flagged gameable that no reviewer has overridden. None: the task was drawn for
     two reviews, and the approval waits for a second, blind reviewer (curation.double_review)."""
+    task.refresh_from_db(fields=["current_version"])  # a fix may have made a new version since the page loaded
     current = TaskVersion.objects.filter(pk=task.current_version_id).first()  # fresh: an override may be new
     if current is not None and current.audit_passed is False:
         raise CurationError(f"{task.key} failed its audit; send it back instead of approving it.")
@@ -91,13 +118,42 @@ def review_approve(*, task: Task, reviewer: AbstractBaseUser, comment: str = "")
     )
 
 
-def review_reject(*, task: Task, reviewer: AbstractBaseUser, comment: str) -> Review | None:
-    """Reject a task; the comment saying why is mandatory. None: it waits for a second, blind reviewer."""
+def review_reject(
+    *, task: Task, reviewer: AbstractBaseUser, comment: str, defect: str = Review.Defect.OTHER
+) -> Review | None:
+    """Reject a task; the comment saying why is mandatory, and the defect (Review.Defect) is recorded.
+    None: it waits for a second, blind reviewer."""
     if not comment.strip():
         raise CurationError("Say why: a comment is required to reject a task.")
     return _review_decide(
-        task=task, reviewer=reviewer, decision=Review.Decision.REJECT, to_status=TaskStatus.REJECTED, comment=comment
+        task=task,
+        reviewer=reviewer,
+        decision=Review.Decision.REJECT,
+        to_status=TaskStatus.REJECTED,
+        comment=comment,
+        defect=_defect_check(defect),
     )
+
+
+@transaction.atomic
+def review_fix(*, task: Task, reviewer: AbstractBaseUser, content: dict, defect: str, comment: str = "") -> TaskVersion:
+    """A reviewer corrects a task under review (prompt, answer, verifier: the upload format's fields in
+    `content`): a new version, audited again, becomes current; rollouts and calibrations stay with the
+    old version. The task stays in review (the reviewer may now approve it); the fix is a Review of the
+    old version with its defect. Raises CurationError naming the field for invalid content."""
+    _defect_check(defect)
+    task = _review_start(task=task, reviewer=reviewer)
+    fixed_version_id = task.current_version_id
+    version = task_version_write(task=task, by=reviewer, content=content, action="fix")
+    _review_write(
+        task=task,
+        version_id=fixed_version_id,
+        reviewer=reviewer,
+        decision=Review.Decision.FIX,
+        comment=comment or f"fixed: version {version.number}",
+        defect=defect,
+    )
+    return version
 
 
 def review_send_back(*, task: Task, reviewer: AbstractBaseUser, comment: str) -> Review | None:

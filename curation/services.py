@@ -288,6 +288,14 @@ def task_version_edit(*, task: Task, by: AbstractBaseUser, content: dict, run_au
         raise CurationError("Only the task's author can edit it.")
     if task.status not in EDITABLE_STATUSES:
         raise CurationError(f"{task.key} is {task.status}; only draft, sent-back or rejected tasks can be edited.")
+    return task_version_write(task=task, by=by, content=content, run_audit=run_audit, action="edit")
+
+
+def task_version_write(
+    *, task: Task, by: AbstractBaseUser, content: dict, run_audit: bool = True, action: str
+) -> TaskVersion:
+    """The new, audited version of `task` from `content` (who may write it is the caller's check:
+    task_version_edit for authors, review_fix for reviewers). `action` names it in the audit log."""
     draft, problems = validate_task_object(
         content,
         filename="editor",
@@ -305,5 +313,5 @@ def task_version_edit(*, task: Task, by: AbstractBaseUser, content: dict, run_au
     with transaction.atomic():
         version = version_add(task=task, draft=draft, created_by=by, audit=audit)
         versions_written(environment=task.environment)
-        audit_record(actor=by, action="edit", obj=task, detail={"version": version.number})
+        audit_record(actor=by, action=action, obj=task, detail={"version": version.number})
     return version

@@ -56,6 +56,9 @@ urlpatterns = [
     path("review/adjudication/", team_views.adjudication_list, name="adjudication_list"),
     path("review/adjudication/<int:item_id>/", team_views.adjudication_decide, name="adjudication_decide"),
     path("tasks/<slug:environment_name>/<path:key>/gold/", team_views.gold_add, name="gold_add"),
+    path("tasks/<slug:environment_name>/<path:key>/fix/", team_views.review_fix, name="review_fix"),
+    path("tasks/<slug:environment_name>/<path:key>/reprobe/", team_views.review_reprobe, name="review_reprobe"),
+    path("review/defects/", team_views.defect_rates, name="defect_rates"),
     path("judges/", judge_views.judge_list, name="judge_list"),
     path("judges/<str:judge>/", judge_views.judge_detail, name="judge_detail"),
     path(

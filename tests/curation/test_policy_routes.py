@@ -239,6 +239,16 @@ CASES = {
         ({**TASK, "key": "sub"}, {"decision": "approve"}, {"lena": 302, "staff": 302}),
         ({**MISSING_TASK}, {"decision": "approve"}, {"lena": 404}),
     ],
+    "review_fix": [
+        ({**TASK, "key": "sub"}, {"defect": "other"}, {"anonymous": "login", "alice": 403, "dora": 403, "bob": 302}),
+        ({**TASK, "key": "bobs"}, {"defect": "other"}, {"bob": 403}),
+        ({**MISSING_TASK}, {"defect": "other"}, {"bob": 404}),
+    ],
+    "review_reprobe": [
+        ({**TASK, "key": "sub"}, {"model": "probe"}, {"anonymous": "login", "alice": 403, "bob": 302}),
+        ({**TASK, "key": "bobs"}, {"model": "probe"}, {"bob": 403}),
+        ({**MISSING_TASK}, {"model": "probe"}, {"bob": 404}),
+    ],
     "import_job_detail": [
         ({"job_id": "import_job"}, {}, {"anonymous": "login", "dora": 404, "bob": 403, "alice": 200, "staff": 200}),
     ],

@@ -6,6 +6,8 @@ from django.http import Http404
 from django.shortcuts import redirect
 
 from accounts.errors import ServiceError
+from calibration import services as calibration_services
+from calibration.models import Campaign
 from curation import policy
 from curation.models import Task
 from releases import task_filters
@@ -62,3 +64,17 @@ def blind_verdict_post(request, item, *, record, done: str, then: str):
         return redirect("blind_review", item_id=item.pk)
     messages.success(request, done)
     return redirect(then)
+
+
+def task_probe_start(request, task, probe_model) -> Campaign:
+    """Probe `task`'s current version with `probe_model`: a campaign of one task, its policy, rollouts and
+    max new tokens from the posted form (ValueError for a number that is not one, ServiceError as the service says)."""
+    return calibration_services.campaign_start(
+        environment=task.environment,
+        probe_model=probe_model,
+        created_by=request.user,
+        policy=request.POST.get("policy", Campaign.Policy.FIXED),
+        rollouts=int(request.POST.get("rollouts", "8")),
+        max_new_tokens=int(request.POST["max_new_tokens"]) if request.POST.get("max_new_tokens", "").strip() else None,
+        task_versions=[task.current_version],
+    )

@@ -1,14 +1,17 @@
 """Pages of the team's review workbench: who holds what (leads), second blind reviews, agreement
 between reviewers, the adjudication queue and gold items. docs/review.md."""
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
-from curation import assignments, double_review, policy
-from curation.models import BlindItem, Task
+from calibration.models import ProbeModel
+from curation import assignments, defects, double_review, policy, review_services
+from curation.models import BlindItem, Review, Task
 from web.views import shared
 
 
@@ -139,3 +142,68 @@ def gold_add(request, environment_name: str, key: str):
     except ServiceError as error:
         messages.error(request, str(error))
     return shared.back(request, task)
+
+
+def _fix_content(post) -> dict:
+    """The fixed task's content from the fix form: the prompt as chat messages (JSON) or plain text, the
+    answer, and the verifier as a JSON object; ServiceError naming the field when it does not parse."""
+    content: dict = {"answer": post.get("answer", "")}
+    prompt = post.get("prompt", "").strip()
+    try:
+        content["prompt"] = json.loads(prompt) if prompt.startswith("[") else prompt
+    except json.JSONDecodeError as error:
+        raise ServiceError(f"prompt: not valid JSON chat messages (line {error.lineno}: {error.msg}).") from None
+    try:
+        content["verifier"] = json.loads(post.get("verifier", "") or "{}")
+    except json.JSONDecodeError as error:
+        raise ServiceError(f"verifier: not valid JSON (line {error.lineno}: {error.msg}).") from None
+    return content
+
+
+@require_POST
+@policy.page("review_fix")
+def review_fix(request, environment_name: str, key: str):
+    """A reviewer's fix: a new version of the task, audited again; the queue then offers a re-probe."""
+    task = shared.task_for(request, policy.REVIEW, environment_name, key)
+    try:
+        version = review_services.review_fix(
+            task=task,
+            reviewer=request.user,
+            content=_fix_content(request.POST),
+            defect=request.POST.get("defect", ""),
+            comment=request.POST.get("comment", ""),
+        )
+    except ServiceError as error:
+        messages.error(request, str(error))
+    else:
+        audit = {True: "its audit passed", False: "its audit FAILED", None: "not audited"}[version.audit_passed]
+        messages.success(
+            request, f"{task.key} is now version {version.number} ({audit}); re-probe it before approving."
+        )
+    return shared.back(request, task)
+
+
+@require_POST
+@policy.page("review_reprobe")
+def review_reprobe(request, environment_name: str, key: str):
+    """Probe a task's current version (after a fix) with the chosen model: a campaign of one task."""
+    task = shared.task_for(request, policy.REVIEW, environment_name, key)
+    probe_model = get_object_or_404(ProbeModel, name=request.POST.get("model", ""))
+    try:
+        campaign = shared.task_probe_start(request, task, probe_model)
+    except (ServiceError, ValueError) as error:
+        messages.error(request, f"Could not start the re-probe: {error}")
+    else:
+        messages.success(request, f"Re-probing {task.key} v{task.current_version.number}: campaign {campaign.pk}.")
+    return shared.back(request, task)
+
+
+@policy.page("defect_rates")
+def defect_rates(request):
+    """Defect rates per author and per environment (authors see their own)."""
+    context = {
+        "authors": defects.defect_rates(group="author", viewer=request.user),
+        "environments": defects.defect_rates(group="environment", viewer=request.user),
+        "defects": Review.Defect.choices,
+    }
+    return render(request, "curation/defect_rates.html", context)
