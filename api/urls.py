@@ -3,11 +3,19 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api.views import bulk, calibrations, feedback, judges, releases, tasks, verifier_test, verify
+from api.views import bulk, calibrations, comments, feedback, judges, releases, tasks, verifier_test, verify
 
 urlpatterns = [
     path("v1/tasks", tasks.TaskList.as_view(), name="api_task_list"),
     path("v1/tasks/bulk", bulk.TaskBulk.as_view(), name="api_task_bulk"),
+    path(
+        "v1/tasks/<slug:environment_name>/<path:key>/comments",
+        comments.TaskComments.as_view(),
+        name="api_task_comments",
+    ),
+    path("v1/comments", comments.CommentCreate.as_view(), name="api_comment_create"),
+    path("v1/notifications", comments.NotificationList.as_view(), name="api_notification_list"),
+    path("v1/notifications/read", comments.NotificationRead.as_view(), name="api_notification_read"),
     path("v1/calibrations", calibrations.CalibrationList.as_view(), name="api_calibration_list"),
     path("v1/rollouts", calibrations.RolloutList.as_view(), name="api_rollout_list"),
     path("v1/judges", judges.JudgeAgreement.as_view(), name="api_judge_agreement"),

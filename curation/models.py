@@ -449,3 +449,28 @@ class ReviewerDomain(models.Model):
 
     def __str__(self) -> str:
         return f"{self.reviewer} reviews {self.domain}"
+
+
+class Notification(models.Model):
+    """Something in the app for one person to read: now, that someone mentioned them in a comment."""
+
+    class Kind(models.TextChoices):
+        MENTION = "mention"
+
+    recipient = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.MENTION)
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+")
+    comment = models.ForeignKey(Comment, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    read_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["recipient", "read_at"], name="notification_unread")]
+        constraints = [
+            models.UniqueConstraint(fields=["recipient", "comment", "kind"], name="notification_once_per_comment")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of {self.recipient} by {self.actor} on {self.task}"

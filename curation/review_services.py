@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from curation import assignments, double_review, policy
+from curation import assignments, double_review, notifications, policy
 from curation.errors import CurationError
 from curation.gameability import blocks_approval
 from curation.models import Comment, Review, Task, TaskStatus, TaskVersion
@@ -242,8 +242,10 @@ def tasks_bulk_action(
     return reviews_bulk(tasks=tasks, reviewer=user, decision=action, comment=comment)
 
 
+@transaction.atomic
 def comment_add(*, task: Task, author: AbstractBaseUser, body: str, parent: Comment | None = None) -> Comment:
-    """Add a comment, or a reply when `parent` is given (replies attach to the thread's root)."""
+    """Add a comment, or a reply when `parent` is given (replies attach to the thread's root); everyone
+    it @mentions who may see the task is notified (curation.notifications)."""
     if not policy.task_may_discuss(author, task):
         raise CurationError("Only the task's author and reviewers can comment on it.")
     if not body.strip():
@@ -253,7 +255,9 @@ def comment_add(*, task: Task, author: AbstractBaseUser, body: str, parent: Comm
             raise CurationError("A reply must belong to the same task as its comment.")
         while parent.parent_id is not None:
             parent = parent.parent
-    return Comment.objects.create(task=task, author=author, body=body.strip(), parent=parent)
+    comment = Comment.objects.create(task=task, author=author, body=body.strip(), parent=parent)
+    notifications.mentions_notify(comment=comment)
+    return comment
 
 
 def comment_resolve(*, comment: Comment, by: AbstractBaseUser) -> Comment:

@@ -66,6 +66,7 @@ ROUTES: dict[str, Route] = {
     "review_fix": Route(REVIEWERS, "task", "review", methods=POST),
     "review_reprobe": Route(REVIEWERS, "task", "review", methods=POST),
     "defect_rates": Route(CURATORS),
+    "notification_list": Route(SIGNED_IN, methods=("GET", "POST")),
     "dedup_clusters": Route(REVIEWERS),
     "dedup_keep_one": Route(REVIEWERS, methods=POST),
     "dedup_dismiss": Route(REVIEWERS, methods=POST),
@@ -107,6 +108,10 @@ ROUTES: dict[str, Route] = {
     # API v1: the token's scope; objects in the body (a task key) answer 404 when not visible
     "api_task_list": Route(API + "read"),
     "api_task_bulk": Route(API + "curate", methods=POST),
+    "api_task_comments": Route(API + "read", "task"),
+    "api_comment_create": Route(API + "curate", methods=POST),
+    "api_notification_list": Route(API + "read"),
+    "api_notification_read": Route(API + "read", methods=POST),
     "api_calibration_list": Route(API + "read"),
     "api_rollout_list": Route(API + "read"),
     "api_release_create": Route(API + "export", methods=("GET", "POST")),

@@ -59,6 +59,7 @@ urlpatterns = [
     path("tasks/<slug:environment_name>/<path:key>/fix/", team_views.review_fix, name="review_fix"),
     path("tasks/<slug:environment_name>/<path:key>/reprobe/", team_views.review_reprobe, name="review_reprobe"),
     path("review/defects/", team_views.defect_rates, name="defect_rates"),
+    path("notifications/", team_views.notification_list, name="notification_list"),
     path("judges/", judge_views.judge_list, name="judge_list"),
     path("judges/<str:judge>/", judge_views.judge_detail, name="judge_detail"),
     path(

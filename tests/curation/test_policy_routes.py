@@ -313,6 +313,10 @@ CASES = {
         ({"release_id": "release"}, {}, {"anonymous": 401, "alice": 403, "charlie": 400}),
         ({"release_id": 999999}, {}, {"charlie": 404}),
     ],
+    "api_task_comments": [
+        (TASK, {}, {"anonymous": 401, "dora": 404, "charlie": 404, "alice": 200, "bob": 200}),
+        (MISSING_TASK, {}, {"alice": 404}),
+    ],
     "api_release_retry": [
         ({"release_id": "release"}, {}, {"anonymous": 401, "alice": 403, "charlie": 409}),
         ({"release_id": 999999}, {}, {"charlie": 404}),

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
 from calibration.models import ProbeModel
-from curation import assignments, defects, double_review, policy, review_services
+from curation import assignments, defects, double_review, notifications, policy, review_services
 from curation.models import BlindItem, Review, Task
 from web.views import shared
 
@@ -207,3 +207,14 @@ def defect_rates(request):
         "defects": Review.Defect.choices,
     }
     return render(request, "curation/defect_rates.html", context)
+
+
+@policy.page("notification_list")
+def notification_list(request):
+    """The signed-in person's notifications (mentions); POST marks them all read."""
+    if request.method == "POST":
+        changed = notifications.notifications_mark_read(user=request.user)
+        messages.success(request, f"{changed} notification(s) marked read.")
+        return redirect("notification_list")
+    rows = notifications.notifications_for(user=request.user)[:200]
+    return render(request, "curation/notifications.html", {"notifications": rows})
