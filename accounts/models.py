@@ -53,3 +53,14 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor} {self.action} {self.object_kind} {self.object_label}"
+
+
+class OidcIdentity(models.Model):
+    """The organisation's identity (issuer and subject) a Passband user signs in with (accounts.oidc)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identity")
+    subject = models.CharField(max_length=255, unique=True, help_text="The provider's `sub` claim.")
+    last_login_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} as {self.subject}"

@@ -7,6 +7,7 @@ claim cannot be decided (curation.assignments); deciding a task ends its claim.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -175,7 +176,7 @@ class BulkReviewResult:
     skipped: list[str] = field(default_factory=list)
 
 
-DECISIONS = {
+DECISIONS: dict[str, Callable[..., Review | None]] = {
     Review.Decision.APPROVE: review_approve,
     Review.Decision.REJECT: review_reject,
     Review.Decision.SEND_BACK: review_send_back,

@@ -38,6 +38,10 @@ ROUTES: dict[str, Route] = {
     "favicon": Route(PUBLIC),
     "login": Route(PUBLIC, methods=("GET", "POST")),
     "logout": Route(PUBLIC, methods=POST),
+    # OpenID Connect (mozilla-django-oidc's views: the provider's answer is their credential)
+    "oidc_authentication_init": Route(PUBLIC),
+    "oidc_authentication_callback": Route(PUBLIC),
+    "oidc_logout": Route(PUBLIC, methods=POST),
     # Tasks
     "environment_list": Route(BROWSER),
     "task_list": Route(BROWSER),

@@ -2,7 +2,7 @@
 
 from django.contrib.auth import views as auth_views
 from django.templatetags.static import static
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import RedirectView
 
 from web.views import bulk as bulk_views
@@ -31,6 +31,7 @@ urlpatterns = [
     path("", task_views.environment_list, name="environment_list"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("oidc/", include("mozilla_django_oidc.urls")),
     path("tasks/", task_views.task_list, name="task_list"),
     path("tasks/bulk/", bulk_views.task_bulk, name="task_bulk"),
     path("tasks/upload/", task_views.task_upload, name="task_upload"),

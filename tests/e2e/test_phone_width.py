@@ -66,7 +66,9 @@ def workbench(alice, staff, arithmetic, media):
         task_transition(task=task, to_status=TaskStatus.SUBMITTED, by=alice)
     attempts = [EpisodeAttempt(transcript={"reset_ms": 41.5, "counts": {"tool_calls": 3, "tool_error": 1}})] * 2
     failure = "environment backoffice could not reset from seed 12345678901234567890: " + "a long reason " * 8
-    episode_health_record(environment=arithmetic, world="backoffice", attempts=[*attempts, EpisodeAttempt(failure=failure)])
+    episode_health_record(
+        environment=arithmetic, world="backoffice", attempts=[*attempts, EpisodeAttempt(failure=failure)]
+    )
     upload = SimpleUploadedFile("gsm8k.jsonl", jsonl(*gsm8k_rows(3)))
     job = import_jobs.import_job_create(environment=arithmetic, owner=staff, upload=upload, queue=False)
     return {"campaign": campaign, "model": model, "job": job}
