@@ -46,6 +46,7 @@ def test_claim_reassign_blind_second_review_and_adjudication(
     assert dora_page.locator("#review-task").get_attribute("data-key") == "t-1"
     dora_page.click("button[data-open=reject-form]")
     dora_page.fill("#reject-comment", "DORA-REASON: the answer is off by one")
+    dora_page.select_option("#reject-defect", "wrong_answer")
     dora_page.click("#reject-form button[type=submit]")
     dora_page.wait_for_selector("text=kept blind until a second reviewer")
     assert arithmetic.tasks.get(key="t-1").status == TaskStatus.IN_REVIEW
