@@ -211,7 +211,9 @@ def gold_accuracy(*, level: float = 0.95) -> list[GoldAccuracy]:
 # Writes -----------------------------------------------------------------------------------------
 
 
-def first_decision_hold(*, task: Task, reviewer: AbstractBaseUser, decision: str, comment: str) -> BlindItem | None:
+def first_decision_hold(
+    *, task: Task, reviewer: AbstractBaseUser, decision: str, comment: str, defect: str = ""
+) -> BlindItem | None:
     """When `task`'s current version is drawn for two reviews and has none yet, keep the first
     reviewer's approve or reject as a double_review item (the task stays in review) and return it;
     otherwise None, and the decision takes effect as usual."""
@@ -229,6 +231,7 @@ def first_decision_hold(*, task: Task, reviewer: AbstractBaseUser, decision: str
         decided_by=reviewer.get_username(),
         decision=VERDICT_OF[decision],
         decided_note=comment.strip(),
+        decided_defect=defect,
         reviews_wanted=1,
     )
 
@@ -240,6 +243,8 @@ def _apply(*, item: BlindItem, verdict: str, by: AbstractBaseUser, reason: str, 
     if task.current_version_id != item.task_version_id or task.status != TaskStatus.IN_REVIEW:
         return  # the task moved on (a new version, withdrawn): the verdicts stay as measurements only
     task_transition(task=task, to_status=STATUS_OF[verdict], by=by, reason=reason)
+    # A rejection carries the defect the first reviewer named (or "other" when they approved).
+    defect = (item.decided_defect or Review.Defect.OTHER) if verdict == FAIL else ""
     for person, comment in reviews:
         Review.objects.create(
             task=task,
@@ -247,6 +252,7 @@ def _apply(*, item: BlindItem, verdict: str, by: AbstractBaseUser, reason: str, 
             reviewer=person,
             decision=DECISION_OF[verdict],
             comment=comment,
+            defect=defect,
         )
 
 

@@ -364,6 +364,7 @@ class BlindItem(models.Model):
     decision = models.CharField(max_length=20)
     # Why the decider decided so (a first reviewer's comment): never shown while the item is reviewed.
     decided_note = models.TextField(blank=True)
+    decided_defect = models.CharField(max_length=30, blank=True, help_text="A first reviewer's defect tag.")
     reviews_wanted = models.PositiveSmallIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -55,7 +55,9 @@ def _review_decide(
 ) -> Review | None:
     task = _review_start(task=task, reviewer=reviewer)
     assignments.claim_end(task=task)
-    if double_review.first_decision_hold(task=task, reviewer=reviewer, decision=decision, comment=comment):
+    if double_review.first_decision_hold(
+        task=task, reviewer=reviewer, decision=decision, comment=comment, defect=defect
+    ):
         return None  # drawn for two reviews: it takes effect once a second, blind reviewer agrees
     task = task_transition(task=task, to_status=to_status, by=reviewer, reason=comment.strip())
     return _review_write(

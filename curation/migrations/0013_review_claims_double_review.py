@@ -69,5 +69,10 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(fields=('reviewer', 'domain'), name='reviewer_domain_once')],
             },
         ),
+        migrations.AddField(
+            model_name="blinditem",
+            name="decided_defect",
+            field=models.CharField(blank=True, help_text="A first reviewer's defect tag.", max_length=30),
+        ),
         migrations.RunPython(create_leads, remove_leads),
     ]

@@ -56,10 +56,10 @@ def test_a_drawn_first_decision_waits_for_a_blind_second_that_agrees(everything_
 
 def test_the_second_reviewer_is_not_shown_the_first_decision(everything_drawn, alice, bob, arithmetic):
     (task,) = submitted(arithmetic, alice, "t-1")
-    review_services.review_reject(task=task, reviewer=bob, comment="SECRET-FIRST-REASON")
+    review_services.review_reject(task=task, reviewer=bob, comment="SECRET-FIRST-REASON", defect="leaked_benchmark")
     shown = double_review.task_blind_view(item=BlindItem.objects.get())
     assert "SECRET-FIRST-REASON" not in repr(shown) and "bob" not in repr(shown) and "fail" not in repr(shown)
-    assert shown.key == "t-1" and shown.prompt[0]["content"].startswith("t-1:")
+    assert shown.key == "t-1" and shown.prompt[0]["content"].startswith("t-1:") and "leaked" not in repr(shown)
 
 
 def test_a_disagreement_goes_to_a_lead_who_settles_it(everything_drawn, alice, bob, dora, lena, arithmetic):
@@ -75,6 +75,7 @@ def test_a_disagreement_goes_to_a_lead_who_settles_it(everything_drawn, alice, b
         double_review.adjudicate(item=item, lead=lena, verdict="fail")
     double_review.adjudicate(item=item, lead=lena, verdict="fail", comment="dora is right")
     assert status(task) == TaskStatus.REJECTED
+    assert Review.objects.get().defect == "other"  # bob approved: no defect was named
     assert not double_review.adjudication_queue().exists()
     with pytest.raises(CurationError, match="not a disagreement|already settled"):
         double_review.adjudicate(item=item, lead=lena, verdict="pass")
@@ -146,3 +147,14 @@ def test_a_pair_lines_labels_up_by_person_whoever_went_first(everything_drawn, a
     assert (pair.first, pair.second) == ("bob", "dora")
     assert (pair.measures.agreement.successes, pair.measures.n) == (0, 2)
     assert pair.measures.kappa.estimate == pytest.approx(-1.0)
+
+
+def test_an_agreed_rejection_keeps_the_first_reviewers_defect(everything_drawn, alice, bob, dora, arithmetic):
+    (task,) = submitted(arithmetic, alice, "t-1")
+    review_services.review_reject(task=task, reviewer=bob, comment="same as t-0", defect="duplicate")
+    double_review.second_review_record(item=BlindItem.objects.get(), reviewer=dora, verdict="fail")
+    assert status(task) == TaskStatus.REJECTED
+    assert sorted(Review.objects.values_list("reviewer__username", "decision", "defect")) == [
+        ("bob", "reject", "duplicate"),
+        ("dora", "reject", "duplicate"),
+    ]
