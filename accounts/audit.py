@@ -43,6 +43,11 @@ def audit_record(
     )
 
 
+def audit_record_many(events: list[AuditEvent]) -> None:
+    """Record many events at once (unsaved AuditEvent rows), for changes made in bulk (band changes)."""
+    AuditEvent.objects.bulk_create(events, batch_size=1000)
+
+
 def audit_events(
     *,
     kind: str = "",

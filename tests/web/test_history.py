@@ -137,3 +137,23 @@ def test_a_release_diff_lists_added_removed_and_changed_tasks(client, charlie, b
         "old_band": "in_band",
         "new_band": "in_band",
     }
+
+
+def test_band_changes_are_recorded(alice, arithmetic):
+    from calibration.models import ProbeModel
+    from calibration.services import calibration_refresh
+    from tests.factories import rollouts_with
+
+    (task,) = submitted(arithmetic, alice, "t-1")
+    rollouts_with(task, alice, ["pass"] * 2 + ["fail"] * 2)  # 2 of 4: undecided, nothing recorded
+    model = ProbeModel.objects.get(name="probe")
+    assert calibration_refresh(task_version=task.current_version, probe_model=model).band == "undecided"
+    assert not AuditEvent.objects.filter(action="band_change").exists()
+    rollouts_with(task, alice, ["pass"] * 60)  # passes nearly always now
+    band = calibration_refresh(task_version=task.current_version, probe_model=model).band
+    assert band == "retire"
+    (event,) = AuditEvent.objects.filter(action="band_change")
+    assert (event.object_label, event.object_id) == ("arithmetic/t-1", task.pk)
+    assert event.detail == {"from": "undecided", "to": "retire", "model": "probe", "version": 1}
+    calibration_refresh(task_version=task.current_version, probe_model=model)  # the same band again
+    assert AuditEvent.objects.filter(action="band_change").count() == 1
