@@ -20,7 +20,8 @@ TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
 TEST_PROCESSES ?= 2
 # Pages and API tests, also run on SQLite (browser and worker tests need a database file shared across
 # processes; the SQLite test database lives in memory).
-SQLITE_TESTS ?= tests/web tests/api tests/curation tests/accounts tests/releases tests/similarity tests/calibration/test_rollout_store_contract.py tests/calibration/test_judge_samples.py
+SQLITE_TESTS ?= tests/web tests/api tests/curation tests/accounts tests/releases tests/similarity tests/calibration/test_rollout_store_contract.py tests/calibration/test_judge_samples.py \
+	tests/e2e/test_team_review.py tests/e2e/test_fix_and_diff.py tests/e2e/test_oidc_login.py
 
 .PHONY: install run test services clean
 

@@ -25,3 +25,42 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name})"
+
+
+class AuditEvent(models.Model):
+    """One thing someone did, for the audit log (accounts.audit): who, what, to which object, when.
+
+    The object is named by its model (`object_kind`, e.g. "task"), id and a label copied when the
+    event happened, so an event outlives its object and every app can record one without a foreign key."""
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    action = models.CharField(max_length=40)
+    object_kind = models.CharField(max_length=40)
+    object_id = models.PositiveBigIntegerField(null=True, blank=True)
+    object_label = models.CharField(max_length=300, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["object_kind", "object_id"], name="audit_event_object"),
+            models.Index(fields=["action", "at"], name="audit_event_action"),
+            models.Index(fields=["actor", "at"], name="audit_event_actor"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.actor} {self.action} {self.object_kind} {self.object_label}"
+
+
+class OidcIdentity(models.Model):
+    """The organisation's identity (issuer and subject) a Passband user signs in with (accounts.oidc)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identity")
+    subject = models.CharField(max_length=255, unique=True, help_text="The provider's `sub` claim.")
+    last_login_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} as {self.subject}"

@@ -1,9 +1,15 @@
-"""Roles (Django groups: authors, reviewers, trainers) and the API token scopes each may hold.
+"""Roles (Django groups: authors, reviewers, leads, trainers) and the API token scopes each may hold.
+
+Leads are reviewers who also share out the review queue, adjudicate disagreements and add gold
+items (docs/review.md): every check for the reviewers role passes for a lead too (SENIOR_ROLES).
 
 Who may see and change each object, and each route's gate, is curation.policy.
 """
 
-AUTHORS, REVIEWERS, TRAINERS = "authors", "reviewers", "trainers"
+AUTHORS, REVIEWERS, TRAINERS, LEADS = "authors", "reviewers", "trainers", "leads"
+ROLES = (AUTHORS, REVIEWERS, LEADS, TRAINERS)
+# A role whose members hold another one as well: a lead is a reviewer.
+SENIOR_ROLES: dict[str, tuple[str, ...]] = {REVIEWERS: (LEADS,)}
 
 # Which roles may hold each API token scope (staff hold all). Reading is anyone's: a token reads
 # only what its user may see. Export and feedback move what trainers train on, and feedback can
@@ -18,8 +24,13 @@ SCOPE_ROLES: dict[str, tuple[str, ...] | None] = {
 }
 
 
+def _with_seniors(groups: tuple[str, ...]) -> set[str]:
+    return set(groups).union(*(SENIOR_ROLES.get(group, ()) for group in groups))
+
+
 def in_group(user, *groups: str) -> bool:
-    return user.is_authenticated and (user.is_staff or user.groups.filter(name__in=groups).exists())
+    """Staff, or a member of one of `groups` (or of a role senior to one of them: a lead is a reviewer)."""
+    return user.is_authenticated and (user.is_staff or user.groups.filter(name__in=_with_seniors(groups)).exists())
 
 
 def scopes_allowed(user) -> list[str]:
@@ -29,4 +40,4 @@ def scopes_allowed(user) -> list[str]:
     if user.is_staff:
         return list(SCOPE_ROLES)
     groups = set(user.groups.values_list("name", flat=True))
-    return [scope for scope, roles in SCOPE_ROLES.items() if roles is None or groups.intersection(roles)]
+    return [scope for scope, roles in SCOPE_ROLES.items() if roles is None or groups.intersection(_with_seniors(roles))]

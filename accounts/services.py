@@ -7,11 +7,13 @@ import secrets
 from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 from django.utils import timezone
 
+from accounts.audit import audit_record, roles_change_record
 from accounts.errors import ServiceError
 from accounts.models import ApiToken
-from accounts.permissions import SCOPE_ROLES, scopes_allowed
+from accounts.permissions import ROLES, SCOPE_ROLES, scopes_allowed
 
 
 def api_token_create(
@@ -35,12 +37,48 @@ def api_token_create(
         scopes=sorted(set(scopes)),
         expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
     )
+    audit_record(actor=user, action="token_create", obj=token, detail={"scopes": token.scopes, "name": name})
     return token, secret
 
 
-def api_token_revoke(*, token: ApiToken) -> ApiToken:
-    """Revoke a token; revoking twice keeps the first time."""
+def api_token_revoke(*, token: ApiToken, by: AbstractBaseUser | None = None) -> ApiToken:
+    """Revoke a token (`by`: who revokes, its owner when not given); revoking twice keeps the first time."""
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+        audit_record(actor=by or token.user, action="token_revoke", obj=token, detail={"name": token.name})
     return token
+
+
+@transaction.atomic
+def roles_sync(
+    *, user: AbstractBaseUser, roles: set[str], by: AbstractBaseUser | None = None, source: str = ""
+) -> None:
+    """Make `user`'s roles exactly `roles` (groups outside ROLES are left alone), and take from their API
+    tokens every scope the remaining roles no longer allow (a token left with none is revoked). The
+    change is recorded in the audit log."""
+    from django.contrib.auth.models import Group
+
+    unknown = roles - set(ROLES)
+    if unknown:
+        raise ServiceError(f"Unknown roles: {', '.join(sorted(unknown))}; roles are {', '.join(ROLES)}.")
+    before = set(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
+    user.groups.remove(*Group.objects.filter(name__in=before - roles))
+    user.groups.add(*(Group.objects.get_or_create(name=name)[0] for name in roles - before))
+    roles_change_record(user=user, by=by, before=before, after=roles)
+    allowed = set(scopes_allowed(user))
+    for token in ApiToken.objects.filter(user=user, revoked_at__isnull=True):
+        kept = [scope for scope in token.scopes if scope in allowed]
+        if kept == token.scopes:
+            continue
+        if kept:
+            audit_record(
+                actor=by,
+                action="token_scopes_reduced",
+                obj=token,
+                detail={"removed": sorted(set(token.scopes) - set(kept)), "source": source},
+            )
+            token.scopes = kept
+            token.save(update_fields=["scopes"])
+        else:
+            api_token_revoke(token=token, by=by)

@@ -3,17 +3,26 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api.views import bulk, calibrations, curriculum, feedback, judges, releases, tasks, verifier_test, verify
+from api.views import bulk, calibrations, comments, curriculum, feedback, judges, releases, tasks, verifier_test, verify
 
 urlpatterns = [
     path("v1/tasks", tasks.TaskList.as_view(), name="api_task_list"),
     path("v1/tasks/bulk", bulk.TaskBulk.as_view(), name="api_task_bulk"),
+    path(
+        "v1/tasks/<slug:environment_name>/<path:key>/comments",
+        comments.TaskComments.as_view(),
+        name="api_task_comments",
+    ),
+    path("v1/comments", comments.CommentCreate.as_view(), name="api_comment_create"),
+    path("v1/notifications", comments.NotificationList.as_view(), name="api_notification_list"),
+    path("v1/notifications/read", comments.NotificationRead.as_view(), name="api_notification_read"),
     path("v1/calibrations", calibrations.CalibrationList.as_view(), name="api_calibration_list"),
     path("v1/rollouts", calibrations.RolloutList.as_view(), name="api_rollout_list"),
     path("v1/judges", judges.JudgeAgreement.as_view(), name="api_judge_agreement"),
     path("v1/releases", releases.ReleaseCreate.as_view(), name="api_release_create"),
     path("v1/releases/<int:release_id>", releases.ReleaseDetail.as_view(), name="api_release_detail"),
     path("v1/releases/<int:release_id>/retry", releases.ReleaseRetry.as_view(), name="api_release_retry"),
+    path("v1/releases/<int:release_id>/diff", releases.ReleaseDiff.as_view(), name="api_release_diff"),
     path(
         "v1/releases/<int:release_id>/files/<str:export_format>.<str:file_type>",
         releases.ReleaseFile.as_view(),

@@ -28,13 +28,17 @@ NOTE_MAX_CHARS = 4000
 # Reads ------------------------------------------------------------------------------------------
 
 
-def blind_items_open(*, reviewer: AbstractBaseUser, kind: str = BlindItem.Kind.JUDGED_ROLLOUT) -> QuerySet[BlindItem]:
-    """Items of `kind` that `reviewer` may still review, oldest first: they want more reviews, the
-    reviewer has not given one, and the task is not the reviewer's own (staff excepted, as for tasks)."""
+def blind_items_open(
+    *, reviewer: AbstractBaseUser, kind: str | tuple[str, ...] = BlindItem.Kind.JUDGED_ROLLOUT
+) -> QuerySet[BlindItem]:
+    """Items of `kind` (one, or a tuple of kinds) that `reviewer` may still review, oldest first: they
+    want more reviews, the reviewer has not given one, and the task is not the reviewer's own (staff
+    excepted, as for tasks)."""
     if not policy.is_reviewer(reviewer):
         return BlindItem.objects.none()
+    kinds = (kind,) if isinstance(kind, str) else kind
     items = (
-        BlindItem.objects.filter(kind=kind)
+        BlindItem.objects.filter(kind__in=kinds)
         .annotate(given=Count("reviews"))
         .filter(given__lt=F("reviews_wanted"))
         .exclude(reviews__reviewer=reviewer)

@@ -6,7 +6,8 @@ whose role the caller lacks is 403 too (signed-out callers go to the login page,
 API). DRF turns both exceptions into its JSON answers, so pages and the API agree.
 
 Roles are Django groups (accounts.permissions): authors upload and change their own tasks,
-reviewers judge every task, trainers use the API only, staff may do everything. Each route names
+reviewers judge every task, leads are reviewers who also share out the queue, adjudicate and keep
+gold items, trainers use the API only, staff may do everything. Each route names
 its gate and the object it acts on in ROUTES (curation.routes); views take their gate from there
 (`page`, `api`) and load their object through `get_for` or `require`.
 """
@@ -24,8 +25,8 @@ from django.http import Http404
 from rest_framework.permissions import IsAuthenticated
 
 from accounts.authentication import scope_required
-from accounts.permissions import AUTHORS, REVIEWERS, TRAINERS, in_group
-from curation.models import Task, TaskStatus
+from accounts.permissions import AUTHORS, LEADS, REVIEWERS, TRAINERS, in_group
+from curation.models import BlindItem, Task, TaskStatus
 from curation.routes import API, BROWSER, CURATORS, PUBLIC, ROUTES, SIGNED_IN, STAFF, Route
 
 # What each role sees of the corpus. Reviewers and staff see everything (they judge it); trainers
@@ -34,6 +35,7 @@ from curation.routes import API, BROWSER, CURATORS, PUBLIC, ROUTES, SIGNED_IN, S
 TRAINABLE = (TaskStatus.APPROVED, TaskStatus.ACTIVE, TaskStatus.RETIRED)
 PUBLISHED = (TaskStatus.APPROVED, TaskStatus.ACTIVE)
 SEE, CHANGE, REVIEW, RETIRE, DISCUSS, PROBE, EXPORT = "see", "change", "review", "retire", "discuss", "probe", "export"
+ADJUDICATE = "adjudicate"
 
 
 # Roles ------------------------------------------------------------------------------------------
@@ -41,6 +43,11 @@ SEE, CHANGE, REVIEW, RETIRE, DISCUSS, PROBE, EXPORT = "see", "change", "review",
 
 def is_reviewer(user: AbstractBaseUser) -> bool:
     return in_group(user, REVIEWERS)
+
+
+def is_lead(user: AbstractBaseUser) -> bool:
+    """Leads (and staff): see who holds what, assign and reassign, adjudicate, keep gold items."""
+    return in_group(user, LEADS)
 
 
 def is_author(user: AbstractBaseUser) -> bool:
@@ -64,6 +71,7 @@ GATES: dict[str, Callable[[AbstractBaseUser], bool]] = {
     BROWSER: is_browser_user,
     AUTHORS: is_author,
     REVIEWERS: is_reviewer,
+    LEADS: is_lead,
     CURATORS: lambda user: in_group(user, AUTHORS, REVIEWERS),
     STAFF: lambda user: user.is_authenticated and user.is_staff,
     TRAINERS: is_trainer,
@@ -72,6 +80,7 @@ GATE_REFUSALS = {
     BROWSER: "Trainer accounts use the API.",
     AUTHORS: "This page is for authors.",
     REVIEWERS: "This page is for reviewers.",
+    LEADS: "This page is for leads.",
     CURATORS: "This is for authors and reviewers.",
     STAFF: "This is for staff.",
     TRAINERS: "Releases are for trainers and staff (the API's export scope).",
@@ -123,6 +132,17 @@ def task_may_discuss(user: AbstractBaseUser, task) -> bool:
 def task_may_retire(user: AbstractBaseUser, task) -> bool:
     """Take a task out of the corpus by hand (near-duplicates): reviewers and staff."""
     return is_reviewer(user)
+
+
+# Blind items a person decided first: that person never gives the second, independent verdict.
+DECIDED_BY_A_PERSON = (BlindItem.Kind.DOUBLE_REVIEW,)
+
+
+def blind_item_may_review(user: AbstractBaseUser, item) -> bool:
+    """Reviewers give blind verdicts, never on their own task, nor on an item whose decision is theirs."""
+    if item.kind in DECIDED_BY_A_PERSON and user.is_authenticated and item.decided_by == user.get_username():
+        return False
+    return task_may_review(user, item.task_version.task)
 
 
 def _owner_or_staff(owner_field: str) -> Callable[[AbstractBaseUser, Model], bool]:
@@ -187,7 +207,9 @@ RULES: dict[tuple[str, str], Callable[[AbstractBaseUser, Model], bool]] = {
     ("probemodel", CHANGE): lambda user, probe_model: user.is_authenticated and user.is_staff,
     # Blind review (curation.blind_reviews): reviewers only; never an item of their own task (staff may).
     ("blinditem", SEE): lambda user, item: is_reviewer(user),
-    ("blinditem", REVIEW): lambda user, item: task_may_review(user, item.task_version.task),
+    ("blinditem", REVIEW): lambda user, item: blind_item_may_review(user, item),
+    # A lead settles two reviewers' disagreement; never on their own task (staff may).
+    ("blinditem", ADJUDICATE): lambda user, item: is_lead(user) and task_may_review(user, item.task_version.task),
     ("mcpserver", SEE): lambda user, server: user.is_authenticated and user.is_staff,
     ("mcpserver", CHANGE): lambda user, server: user.is_authenticated and user.is_staff,
 }
@@ -200,7 +222,7 @@ REFUSALS = {
     ("campaign", CHANGE): "Only the person who started a campaign, or staff, can change it.",
     ("environment", CHANGE): "Only reviewers and staff change environments.",
     ("probemodel", CHANGE): "Only staff change probe models.",
-    ("blinditem", REVIEW): "This rollout is of your own task: another reviewer must judge it.",
+    ("blinditem", REVIEW): "This item is of your own task, or you decided it first: another reviewer must judge it.",
     ("mcpserver", CHANGE): "Only staff change MCP servers.",
 }
 

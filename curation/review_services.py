@@ -1,11 +1,13 @@
 """Writes for review: claim, approve, reject, send back, bulk decisions, and threaded comments.
 
 Every status change goes through services.task_transition, so each one is audited (who, when,
-from, to, why) as a StatusChange and shown on the task.
+from, to, why) as a StatusChange and shown on the task. A task another reviewer holds by a live
+claim cannot be decided (curation.assignments); deciding a task ends its claim.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -13,11 +15,11 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from curation import policy
+from curation import assignments, double_review, notifications, policy
 from curation.errors import CurationError
 from curation.gameability import blocks_approval
 from curation.models import Comment, Review, Task, TaskStatus, TaskVersion
-from curation.services import task_transition
+from curation.services import task_transition, task_version_write
 
 REVIEWABLE = (TaskStatus.SUBMITTED, TaskStatus.IN_REVIEW)
 
@@ -31,40 +33,83 @@ def _reviewer_check(*, task: Task, reviewer: AbstractBaseUser) -> None:
 
 @transaction.atomic
 def review_claim(*, task: Task, reviewer: AbstractBaseUser) -> Task:
-    """Take a submitted task into review (submitted -> in_review); a task already in review is left as is."""
+    """Claim a task for `reviewer` (curation.assignments: hidden from other reviewers until the claim
+    expires) and take it into review (submitted -> in_review; a task in review stays so)."""
     _reviewer_check(task=task, reviewer=reviewer)
+    assignments.claim_take(task=task, reviewer=reviewer)
     task.refresh_from_db(fields=["status"])
     if task.status == TaskStatus.IN_REVIEW:
         return task
     if task.status != TaskStatus.SUBMITTED:
         raise CurationError(f"{task.key} is {task.status}, not waiting for review.")
+    return _into_review(task=task, reviewer=reviewer)
+
+
+def _into_review(*, task: Task, reviewer: AbstractBaseUser) -> Task:
     return task_transition(task=task, to_status=TaskStatus.IN_REVIEW, by=reviewer, reason=f"claimed by {reviewer}")
 
 
 @transaction.atomic
-def _review_decide(*, task: Task, reviewer: AbstractBaseUser, decision: str, to_status: str, comment: str) -> Review:
+def _review_decide(
+    *, task: Task, reviewer: AbstractBaseUser, decision: str, to_status: str, comment: str, defect: str = ""
+) -> Review | None:
+    task = _review_start(task=task, reviewer=reviewer)
+    assignments.claim_end(task=task)
+    if double_review.first_decision_hold(
+        task=task, reviewer=reviewer, decision=decision, comment=comment, defect=defect
+    ):
+        return None  # drawn for two reviews: it takes effect once a second, blind reviewer agrees
+    task = task_transition(task=task, to_status=to_status, by=reviewer, reason=comment.strip())
+    return _review_write(
+        task=task,
+        version_id=task.current_version_id,
+        reviewer=reviewer,
+        decision=decision,
+        comment=comment,
+        defect=defect,
+    )
+
+
+def _review_start(*, task: Task, reviewer: AbstractBaseUser) -> Task:
+    """The checks every decision and fix make (reviewer, claim, a pending second review), then the task in review."""
     _reviewer_check(task=task, reviewer=reviewer)
     task.refresh_from_db(fields=["status", "current_version"])
     if task.status not in REVIEWABLE:
         raise CurationError(f"{task.key} is {task.status}; only submitted or in-review tasks can be decided.")
+    assignments.claim_check(task=task, reviewer=reviewer)
+    double_review.pending_check(task=task)
     if task.status == TaskStatus.SUBMITTED:
-        task = review_claim(task=task, reviewer=reviewer)
-    task = task_transition(task=task, to_status=to_status, by=reviewer, reason=comment.strip())
+        task = _into_review(task=task, reviewer=reviewer)
+    return task
+
+
+def _review_write(
+    *, task: Task, version_id: int | None, reviewer: AbstractBaseUser, decision: str, comment: str, defect: str
+) -> Review:
     review = Review.objects.create(
         task=task,
-        task_version_id=task.current_version_id,
+        task_version_id=version_id,
         reviewer=reviewer,
         decision=decision,
         comment=comment.strip(),
+        defect=defect,
     )
     if comment.strip():
         Comment.objects.create(task=task, author=reviewer, body=f"[{decision.replace('_', ' ')}] {comment.strip()}")
     return review
 
 
-def review_approve(*, task: Task, reviewer: AbstractBaseUser, comment: str = "") -> Review:
+def _defect_check(defect: str) -> str:
+    if defect not in Review.Defect.values:
+        raise CurationError(f"Name the defect: one of {', '.join(Review.Defect.values)}.")
+    return defect
+
+
+def review_approve(*, task: Task, reviewer: AbstractBaseUser, comment: str = "") -> Review | None:
     """Approve a submitted or in-review task. A task whose current version failed its audit cannot be
-    approved, nor one flagged gameable that no reviewer has overridden."""
+    approved, nor one flagged gameable that no reviewer has overridden. None: the task was drawn for
+    two reviews, and the approval waits for a second, blind reviewer (curation.double_review)."""
+    task.refresh_from_db(fields=["current_version"])  # a fix may have made a new version since the page loaded
     current = TaskVersion.objects.filter(pk=task.current_version_id).first()  # fresh: an override may be new
     if current is not None and current.audit_passed is False:
         raise CurationError(f"{task.key} failed its audit; send it back instead of approving it.")
@@ -76,16 +121,45 @@ def review_approve(*, task: Task, reviewer: AbstractBaseUser, comment: str = "")
     )
 
 
-def review_reject(*, task: Task, reviewer: AbstractBaseUser, comment: str) -> Review:
-    """Reject a task; the comment saying why is mandatory."""
+def review_reject(
+    *, task: Task, reviewer: AbstractBaseUser, comment: str, defect: str = Review.Defect.OTHER
+) -> Review | None:
+    """Reject a task; the comment saying why is mandatory, and the defect (Review.Defect) is recorded.
+    None: it waits for a second, blind reviewer."""
     if not comment.strip():
         raise CurationError("Say why: a comment is required to reject a task.")
     return _review_decide(
-        task=task, reviewer=reviewer, decision=Review.Decision.REJECT, to_status=TaskStatus.REJECTED, comment=comment
+        task=task,
+        reviewer=reviewer,
+        decision=Review.Decision.REJECT,
+        to_status=TaskStatus.REJECTED,
+        comment=comment,
+        defect=_defect_check(defect),
     )
 
 
-def review_send_back(*, task: Task, reviewer: AbstractBaseUser, comment: str) -> Review:
+@transaction.atomic
+def review_fix(*, task: Task, reviewer: AbstractBaseUser, content: dict, defect: str, comment: str = "") -> TaskVersion:
+    """A reviewer corrects a task under review (prompt, answer, verifier: the upload format's fields in
+    `content`): a new version, audited again, becomes current; rollouts and calibrations stay with the
+    old version. The task stays in review (the reviewer may now approve it); the fix is a Review of the
+    old version with its defect. Raises CurationError naming the field for invalid content."""
+    _defect_check(defect)
+    task = _review_start(task=task, reviewer=reviewer)
+    fixed_version_id = task.current_version_id
+    version = task_version_write(task=task, by=reviewer, content=content, action="fix")
+    _review_write(
+        task=task,
+        version_id=fixed_version_id,
+        reviewer=reviewer,
+        decision=Review.Decision.FIX,
+        comment=comment or f"fixed: version {version.number}",
+        defect=defect,
+    )
+    return version
+
+
+def review_send_back(*, task: Task, reviewer: AbstractBaseUser, comment: str) -> Review | None:
     """Return a task to its author (changes_requested) with a comment saying what to change."""
     if not comment.strip():
         raise CurationError("Say what to change: a comment is required to send a task back.")
@@ -104,7 +178,7 @@ class BulkReviewResult:
     skipped: list[str] = field(default_factory=list)
 
 
-DECISIONS = {
+DECISIONS: dict[str, Callable[..., Review | None]] = {
     Review.Decision.APPROVE: review_approve,
     Review.Decision.REJECT: review_reject,
     Review.Decision.SEND_BACK: review_send_back,
@@ -171,8 +245,10 @@ def tasks_bulk_action(
     return reviews_bulk(tasks=tasks, reviewer=user, decision=action, comment=comment)
 
 
+@transaction.atomic
 def comment_add(*, task: Task, author: AbstractBaseUser, body: str, parent: Comment | None = None) -> Comment:
-    """Add a comment, or a reply when `parent` is given (replies attach to the thread's root)."""
+    """Add a comment, or a reply when `parent` is given (replies attach to the thread's root); everyone
+    it @mentions who may see the task is notified (curation.notifications)."""
     if not policy.task_may_discuss(author, task):
         raise CurationError("Only the task's author and reviewers can comment on it.")
     if not body.strip():
@@ -182,7 +258,9 @@ def comment_add(*, task: Task, author: AbstractBaseUser, body: str, parent: Comm
             raise CurationError("A reply must belong to the same task as its comment.")
         while parent.parent_id is not None:
             parent = parent.parent
-    return Comment.objects.create(task=task, author=author, body=body.strip(), parent=parent)
+    comment = Comment.objects.create(task=task, author=author, body=body.strip(), parent=parent)
+    notifications.mentions_notify(comment=comment)
+    return comment
 
 
 def comment_resolve(*, comment: Comment, by: AbstractBaseUser) -> Comment:

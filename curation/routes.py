@@ -13,7 +13,7 @@ from dataclasses import dataclass
 PUBLIC = "public"  # anyone; the view may check a credential of its own (the metrics token)
 SIGNED_IN = "signed_in"  # any signed-in user, trainers included
 BROWSER = "browser"  # signed in, not a trainer-only account
-AUTHORS, REVIEWERS = "authors", "reviewers"
+AUTHORS, REVIEWERS, LEADS = "authors", "reviewers", "leads"  # leads are reviewers too
 CURATORS = "curators"  # authors or reviewers (bulk status changes: submit, or decide)
 TRAINERS = "trainers"  # trainers (the API's export scope) and staff: releases in the browser
 STAFF = "staff"
@@ -38,6 +38,10 @@ ROUTES: dict[str, Route] = {
     "favicon": Route(PUBLIC),
     "login": Route(PUBLIC, methods=("GET", "POST")),
     "logout": Route(PUBLIC, methods=POST),
+    # OpenID Connect (mozilla-django-oidc's views: the provider's answer is their credential)
+    "oidc_authentication_init": Route(PUBLIC),
+    "oidc_authentication_callback": Route(PUBLIC),
+    "oidc_logout": Route(PUBLIC, methods=POST),
     # Tasks
     "environment_list": Route(BROWSER),
     "task_list": Route(BROWSER),
@@ -56,6 +60,17 @@ ROUTES: dict[str, Route] = {
     "review_queue": Route(REVIEWERS),
     "review_bulk": Route(REVIEWERS, methods=POST),
     "review_action": Route(REVIEWERS, "task", "review", methods=POST),
+    # The team's workbench (docs/review.md): who holds what, second blind reviews, agreement, adjudication
+    "review_claims": Route(LEADS, methods=("GET", "POST")),
+    "second_review_next": Route(REVIEWERS),
+    "review_agreement": Route(REVIEWERS),
+    "adjudication_list": Route(LEADS),
+    "adjudication_decide": Route(LEADS, "blinditem", "adjudicate", methods=POST),
+    "gold_add": Route(LEADS, "task", "see", methods=POST),
+    "review_fix": Route(REVIEWERS, "task", "review", methods=POST),
+    "review_reprobe": Route(REVIEWERS, "task", "review", methods=POST),
+    "defect_rates": Route(CURATORS),
+    "notification_list": Route(SIGNED_IN, methods=("GET", "POST")),
     "dedup_clusters": Route(REVIEWERS),
     "dedup_keep_one": Route(REVIEWERS, methods=POST),
     "dedup_dismiss": Route(REVIEWERS, methods=POST),
@@ -92,15 +107,22 @@ ROUTES: dict[str, Route] = {
     # Releases in the browser (what the API's export scope may do)
     "release_list": Route(TRAINERS, methods=("GET", "POST")),
     "release_file": Route(TRAINERS, "release", "export"),
+    "release_diff": Route(TRAINERS, "release"),
+    "audit_log": Route(STAFF),
     # API v1: the token's scope; objects in the body (a task key) answer 404 when not visible
     "api_task_list": Route(API + "read"),
     "api_task_bulk": Route(API + "curate", methods=POST),
+    "api_task_comments": Route(API + "read", "task"),
+    "api_comment_create": Route(API + "curate", methods=POST),
+    "api_notification_list": Route(API + "read"),
+    "api_notification_read": Route(API + "read", methods=POST),
     "api_calibration_list": Route(API + "read"),
     "api_rollout_list": Route(API + "read"),
     "api_release_create": Route(API + "export", methods=("GET", "POST")),
     "api_release_detail": Route(API + "export", "release"),
     "api_release_retry": Route(API + "export", "release", "change", methods=POST),
     "api_release_file": Route(API + "export", "release", "export"),
+    "api_release_diff": Route(API + "export", "release"),
     "api_verify": Route(API + "verify", methods=POST),
     "api_verifier_test": Route(API + "verify", methods=POST),
     "api_feedback": Route(API + "feedback", methods=POST),

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from accounts.audit import audit_record
 from curation import policy
 from curation.errors import CurationError
 from curation.models import (
@@ -225,6 +226,18 @@ def version_add(*, task: Task, draft: TaskDraft, created_by: AbstractBaseUser, a
     return version
 
 
+# The audit log's name for each status a task moves to (accounts.audit).
+STATUS_ACTIONS = {
+    TaskStatus.SUBMITTED: "submit",
+    TaskStatus.IN_REVIEW: "take_into_review",
+    TaskStatus.CHANGES_REQUESTED: "send_back",
+    TaskStatus.APPROVED: "approve",
+    TaskStatus.ACTIVE: "activate",
+    TaskStatus.REJECTED: "reject",
+    TaskStatus.RETIRED: "retire",
+    TaskStatus.DRAFT: "withdraw",
+}
+
 ALLOWED_TRANSITIONS: dict[str, set[str]] = {
     TaskStatus.DRAFT: {TaskStatus.SUBMITTED},
     TaskStatus.CHANGES_REQUESTED: {TaskStatus.SUBMITTED},
@@ -250,6 +263,12 @@ def task_transition(*, task: Task, to_status: str, by: AbstractBaseUser | None, 
     if to_status in {TaskStatus.REJECTED, TaskStatus.CHANGES_REQUESTED} and not reason.strip():
         raise CurationError("Say why: a comment is required to reject a task or request changes.")
     StatusChange.objects.create(task=task, from_status=task.status, to_status=to_status, changed_by=by, reason=reason)
+    audit_record(
+        actor=by,
+        action=STATUS_ACTIONS.get(to_status, to_status),
+        obj=task,
+        detail={"from": task.status, "to": to_status, "reason": reason},
+    )
     task.status = to_status
     task.save(update_fields=["status", "updated_at"])
     return task
@@ -269,6 +288,14 @@ def task_version_edit(*, task: Task, by: AbstractBaseUser, content: dict, run_au
         raise CurationError("Only the task's author can edit it.")
     if task.status not in EDITABLE_STATUSES:
         raise CurationError(f"{task.key} is {task.status}; only draft, sent-back or rejected tasks can be edited.")
+    return task_version_write(task=task, by=by, content=content, run_audit=run_audit, action="edit")
+
+
+def task_version_write(
+    *, task: Task, by: AbstractBaseUser, content: dict, run_audit: bool = True, action: str
+) -> TaskVersion:
+    """The new, audited version of `task` from `content` (who may write it is the caller's check:
+    task_version_edit for authors, review_fix for reviewers). `action` names it in the audit log."""
     draft, problems = validate_task_object(
         content,
         filename="editor",
@@ -286,4 +313,5 @@ def task_version_edit(*, task: Task, by: AbstractBaseUser, content: dict, run_au
     with transaction.atomic():
         version = version_add(task=task, draft=draft, created_by=by, audit=audit)
         versions_written(environment=task.environment)
+        audit_record(actor=by, action=action, obj=task, detail={"version": version.number})
     return version

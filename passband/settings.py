@@ -4,6 +4,7 @@ Unset DATABASE_URL and CELERY_BROKER_URL give the embedded defaults (a SQLite fi
 filesystem broker under var/), so a laptop needs no servers; production sets both.
 """
 
+import json
 import os
 from pathlib import Path
 
@@ -69,6 +70,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "csp",
+    "mozilla_django_oidc",
     "accounts",
     "curation",
     "calibration",
@@ -268,6 +270,30 @@ PASSBAND_JUDGE_SAMPLE_LIMIT = int(os.environ.get("PASSBAND_JUDGE_SAMPLE_LIMIT", 
 PASSBAND_JUDGE_SAMPLE_SEED = int(os.environ.get("PASSBAND_JUDGE_SAMPLE_SEED", "0"))
 PASSBAND_JUDGE_SAMPLE_EVERY = env_float("PASSBAND_JUDGE_SAMPLE_EVERY", 3600.0)
 PASSBAND_JUDGE_FALSE_PASS_LIMIT = env_float("PASSBAND_JUDGE_FALSE_PASS_LIMIT", 0.05)
+# The team's review workbench (docs/review.md): a claim on a queue task lasts PASSBAND_CLAIM_MINUTES;
+# a deterministic PASSBAND_DOUBLE_REVIEW_SHARE of approved or rejected task versions (ranked by sha256 of
+# the seed and the version id) waits for a second, blind reviewer before the decision takes effect
+# (0 by default: a team turns it on, 0.1 is a usual share).
+PASSBAND_CLAIM_MINUTES = env_float("PASSBAND_CLAIM_MINUTES", 120.0)
+PASSBAND_DOUBLE_REVIEW_SHARE = env_float("PASSBAND_DOUBLE_REVIEW_SHARE", 0.0)
+PASSBAND_DOUBLE_REVIEW_SEED = int(os.environ.get("PASSBAND_DOUBLE_REVIEW_SEED", "0"))
+if PASSBAND_CLAIM_MINUTES <= 0 or not 0 <= PASSBAND_DOUBLE_REVIEW_SHARE <= 1:
+    raise ImproperlyConfigured("Need PASSBAND_CLAIM_MINUTES > 0 and 0 <= PASSBAND_DOUBLE_REVIEW_SHARE <= 1.")
+# Sign-in for organisations (accounts/oidc.py, docs/review.md): OpenID Connect, on when
+# PASSBAND_OIDC_CLIENT_ID is set. Roles come from the groups claim on every sign-in;
+# PASSBAND_OIDC_ROLE_CLAIMS maps claim values to roles as JSON ({"ml-reviewers": "reviewers"}).
+OIDC_RP_CLIENT_ID = os.environ.get("PASSBAND_OIDC_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = os.environ.get("PASSBAND_OIDC_CLIENT_SECRET", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = os.environ.get("PASSBAND_OIDC_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = os.environ.get("PASSBAND_OIDC_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = os.environ.get("PASSBAND_OIDC_USER_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = os.environ.get("PASSBAND_OIDC_JWKS_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_RP_SCOPES = "openid email profile groups"
+OIDC_USE_PKCE = True
+PASSBAND_OIDC_GROUPS_CLAIM = os.environ.get("PASSBAND_OIDC_GROUPS_CLAIM", "groups")
+PASSBAND_OIDC_ROLE_CLAIMS = json.loads(os.environ.get("PASSBAND_OIDC_ROLE_CLAIMS", "{}") or "{}")
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "accounts.oidc.PassbandOIDCBackend"]
 # MCP tool servers (curation/mcp_servers.py). Staff register streamable HTTP servers by URL on a page;
 # a stdio server runs a command on the worker, so it is named here only:
 # JSON {"name": {"command": ["python", "-m", "tools"], "env": {"VAR": "value"}}}.

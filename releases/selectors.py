@@ -1,6 +1,9 @@
-"""Reads for releases: which releases a user may see."""
+"""Reads for releases: which releases a user may see, and what changed between two releases."""
 
 from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
@@ -12,3 +15,79 @@ from releases.models import Release
 def releases_visible_to(user: AbstractBaseUser) -> QuerySet[Release]:
     """The releases `user` may see (curation.policy.release_may_see)."""
     return Release.objects.select_related("probe_model", "created_by").filter(policy.releases_visible_q(user))
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """One task in a release diff: its version number and band in each release ("" / None where absent)."""
+
+    environment: str
+    key: str
+    old_version: int | None
+    new_version: int | None
+    old_band: str
+    new_band: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ReleaseDiff:
+    """What changed from release `old` to release `new`, task by task (a task is its durable key)."""
+
+    old: int
+    new: int
+    added: list[DiffRow]
+    removed: list[DiffRow]
+    changed: list[DiffRow]  # in both, with another version or another band
+    unchanged: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "old": self.old,
+            "new": self.new,
+            "added": [row.as_dict() for row in self.added],
+            "removed": [row.as_dict() for row in self.removed],
+            "changed": [row.as_dict() for row in self.changed],
+            "unchanged": self.unchanged,
+        }
+
+
+def _release_tasks(release: Release) -> dict[int, tuple[str, str, int, str]]:
+    rows = release.items.values_list(
+        "task_version__task_id",
+        "task_version__task__environment__name",
+        "task_version__task__key",
+        "task_version__number",
+        "band",
+    )
+    return {task: (environment, key, number, band) for task, environment, key, number, band in rows}
+
+
+def release_diff(*, old: Release, new: Release) -> ReleaseDiff:
+    """Tasks added, removed, and changed (version or band) from `old` to `new`, each list by environment and key."""
+    before, after = _release_tasks(old), _release_tasks(new)
+    added, removed, changed = [], [], []
+    for task in before.keys() | after.keys():
+        was, now = before.get(task), after.get(task)
+        environment, key = (now or was)[:2]  # type: ignore[index]
+        row = DiffRow(
+            environment=environment,
+            key=key,
+            old_version=was[2] if was else None,
+            new_version=now[2] if now else None,
+            old_band=was[3] if was else "",
+            new_band=now[3] if now else "",
+        )
+        if was is None:
+            added.append(row)
+        elif now is None:
+            removed.append(row)
+        elif (was[2], was[3]) != (now[2], now[3]):
+            changed.append(row)
+    order = lambda row: (row.environment, row.key)  # noqa: E731
+    unchanged = len(before.keys() & after.keys()) - len(changed)
+    return ReleaseDiff(
+        old.pk, new.pk, sorted(added, key=order), sorted(removed, key=order), sorted(changed, key=order), unchanged
+    )

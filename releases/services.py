@@ -22,6 +22,7 @@ from django.db import connection, transaction
 from django.db.models import F, FilteredRelation, Q, QuerySet
 from django.utils import timezone
 
+from accounts.audit import audit_record
 from calibration.models import Band, ProbeModel
 from calibration.services.calibrations import thresholds_for
 from curation import files
@@ -468,4 +469,10 @@ def release_build(*, release_id: int) -> Release:
     else:
         _stale_attempts_delete(release=release, keep=folder)
     release.refresh_from_db()
+    audit_record(
+        actor=release.created_by,
+        action="release_build",
+        obj=release,
+        detail={"tasks": release.items.count(), "sha256": manifest.get("sha256", "")},
+    )
     return release

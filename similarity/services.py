@@ -318,7 +318,7 @@ def cluster_keep_one(*, keep: TaskVersion, others: list[TaskVersion], by: Abstra
                     task_transition(task=task, to_status=TaskStatus.RETIRED, by=by, reason=reason)
                     result.retired.append(str(task))
                 elif task.status in review_services.REVIEWABLE:
-                    review_services.review_reject(task=task, reviewer=by, comment=reason)
+                    review_services.review_reject(task=task, reviewer=by, comment=reason, defect="duplicate")
                     result.rejected.append(str(task))
                 elif task.status in OUT_ALREADY:
                     result.unchanged.append(str(task))

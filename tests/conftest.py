@@ -1,4 +1,5 @@
-"""Shared fixtures: named users (alice authors, bob reviews, charlie trains, staff), environments."""
+"""Shared fixtures: named users (alice authors, bob and dora review, lena leads, charlie trains, staff),
+environments."""
 
 import os
 
@@ -51,6 +52,18 @@ def bob(django_user_model):
 def charlie(django_user_model):
     """A trainer: API only."""
     return make_user(django_user_model, "charlie", "trainers")
+
+
+@pytest.fixture
+def dora(django_user_model):
+    """A second reviewer."""
+    return make_user(django_user_model, "dora", "reviewers")
+
+
+@pytest.fixture
+def lena(django_user_model):
+    """A lead: a reviewer who also shares out the queue and adjudicates."""
+    return make_user(django_user_model, "lena", "leads")
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from django.contrib.auth import views as auth_views
 from django.templatetags.static import static
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import RedirectView
 
 from web.views import bulk as bulk_views
@@ -10,6 +10,7 @@ from web.views import campaigns as campaign_views
 from web.views import dashboards as dashboard_views
 from web.views import dedup as dedup_views
 from web.views import environments as environment_views
+from web.views import history as history_views
 from web.views import imports as import_views
 from web.views import judges as judge_views
 from web.views import mcp_servers as mcp_server_views
@@ -18,6 +19,7 @@ from web.views import probes as probe_views
 from web.views import releases as release_views
 from web.views import review as review_views
 from web.views import tasks as task_views
+from web.views import team as team_views
 from web.views import tokens as token_views
 from web.views import trajectories as trajectory_views
 
@@ -29,6 +31,7 @@ urlpatterns = [
     path("", task_views.environment_list, name="environment_list"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("oidc/", include("mozilla_django_oidc.urls")),
     path("tasks/", task_views.task_list, name="task_list"),
     path("tasks/bulk/", bulk_views.task_bulk, name="task_bulk"),
     path("tasks/upload/", task_views.task_upload, name="task_upload"),
@@ -48,6 +51,16 @@ urlpatterns = [
     path("review/duplicates/recheck/", dedup_views.dedup_recheck, name="dedup_recheck"),
     path("review/blind/", judge_views.blind_review_next, name="blind_review_next"),
     path("review/blind/<int:item_id>/", judge_views.blind_review, name="blind_review"),
+    path("review/claims/", team_views.review_claims, name="review_claims"),
+    path("review/second/", team_views.second_review_next, name="second_review_next"),
+    path("review/agreement/", team_views.review_agreement, name="review_agreement"),
+    path("review/adjudication/", team_views.adjudication_list, name="adjudication_list"),
+    path("review/adjudication/<int:item_id>/", team_views.adjudication_decide, name="adjudication_decide"),
+    path("tasks/<slug:environment_name>/<path:key>/gold/", team_views.gold_add, name="gold_add"),
+    path("tasks/<slug:environment_name>/<path:key>/fix/", team_views.review_fix, name="review_fix"),
+    path("tasks/<slug:environment_name>/<path:key>/reprobe/", team_views.review_reprobe, name="review_reprobe"),
+    path("review/defects/", team_views.defect_rates, name="defect_rates"),
+    path("notifications/", team_views.notification_list, name="notification_list"),
     path("judges/", judge_views.judge_list, name="judge_list"),
     path("judges/<str:judge>/", judge_views.judge_detail, name="judge_detail"),
     path(
@@ -90,6 +103,8 @@ urlpatterns = [
     ),
     path("releases/", release_views.release_list, name="release_list"),
     path("releases/<int:release_id>/files/<str:file_name>", release_views.release_file, name="release_file"),
+    path("releases/<int:release_id>/diff/", history_views.release_diff, name="release_diff"),
+    path("history/", history_views.audit_log, name="audit_log"),
     path("tokens/", token_views.token_list, name="token_list"),
     path("tokens/<int:token_id>/revoke/", token_views.token_revoke, name="token_revoke"),
 ]

@@ -166,3 +166,21 @@ class ReleaseFile(APIView):
         if release.status != ReleaseStatus.READY:
             raise Conflict(f"Release {release.pk} is {release.status}, not ready.")
         return downloads.release_file_response(release=release, format=format, file_type=file_type)
+
+
+@policy.api("api_release_diff")
+class ReleaseDiff(APIView):
+    """GET /api/v1/releases/<id>/diff?against=<other id>: tasks added, removed and changed (version or
+    band) from release `against` to this one; each row gives both versions and bands."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("against", int, required=True, description="The release to compare with.")],
+        responses={200: dict},
+    )
+    def get(self, request, release_id: int):
+        new = release_for(request, release_id)
+        against = request.query_params.get("against", "")
+        if not against.isdigit():
+            raise ValidationError({"against": "Give the id of the release to compare with, as ?against=<id>."})
+        old = release_for(request, int(against))
+        return Response(release_selectors.release_diff(old=old, new=new).as_dict())

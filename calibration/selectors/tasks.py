@@ -25,6 +25,7 @@ from calibration.models import (
     Diagnosis,
     ProbeModel,
 )
+from curation import assignments, double_review
 from curation.models import Environment, Task, TaskStatus
 from curation.policy import tasks_visible_to
 from engine import stats
@@ -182,6 +183,8 @@ def review_queue(
 
     Each task carries its latest calibration's fields (see tasks_with_calibration) and a
     `priority` from 0 (verifier trouble) to 4 (no flag). Ties go to the task waiting longest.
+    Tasks another reviewer holds by a live claim are left out and the user's own claims come first
+    (curation.assignments); so are tasks waiting for a second, blind review (curation.double_review).
     """
     tasks = tasks_with_calibration(user=user, environment=environment, band=band, search=search)
     tasks = tasks.filter(status__in=[TaskStatus.SUBMITTED, TaskStatus.IN_REVIEW]).annotate(
@@ -204,4 +207,5 @@ def review_queue(
     if flag:
         index = [name for name, _ in PRIORITIES].index(flag) if flag in FLAGS else None
         tasks = tasks.filter(priority=index) if index is not None else tasks.none()
-    return tasks.order_by("priority", "updated_at", "pk")
+    tasks = double_review.queue_without_pending(assignments.queue_without_others_claims(tasks, reviewer=user))
+    return tasks.order_by("-claimed_by_me", "priority", "updated_at", "pk")

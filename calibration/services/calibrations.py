@@ -15,7 +15,10 @@ from django.db import transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
+from accounts.audit import audit_record_many
+from accounts.models import AuditEvent
 from calibration.models import (
+    Band,
     Calibration,
     Campaign,
     Outcome,
@@ -260,18 +263,49 @@ def calibrations_refresh(
         )
     # Where bands are assigned, so a too_hard task's diagnosis changes with its band.
     calibrations_diagnose_rows(rows=rows, versions={version.pk: version for version in task_versions})
+    bands_before = dict(
+        Calibration.objects.filter(task_version_id__in=ids, probe_model=probe_model).values_list(
+            "task_version_id", "band"
+        )
+    )
     Calibration.objects.bulk_create(
         rows,
         update_conflicts=True,
         unique_fields=["task_version", "probe_model"],
         update_fields=list(_CALIBRATION_FIELDS),
     )
+    _band_changes_record(rows=rows, before=bands_before, versions=task_versions, probe_model=probe_model)
     if any(row.pk is None for row in rows):  # backends that do not return ids on conflict
         return {
             calibration.task_version_id: calibration
             for calibration in Calibration.objects.filter(task_version_id__in=ids, probe_model=probe_model)
         }
     return {row.task_version_id: row for row in rows}
+
+
+def _band_changes_record(
+    *, rows: list[Calibration], before: dict[int, str], versions: list[TaskVersion], probe_model: ProbeModel
+) -> None:
+    """The audit log's band changes: a calibration whose band is not what it was (a first band only once
+    it is decided)."""
+    by_id = {version.pk: version for version in versions}
+    events = []
+    for row in rows:
+        was = before.get(row.task_version_id)
+        if row.band == was or (was is None and row.band == Band.UNDECIDED):
+            continue
+        version = by_id[row.task_version_id]
+        events.append(
+            AuditEvent(
+                action="band_change",
+                object_kind="task",
+                object_id=version.task_id,
+                object_label=str(version.task)[:300],
+                detail={"from": was, "to": row.band, "model": probe_model.name, "version": version.number},
+            )
+        )
+    if events:
+        audit_record_many(events)
 
 
 def _rollout_counts(*, ids: list[int], probe_model: ProbeModel) -> dict[int, dict]:

@@ -80,6 +80,7 @@ def users(alice, bob, charlie, staff, django_user_model):
         "staff": staff,
         "dora": make_user(django_user_model, "dora", "authors"),
         "trinity": make_user(django_user_model, "trinity", "trainers"),
+        "lena": make_user(django_user_model, "lena", "leads"),
     }
 
 
@@ -89,6 +90,7 @@ TOKEN_SCOPES = {
     "charlie": ["read", "export", "verify", "feedback"],
     "trinity": ["read", "export"],
     "dora": ["read", "curate"],
+    "lena": ["read", "verify", "curate"],
     "staff": ["read", "export", "verify", "feedback", "curate"],
 }
 
@@ -227,6 +229,26 @@ CASES = {
         ({"item_id": "bobs_blind_item"}, {}, {"bob": 403, "staff": 200}),
         ({"item_id": 999999}, {}, {"bob": 404}),
     ],
+    "adjudication_decide": [
+        ({"item_id": "blind_item"}, {"verdict": "pass"}, {"anonymous": "login", "alice": 403, "bob": 403}),
+        ({"item_id": "blind_item"}, {"verdict": "pass"}, {"lena": 302, "staff": 302}),
+        ({"item_id": 999999}, {"verdict": "pass"}, {"lena": 404}),
+    ],
+    "gold_add": [
+        ({**TASK, "key": "sub"}, {"decision": "approve"}, {"anonymous": "login", "alice": 403, "bob": 403}),
+        ({**TASK, "key": "sub"}, {"decision": "approve"}, {"lena": 302, "staff": 302}),
+        ({**MISSING_TASK}, {"decision": "approve"}, {"lena": 404}),
+    ],
+    "review_fix": [
+        ({**TASK, "key": "sub"}, {"defect": "other"}, {"anonymous": "login", "alice": 403, "dora": 403, "bob": 302}),
+        ({**TASK, "key": "bobs"}, {"defect": "other"}, {"bob": 403}),
+        ({**MISSING_TASK}, {"defect": "other"}, {"bob": 404}),
+    ],
+    "review_reprobe": [
+        ({**TASK, "key": "sub"}, {"model": "probe"}, {"anonymous": "login", "alice": 403, "bob": 302}),
+        ({**TASK, "key": "bobs"}, {"model": "probe"}, {"bob": 403}),
+        ({**MISSING_TASK}, {"model": "probe"}, {"bob": 404}),
+    ],
     "import_job_detail": [
         ({"job_id": "import_job"}, {}, {"anonymous": "login", "dora": 404, "bob": 403, "alice": 200, "staff": 200}),
     ],
@@ -282,6 +304,18 @@ CASES = {
     "api_release_detail": [
         ({"release_id": "release"}, {}, {"anonymous": 401, "alice": 403, "trinity": 200, "charlie": 200}),
         ({"release_id": 999999}, {}, {"charlie": 404}),
+    ],
+    "release_diff": [
+        ({"release_id": "release"}, {}, {"anonymous": "login", "alice": 403, "bob": 403, "charlie": 400}),
+        ({"release_id": 999999}, {}, {"charlie": 404}),
+    ],
+    "api_release_diff": [
+        ({"release_id": "release"}, {}, {"anonymous": 401, "alice": 403, "charlie": 400}),
+        ({"release_id": 999999}, {}, {"charlie": 404}),
+    ],
+    "api_task_comments": [
+        (TASK, {}, {"anonymous": 401, "dora": 404, "charlie": 404, "alice": 200, "bob": 200}),
+        (MISSING_TASK, {}, {"alice": 404}),
     ],
     "api_release_retry": [
         ({"release_id": "release"}, {}, {"anonymous": 401, "alice": 403, "charlie": 409}),

@@ -80,6 +80,8 @@ def test_reviewer_approves_and_rejects_with_the_keyboard(page, live_server, sign
     page.keyboard.press("Control+Enter")
     assert page.locator("#reject-form").is_visible()
     page.fill("#reject-comment", "Too easy: every attempt passes.")
+    page.select_option("#reject-defect", "other")  # a reject names its defect (docs/review.md)
+    page.focus("#reject-comment")
     page.keyboard.press("Control+Enter")
     page.wait_for_selector("#review-task[data-key=hard-sum]")
     assert "was rejected" in page.content()

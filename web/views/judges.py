@@ -1,14 +1,13 @@
 """Judges checked against people: the blind review of judged rollouts, and each judge's agreement page."""
 
 from django.conf import settings
-from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
 
-from accounts.errors import ServiceError
-from curation import blind_reviews, policy
+from curation import blind_reviews, double_review, policy
 from curation.models import BlindItem, BlindReview
 from engine.verifiers.judges import get_judge, judge_names
+from web.views import shared, team
 
 
 @policy.page("blind_review_next")
@@ -22,22 +21,16 @@ def blind_review_next(request):
 
 @policy.page("blind_review")
 def blind_review(request, item_id: int):
-    """One blind item: what the judge was asked and the response, never the judge's verdict; POST a verdict."""
+    """One blind item: what the judge was asked and the response, never the judge's verdict; POST a verdict.
+    A task item (a second review, a gold item) has its own page (web.views.team)."""
     items = BlindItem.objects.select_related("task_version__task__environment")
     item = policy.get_for(request.user, policy.REVIEW, items, pk=item_id)
+    if item.kind in double_review.TASK_KINDS:
+        return team.blind_task_review(request, item)
     if request.method == "POST":
-        try:
-            blind_reviews.blind_review_record(
-                item=item,
-                reviewer=request.user,
-                verdict=request.POST.get("verdict", ""),
-                note=request.POST.get("note", ""),
-            )
-        except ServiceError as error:
-            messages.error(request, str(error))
-            return redirect("blind_review", item_id=item.pk)
-        messages.success(request, "Verdict recorded.")
-        return redirect("blind_review_next")
+        return shared.blind_verdict_post(
+            request, item, record=blind_reviews.blind_review_record, done="Verdict recorded.", then="blind_review_next"
+        )
     context = {
         "item": item,
         "shown": blind_reviews.blind_item_view(item=item),

@@ -10,9 +10,9 @@ from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
 from calibration import selectors as calibration_selectors
-from calibration.models import Band, Rollout
-from curation import gameability, policy, review_services, selectors
-from curation.models import Comment, Environment
+from calibration.models import Band, ProbeModel, Rollout
+from curation import assignments, gameability, policy, review_services, selectors
+from curation.models import Comment, Environment, Review
 from similarity import selectors as similarity_selectors
 from web.templatetags.display import band_label
 from web.views import shared
@@ -87,6 +87,11 @@ def review_queue(request):
             threads=selectors.comment_threads(task=task),
             status_changes=task.status_changes.select_related("changed_by"),
             own_task=task.owner_id == request.user.pk and not request.user.is_staff,
+            claim=assignments.claim_holder(task),
+            defects=Review.Defect.choices,
+            probe_models=ProbeModel.objects.all(),
+            unprobed_fix=bool(version) and version.number > 1 and not version.calibrations.exists(),
+            is_lead=policy.is_lead(request.user),
             approve_confirm=_approve_confirm(task),
             similarity_flags=similarity_selectors.version_flags(task_version=version, user=request.user),
         )
@@ -95,11 +100,12 @@ def review_queue(request):
 
 REVIEW_ACTIONS = {
     "claim": lambda task, reviewer, comment: review_services.review_claim(task=task, reviewer=reviewer),
+    "release": lambda task, reviewer, comment: assignments.claim_release(task=task, by=reviewer),
     "approve": lambda task, reviewer, comment: review_services.review_approve(
         task=task, reviewer=reviewer, comment=comment
     ),
-    "reject": lambda task, reviewer, comment: review_services.review_reject(
-        task=task, reviewer=reviewer, comment=comment
+    "reject": lambda task, reviewer, comment, defect="other": review_services.review_reject(
+        task=task, reviewer=reviewer, comment=comment, defect=defect
     ),
     "send_back": lambda task, reviewer, comment: review_services.review_send_back(
         task=task, reviewer=reviewer, comment=comment
@@ -109,7 +115,8 @@ REVIEW_ACTIONS = {
     ),
 }
 DONE_MESSAGES = {
-    "claim": "is in review",
+    "claim": "is yours until your claim expires",
+    "release": "is free for any reviewer",
     "approve": "was approved",
     "reject": "was rejected",
     "send_back": "was sent back to its author",
@@ -124,8 +131,13 @@ def review_action(request, environment_name: str, key: str, action: str):
         raise Http404(f"Unknown review action {action!r}.")
     task = shared.task_for(request, policy.REVIEW, environment_name, key)
     try:
-        REVIEW_ACTIONS[action](task, request.user, request.POST.get("comment", ""))
-        messages.success(request, f"{task.key} {DONE_MESSAGES[action]}.")
+        # The page's form always names the defect; a client that does not gets "other".
+        extra = {"defect": request.POST["defect"]} if action == "reject" and request.POST.get("defect") else {}
+        done = REVIEW_ACTIONS[action](task, request.user, request.POST.get("comment", ""), **extra)
+        if done is None and action in review_services.DECISIONS and action != "send_back":
+            messages.success(request, f"{task.key}: your decision is kept blind until a second reviewer gives theirs.")
+        else:
+            messages.success(request, f"{task.key} {DONE_MESSAGES[action]}.")
     except ServiceError as error:
         messages.error(request, str(error))
     if request.POST.get("next") == "task":

@@ -1,9 +1,13 @@
 """Helpers the page views share: the task a user may act on, and links back."""
 
+from django.contrib import messages
 from django.core.exceptions import BadRequest
 from django.http import Http404
 from django.shortcuts import redirect
 
+from accounts.errors import ServiceError
+from calibration import services as calibration_services
+from calibration.models import Campaign
 from curation import policy
 from curation.models import Task
 from releases import task_filters
@@ -46,3 +50,31 @@ def page_of(request, items, *, size: int) -> tuple[list, int, bool]:
     page = max(int(request.GET["page"]) if request.GET.get("page", "").isdigit() else 1, 1)
     rows = list(items[(page - 1) * size : page * size + 1])
     return rows[:size], page, len(rows) > size
+
+
+def blind_verdict_post(request, item, *, record, done: str, then: str):
+    """Record the posted verdict and note on a blind item with `record` (a service); back to the item
+    with the service's message when it refuses, else on to the page named `then`."""
+    try:
+        record(
+            item=item, reviewer=request.user, verdict=request.POST.get("verdict", ""), note=request.POST.get("note", "")
+        )
+    except ServiceError as error:
+        messages.error(request, str(error))
+        return redirect("blind_review", item_id=item.pk)
+    messages.success(request, done)
+    return redirect(then)
+
+
+def task_probe_start(request, task, probe_model) -> Campaign:
+    """Probe `task`'s current version with `probe_model`: a campaign of one task, its policy, rollouts and
+    max new tokens from the posted form (ValueError for a number that is not one, ServiceError as the service says)."""
+    return calibration_services.campaign_start(
+        environment=task.environment,
+        probe_model=probe_model,
+        created_by=request.user,
+        policy=request.POST.get("policy", Campaign.Policy.FIXED),
+        rollouts=int(request.POST.get("rollouts", "8")),
+        max_new_tokens=int(request.POST["max_new_tokens"]) if request.POST.get("max_new_tokens", "").strip() else None,
+        task_versions=[task.current_version],
+    )

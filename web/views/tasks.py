@@ -10,8 +10,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
 from calibration import selectors as calibration_selectors
-from calibration import services as calibration_services
-from calibration.models import Band, Campaign, Diagnosis, ProbeModel, Rollout
+from calibration.models import Band, Diagnosis, ProbeModel, Rollout
 from curation import files, import_jobs, imports, policy, review_services, selectors, services
 from curation.models import Environment, ImportJob, TaskStatus
 from engine import input_rules, stats
@@ -255,17 +254,7 @@ def task_probe(request, environment_name: str, key: str):
     task = shared.task_for(request, policy.PROBE, environment_name, key)
     probe_model = get_object_or_404(ProbeModel, name=request.POST.get("model", ""))
     try:
-        campaign = calibration_services.campaign_start(
-            environment=task.environment,
-            probe_model=probe_model,
-            created_by=request.user,
-            policy=request.POST.get("policy", Campaign.Policy.FIXED),
-            rollouts=int(request.POST.get("rollouts", "8")),
-            max_new_tokens=int(request.POST["max_new_tokens"])
-            if request.POST.get("max_new_tokens", "").strip()
-            else None,
-            task_versions=[task.current_version],
-        )
+        campaign = shared.task_probe_start(request, task, probe_model)
     except (ServiceError, ValueError) as error:
         messages.error(request, f"Could not start the probe: {error}")
         return redirect("task_detail", environment_name=environment_name, key=key)
