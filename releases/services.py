@@ -464,11 +464,11 @@ def release_build(*, release_id: int) -> Release:
         .filter(pk=release.pk)
         .update(status=ReleaseStatus.READY, manifest=manifest, built_at=timezone.now(), error="", files_folder=folder)
     )
-    if not finished:  # a duplicate run finished first: its files are the release's
-        _stored_folder_delete(folder)
-    else:
-        _stale_attempts_delete(release=release, keep=folder)
     release.refresh_from_db()
+    if not finished:  # a duplicate run finished first: its files are the release's, and it recorded the build
+        _stored_folder_delete(folder)
+        return release
+    _stale_attempts_delete(release=release, keep=folder)
     audit_record(
         actor=release.created_by,
         action="release_build",
