@@ -134,7 +134,7 @@ def start_server(*, slots: int) -> subprocess.Popen:
     binary = subprocess.run(["bash", "scripts/llama-server.sh", "binary"], cwd=ROOT, capture_output=True, text=True)
     model = subprocess.run(["bash", "scripts/llama-server.sh", "model"], cwd=ROOT, capture_output=True, text=True)
     command = [binary.stdout.strip().splitlines()[-1], "-m", model.stdout.strip(), "--host", "127.0.0.1"]
-    command += ["--port", str(PORT), "-c", str(2048 * slots), "-np", str(slots), "-t", "2", "--no-webui"]
+    command += ["--port", str(PORT), "-c", str(2048 * slots), "-np", str(slots), "-t", "2", "--no-webui", "--no-repack"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(120):
         try:
