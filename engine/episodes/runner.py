@@ -157,7 +157,10 @@ def _play_turns(
         if timed_out:
             play.stop_reason = "tool_timeout"
             return
-        driver.observe(history=play.history, added=added)
+        # What the environment added before the next turn, tokenized on its own (training traces).
+        turn["environment_token_ids"] = driver.observe(
+            history=play.history, added=added, completion_ids=generation.completion_token_ids
+        )
 
 
 def _turn_record(turn_index: int, generation: Generation) -> dict[str, Any]:
@@ -172,6 +175,7 @@ def _turn_record(turn_index: int, generation: Generation) -> dict[str, Any]:
         "latency_ms": round(generation.latency_ms, 3),
         "tool_calls": [],
         "observations": [],
+        "environment_token_ids": None,
     }
 
 
