@@ -22,6 +22,7 @@ from engine.backends.model_store import default_gguf_path
 from engine.episodes import backoffice
 from engine.packing import unpack_logprobs, unpack_tokens
 from tests.factories import import_tasks
+from tests.support.readme import run_readme_python
 from tests.support.workers import flush_broker, running_worker, wait_for
 
 pytestmark = [pytest.mark.model, pytest.mark.workers]
@@ -189,6 +190,9 @@ def test_traces_rebuild_with_the_models_tokenizer_and_match_the_stored_ids(campa
         assert all(observation["content"] in text for observation in turn["observations"])
         assert ids[span["start"] : span["end"]] == turn["environment_token_ids"]
     assert trace["context_matches"] == [True] * len(turns)
+    # The README's example rebuilds the same texts.
+    model_turns = run_readme_python("def model_turns")["model_turns"]
+    assert model_turns(trace, tokenizer) == [turn["text"] for turn in turns]
     assert trace["reward"] == rollout.reward == 0.0 and trace["trainable"]
 
     # ATIF over the API, for a trainer: one agent step per turn with its ids, tool calls and observations.

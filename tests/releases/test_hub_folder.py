@@ -10,6 +10,7 @@ from engine import formats
 from releases import services as releases
 from releases.models import Release, ReleaseStatus
 from tests.releases.export_data import calibrated_environment
+from tests.support.readme import run_readme_python
 from tests.support.workers import flush_broker, running_worker, wait_for
 
 pytestmark = [pytest.mark.workers]
@@ -38,7 +39,7 @@ def hub_folder(release, folder, *options):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_every_config_of_the_folder_loads_with_datasets(release, tmp_path):
+def test_every_config_of_the_folder_loads_with_datasets(release, tmp_path, monkeypatch):
     import datasets
     from huggingface_hub import DatasetCard
 
@@ -63,6 +64,13 @@ def test_every_config_of_the_folder_loads_with_datasets(release, tmp_path):
     assert "| in_band | 2 |" in card.text and "| arithmetic | 0.02 | 0.7 |" in card.text
     assert "probe" in card.text  # the probe model's name
     assert (folder / "manifest.json").exists()
+
+    # The README's example, run where its folder is.
+    readme_folder = tmp_path / "readme" / "release-1-hub"
+    hub_folder(release, readme_folder)
+    monkeypatch.chdir(readme_folder.parent)
+    dataset = run_readme_python('load_dataset("release-1-hub"')["dataset"]
+    assert set(dataset["task_key"]) == keys
 
     # The folder is written once: a second run into it is refused, naming the folder.
     with pytest.raises(CommandError, match="not empty"):
