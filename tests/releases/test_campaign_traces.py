@@ -6,6 +6,7 @@ the ids are the ones stored on the rollouts."""
 
 import io
 import json
+import subprocess
 
 import orjson
 import pyarrow.parquet as pq
@@ -23,6 +24,7 @@ from engine.episodes import backoffice
 from engine.packing import unpack_logprobs, unpack_tokens
 from tests.factories import import_tasks
 from tests.support.readme import run_readme_python
+from tests.support.side_env import side_python
 from tests.support.workers import flush_broker, running_worker, wait_for
 
 pytestmark = [pytest.mark.model, pytest.mark.workers]
@@ -216,3 +218,34 @@ def test_traces_rebuild_with_the_models_tokenizer_and_match_the_stored_ids(campa
 def lines(response) -> list[dict]:
     assert response.status_code == 200, response.content
     return [orjson.loads(line) for line in b"".join(response.streaming_content).splitlines()]
+
+
+HARBOR_CHECK = """
+import json, sys
+from harbor.utils.trajectory_validator import TrajectoryValidator
+
+problems = {}
+for path in sys.argv[1:]:
+    validator = TrajectoryValidator()
+    if not validator.validate(path):
+        problems[path] = validator.get_errors()
+print(json.dumps(problems))
+"""
+
+
+@pytest.mark.side_env
+@pytest.mark.django_db(transaction=True)
+def test_harbors_own_validator_accepts_the_atif_trajectories(campaigns, tmp_path):
+    """Harbor's TrajectoryValidator (its Pydantic models of ATIF) on every trajectory of both campaigns."""
+    harbor = side_python("harbor")
+    paths = []
+    for campaign in campaigns:
+        export(campaign, tmp_path / f"{campaign.pk}.atif.jsonl", "--file-type", "atif")
+        for index, line in enumerate((tmp_path / f"{campaign.pk}.atif.jsonl").read_bytes().splitlines()):
+            path = tmp_path / f"trajectory-{campaign.pk}-{index}.json"
+            path.write_bytes(line)
+            paths.append(str(path))
+    assert len(paths) == 5  # four single-turn rollouts and one episode
+    run = subprocess.run([harbor, "-c", HARBOR_CHECK, *paths], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == {}

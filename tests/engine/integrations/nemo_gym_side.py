@@ -1,4 +1,4 @@
-"""Run by NeMo Gym's own Python (scripts/nemo-gym-env.sh), never imported by Passband's suite.
+"""Run by NeMo Gym's own Python (scripts/side-env.sh), never imported by Passband's suite.
 
     python nemo_gym_side.py < {"export": EXPORT.jsonl, "resources_url": URL, "answers": [[task key, text], ...]}
 

@@ -1,6 +1,6 @@
 """NeMo Gym's own code on a real release: its data loader reads the `nemo_gym` export and its client scores
 replies through Passband's resources server. nemo-gym 0.4.0 needs Python >= 3.12, so it runs in its side
-environment (scripts/nemo-gym-env.sh, built once and cached outside the clone) as a subprocess.
+environment (scripts/side-env.sh, built once and cached outside the clone) as a subprocess.
 
 Marked `side_env`: building that environment takes about 6.5 minutes the first time, so `make test` does
 not run these yet; `pytest -m side_env` does."""
@@ -13,23 +13,16 @@ from pathlib import Path
 import pytest
 
 from tests.engine.integrations.conftest import serve_app
+from tests.support.side_env import side_python
 
 pytestmark = [pytest.mark.django_db, pytest.mark.side_env]
 
-ROOT = Path(__file__).resolve().parents[3]
 SIDE_SCRIPT = Path(__file__).with_name("nemo_gym_side.py")
 
 
 @pytest.fixture(scope="session")
 def nemo_gym_python() -> str:
-    """The side environment's python; the only skip: no Python 3.12 interpreter on this machine."""
-    found = subprocess.run(
-        [str(ROOT / "scripts" / "nemo-gym-env.sh"), "python"], capture_output=True, text=True, timeout=1800
-    )
-    if found.returncode == 3:
-        pytest.skip(f"NeMo Gym needs Python 3.12: {found.stderr.strip()}")
-    assert found.returncode == 0, found.stderr
-    return found.stdout.strip().splitlines()[-1]
+    return side_python("nemo-gym")
 
 
 def test_nemo_gyms_loader_and_client_take_the_export_and_the_resources_server(release_dir, tmp_path, nemo_gym_python):
