@@ -76,6 +76,8 @@ def _exclusion(record: dict[str, Any], tokens: dict[str, Any] | None) -> str:
     episode = record.get("episode")
     turns = (episode or {}).get("turns") or []
     if tokens is None and (not episode or any(turn.get("completion_token_ids") is None for turn in turns)):
+        if not episode and record.get("completion_token_ids") is not None:
+            return "no prompt token ids: the server gave none and has no tokenizer endpoint"
         return "capture text_only: the backend gave no token ids"
     if record.get("reward") is None:
         return f"no reward (outcome {record.get('outcome') or 'not judged'})"
@@ -143,13 +145,13 @@ class _Builder:
     def add(self, kind: str, ids: list[int], *, turn: int, logprobs: list[float] | None = None) -> None:
         model = kind == COMPLETION
         start = len(self.ids)
-        self.ids += [int(token) for token in ids]
+        self.ids += ids  # ints already: unpacked arrays or JSON
         self.mask += [1 if model else 0] * len(ids)
         if self.logprobs is not None:
             if not model:
                 self.logprobs += [0.0] * len(ids)
             elif logprobs is not None and len(logprobs) == len(ids):
-                self.logprobs += [float(value) for value in logprobs]
+                self.logprobs += logprobs
             else:  # ids_only: the sequence and mask stand; no logprobs for the trace
                 self.logprobs = None
         self.spans.append({"kind": kind, "turn": turn, "start": start, "end": len(self.ids)})

@@ -94,6 +94,7 @@ def test_an_episode_whose_turns_cannot_be_joined_is_marked():
         ),
         ({"outcome": "error", "reward": None}, "no reward (outcome error)"),
         ({"pruned": True}, "pruned"),
+        ({"prompt_token_ids": None}, "no prompt token ids"),
     ],
 )
 def test_rollouts_that_cannot_be_trained_on_say_why(fields, reason):
