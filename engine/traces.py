@@ -55,7 +55,7 @@ def trace_of(record: dict[str, Any]) -> dict[str, Any]:
         # Whether each turn's sampling context is exactly the trace up to that turn (always on the first
         # turn; on later turns when the server's own rendering of the conversation tokenized the same).
         "context_matches": tokens["context_matches"] if tokens else None,
-        "logprob_source": record.get("logprob_source") or "",
+        "logprob_source": record.get("logprob_source") or _turns_source(episode, "logprob_source"),
         "prompt_ids_source": record.get("prompt_ids_source") or "",
         "capture": _capture(record, tokens),
         "text": record.get("text") or "",
@@ -67,6 +67,12 @@ def trace_of(record: dict[str, Any]) -> dict[str, Any]:
         "trainable": not excluded,
         "excluded": excluded,
     }
+
+
+def _turns_source(episode: dict[str, Any] | None, field: str) -> str:
+    """An episode's turns' common `field` (logprob_source), for rows from before the rollout kept it."""
+    values = {turn.get(field) or "" for turn in (episode or {}).get("turns") or []}
+    return values.pop() if len(values) == 1 else ""
 
 
 def _exclusion(record: dict[str, Any], tokens: dict[str, Any] | None) -> str:

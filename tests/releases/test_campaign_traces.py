@@ -196,6 +196,7 @@ def test_traces_rebuild_with_the_models_tokenizer_and_match_the_stored_ids(campa
     model_turns = run_readme_python("def model_turns")["model_turns"]
     assert model_turns(trace, tokenizer) == [turn["text"] for turn in turns]
     assert trace["reward"] == rollout.reward == 0.0 and trace["trainable"]
+    assert trace["logprob_source"] == rollout.logprob_source == "pre_sampling"
 
     # ATIF over the API, for a trainer: one agent step per turn with its ids, tool calls and observations.
     # A trainer sees only the rollouts of tasks they may train on: none while the task is a draft.
@@ -249,3 +250,52 @@ def test_harbors_own_validator_accepts_the_atif_trajectories(campaigns, tmp_path
     run = subprocess.run([harbor, "-c", HARBOR_CHECK, *paths], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout.strip().splitlines()[-1]) == {}
+
+
+@pytest.mark.server
+@pytest.mark.django_db(transaction=True)
+def test_an_episode_on_the_real_llama_server_joins_with_the_servers_own_environment_ids(
+    llama_server, alice, tokenizer, tmp_path
+):
+    """On llama.cpp each turn's prompt is the server's rendering of the whole conversation; the trace joins
+    the sampled ids with the environment's ids that the server's template and tokenizer gave, and says
+    per turn whether that is exactly what the server sampled on."""
+    flush_broker()
+    workflow = environment_create(name="backoffice", domain="workflow")
+    assert import_tasks(workflow, alice, repeat_the_call_task(), run_audits=True).ok
+    model = services.probe_model_add(
+        name="smollm2-llama",
+        backend="openai",
+        server="llama.cpp",
+        base_url=f"{llama_server}/v1",
+        model="smollm2",
+        temperature=0.0,
+        max_new_tokens=40,
+    )
+    campaign = services.campaign_start(
+        environment=workflow, probe_model=model, created_by=alice, rollouts=1, round_size=1, seed=4
+    )
+    with running_worker(concurrency=1, log_path=tmp_path / "worker.log"):
+        wait_for(lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE, timeout=300, what="done")
+    export(campaign, tmp_path / "llama.jsonl")
+    (trace,) = jsonl(tmp_path / "llama.jsonl")
+    turns = Rollout.objects.get(campaign=campaign).episode["turns"]
+    assert len(turns) >= 2 and turns[0]["tool_calls"][0]["name"] == "get_record"
+    assert trace["logprob_source"] == "pre_sampling" and trace["capture"] == "exact"
+    check_masks(trace)
+    ids = trace["token_ids"]
+    assert ids[: len(turns[0]["prompt_token_ids"])] == turns[0]["prompt_token_ids"]
+    for turn, span in zip(turns, spans_of(trace, "completion"), strict=True):
+        assert ids[span["start"] : span["end"]] == turn["completion_token_ids"]
+        # The model's own tokenizer (the GGUF file the server serves) reads the sampled ids as the reply.
+        assert tokenizer.decode(ids[span["start"] : span["end"]], skip_special_tokens=True) == turn["text"]
+    for turn, span in zip(turns, spans_of(trace, "observation"), strict=False):
+        assert ids[span["start"] : span["end"]] == turn["environment_token_ids"]
+        text = tokenizer.decode(ids[span["start"] : span["end"]])
+        assert "<|im_start|>tool\n" in text and text.endswith("<|im_start|>assistant\n")
+        assert all(observation["content"] in text for observation in turn["observations"])
+    # Whether the server's own rendering of turn k's prompt is the trace up to there, turn by turn.
+    assert trace["context_matches"] == [
+        turn["prompt_token_ids"] == ids[: span["start"]]
+        for turn, span in zip(turns, spans_of(trace, "completion"), strict=True)
+    ]
