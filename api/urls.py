@@ -3,7 +3,19 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api.views import bulk, calibrations, comments, curriculum, feedback, judges, releases, tasks, verifier_test, verify
+from api.views import (
+    bulk,
+    calibrations,
+    comments,
+    curriculum,
+    feedback,
+    judges,
+    releases,
+    tasks,
+    traces,
+    verifier_test,
+    verify,
+)
 
 urlpatterns = [
     path("v1/tasks", tasks.TaskList.as_view(), name="api_task_list"),
@@ -27,6 +39,11 @@ urlpatterns = [
         "v1/releases/<int:release_id>/files/<str:export_format>.<str:file_type>",
         releases.ReleaseFile.as_view(),
         name="api_release_file",
+    ),
+    path(
+        "v1/campaigns/<int:campaign_id>/traces.<str:file_type>",
+        traces.CampaignTraces.as_view(),
+        name="api_campaign_traces",
     ),
     path("schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api_schema"), name="api_docs"),

@@ -196,6 +196,8 @@ RULES: dict[tuple[str, str], Callable[[AbstractBaseUser, Model], bool]] = {
     ("environment", PROBE): lambda user, environment: is_author(user),
     ("campaign", SEE): _signed_in,
     ("campaign", CHANGE): _owner_or_staff("created_by_id"),
+    # Training traces of its rollouts (of the tasks the trainer may see): what the API's export scope may do.
+    ("campaign", EXPORT): lambda user, campaign: is_trainer(user),
     ("importjob", SEE): _owner_or_staff("owner_id"),
     ("importjob", CHANGE): _owner_or_staff("owner_id"),
     ("release", SEE): release_may_see,
@@ -220,6 +222,7 @@ REFUSALS = {
     ("task", DISCUSS): "Only the task's author and reviewers can discuss it.",
     ("comment", CHANGE): "Only the task's author and reviewers can resolve comments.",
     ("campaign", CHANGE): "Only the person who started a campaign, or staff, can change it.",
+    ("campaign", EXPORT): "Only trainers and staff export a campaign's training traces.",
     ("environment", CHANGE): "Only reviewers and staff change environments.",
     ("probemodel", CHANGE): "Only staff change probe models.",
     ("blinditem", REVIEW): "This item is of your own task, or you decided it first: another reviewer must judge it.",

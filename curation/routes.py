@@ -101,6 +101,7 @@ ROUTES: dict[str, Route] = {
     "operating_characteristic_data": Route(BROWSER),
     "campaign_detail": Route(BROWSER, "campaign"),
     "campaign_control": Route(AUTHORS, "campaign", "change", methods=POST),
+    "campaign_traces": Route(TRAINERS, "campaign", "export"),
     # API tokens (trainers make theirs here too)
     "token_list": Route(SIGNED_IN, methods=("GET", "POST")),
     "token_revoke": Route(SIGNED_IN, "apitoken", "change", methods=POST),
@@ -123,6 +124,7 @@ ROUTES: dict[str, Route] = {
     "api_release_retry": Route(API + "export", "release", "change", methods=POST),
     "api_release_file": Route(API + "export", "release", "export"),
     "api_release_diff": Route(API + "export", "release"),
+    "api_campaign_traces": Route(API + "export", "campaign", "export"),
     "api_verify": Route(API + "verify", methods=POST),
     "api_verifier_test": Route(API + "verify", methods=POST),
     "api_feedback": Route(API + "feedback", methods=POST),

@@ -96,6 +96,7 @@ urlpatterns = [
         name="operating_characteristic_data",
     ),
     path("campaigns/<int:campaign_id>/", campaign_views.campaign_detail, name="campaign_detail"),
+    path("campaigns/<int:campaign_id>/traces.<str:file_type>", campaign_views.campaign_traces, name="campaign_traces"),
     path(
         "campaigns/<int:campaign_id>/<str:action>/",
         campaign_views.campaign_control,

@@ -243,30 +243,53 @@ class OpenAIBackend:
             cached = self._prompt_ids.get(key)
         if cached is not None:
             return list(cached)
-        root = self.base_url.removesuffix("/v1")
-        try:
-            if self.endpoint == "chat":
-                request = {"messages": messages, **({"tools": tools} if tools else {})}
-                rendered = self._client.post(f"{root}/apply-template", json=request)
-                rendered.raise_for_status()
-                prompt = rendered.json()["prompt"]
-            else:
-                prompt = messages[0]["content"]
-            tokens = self._client.post(
-                f"{root}/tokenize", json={"content": prompt, "add_special": True, "parse_special": True}
-            )
-            tokens.raise_for_status()
-            ids = tokens.json()["tokens"]
-        except (httpx.HTTPError, ValueError, KeyError, TypeError) as error:
-            logger.warning("%s: no prompt token ids from /tokenize: %s", root, error)
-            return None
-        if not isinstance(ids, list) or not all(isinstance(token, int) for token in ids):
+        if self.endpoint == "chat":
+            prompt = self.rendered_prompt(messages=messages, tools=tools)
+        else:
+            prompt = messages[0]["content"]
+        ids = None if prompt is None else self.tokenize(text=prompt, add_special=True)
+        if ids is None:
             return None
         with self._close_lock:
             if len(self._prompt_ids) >= 4096:  # the samples of one task share a prompt: a small cache does
                 self._prompt_ids.clear()
             self._prompt_ids[key] = ids
         return list(ids)
+
+    def rendered_prompt(
+        self, *, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> str | None:
+        """The conversation as the server's chat template renders it, with the generation prompt
+        (llama.cpp's /apply-template); None when the server cannot say."""
+        request = {"messages": messages, **({"tools": tools} if tools else {})}
+        prompt = self._server_call("apply-template", request, "prompt")
+        return prompt if isinstance(prompt, str) else None
+
+    def tokenize(self, *, text: str, add_special: bool = False) -> list[int] | None:
+        """`text`'s ids by the server's own tokenizer (special tokens written as text are parsed as
+        such; `add_special` adds the beginning-of-sequence token); None when the server cannot say."""
+        ids = self._server_call(
+            "tokenize", {"content": text, "add_special": add_special, "parse_special": True}, "tokens"
+        )
+        if not isinstance(ids, list) or not all(isinstance(token, int) for token in ids):
+            return None
+        return ids
+
+    def detokenize(self, *, ids: list[int]) -> str | None:
+        """The server's own text for `ids`, special tokens included; None when the server cannot say."""
+        text = self._server_call("detokenize", {"tokens": ids}, "content")
+        return text if isinstance(text, str) else None
+
+    def _server_call(self, endpoint: str, request: dict[str, Any], field: str) -> Any:
+        """POST to one of llama.cpp's own endpoints (beside /v1) and read one field of its answer."""
+        root = self.base_url.removesuffix("/v1")
+        try:
+            answer = self._client.post(f"{root}/{endpoint}", json=request)
+            answer.raise_for_status()
+            return answer.json()[field]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as error:
+            logger.warning("%s: no answer from /%s: %s", root, endpoint, error)
+            return None
 
     def post(self, *, url: str, body: dict[str, Any]) -> bytes:
         """POST `body` on this backend's connections; the answer's bytes. Raises RetryableError or FinalError."""

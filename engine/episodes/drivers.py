@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -181,8 +182,25 @@ class _OpenAIDriver:
         }
         return TurnOutput(generation, calls, assistant)
 
-    def observe(self, *, history: list[dict[str, Any]], added: list[dict[str, Any]]) -> None:
-        """The server renders the whole conversation again next turn: nothing to do here."""
+    def observe(
+        self, *, history: list[dict[str, Any]], added: list[dict[str, Any]], completion_ids: list[int] | None
+    ) -> list[int] | None:
+        """The environment's ids after this turn by the server's own template and tokenizer (llama.cpp's
+        /apply-template, /detokenize and /tokenize), for training traces; None on servers without them.
+        The server renders the whole conversation again next turn: sampling does not use them."""
+        backend = self.backend
+        profile = getattr(backend, "profile", None)
+        if profile is None or not profile.tokenize or completion_ids is None:
+            return None
+        tools = self.tools if self.native_tools else None
+        return environment_span(
+            render=lambda messages: backend.rendered_prompt(messages=messages, tools=tools),
+            decode=lambda ids: backend.detokenize(ids=ids),
+            encode=lambda text: backend.tokenize(text=text, add_special=False),
+            history=history,
+            added=added,
+            completion_ids=completion_ids,
+        )
 
 
 class _TransformersDriver:
@@ -230,24 +248,49 @@ class _TransformersDriver:
         calls = parse_text_tool_calls(generation.text)
         return TurnOutput(generation, calls, {"role": "assistant", "content": generation.text})
 
-    def observe(self, *, history: list[dict[str, Any]], added: list[dict[str, Any]]) -> None:
-        """Next turn's prompt ids: this turn's prompt and sampled ids, then the environment's ids."""
+    def observe(
+        self, *, history: list[dict[str, Any]], added: list[dict[str, Any]], completion_ids: list[int] | None
+    ) -> list[int] | None:
+        """Next turn's prompt ids: this turn's prompt and sampled ids, then the environment's ids, which
+        are returned (None, and the next prompt rendered whole, when the template rewrites earlier turns)."""
         prompt_ids, generation = self._last
-        before_reply = history[: len(history) - len(added) - 1]
-        with_reply = history[: len(history) - len(added)]
-        start = self._render(before_reply, generation_prompt=True)
-        replied = self._render(with_reply, generation_prompt=False)
-        after = self._render(history, generation_prompt=True)
-        sampled = self.tokenizer.decode(generation.completion_token_ids or [], skip_special_tokens=False)
-        rendered_reply = replied[len(start) :] if replied.startswith(start) else None
-        if rendered_reply is not None and rendered_reply.startswith(sampled) and after.startswith(replied):
-            environment_text = rendered_reply[len(sampled) :] + after[len(replied) :]
-            self.next_prompt_ids = (
-                prompt_ids + list(generation.completion_token_ids or []) + self._encode(environment_text)
-            )
-        else:  # the template rewrites earlier turns: fall back to rendering the whole conversation
+        environment_ids = environment_span(
+            render=lambda messages: self._render(messages, generation_prompt=True),
+            decode=lambda ids: self.tokenizer.decode(ids, skip_special_tokens=False),
+            encode=self._encode,
+            history=history,
+            added=added,
+            completion_ids=list(generation.completion_token_ids or []),
+        )
+        if environment_ids is None:
             self.prefix_consistent = False
             self.next_prompt_ids = None
+        else:
+            self.next_prompt_ids = prompt_ids + list(generation.completion_token_ids or []) + environment_ids
+        return environment_ids
+
+
+def environment_span(
+    *,
+    render: Callable[[list[dict[str, Any]]], str | None],
+    decode: Callable[[list[int]], str | None],
+    encode: Callable[[str], list[int] | None],
+    history: list[dict[str, Any]],
+    added: list[dict[str, Any]],
+    completion_ids: list[int],
+) -> list[int] | None:
+    """The ids of what the environment adds between one turn's sampled tokens and the next turn's
+    generation: the template's text after the reply, the tool messages and the next generation prompt,
+    tokenized on their own, so the model's own tokens are never re-tokenized. `history` ends with the
+    reply and the `added` tool messages; `render` gives a conversation's text with the generation
+    prompt. None when the next prompt's text does not extend the last prompt and the sampled text (a
+    template that rewrites earlier turns) or a step cannot say."""
+    start = render(history[: len(history) - len(added) - 1])
+    after = render(history)
+    sampled = decode(completion_ids)
+    if start is None or after is None or sampled is None or not after.startswith(start + sampled):
+        return None
+    return encode(after[len(start + sampled) :])
 
 
 def with_tool_instructions(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:

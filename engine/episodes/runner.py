@@ -165,7 +165,10 @@ def _play_turns(
             # The environment ended the episode (an OpenEnv server's `done`): the model acts no more.
             play.stop_reason = "done"
             return
-        driver.observe(history=play.history, added=added)
+        # What the environment added before the next turn, tokenized on its own (training traces).
+        turn["environment_token_ids"] = driver.observe(
+            history=play.history, added=added, completion_ids=generation.completion_token_ids
+        )
 
 
 def _turn_record(turn_index: int, generation: Generation) -> dict[str, Any]:
@@ -175,11 +178,14 @@ def _turn_record(turn_index: int, generation: Generation) -> dict[str, Any]:
         "prompt_token_ids": generation.prompt_token_ids,
         "completion_token_ids": generation.completion_token_ids,
         "logprobs": generation.logprobs,
+        "logprob_source": generation.logprob_source,
+        "prompt_ids_source": generation.prompt_ids_source,
         "text": generation.text,
         "finish_reason": generation.finish_reason,
         "latency_ms": round(generation.latency_ms, 3),
         "tool_calls": [],
         "observations": [],
+        "environment_token_ids": None,
     }
 
 
@@ -260,6 +266,9 @@ def _summary(transcript: dict[str, Any], *, seed: int) -> Generation:
         completion_ids = tokens["ids"][tokens["prompt_length"] :]
         logprobs = tokens["logprobs"][tokens["prompt_length"] :]
     truncated = transcript["stop_reason"] in ("max_turns", "max_tokens", "wall_time")
+    # Which distribution the logprobs describe and where the prompt ids came from: the turns', when they agree.
+    sources = {(turn.get("logprob_source", ""), turn.get("prompt_ids_source", "")) for turn in turns}
+    logprob_source, prompt_ids_source = sources.pop() if len(sources) == 1 else ("", "")
     return Generation(
         text=last_text,
         seed=seed,
@@ -271,4 +280,6 @@ def _summary(transcript: dict[str, Any], *, seed: int) -> Generation:
         latency_ms=transcript["wall_ms"],
         input_tokens=sum(len(turn["prompt_token_ids"] or []) for turn in turns),
         output_tokens=sum(len(turn["completion_token_ids"] or []) for turn in turns),
+        logprob_source=logprob_source,
+        prompt_ids_source=prompt_ids_source,
     )

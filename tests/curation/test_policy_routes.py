@@ -280,6 +280,11 @@ CASES = {
         ({"campaign_id": "campaign", "action": "pause"}, {}, {"alice": 302}),
         ({"campaign_id": 999999, "action": "pause"}, {}, {"alice": 404}),
     ],
+    "campaign_traces": [
+        ({"campaign_id": "campaign", "file_type": "jsonl"}, {}, {"anonymous": "login", "alice": 403, "bob": 403}),
+        ({"campaign_id": "campaign", "file_type": "jsonl"}, {}, {"charlie": 200, "staff": 200}),
+        ({"campaign_id": 999999, "file_type": "jsonl"}, {}, {"charlie": 404}),
+    ],
     "mcp_server_check": [
         ({"name": "kv"}, {}, {"anonymous": "login", "alice": 403, "bob": 403, "staff": 302}),
         ({"name": "nope"}, {}, {"staff": 404}),
@@ -320,6 +325,10 @@ CASES = {
     "api_release_retry": [
         ({"release_id": "release"}, {}, {"anonymous": 401, "alice": 403, "charlie": 409}),
         ({"release_id": 999999}, {}, {"charlie": 404}),
+    ],
+    "api_campaign_traces": [
+        ({"campaign_id": "campaign", "file_type": "jsonl"}, {}, {"anonymous": 401, "alice": 403, "charlie": 200}),
+        ({"campaign_id": 999999, "file_type": "jsonl"}, {}, {"charlie": 404}),
     ],
     "api_release_file": [
         ({"release_id": "release", "export_format": "trl", "file_type": "jsonl"}, {}, {"anonymous": 401, "alice": 403}),

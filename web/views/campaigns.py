@@ -9,6 +9,7 @@ from calibration.models import Band, Campaign, ProbeModel
 from calibration.selectors import default_probe_model
 from curation import policy
 from curation.models import Environment
+from releases import traces as trace_exports
 
 
 @policy.page("dashboard")
@@ -59,6 +60,7 @@ def campaign_detail(request, campaign_id: int):
         "eta": _duration(progress["eta_seconds"]),
         "bands": selectors.campaign_band_table(campaign=campaign),
         "can_change": policy.allows(request.user, policy.CHANGE, campaign),
+        "can_export": policy.allows(request.user, policy.EXPORT, campaign),
     }
     template = (
         "calibration/_campaign_progress.html"
@@ -158,3 +160,18 @@ def environment_costs_data(request, environment_name: str):
     environment = policy.get_for(request.user, policy.SEE, Environment.objects.all(), name=environment_name)
     probe_model = ProbeModel.objects.filter(name=request.GET.get("model", "")).first()
     return JsonResponse(selectors.environment_costs(environment=environment, probe_model=probe_model))
+
+
+@policy.page("campaign_traces")
+def campaign_traces(request, campaign_id: int, file_type: str):
+    """The campaign's training traces (JSONL, Parquet, or ATIF trajectories as JSON lines); only the
+    trainable rollouts unless `?include_excluded=1`."""
+    campaign = policy.get_for(
+        request.user, policy.EXPORT, Campaign.objects.select_related("probe_model"), pk=campaign_id
+    )
+    return trace_exports.campaign_traces_response(
+        campaign=campaign,
+        user=request.user,
+        file_type=file_type,
+        include_excluded=request.GET.get("include_excluded") in ("1", "true"),
+    )

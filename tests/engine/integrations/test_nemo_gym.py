@@ -1,7 +1,7 @@
 """NeMo Gym: a real release's nemo_gym export checked against the Responses API request schema, loaded by
 verifiers' NeMo Gym taskset, and scored over NeMo Gym's resources-server protocol (/seed_session, /verify).
 
-The nemo-gym package itself needs Python >= 3.13 (Passband runs on 3.11), so these checks use the SDK type
+The nemo-gym package itself needs Python >= 3.12 (Passband runs on 3.11), so these checks use the SDK type
 NeMo Gym copies for its schema and the loader verifiers ships for NeMo Gym datasets.
 """
 
@@ -11,34 +11,12 @@ import httpx
 import pytest
 
 from tests.engine.integrations.conftest import serve_app
+from tests.engine.integrations.responses import response_saying
 
 pytestmark = pytest.mark.django_db
 
 pytest.importorskip("fastapi")
 vf = pytest.importorskip("verifiers.v1")
-
-
-def response_saying(text):
-    """A Responses API response whose output is one assistant message, as a NeMo Gym agent sends it."""
-    return {
-        "id": "resp_1",
-        "object": "response",
-        "created_at": 0,
-        "model": "policy",
-        "status": "completed",
-        "output": [
-            {
-                "id": "msg_1",
-                "type": "message",
-                "role": "assistant",
-                "status": "completed",
-                "content": [{"type": "output_text", "text": text, "annotations": []}],
-            }
-        ],
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
-    }
 
 
 def test_nemo_gym_export_loads_checks_and_scores(release_dir, tmp_path):

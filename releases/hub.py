@@ -1,0 +1,159 @@
+"""A ready release as a Hugging Face Hub dataset folder, pushable as it is.
+
+    <folder>/README.md              dataset card: YAML metadata (configs, license, tags, size) and the
+                                    calibration story (probe model, thresholds, counts per band)
+    <folder>/<format>/train.parquet one config per trainer format (native, trl, verifiers, nemo_gym)
+    <folder>/manifest.json          the release's manifest (filter, thresholds, files and their sha256)
+
+`datasets.load_dataset(folder, "<format>")` reads the card's `configs` and loads that format's file;
+`hf upload ORG/NAME <folder> . --repo-type dataset` pushes it (a token and the network: not done here).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import yaml
+
+from engine import formats
+from releases.errors import ReleaseError
+from releases.models import Release, ReleaseStatus
+from releases.services import release_file_path
+
+# Tags the Hub lists reinforcement-learning environments and their libraries under.
+HUB_TAGS = ("rl-environment", "reinforcement-learning", "passband", "trl", "verifiers", "nemo-gym", "grpo")
+SPLIT = "train"
+FORMAT_NOTES = {
+    "native": "Passband's import format plus environment, version, hash and calibration (verifier, tools and "
+    "metadata as JSON text).",
+    "trl": "TRL's GRPOTrainer: `prompt` as chat messages; `answer`, `verifier` (JSON text) and the rest reach the "
+    "reward function.",
+    "verifiers": "Prime Intellect verifiers: `prompt`, `answer`, `info` (JSON text) and `task`.",
+    "nemo_gym": "NeMo Gym: `responses_create_params` (JSON text: `input` and Responses API tools) and the "
+    "verifier columns.",
+}
+
+
+def release_hub_folder(*, release: Release, folder: Path, license: str = "other") -> Path:
+    """Write `release` as a Hub dataset folder at `folder` (which must not exist yet, or be empty);
+    returns it. ReleaseError when the release is not ready, is empty (the Hub's loader refuses a split
+    without rows) or its files are missing. Written beside `folder` first and renamed into place."""
+    if release.status != ReleaseStatus.READY:
+        raise ReleaseError(f"Release {release.pk} is {release.status}, not ready: build it first.")
+    manifest = release.manifest or {}
+    if not manifest.get("tasks"):
+        raise ReleaseError(f"Release {release.pk} holds no task: the Hub's loader refuses a split without rows.")
+    folder = Path(folder)
+    if folder.exists() and any(folder.iterdir()):
+        raise ReleaseError(f"{folder} is not empty: choose a new folder for the dataset.")
+    staging = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.partial")
+    staging.mkdir(parents=True)
+    try:
+        for format in formats.FORMATS:
+            source = release_file_path(release=release, format=format, file_type="parquet")
+            if not source.exists():
+                raise ReleaseError(f"Release {release.pk} has no file {source.name} on this server.")
+            (staging / format).mkdir()
+            shutil.copyfile(source, staging / format / f"{SPLIT}.parquet")
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        (staging / "README.md").write_text(dataset_card(release=release, license=license))
+        if folder.exists():
+            folder.rmdir()
+        os.replace(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def dataset_card(*, release: Release, license: str) -> str:
+    """The README.md of the Hub folder: YAML metadata the Hub and `datasets` read, then the story."""
+    manifest = release.manifest
+    tasks = int(manifest["tasks"])
+    metadata = {
+        "pretty_name": f"Passband release {release.pk}"
+        + (f": {release.environment.name}" if release.environment else ""),
+        "license": license,
+        "tags": list(HUB_TAGS),
+        "task_categories": ["text-generation"],
+        "size_categories": [_size_category(tasks)],
+        "configs": [
+            {
+                "config_name": format,
+                "data_files": [{"split": SPLIT, "path": f"{format}/{SPLIT}.parquet"}],
+                **({"default": True} if format == "native" else {}),
+            }
+            for format in formats.FORMATS
+        ],
+    }
+    probe_model = manifest.get("probe_model", {})
+    bands = "\n".join(f"| {band} | {count} |" for band, count in sorted(manifest.get("bands", {}).items()))
+    domains = ", ".join(
+        f"{domain or 'unset'} ({count})" for domain, count in sorted(manifest.get("domains", {}).items())
+    )
+    thresholds = "\n".join(
+        f"| {environment} | {values.get('floor')} | {values.get('retire_at')} |"
+        for environment, values in sorted((release.thresholds or {}).items())
+    )
+    configs = "\n".join(f"| `{format}` | {FORMAT_NOTES[format]} |" for format in formats.FORMATS)
+    warnings = "".join(f"\n> **Warning.** {warning}\n" for warning in manifest.get("warnings", []))
+    model_line = ", ".join(f"{key} `{value}`" for key, value in probe_model.items() if value)
+    body = f"""
+# {metadata["pretty_name"]}
+
+{tasks} reinforcement-learning tasks with verifiers, curated and calibrated with
+Passband: each task was attempted several times by a probe model, every attempt was
+scored by the task's own verifier, and the pass rate decides its band. Tasks whose pass rate lies between
+the environment's floor and its retirement threshold are *in band*: the model sometimes solves them and
+sometimes does not, so GRPO-style training learns from them.
+{warnings}
+## Configs
+
+One config per trainer format, split `{SPLIT}`: `datasets.load_dataset("<this repo>", "<config>")`.
+
+| config | what a row holds |
+|---|---|
+{configs}
+
+Every row carries `task_key`, `version_hash` (the exact task version) and `calibration` (probe model,
+attempts, successes, pass rate, interval, band, GRPO signal).
+
+## Counts per band
+
+| band | tasks |
+|---|---|
+{bands}
+
+Domains: {domains or "none"}.
+
+## How it was calibrated
+
+- Probe model: {model_line or "unknown"}.
+- Filter: {json.dumps(release.filter, sort_keys=True)}.
+- Pass rates carry an exact Beta-posterior interval (Jeffreys, or the environment's fitted prior); the
+  band is decided by Passband's stopping rule once the interval clears a threshold, never by a normal
+  approximation.
+
+| environment | floor | retire at |
+|---|---|---|
+{thresholds}
+
+A reward comes from the task's verifier (`engine.verifiers.verify` in the `passband` package: the very
+code that calibrated it). A verifier error or timeout is no reward (null), never 0.
+
+## Files
+
+`manifest.json` is the release's manifest: filter, thresholds, counts, and each file's row count and sha256.
+"""
+    return "---\n" + yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True) + "---\n" + body
+
+
+def _size_category(rows: int) -> str:
+    """The Hub's size category for a row count."""
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if rows < limit:
+            return label
+    return "1M<n<10M"

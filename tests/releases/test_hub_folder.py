@@ -1,0 +1,86 @@
+"""A release built by a real Celery worker, written as a Hugging Face Hub dataset folder: 🤗 datasets
+loads every config from the folder by its dataset card, and huggingface_hub reads the card's metadata."""
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from engine import formats
+from releases import services as releases
+from releases.models import Release, ReleaseStatus
+from tests.releases.export_data import calibrated_environment
+from tests.support.readme import run_readme_python
+from tests.support.workers import flush_broker, running_worker, wait_for
+
+pytestmark = [pytest.mark.workers]
+
+
+@pytest.fixture
+def release(arithmetic, alice, charlie, settings, tmp_path):
+    """The two approved in-band tasks of calibrated_environment, released and built by a worker."""
+    flush_broker()
+    settings.MEDIA_ROOT = tmp_path / "var" / "media"
+    model = calibrated_environment(arithmetic, alice)
+    release = releases.release_create(user=charlie, probe_model=model, environment=arithmetic)
+    with running_worker(queues="default", extra_env={"PASSBAND_VAR_DIR": str(tmp_path / "var")}):
+        wait_for(
+            lambda: Release.objects.get(pk=release.pk).status == ReleaseStatus.READY,
+            timeout=120,
+            what="the worker to build the release",
+        )
+    return Release.objects.get(pk=release.pk)
+
+
+def hub_folder(release, folder, *options):
+    err = io.StringIO()
+    call_command("release_hub_folder", release.pk, "-o", str(folder), *options, stderr=err)
+    return err.getvalue()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_config_of_the_folder_loads_with_datasets(release, tmp_path, monkeypatch):
+    import datasets
+    from huggingface_hub import DatasetCard
+
+    folder = tmp_path / "hub"
+    out = hub_folder(release, folder, "--license", "cc-by-4.0")
+    assert f"hf upload ORG/NAME {folder} . --repo-type dataset" in out
+    assert datasets.get_dataset_config_names(str(folder)) == list(formats.FORMATS)
+    keys = {"sum", "product"}
+    for config in formats.FORMATS:
+        loaded = datasets.load_dataset(str(folder), config, cache_dir=str(tmp_path / "cache"))
+        assert list(loaded) == ["train"] and loaded["train"].num_rows == 2, config
+        column = "key" if config == "native" else "task_key"
+        assert set(loaded["train"][column]) == keys, config
+        assert {row["band"] for row in loaded["train"]["calibration"]} == {"in_band"}
+    trl = datasets.load_dataset(str(folder), "trl", split="train", cache_dir=str(tmp_path / "cache"))
+    assert trl[0]["prompt"][0]["role"] == "user"
+
+    card = DatasetCard.load(folder / "README.md")
+    assert card.data.license == "cc-by-4.0"
+    assert {"rl-environment", "trl", "verifiers", "nemo-gym"} <= set(card.data.tags)
+    assert [config["config_name"] for config in card.data.configs] == list(formats.FORMATS)
+    assert "| in_band | 2 |" in card.text and "| arithmetic | 0.02 | 0.7 |" in card.text
+    assert "probe" in card.text  # the probe model's name
+    assert (folder / "manifest.json").exists()
+
+    # The README's example, run where its folder is.
+    readme_folder = tmp_path / "readme" / "release-1-hub"
+    hub_folder(release, readme_folder)
+    monkeypatch.chdir(readme_folder.parent)
+    dataset = run_readme_python('load_dataset("release-1-hub"')["dataset"]
+    assert set(dataset["task_key"]) == keys
+
+    # The folder is written once: a second run into it is refused, naming the folder.
+    with pytest.raises(CommandError, match="not empty"):
+        hub_folder(release, folder)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_release_that_is_not_ready_is_refused(arithmetic, alice, charlie, tmp_path):
+    model = calibrated_environment(arithmetic, alice)
+    pending = releases.release_create(user=charlie, probe_model=model, environment=arithmetic)
+    with pytest.raises(CommandError, match="not ready"):
+        hub_folder(pending, tmp_path / "hub")
+    assert not (tmp_path / "hub").exists()
