@@ -19,10 +19,11 @@ from pathlib import Path
 
 import yaml
 
+from curation import files
 from engine import formats
 from releases.errors import ReleaseError
 from releases.models import Release, ReleaseStatus
-from releases.services import release_file_path
+from releases.services import release_file_name
 
 # Tags the Hub lists reinforcement-learning environments and their libraries under.
 HUB_TAGS = ("rl-environment", "reinforcement-learning", "passband", "trl", "verifiers", "nemo-gym", "grpo")
@@ -54,11 +55,14 @@ def release_hub_folder(*, release: Release, folder: Path, license: str = "other"
     staging.mkdir(parents=True)
     try:
         for format in formats.FORMATS:
-            source = release_file_path(release=release, format=format, file_type="parquet")
-            if not source.exists():
-                raise ReleaseError(f"Release {release.pk} has no file {source.name} on this server.")
+            stored = release_file_name(release=release, format=format, file_type="parquet")
             (staging / format).mkdir()
-            shutil.copyfile(source, staging / format / f"{SPLIT}.parquet")
+            try:
+                # From the storage: this machine's disk, or a copy of the object store's file.
+                with files.stored_file_local(stored) as source:
+                    shutil.copyfile(source, staging / format / f"{SPLIT}.parquet")
+            except FileNotFoundError:
+                raise ReleaseError(f"Release {release.pk} has no file {format}.parquet in storage.") from None
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         (staging / "README.md").write_text(dataset_card(release=release, license=license))
         if folder.exists():

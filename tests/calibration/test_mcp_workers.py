@@ -113,7 +113,17 @@ def test_the_server_killed_mid_campaign_costs_retries_counted_on_metrics_never_a
                 what="the campaign to wait for its MCP server",
             )
             client.force_login(staff)
-            while_down = samples(client.get("/metrics").content.decode())
+            # The campaign may also wait for the model server (a slow machine): wait for the failure to show
+            # on /metrics rather than read it once.
+            while_down = wait_for(
+                lambda: (
+                    (found := samples(client.get("/metrics").content.decode()))
+                    and total(found, "passband_mcp_failures_total", server="kv") >= 1
+                    and found
+                ),
+                timeout=120,
+                what="the server's failure on /metrics",
+            )
             mcp["process"] = start_process(port=port, log_path=tmp_path / "mcp.log")[0]
             wait_done(campaign, "the campaign to finish once the MCP server is back")
     finally:

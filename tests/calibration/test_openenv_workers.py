@@ -118,7 +118,17 @@ def test_the_server_killed_mid_campaign_costs_retries_counted_on_metrics_never_a
                 what="the campaign to wait for its OpenEnv server",
             )
             client.force_login(staff)
-            while_down = samples(client.get("/metrics").content.decode())
+            # The campaign may also wait for the model server (a slow machine): wait for the failure to show
+            # on /metrics rather than read it once.
+            while_down = wait_for(
+                lambda: (
+                    (found := samples(client.get("/metrics").content.decode()))
+                    and total(found, "passband_mcp_failures_total", server="echo", protocol="openenv") >= 1
+                    and found
+                ),
+                timeout=120,
+                what="the server's failure on /metrics",
+            )
             server["process"] = start_process(root=root, port=port, log_path=tmp_path / "openenv.log")[0]
             wait_done(campaign, "the campaign to finish once the OpenEnv server is back")
     finally:
