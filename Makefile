@@ -18,8 +18,9 @@ TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
 # Parallel test processes (pytest-xdist): each has its own test database, Redis database and var folder
 # (tests/support/parallel.py); a test file stays in one process. TEST_PROCESSES=0 runs in this process.
 TEST_PROCESSES ?= 2
-# Pages and API tests, also run on SQLite (browser and worker tests need a database file shared across
-# processes; the SQLite test database lives in memory).
+# Pages and API tests, also run on SQLite. Tests with real worker processes (marker `workers`) run in the
+# PostgreSQL pass only: they need a database file shared across processes, and SQLite's test database lives
+# in memory.
 SQLITE_TESTS ?= tests/web tests/api tests/curation tests/accounts tests/releases tests/similarity tests/calibration/test_rollout_store_contract.py tests/calibration/test_judge_samples.py \
 	tests/e2e/test_team_review.py tests/e2e/test_fix_and_diff.py tests/e2e/test_oidc_login.py
 
@@ -64,7 +65,7 @@ test: install services
 	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile $(PYTEST_ARGS) || status=$$?; \
 	if [ $$status = 0 ]; then \
 	  DATABASE_URL=sqlite:///var/test-embedded.sqlite3 $(TEST_ENV) \
-	  $(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile $(SQLITE_TESTS) $(PYTEST_ARGS) || status=$$?; \
+	  $(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile -m "not workers" $(SQLITE_TESTS) $(PYTEST_ARGS) || status=$$?; \
 	fi; \
 	LLAMA_SERVER_PORT=$(LLAMA_SERVER_PORT) scripts/llama-server.sh stop; \
 	exit $$status
