@@ -3,11 +3,24 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api.views import bulk, calibrations, comments, curriculum, feedback, judges, releases, tasks, verifier_test, verify
+from api.views import (
+    bulk,
+    calibrations,
+    comments,
+    curriculum,
+    feedback,
+    judges,
+    releases,
+    repo_uploads,
+    tasks,
+    verifier_test,
+    verify,
+)
 
 urlpatterns = [
     path("v1/tasks", tasks.TaskList.as_view(), name="api_task_list"),
     path("v1/tasks/bulk", bulk.TaskBulk.as_view(), name="api_task_bulk"),
+    path("v1/repository-uploads", repo_uploads.RepoUpload.as_view(), name="api_repo_upload"),
     path(
         "v1/tasks/<slug:environment_name>/<path:key>/comments",
         comments.TaskComments.as_view(),
