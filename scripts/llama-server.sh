@@ -66,8 +66,10 @@ start() {
   fi
   mkdir -p "$VAR"
   # 4 slots of 2,048 tokens each (SmolLM2's context is 8,192); 2 threads, the cores this machine has.
+  # --no-repack: no AMX/repacked weight buffers. On a CPU that reports AMX to a process the kernel has
+  # not granted AMX tiles (some virtual machines), ggml's AMX matmul segfaults while loading the model.
   setsid "$BIN" -m "$(model)" --host 127.0.0.1 --port "$PORT" -c 8192 -np 4 -t "${LLAMA_SERVER_THREADS:-2}" \
-    --no-webui --metrics >"$LOG" 2>&1 </dev/null &
+    --no-webui --metrics --no-repack >"$LOG" 2>&1 </dev/null &
   echo $! >"$PIDFILE"
   for _ in $(seq 120); do
     healthy "$PORT" && { echo "llama-server ready on 127.0.0.1:$PORT" >&2; return 0; }

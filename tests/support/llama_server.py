@@ -95,6 +95,7 @@ class LlamaServer:
                 "1",
                 "--no-webui",
                 "--metrics",
+                "--no-repack",  # as scripts/llama-server.sh: ggml's AMX path can segfault in a VM
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
