@@ -10,7 +10,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from accounts.services import api_token_create
-from curation.models import Task
+from curation import import_jobs
+from curation.models import ImportJob, Task
 from curation.services import environment_create
 from engine.repo_tasks import snapshots
 from tests.curation.test_repo_tasks import _with_git, tiny_row
@@ -150,3 +151,25 @@ def test_the_api_takes_snapshots_with_their_rows(client, alice, repositories, me
     reader = api_token_create(user=alice, name="read", scopes=["read"])[1]
     denied = client.post(url, {"environment": "repositories"}, HTTP_AUTHORIZATION=f"Bearer {reader}")
     assert denied.status_code == 403
+
+
+def test_big_snapshots_are_imported_by_a_background_job_that_keeps_no_upload(
+    client, alice, repositories, media, settings, django_capture_on_commit_callbacks
+):
+    settings.PASSBAND_IMPORT_INLINE_BYTES = 100  # every snapshot upload goes to a worker
+    client.force_login(alice)
+    broken = snapshots.build_from_files({path: text.encode() for path, text in MISSING_PACKAGE.items()})
+    with django_capture_on_commit_callbacks() as queued:
+        refused = page_upload(client, tasks=jsonl(tiny_row("calc.tar.gz")), snapshots_={"calc.tar.gz": broken})
+        accepted = page_upload(client, tasks=jsonl(tiny_row("calc.tar.gz")), snapshots_={"calc.tar.gz": SNAPSHOT})
+    assert refused.status_code == accepted.status_code == 302 and len(queued) == 2
+    first, second = ImportJob.objects.order_by("pk")
+    assert [filename for _, filename in first.snapshots] == ["calc.tar.gz"]
+    assert import_jobs.import_job_run(job_id=first.pk).status == ImportJob.Status.REJECTED
+    assert not Task.objects.exists() and stored_snapshots(media) == []
+    page = client.get(f"/tasks/upload/{first.pk}/").content.decode()
+    assert "ModuleNotFoundError: No module named &#x27;passband_no_such_package&#x27;" in page
+    assert import_jobs.import_job_run(job_id=second.pk).status == ImportJob.Status.DONE
+    assert Task.objects.get().versions.get().verifier["snapshot"] == snapshots.digest_of(SNAPSHOT)
+    assert stored_snapshots(media) == [snapshots.digest_of(SNAPSHOT).removeprefix("sha256:") + ".tar.gz"]
+    assert sorted(path.name for path in (media / "imports").iterdir()) == []  # the uploads are gone

@@ -12,6 +12,7 @@ from accounts.errors import ServiceError
 from calibration import selectors as calibration_selectors
 from calibration.models import Band, Diagnosis, ProbeModel, Rollout
 from curation import files, import_jobs, imports, policy, repo_uploads, review_services, selectors, services
+from curation.errors import CurationError
 from curation.models import Environment, ImportJob, TaskStatus
 from engine import input_rules, stats
 from engine.packing import unpack_logprobs, unpack_tokens
@@ -124,6 +125,17 @@ def task_upload(request):
         snapshot_files = request.FILES.getlist("snapshots")
         if upload is None:
             messages.error(request, "Choose a task file (.jsonl, .csv, .parquet or .arrow) to upload.")
+        elif (
+            snapshot_files and upload.size + sum(f.size for f in snapshot_files) > settings.PASSBAND_IMPORT_INLINE_BYTES
+        ):
+            try:  # big snapshots: stored, then checked and imported by a worker, as a big task file
+                job = import_jobs.import_job_create(
+                    environment=environment, owner=request.user, upload=upload, snapshot_uploads=snapshot_files
+                )
+            except CurationError as error:  # too large, or the storage unavailable
+                messages.error(request, str(error))
+                return render(request, "curation/task_upload.html", context, status=400)
+            return redirect("import_job_detail", job_id=job.pk)
         elif snapshot_files:
             # Repository snapshots with the rows that use them: checked, stored and imported all or nothing.
             try:
