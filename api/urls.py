@@ -11,6 +11,7 @@ from api.views import (
     feedback,
     judges,
     releases,
+    repo_uploads,
     tasks,
     traces,
     verifier_test,
@@ -20,6 +21,7 @@ from api.views import (
 urlpatterns = [
     path("v1/tasks", tasks.TaskList.as_view(), name="api_task_list"),
     path("v1/tasks/bulk", bulk.TaskBulk.as_view(), name="api_task_bulk"),
+    path("v1/repository-uploads", repo_uploads.RepoUpload.as_view(), name="api_repo_upload"),
     path(
         "v1/tasks/<slug:environment_name>/<path:key>/comments",
         comments.TaskComments.as_view(),

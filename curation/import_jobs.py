@@ -12,6 +12,7 @@ late) runs again from the start.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
-from curation import files, imports
+from curation import files, imports, repo_uploads
 from curation.errors import CurationError
 from curation.models import Environment, ImportJob
 from engine.task_mapping import ColumnMapping
@@ -42,6 +43,19 @@ def _upload_store(upload: UploadedFile) -> str:
     return files.stored_file_save(name=f"{IMPORTS_FOLDER}/{uuid.uuid4().hex}.upload", content=upload, replace=True)
 
 
+def _uploads_store(uploads: Sequence[UploadedFile]) -> list[str]:
+    """Store every upload, or none: a refusal (too large, the storage unavailable) removes those stored."""
+    stored: list[str] = []
+    try:
+        for upload in uploads:
+            stored.append(_upload_store(upload))
+    except BaseException:
+        for name in stored:
+            files.stored_file_delete(name)
+        raise
+    return stored
+
+
 def _job_queue(job: ImportJob) -> None:
     transaction.on_commit(lambda: current_app.tasks["curation.tasks.import_tasks"].delay(job.pk))
 
@@ -53,12 +67,15 @@ def import_job_create(
     upload: UploadedFile,
     run_audits: bool = True,
     queue: bool = True,
+    snapshot_uploads: Sequence[UploadedFile] = (),
 ) -> ImportJob:
     """Store an uploaded task file and queue its import (after the commit).
 
     With `queue=False` the job waits in status `mapping` for `import_job_start` (the browser's
-    column-mapping step reads the stored file to show its columns and a preview)."""
-    stored = _upload_store(upload)
+    column-mapping step reads the stored file to show its columns and a preview). With
+    `snapshot_uploads`, the repository snapshots the rows use (curation.repo_uploads) are stored
+    beside it and imported with it."""
+    stored, *stored_snapshots = _uploads_store([upload, *snapshot_uploads])
     if not queue:
         _unmapped_jobs_drop(owner=owner)
     with transaction.atomic():
@@ -67,8 +84,11 @@ def import_job_create(
             owner=owner,
             filename=Path(upload.name).name[:255],
             path=stored,
-            size_bytes=upload.size,
+            size_bytes=upload.size + sum(snapshot.size for snapshot in snapshot_uploads),
             run_audits=run_audits,
+            snapshots=[
+                [name, Path(snapshot.name).name[:255]] for name, snapshot in zip(stored_snapshots, snapshot_uploads)
+            ],
             status=ImportJob.Status.QUEUED if queue else ImportJob.Status.MAPPING,
         )
         if queue:
@@ -123,18 +143,21 @@ def import_job_run(*, job_id: int) -> ImportJob:
         ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.WRITING, bytes_read=job.size_bytes)
 
     try:
-        # The upload may be in object storage, written by a web process on another machine.
-        with files.stored_file_local(job.path) as local:
-            report = imports.tasks_import(
-                environment=job.environment,
-                owner=job.owner,
-                filename=job.filename,
-                path=str(local),
-                mapping=ColumnMapping.from_dict(job.mapping) if job.mapping else None,
-                run_audits=job.run_audits,
-                on_line=on_line,
-                on_writing=on_writing,
-            )
+        if job.snapshots:  # a task file with the repository snapshots its rows use
+            report = _repo_upload_run(job)
+        else:
+            # The upload may be in object storage, written by a web process on another machine.
+            with files.stored_file_local(job.path) as local:
+                report = imports.tasks_import(
+                    environment=job.environment,
+                    owner=job.owner,
+                    filename=job.filename,
+                    path=str(local),
+                    mapping=ColumnMapping.from_dict(job.mapping) if job.mapping else None,
+                    run_audits=job.run_audits,
+                    on_line=on_line,
+                    on_writing=on_writing,
+                )
         status = ImportJob.Status.DONE
     except imports.ImportRejected as rejected:
         report, status = rejected.report, ImportJob.Status.REJECTED
@@ -148,9 +171,33 @@ def import_job_run(*, job_id: int) -> ImportJob:
         finished_at=timezone.now(),
         bytes_read=job.size_bytes,
     )
-    files.stored_file_delete(job.path)
+    _job_files_delete(job)
     job.refresh_from_db()
     return job
+
+
+def _stored_bytes(name: str) -> bytes:
+    with files.stored_file_local(name) as local:
+        return local.read_bytes()
+
+
+def _repo_upload_run(job: ImportJob) -> imports.ImportReport:
+    """A task file with its repository snapshots (curation.repo_uploads), read back from the storage."""
+    return repo_uploads.repo_upload(
+        environment=job.environment,
+        owner=job.owner,
+        tasks_filename=job.filename,
+        tasks_data=_stored_bytes(job.path),
+        snapshot_uploads=[
+            repo_uploads.SnapshotUpload(filename=filename, data=_stored_bytes(name)) for name, filename in job.snapshots
+        ],
+    )
+
+
+def _job_files_delete(job: ImportJob) -> None:
+    for name in [job.path, *(name for name, _ in job.snapshots or [])]:
+        if name:
+            files.stored_file_delete(name)
 
 
 def import_job_mark_failed(*, job_id: int, reason: str) -> None:
@@ -158,6 +205,6 @@ def import_job_mark_failed(*, job_id: int, reason: str) -> None:
     ImportJob.objects.filter(pk=job_id).exclude(status__in=[ImportJob.Status.DONE, ImportJob.Status.REJECTED]).update(
         status=ImportJob.Status.FAILED, error=reason[:2000], finished_at=timezone.now()
     )
-    path = ImportJob.objects.filter(pk=job_id).values_list("path", flat=True).first()
-    if path:
-        files.stored_file_delete(path)
+    job = ImportJob.objects.filter(pk=job_id).first()
+    if job is not None:
+        _job_files_delete(job)

@@ -300,6 +300,11 @@ class ImportJob(models.Model):
     path = models.CharField(max_length=500, help_text="The uploaded file, removed once the import ends.")
     size_bytes = models.BigIntegerField()
     run_audits = models.BooleanField(default=True)
+    snapshots = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Repository snapshots uploaded with the task file: [[storage name, file name]], removed at the end.",
+    )
     mapping = models.JSONField(
         null=True, blank=True, help_text="The column mapping (engine.task_mapping) the rows are read with; null: none."
     )

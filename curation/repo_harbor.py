@@ -1,13 +1,19 @@
-"""Export an environment's repository tasks as Harbor task folders (engine/repo_tasks/harbor.py)."""
+"""Export an environment's repository tasks as Harbor task folders, and import such folders back
+(engine/repo_tasks/harbor.py)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from django.contrib.auth.models import AbstractBaseUser
+
+from curation import imports, repo_uploads
 from curation.models import Environment, TaskVersion
 from curation.repo_snapshots import snapshot_read
 from engine.repo_tasks import snapshots
-from engine.repo_tasks.harbor import harbor_folder
+from engine.repo_tasks.harbor import HarborFolderError, harbor_folder, task_from_harbor_folder
+from engine.task_format import LineProblem
 from engine.verifiers.kinds import repo_tests
 
 
@@ -42,3 +48,45 @@ def _prompt_text(prompt) -> str:
     if isinstance(prompt, str):
         return prompt
     return "\n\n".join(str(message.get("content", "")) for message in prompt or [] if message.get("role") != "system")
+
+
+def _folder_files(folder: Path) -> dict[str, bytes]:
+    files = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            raise HarborFolderError(f"{folder.name}/{relative}: a symbolic link (a task folder holds plain files)")
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            files[relative] = path.read_bytes()
+    return files
+
+
+def harbor_import(*, environment: Environment, owner: AbstractBaseUser, root: Path) -> imports.ImportReport:
+    """Import Harbor task folders (``root`` itself, or each folder under it holding a ``task.toml``) in the
+    layout ``harbor_export`` writes: each becomes a repository task whose snapshot is its ``environment/repo/``.
+    All or nothing, with the audits, as an upload of snapshots with their rows (curation/repo_uploads.py);
+    raises ImportRejected naming each folder's file and field."""
+    folders = [root] if (root / "task.toml").is_file() else sorted(p.parent for p in root.glob("*/task.toml"))
+    rows, uploads, problems = [], [], []
+    for folder in folders:
+        try:
+            row, repository = task_from_harbor_folder(_folder_files(folder), folder=folder.name)
+            data = snapshots.build_from_files(repository)
+        except (HarborFolderError, snapshots.SnapshotError) as error:
+            problems.append(LineProblem(folder.name, 0, "", str(error).removeprefix(f"{folder.name}/")))
+            continue
+        name = f"{folder.name}.tar.gz"
+        rows.append({**row, "verifier": {**row["verifier"], "snapshot": name}})
+        uploads.append(repo_uploads.SnapshotUpload(filename=name, data=data))
+    tasks_filename = f"{root.name}.jsonl"
+    if not folders:
+        problems.append(LineProblem(root.name, 0, "", "no Harbor task folder (a folder with a task.toml) here"))
+    if problems:
+        raise imports.ImportRejected(imports.ImportReport(filename=tasks_filename, problems=problems))
+    return repo_uploads.repo_upload(
+        environment=environment,
+        owner=owner,
+        tasks_filename=tasks_filename,
+        tasks_data="".join(json.dumps(row) + "\n" for row in rows).encode(),
+        snapshot_uploads=uploads,
+    )

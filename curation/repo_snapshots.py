@@ -15,6 +15,7 @@ from collections import OrderedDict
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
+from curation import files
 from engine.repo_tasks import snapshots
 
 PREFIX = "repo-snapshots"
@@ -39,6 +40,17 @@ def snapshot_store(*, data: bytes) -> snapshots.SnapshotInfo:
         if saved != path:  # another process stored the same bytes first
             default_storage.delete(saved)
     return info
+
+
+def snapshot_exists(*, digest: str) -> bool:
+    return default_storage.exists(snapshot_path(digest))
+
+
+def snapshot_delete(*, digest: str) -> None:
+    """Remove a stored snapshot (an upload that was refused after storing it); the caller checks no task uses it."""
+    with _cache_lock:
+        _cache.pop(digest, None)
+    files.stored_file_delete(snapshot_path(digest))
 
 
 def snapshot_read(digest: str) -> bytes:

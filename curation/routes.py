@@ -113,6 +113,7 @@ ROUTES: dict[str, Route] = {
     # API v1: the token's scope; objects in the body (a task key) answer 404 when not visible
     "api_task_list": Route(API + "read"),
     "api_task_bulk": Route(API + "curate", methods=POST),
+    "api_repo_upload": Route(API + "curate", methods=POST),
     "api_task_comments": Route(API + "read", "task"),
     "api_comment_create": Route(API + "curate", methods=POST),
     "api_notification_list": Route(API + "read"),

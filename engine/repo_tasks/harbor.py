@@ -14,7 +14,9 @@ are overwritten only for the hidden test files.
 from __future__ import annotations
 
 import json
+import re
 import shlex
+import tomllib
 from collections.abc import Mapping
 
 from engine.repo_tasks.grading import RepoTaskSpec
@@ -154,3 +156,114 @@ def harbor_folder(
         "git apply --whitespace=nowarn - <<'PASSBAND_REFERENCE_PATCH'\n" + patch + "PASSBAND_REFERENCE_PATCH\n"
     ).encode()
     return files
+
+
+# -- import: a Harbor task folder in this layout, back into a task row ---------------------------------
+
+
+class HarborFolderError(ValueError):
+    """A Harbor task folder that cannot be a repository task; the message names the file and field."""
+
+
+_HEREDOC = re.compile(r"<<-?\s*'?\"?(\w+)'?\"?[^\n]*\n(.*?)\n\1\n", re.DOTALL)
+
+
+def _text(files: Mapping[str, bytes], path: str, folder: str) -> str:
+    if path not in files:
+        raise HarborFolderError(f"{folder}/{path}: missing")
+    try:
+        return files[path].decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise HarborFolderError(f"{folder}/{path}: not UTF-8 text ({error})") from error
+
+
+def _bounded(value: object, *, where: str, low: float, high: float, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise HarborFolderError(f"{where}: must be a number, got {value!r}")
+    return min(max(float(value), low), high)
+
+
+def task_from_harbor_folder(files: Mapping[str, bytes], *, folder: str) -> tuple[dict, dict[str, bytes]]:
+    """A Harbor task folder (``{relative path: bytes}``) in the layout ``harbor_folder`` writes, as a task row
+    whose ``verifier.snapshot`` is still to be filled, and the repository's files (``environment/repo/``).
+
+    Read: ``instruction.md`` (the prompt), ``task.toml`` (``[metadata] passband_key`` or the folder's name
+    as the key; the verifier's timeout less the two minutes the export added; the environment's memory),
+    ``tests/tests.json`` (``fail_to_pass``, ``pass_to_pass``), ``tests/hidden/`` (the hidden tests),
+    ``solution/solve.sh`` (the reference patch: the body of its here-document). Raises HarborFolderError
+    naming the file and field."""
+    prompt = _text(files, "instruction.md", folder).strip()
+    if not prompt:
+        raise HarborFolderError(f"{folder}/instruction.md: empty")
+    try:
+        config = tomllib.loads(_text(files, "task.toml", folder))
+    except tomllib.TOMLDecodeError as error:
+        raise HarborFolderError(f"{folder}/task.toml: not TOML ({error})") from error
+    metadata = config.get("metadata") or {}
+    key = metadata.get("passband_key", folder)
+    if not isinstance(key, str) or not key:
+        raise HarborFolderError(f"{folder}/task.toml, field 'metadata.passband_key': must be a non-empty string")
+    seconds = (config.get("verifier") or {}).get("timeout_sec")
+    if isinstance(seconds, int | float) and not isinstance(seconds, bool):
+        seconds -= 120  # the export's margin for building the image and unpacking
+    timeout = _bounded(
+        seconds,
+        where=f"{folder}/task.toml, field 'verifier.timeout_sec'",
+        low=1,
+        high=300,
+        default=60,
+    )
+    memory = _bounded(
+        (config.get("environment") or {}).get("memory_mb"),
+        where=f"{folder}/task.toml, field 'environment.memory_mb'",
+        low=256,
+        high=4096,
+        default=2048,
+    )
+    try:
+        tests = json.loads(_text(files, "tests/tests.json", folder))
+    except json.JSONDecodeError as error:
+        raise HarborFolderError(f"{folder}/tests/tests.json: not JSON ({error})") from error
+    lists = {}
+    for field in ("fail_to_pass", "pass_to_pass"):
+        value = tests.get(field, []) if isinstance(tests, dict) else None
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise HarborFolderError(f"{folder}/tests/tests.json, field '{field}': must be a list of pytest node ids")
+        lists[field] = value
+    hidden = {
+        path.removeprefix("tests/hidden/"): _text(files, path, folder)
+        for path in sorted(files)
+        if path.startswith("tests/hidden/")
+    }
+    repository = {
+        path.removeprefix("environment/repo/"): data
+        for path, data in files.items()
+        if path.startswith("environment/repo/")
+    }
+    if not repository:
+        raise HarborFolderError(f"{folder}/environment/repo/: missing or empty (the repository the tests run on)")
+    solve = _text(files, "solution/solve.sh", folder)
+    heredoc = _HEREDOC.search(solve)
+    patch = extract_patch(heredoc.group(2) + "\n") if heredoc else ""
+    if not patch.strip():
+        raise HarborFolderError(
+            f"{folder}/solution/solve.sh: holds no reference patch (a unified diff in a here-document)"
+        )
+    row = {
+        "key": key,
+        "prompt": prompt,
+        "answer": f"```diff\n{patch}```",
+        "verifier": {
+            "kind": "repo_tests",
+            "snapshot": "",
+            **lists,
+            "hidden_tests": hidden,
+            "timeout_seconds": timeout,
+            "memory_mb": int(memory),
+        },
+        "domain": "code",
+        "metadata": {"source": f"Harbor task folder {folder}"},
+    }
+    return row, repository

@@ -39,7 +39,7 @@ def llama_probe_model(url: str, **options):
         server="llama.cpp",
         base_url=f"{url}/v1",
         model="smollm2",
-        max_new_tokens=24,
+        max_new_tokens=options.pop("max_new_tokens", 24),
         temperature=1.0,
         **options,
     )

@@ -26,11 +26,11 @@ MAX_NEW_TOKENS = 20_000  # the test server's tokens are bytes; the longest tampe
 _KEY = re.compile(r"\[(tiny-[\w-]+)\]")
 
 
-def run_to_the_end(campaigns, *, var, tmp_path):
+def run_to_the_end(campaigns, *, var, tmp_path, concurrency: int = 1):
     """A real worker (reading snapshots from the test's storage) until every campaign is done."""
     with running_worker(
         queues="default,generate,verify",
-        concurrency=1,
+        concurrency=concurrency,
         extra_env={"PASSBAND_VAR_DIR": str(var)},
         log_path=tmp_path / "worker.log",
     ):

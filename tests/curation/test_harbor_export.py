@@ -1,6 +1,7 @@
 """Repository tasks exported as Harbor task folders: the layout, and the exported verifier itself run on
-the exported repository, with and without the exported reference solution."""
+the exported repository, with and without the exported reference solution; the folders imported back."""
 
+import io
 import os
 import shutil
 import subprocess
@@ -10,8 +11,11 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
+from curation.models import Task
 from curation.services import environment_create
+from engine.repo_tasks.patches import extract_patch
 from tests.curation.test_repo_tasks import tiny_task
 from tests.engine.repo_tasks.tiny_repo import FILES, HIDDEN_TESTS
 from tests.factories import import_tasks
@@ -43,3 +47,37 @@ def test_a_repository_task_exports_as_a_harbor_folder_whose_verifier_pays_only_t
     assert os.access(folder / "tests" / "test.sh", os.X_OK)
     assert verify(folder, tmp_path, solve=True) == "1"
     assert verify(folder, tmp_path, solve=False) == "0"
+
+
+def test_exported_harbor_folders_import_back_as_the_same_task(tmp_path, alice, media):
+    environment = environment_create(name="repositories", domain="code")
+    import_tasks(environment, alice, tiny_task(FILES))
+    call_command("export_harbor", environment="repositories", out=str(tmp_path / "harbor"))
+    alice.is_superuser = True
+    alice.save()
+    out = io.StringIO()
+    call_command("import_harbor", str(tmp_path / "harbor"), environment="from-harbor", create=True, stdout=out)
+    assert "1 new task(s)" in out.getvalue() and "0 audit failure(s)" in out.getvalue()
+    original = environment.tasks.get().versions.get()
+    imported = Task.objects.get(environment__name="from-harbor").versions.get()
+    assert imported.task.key == "calc-clamp" and imported.prompt == original.prompt
+    assert extract_patch(imported.answer) == extract_patch(original.answer)
+    # The same repository (one snapshot, the same digest), the same tests, the same limits.
+    assert imported.verifier == original.verifier | {"memory_mb": 2048}
+
+
+def test_a_harbor_folder_that_is_not_a_repository_task_is_refused_naming_file_and_field(tmp_path, alice, media):
+    environment = environment_create(name="repositories", domain="code")
+    import_tasks(environment, alice, tiny_task(FILES))
+    call_command("export_harbor", environment="repositories", out=str(tmp_path / "harbor"))
+    (tmp_path / "harbor" / "calc-clamp" / "tests" / "tests.json").write_text('{"fail_to_pass": "x"}')
+    with pytest.raises(CommandError, match="nothing imported"):
+        call_command(
+            "import_harbor",
+            str(tmp_path / "harbor"),
+            environment="repositories",
+            owner="alice",
+            stderr=(err := io.StringIO()),
+        )
+    assert "calc-clamp: tests/tests.json, field 'fail_to_pass': must be a list of pytest node ids" in err.getvalue()
+    assert Task.objects.count() == 1

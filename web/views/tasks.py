@@ -11,7 +11,8 @@ from django.views.decorators.http import require_POST
 from accounts.errors import ServiceError
 from calibration import selectors as calibration_selectors
 from calibration.models import Band, Diagnosis, ProbeModel, Rollout
-from curation import files, import_jobs, imports, policy, review_services, selectors, services
+from curation import files, import_jobs, imports, policy, repo_uploads, review_services, selectors, services
+from curation.errors import CurationError
 from curation.models import Environment, ImportJob, TaskStatus
 from engine import input_rules, stats
 from engine.packing import unpack_logprobs, unpack_tokens
@@ -121,8 +122,38 @@ def task_upload(request):
         environment = get_object_or_404(Environment, name=request.POST.get("environment", ""))
         upload = request.FILES.get("file")
         context["selected"] = environment.name
+        snapshot_files = request.FILES.getlist("snapshots")
         if upload is None:
             messages.error(request, "Choose a task file (.jsonl, .csv, .parquet or .arrow) to upload.")
+        elif (
+            snapshot_files and upload.size + sum(f.size for f in snapshot_files) > settings.PASSBAND_IMPORT_INLINE_BYTES
+        ):
+            try:  # big snapshots: stored, then checked and imported by a worker, as a big task file
+                job = import_jobs.import_job_create(
+                    environment=environment, owner=request.user, upload=upload, snapshot_uploads=snapshot_files
+                )
+            except CurationError as error:  # too large, or the storage unavailable
+                messages.error(request, str(error))
+                return render(request, "curation/task_upload.html", context, status=400)
+            return redirect("import_job_detail", job_id=job.pk)
+        elif snapshot_files:
+            # Repository snapshots with the rows that use them: checked, stored and imported all or nothing.
+            try:
+                report = repo_uploads.repo_upload(
+                    environment=environment,
+                    owner=request.user,
+                    tasks_filename=upload.name,
+                    tasks_data=upload.read(),
+                    snapshot_uploads=repo_uploads.uploads_from_files(snapshot_files),
+                )
+                messages.success(request, report.summary())
+            except imports.ImportRejected as rejected:
+                report = rejected.report
+                messages.error(request, report.summary())
+            except files.StorageUnavailable as error:
+                messages.error(request, str(error))
+                return render(request, "curation/task_upload.html", context, status=503)
+            context["report"] = report
         elif too_large := imports.upload_size_problem(filename=upload.name, size=upload.size):
             messages.error(request, too_large)
         elif request.POST.get("action") == "map" or upload.size > settings.PASSBAND_IMPORT_INLINE_BYTES:
