@@ -130,17 +130,40 @@ def _bind_sources() -> list[str]:
     return sources
 
 
-def build_root(new_root: str) -> None:
-    """Fill the tmpfs at new_root with read-only binds, device nodes and empty mount points."""
-    for source in _bind_sources():
+def mount_private_tmp(size_bytes: int) -> None:
+    """Mount the run's own tmpfs on /tmp, keeping visible (read-only) the Python directories the server bound
+    under /tmp: a checkout whose virtualenv lives in /tmp (a CI clone) would otherwise lose its site-packages."""
+    kept = [path for path in _bind_sources() if path.startswith("/tmp/")]
+    old_tmp = os.open("/tmp", os.O_RDONLY | os.O_DIRECTORY) if kept else -1
+    try:
+        flags = MS_NOSUID | MS_NODEV
+        mount("tmpfs", "/tmp", "tmpfs", flags, f"mode=0755,size={size_bytes},nr_inodes=4096")
+        for path in kept:
+            target = path
+            os.makedirs(target, exist_ok=True)
+            mount(f"/proc/self/fd/{old_tmp}/{path[len('/tmp/') :]}", target, None, MS_BIND | MS_REC)
+            preserved = os.statvfs(target).f_flag & PRESERVED_MOUNT_FLAGS
+            mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | preserved)
+    finally:
+        if old_tmp >= 0:
+            os.close(old_tmp)
+
+
+def build_root(new_root: str, *, sources: list[str] | None = None, old_tmp: int = -1) -> None:
+    """Fill the tmpfs at new_root with read-only binds, device nodes and empty mount points. Sources under
+    /tmp are bound from `old_tmp`, a descriptor of /tmp taken before new_root's tmpfs covered it."""
+    for source in _bind_sources() if sources is None else sources:
         target = new_root + source
+        origin = source
+        if old_tmp >= 0 and source.startswith("/tmp/"):
+            origin = f"/proc/self/fd/{old_tmp}/{source[len('/tmp/') :]}"
         if os.path.islink(source) and source in SYSTEM_DIRECTORIES:
             # Merged-/usr systems: /bin -> usr/bin. Keep the link, the target is bound anyway.
             os.makedirs(os.path.dirname(target), exist_ok=True)
             os.symlink(os.readlink(source), target)
             continue
         os.makedirs(target, exist_ok=True)
-        mount(source, target, None, MS_BIND | MS_REC)
+        mount(origin, target, None, MS_BIND | MS_REC)
     # Every mount under the new root (the binds and whatever sits below them) becomes read-only.
     with open("/proc/self/mountinfo") as mountinfo:
         mount_points = [line.split()[4] for line in mountinfo]
@@ -168,7 +191,7 @@ def build_root(new_root: str) -> None:
     # The server needs a /proc to write uid maps; each run mounts its own over it.
     os.makedirs(new_root + "/proc")
     mount("/proc", new_root + "/proc", None, MS_BIND | MS_REC)
-    os.makedirs(new_root + "/tmp")
+    os.makedirs(new_root + "/tmp", exist_ok=True)  # it exists when a source lives under /tmp
     os.chmod(new_root + "/tmp", 0o1777)
 
 
@@ -214,9 +237,16 @@ def enter_server_namespaces() -> str:
 
 def _make_root() -> None:
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    # Any existing directory can host the new root's tmpfs; /tmp exists everywhere.
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m,nr_inodes=4096")
-    build_root("/tmp")
+    # Found before the new root's tmpfs hides /tmp, and bound from the old /tmp through a descriptor: a
+    # Python install under /tmp (a checkout's virtualenv in a CI clone) stays visible.
+    sources = _bind_sources()
+    old_tmp = os.open("/tmp", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        # Any existing directory can host the new root's tmpfs; /tmp exists everywhere.
+        mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m,nr_inodes=4096")
+        build_root("/tmp", sources=sources, old_tmp=old_tmp)
+    finally:
+        os.close(old_tmp)
     pivot_root("/tmp")
 
 

@@ -74,7 +74,7 @@ def prepare_spare(channel: socket.socket, namespaced: bool, maxima: dict) -> Non
                 isolation.libc.unshare(flags | isolation.CLONE_NEWIPC | isolation.CLONE_NEWUTS), "unshare namespaces"
             )
             tmpfs = isolation.MS_NOSUID | isolation.MS_NODEV
-            isolation.mount("tmpfs", "/tmp", "tmpfs", tmpfs, f"mode=0755,size={DEFAULT_TMP_BYTES},nr_inodes=4096")
+            isolation.mount_private_tmp(DEFAULT_TMP_BYTES)
             isolation.mount("tmpfs", "/dev/shm", "tmpfs", tmpfs, "mode=0755,size=16m,nr_inodes=256")
         # Non-dumpable before anything secret exists: no process of the same uid may ptrace us
         # or open our memory and descriptors through /proc (the program inherits it too).
