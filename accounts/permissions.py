@@ -28,9 +28,27 @@ def _with_seniors(groups: tuple[str, ...]) -> set[str]:
     return set(groups).union(*(SENIOR_ROLES.get(group, ()) for group in groups))
 
 
+# Where a user object keeps its group names once read: a page asks several role questions of the same
+# request.user, and each used to be a query. Dropped whenever that user's groups change (accounts.apps).
+GROUP_NAMES_ATTRIBUTE = "_passband_group_names"
+
+
+def group_names(user) -> frozenset[str]:
+    """The names of `user`'s groups, read once per user object (so once per request)."""
+    names = getattr(user, GROUP_NAMES_ATTRIBUTE, None)
+    if names is None:
+        names = frozenset(user.groups.values_list("name", flat=True))
+        setattr(user, GROUP_NAMES_ATTRIBUTE, names)
+    return names
+
+
+def forget_group_names(user) -> None:
+    user.__dict__.pop(GROUP_NAMES_ATTRIBUTE, None)
+
+
 def in_group(user, *groups: str) -> bool:
     """Staff, or a member of one of `groups` (or of a role senior to one of them: a lead is a reviewer)."""
-    return user.is_authenticated and (user.is_staff or user.groups.filter(name__in=_with_seniors(groups)).exists())
+    return user.is_authenticated and (user.is_staff or not group_names(user).isdisjoint(_with_seniors(groups)))
 
 
 def scopes_allowed(user) -> list[str]:
@@ -39,5 +57,5 @@ def scopes_allowed(user) -> list[str]:
         return []
     if user.is_staff:
         return list(SCOPE_ROLES)
-    groups = set(user.groups.values_list("name", flat=True))
+    groups = group_names(user)
     return [scope for scope, roles in SCOPE_ROLES.items() if roles is None or groups.intersection(_with_seniors(roles))]

@@ -16,8 +16,9 @@ def fresh_database(url: str, *, suffix: str) -> str:
     return urlunsplit(parts._replace(path="/" + name))
 
 
-def django_in_fresh_database(*, suffix: str) -> None:
-    """Point Django at a fresh `<DATABASE_URL's name><suffix>` database, set it up and migrate it.
+def django_in_fresh_database(*, suffix: str, reuse: bool = False) -> None:
+    """Point Django at a fresh `<DATABASE_URL's name><suffix>` database, set it up and migrate it; with `reuse`,
+    at the one an earlier run left (migrated again, data kept).
 
     Exits with a message when DATABASE_URL is not a PostgreSQL server.
     """
@@ -26,7 +27,12 @@ def django_in_fresh_database(*, suffix: str) -> None:
 
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         sys.exit("Set DATABASE_URL to a PostgreSQL server (the benchmark creates its own database).")
-    os.environ["DATABASE_URL"] = fresh_database(os.environ["DATABASE_URL"], suffix=suffix)
+    url = os.environ["DATABASE_URL"]
+    if reuse:
+        parts = urlsplit(url)
+        os.environ["DATABASE_URL"] = urlunsplit(parts._replace(path=parts.path + suffix))
+    else:
+        os.environ["DATABASE_URL"] = fresh_database(url, suffix=suffix)
     os.environ.setdefault("SECRET_KEY", "passband-bench-only")
     os.environ["DJANGO_SETTINGS_MODULE"] = "passband.settings"
     os.environ["LOG_LEVEL"] = "WARNING"

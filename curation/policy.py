@@ -25,7 +25,7 @@ from django.http import Http404
 from rest_framework.permissions import IsAuthenticated
 
 from accounts.authentication import scope_required
-from accounts.permissions import AUTHORS, LEADS, REVIEWERS, TRAINERS, in_group
+from accounts.permissions import AUTHORS, LEADS, REVIEWERS, TRAINERS, group_names, in_group
 from curation.models import BlindItem, Task, TaskStatus
 from curation.routes import API, BROWSER, CURATORS, PUBLIC, ROUTES, SIGNED_IN, STAFF, Route
 
@@ -62,7 +62,7 @@ def is_browser_user(user: AbstractBaseUser) -> bool:
     """Anyone signed in except trainer-only accounts, who use the API."""
     if not user.is_authenticated:
         return False
-    return in_group(user, AUTHORS, REVIEWERS) or not user.groups.filter(name=TRAINERS).exists()
+    return in_group(user, AUTHORS, REVIEWERS) or TRAINERS not in group_names(user)
 
 
 GATES: dict[str, Callable[[AbstractBaseUser], bool]] = {
@@ -96,7 +96,7 @@ def _task_statuses(user: AbstractBaseUser) -> tuple[str, ...] | None:
         return ()
     if is_reviewer(user):
         return None
-    return TRAINABLE if user.groups.filter(name=TRAINERS).exists() else PUBLISHED
+    return TRAINABLE if TRAINERS in group_names(user) else PUBLISHED
 
 
 def tasks_visible_to(user: AbstractBaseUser) -> QuerySet[Task]:

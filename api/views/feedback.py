@@ -73,7 +73,7 @@ class Feedback(APIView):
             matches = visible.filter(key=item["task"])
             if item.get("environment"):
                 matches = matches.filter(environment__name=item["environment"])
-            matches = list(matches.select_related("environment")[:2])
+            matches = list(matches.select_related("environment", "current_version")[:2])
             where = f"item {index}: " if many else ""
             if not matches:
                 raise NotFound(f"{where}no task {item['task']!r} visible to you.")

@@ -59,7 +59,8 @@ class Trainer(HttpUser):
 
 
 class Reviewer(HttpUser):
-    """Signs in and reads the pages a reviewer reads while a campaign runs."""
+    """Signs in and reads the pages a reviewer reads while a campaign runs: the task list, task pages, the
+    dashboard and the review queue."""
 
     weight = 1
     wait_time = between(1, 3)
@@ -81,6 +82,10 @@ class Reviewer(HttpUser):
     @task(3)
     def task_list(self):
         self.client.get(f"/tasks/?environment={ENVIRONMENT}", name="GET /tasks/")
+
+    @task(2)
+    def task_page(self):
+        self.client.get(f"/tasks/{ENVIRONMENT}/{random.choice(TASKS)}/", name="GET /tasks/<environment>/<key>/")
 
     @task(2)
     def dashboard(self):

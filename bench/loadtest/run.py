@@ -19,8 +19,10 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,58 +45,38 @@ def main() -> None:
         help="Rollouts per task of the campaign that runs meanwhile (0: none, the baseline).",
     )
     parser.add_argument("--web-workers", type=int, default=3, help="gunicorn worker processes (docker-compose runs 3).")
+    parser.add_argument(
+        "--worker-nice", type=int, default=10, help="The Celery worker's niceness (PASSBAND_WORKER_NICE; compose: 10)."
+    )
+    parser.add_argument("--reuse", action="store_true", help="Run on the database and files of an earlier run.")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--locust", default="locust", help="The locust executable.")
     parser.add_argument("--out", default="", help="Folder for locust's CSV files (default: a temporary one).")
     args = parser.parse_args()
 
-    import tempfile
-
     os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/13")
-    # Release files of earlier runs would clash with this run's (the fresh database numbers releases from 1).
-    os.environ["PASSBAND_VAR_DIR"] = tempfile.mkdtemp(prefix="passband-load-var-")
-    django_in_fresh_database(suffix="_load")
+    base, number = os.environ["CELERY_BROKER_URL"].rsplit("/", 1)
+    # Sessions and rate limits in Redis, as docker-compose runs the app: the database after the broker's.
+    os.environ.setdefault("CACHE_URL", f"{base}/{(int(number or 0) + 1) % 16}")
+    # Release files live beside the database they belong to, so that --reuse finds them.
+    var = ROOT / "var" / "loadtest"
+    os.environ["PASSBAND_VAR_DIR"] = str(var)
+    if not args.reuse:
+        shutil.rmtree(var, ignore_errors=True)
+    django_in_fresh_database(suffix="_load", reuse=args.reuse)
 
     import redis
     from django.conf import settings
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
 
-    from accounts.services import api_token_create
     from bench.fake_vllm import PooledVLLMServer
     from calibration import services
     from calibration.models import Campaign, Rollout
-    from curation.models import Task, TaskStatus
-    from releases.models import Release, ReleaseStatus
-    from releases.services import release_create
     from tests.support.workers import worker_command
 
-    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
-    user, environment = exact_match_environment(tasks=args.tasks, verifier={"kind": "exact", "extract": "last_line"})
-    trainer = get_user_model().objects.create_user("trainer", password="trainer")
-    trainer.groups.add(Group.objects.get_or_create(name="trainers")[0])
-    reviewer = get_user_model().objects.create_user("reviewer", password="reviewer")
-    reviewer.groups.add(Group.objects.get_or_create(name="reviewers")[0])
-    _, token = api_token_create(user=trainer, name="load", scopes=["read", "feedback", "export"])
-
+    for url in (settings.CELERY_BROKER_URL, settings.CACHES["default"]["LOCATION"]):
+        redis.Redis.from_url(url).flushdb()
     server = PooledVLLMServer(max_tokens=1024).start()
-    first = services.probe_model_add(
-        name="probe",
-        backend="openai",
-        base_url=server.base_url,
-        model="fake-model",
-        max_new_tokens=1024,
-        samples_per_request=16,
-    )
-    second = services.probe_model_add(
-        name="probe-2",
-        backend="openai",
-        base_url=server.base_url,
-        model="fake-model",
-        max_new_tokens=1024,
-        samples_per_request=16,
-    )
-    env = os.environ.copy()
+    env = {**os.environ, "PASSBAND_WORKER_NICE": str(args.worker_nice)}
     worker = subprocess.Popen(
         worker_command(queues="default,generate,verify", concurrency=2, name="bench", loglevel="WARNING"),
         cwd=ROOT,
@@ -102,42 +84,28 @@ def main() -> None:
     )
     web = None
     try:
-        campaign = services.campaign_start(
-            environment=environment, probe_model=first, created_by=user, rollouts=16, round_size=16, seed=1
-        )
-        _wait_done(Campaign, campaign.pk, timeout=600)
-        Task.objects.filter(environment=environment).update(status=TaskStatus.APPROVED)
-        release = release_create(user=user, probe_model=first, environment=environment, band="")  # the worker builds it
-        started = time.perf_counter()
-        while Release.objects.get(pk=release.pk).status != ReleaseStatus.READY:
-            if time.perf_counter() - started > 120:
-                sys.exit(f"release {release.pk} was not built within 120 s")
-            time.sleep(0.5)
-        keys = list(Task.objects.filter(environment=environment).values_list("key", flat=True)[:200])
-
+        setup = _existing_setup() if args.reuse else _fresh_setup(tasks=args.tasks, base_url=server.base_url)
         web = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "passband.wsgi",
-                "--bind",
-                f"127.0.0.1:{args.port}",
-                "--workers",
-                str(args.web_workers),
-                "--log-level",
-                "warning",
-            ],
+            [sys.executable, "-m", "gunicorn", "passband.wsgi", "--bind", f"127.0.0.1:{args.port}"]
+            + ["--workers", str(args.web_workers), "--log-level", "warning"],
             cwd=ROOT,
-            env={**env, "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_COOKIES": "false"},
+            env={**os.environ, "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_COOKIES": "false"},
         )
-        time.sleep(4)
+        _wait_serving(f"http://127.0.0.1:{args.port}/healthz", timeout=120)
         running = None
         if args.campaign_rollouts:
+            probe = services.probe_model_add(
+                name=f"probe-{time.strftime('%H%M%S')}",
+                backend="openai",
+                base_url=server.base_url,
+                model="fake-model",
+                max_new_tokens=1024,
+                samples_per_request=16,
+            )
             running = services.campaign_start(
-                environment=environment,
-                probe_model=second,
-                created_by=user,
+                environment=setup["environment"],
+                probe_model=probe,
+                created_by=setup["user"],
                 rollouts=args.campaign_rollouts,
                 round_size=16,
                 seed=2,
@@ -147,31 +115,16 @@ def main() -> None:
         load_before = os.getloadavg()
         started = time.perf_counter()
         subprocess.run(
-            [
-                args.locust,
-                "-f",
-                str(Path(__file__).with_name("locustfile.py")),
-                "--headless",
-                "--users",
-                str(args.users),
-                "--spawn-rate",
-                str(args.spawn_rate),
-                "--run-time",
-                f"{args.duration}s",
-                "--host",
-                f"http://127.0.0.1:{args.port}",
-                "--csv",
-                str(out / "load"),
-                "--only-summary",
-                "--loglevel",
-                "WARNING",
-            ],
+            [args.locust, "-f", str(Path(__file__).with_name("locustfile.py")), "--headless"]
+            + ["--users", str(args.users), "--spawn-rate", str(args.spawn_rate), "--run-time", f"{args.duration}s"]
+            + ["--host", f"http://127.0.0.1:{args.port}", "--csv", str(out / "load"), "--only-summary"]
+            + ["--loglevel", "WARNING"],
             env={
-                **env,
-                "PASSBAND_LOAD_TOKEN": token,
-                "PASSBAND_LOAD_ENVIRONMENT": environment.name,
-                "PASSBAND_LOAD_RELEASE": str(release.pk),
-                "PASSBAND_LOAD_TASKS": ",".join(keys),
+                **os.environ,
+                "PASSBAND_LOAD_TOKEN": setup["token"],
+                "PASSBAND_LOAD_ENVIRONMENT": setup["environment"].name,
+                "PASSBAND_LOAD_RELEASE": str(setup["release"].pk),
+                "PASSBAND_LOAD_TASKS": ",".join(setup["keys"]),
                 "PASSBAND_LOAD_REVIEWER": "reviewer:reviewer",
             },
             check=False,
@@ -179,6 +132,8 @@ def main() -> None:
         elapsed = time.perf_counter() - started
         load_after = os.getloadavg()
         during = Rollout.objects.filter(campaign=running, outcome__isnull=False).count() if running else 0
+        if running is not None and Campaign.objects.get(pk=running.pk).status == Campaign.Status.RUNNING:
+            services.campaign_set_status(campaign=running, status=Campaign.Status.CANCELLED)
     finally:
         for process in (web, worker):
             if process is not None:
@@ -196,6 +151,79 @@ def main() -> None:
                 f"| {row['Type']} {row['Name']} | {row['Request Count']} | {row['Failure Count']} | {row['50%']} | {row['95%']} | {float(row['Max Response Time']):.0f} |"
             )
     print(f"locust's CSV files: {out}")
+
+
+def _fresh_setup(*, tasks: int, base_url: str) -> dict:
+    """The environment, calibrated by a first campaign through the worker, approved and released."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from calibration import services
+    from calibration.models import Campaign
+    from curation.models import Task, TaskStatus
+    from releases.models import Release, ReleaseStatus
+    from releases.services import release_create
+
+    user, environment = exact_match_environment(tasks=tasks, verifier={"kind": "exact", "extract": "last_line"})
+    for name, group in (("trainer", "trainers"), ("reviewer", "reviewers")):
+        get_user_model().objects.create_user(name, password=name).groups.add(Group.objects.get_or_create(name=group)[0])
+    first = services.probe_model_add(
+        name="probe",
+        backend="openai",
+        base_url=base_url,
+        model="fake-model",
+        max_new_tokens=1024,
+        samples_per_request=16,
+    )
+    campaign = services.campaign_start(
+        environment=environment, probe_model=first, created_by=user, rollouts=16, round_size=16, seed=1
+    )
+    _wait_done(Campaign, campaign.pk, timeout=600)
+    Task.objects.filter(environment=environment).update(status=TaskStatus.APPROVED)
+    release = release_create(user=user, probe_model=first, environment=environment, band="")  # the worker builds it
+    started = time.perf_counter()
+    while Release.objects.get(pk=release.pk).status != ReleaseStatus.READY:
+        if time.perf_counter() - started > 120:
+            sys.exit(f"release {release.pk} was not built within 120 s")
+        time.sleep(0.5)
+    return _existing_setup()
+
+
+def _existing_setup() -> dict:
+    from django.contrib.auth import get_user_model
+
+    from accounts.services import api_token_create
+    from curation.models import Environment, Task
+    from releases.models import Release, ReleaseStatus
+
+    environment = Environment.objects.get(name="bench")
+    release = Release.objects.filter(status=ReleaseStatus.READY).order_by("pk").first()
+    if release is None:
+        sys.exit("no release from an earlier run: run once without --reuse")
+    _, token = api_token_create(
+        user=get_user_model().objects.get(username="trainer"), name="load", scopes=["read", "feedback", "export"]
+    )
+    return {
+        "environment": environment,
+        "user": get_user_model().objects.filter(is_superuser=True).first(),
+        "release": release,
+        "token": token,
+        "keys": list(Task.objects.filter(environment=environment).values_list("key", flat=True)[:200]),
+    }
+
+
+def _wait_serving(url: str, *, timeout: float) -> None:
+    import urllib.request
+
+    started = time.perf_counter()
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=5)
+            return
+        except OSError:
+            if time.perf_counter() - started > timeout:
+                sys.exit(f"the web app did not answer {url} within {timeout:.0f} s")
+            time.sleep(0.5)
 
 
 def _wait_done(model, pk: int, *, timeout: float) -> None:

@@ -59,11 +59,12 @@ class FeedbackOutcome:
     status_changed: bool
 
 
-def feedback_drift(*, task_version: TaskVersion) -> Drift | None:
+def feedback_drift(*, task_version: TaskVersion, environment: Environment | None = None) -> Drift | None:
     """Discounted assessment of a task version's trainer feedback (None without any).
 
     Reports are summed per checkpoint step; checkpoints are ranked 0, 1, 2, ... by step, so
-    evidence k checkpoints older than the latest counts PASSBAND_FEEDBACK_DISCOUNT**k.
+    evidence k checkpoints older than the latest counts PASSBAND_FEEDBACK_DISCOUNT**k. `environment`: the
+    task's, when the caller holds it already (saves two queries).
     """
     rows = list(
         FeedbackReport.objects.filter(task_version=task_version)
@@ -74,7 +75,7 @@ def feedback_drift(*, task_version: TaskVersion) -> Drift | None:
     if not rows:
         return None
     history = [(rank, row["attempts"], row["passes"]) for rank, row in enumerate(rows)]
-    thresholds = thresholds_for(task_version.task.environment)
+    thresholds = thresholds_for(environment or task_version.task.environment)
     assessment = stats.assess_discounted(
         history=history,
         thresholds=thresholds,
@@ -143,7 +144,7 @@ def feedback_record(
                 passes=passes,
                 report_id=report_id,
             )
-        drift = feedback_drift(task_version=report.task_version)
+        drift = feedback_drift(task_version=report.task_version, environment=task.environment)
         assert drift is not None  # the report above is evidence
         task.refresh_from_db(fields=["status", "current_version"])
         about_current = report.task_version_id == task.current_version_id

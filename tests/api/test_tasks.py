@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from accounts.services import api_token_create, api_token_revoke
 from calibration.models import Calibration, ProbeModel
-from curation.models import TaskStatus
+from curation.models import TaskStatus, TaskVersion
 from tests.factories import import_tasks, math_task
 
 pytestmark = pytest.mark.django_db
@@ -39,6 +39,42 @@ def test_expired_revoked_and_wrong_scope_tokens_are_refused(client, charlie):
     assert get(client, secret).status_code == 401
     _, secret = api_token_create(user=charlie, name="t", scopes=["feedback"])
     assert get(client, secret).status_code == 403
+
+
+def test_each_row_is_what_the_declared_fields_give(client, token, alice, arithmetic):
+    """TaskSerializer builds rows by hand for speed; DRF's own field-by-field output is the reference."""
+    from rest_framework import serializers
+
+    from api.views.tasks import TaskSerializer
+
+    import_tasks(arithmetic, alice, math_task("easy"), math_task("costly", question="What is 91 * 17?", answer="1547"))
+    arithmetic.tasks.update(status=TaskStatus.APPROVED)
+    version = arithmetic.tasks.get(key="costly").current_version
+    TaskVersion.objects.filter(pk=version.pk).update(authoring_cost_usd="1234.5", metadata={"tags": ["a"]})
+    model = ProbeModel.objects.create(name="m", backend="transformers")
+    Calibration.objects.create(
+        task_version=version,
+        probe_model=model,
+        attempts=8,
+        successes=2,
+        pass_rate=0.25,
+        interval_low=0.05,
+        interval_high=0.6,
+        band="in_band",
+        grpo_signal=0.4,
+        flags=["zero_variance"],
+    )
+    rows = get(client, token, environment="arithmetic", model="m").json()["results"]
+    assert {row["key"] for row in rows} == {"easy", "costly"}
+    from releases import task_filters
+
+    task_filter = task_filters.task_filter_parse({"environment": "arithmetic", "model": "m"})
+    tasks = task_filters.tasks_matching(user=alice, task_filter=task_filter).order_by("pk")
+    serializer = TaskSerializer(context={"probe_model": model})
+    for task in tasks:
+        assert serializer.to_representation(task) == serializers.Serializer.to_representation(serializer, task)
+    costly = next(row for row in rows if row["key"] == "costly")
+    assert costly["authoring_cost_usd"] == 1234.5 and costly["calibration"]["flags"] == ["zero_variance"]
 
 
 def test_token_is_stored_hashed(charlie):
