@@ -16,7 +16,8 @@ from tests.curation.test_harbor_export import code_tasks
 from tests.curation.test_repo_tasks import tiny_task
 from tests.engine.repo_tasks.tiny_repo import FILES
 from tests.factories import import_tasks
-from tests.support.side_env import side_python
+from tests.support.readme import readme_python, readme_shell_line
+from tests.support.side_env import run_side_command, side_python
 
 pytestmark = [pytest.mark.django_db, pytest.mark.side_env]
 
@@ -45,3 +46,13 @@ def test_harbors_task_model_and_linter_load_every_exported_folder(tmp_path, alic
     assert loaded["has-close-elements"]["metadata"]["passband_style"] == "humaneval"
     assert loaded["sum-line"]["verifier_timeout"] == 2 * 2 + 60  # two cases of 2 s, and the margin
     assert loaded["add"]["memory_mb"] == 1024
+
+    # The README's example in Harbor's Python, and its `harbor lint` line, run where the export is.
+    example = subprocess.run(
+        [python, "-c", readme_python('Task("harbor/')], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert example.returncode == 0, example.stderr[-3000:]
+    assert example.stdout.split() == ["has-close-elements", "code", "70.0"]
+    line = readme_shell_line("harbor lint")
+    lint = run_side_command(python, line, cwd=tmp_path, timeout=120)
+    assert lint.returncode == 0, lint.stdout[-3000:] + lint.stderr[-3000:]

@@ -15,7 +15,8 @@ from django.core.management import CommandError, call_command
 from releases import services as releases
 from tests.engine.integrations.conftest import serve_app
 from tests.releases.export_data import calibrated_environment, release_built_by_worker
-from tests.support.side_env import side_python
+from tests.support.readme import readme_shell_line
+from tests.support.side_env import run_side_command, side_python
 
 pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
 
@@ -108,3 +109,10 @@ def test_nemo_gyms_parser_data_preparation_and_client_run_the_folder(release, tm
         ("product", 0.0, "fail"),
         ("sum", 1.0, "pass"),
     ]
+
+    # The README's `ng_prepare_data` line, NeMo Gym's own command, run in the folder as written.
+    line = readme_shell_line("ng_prepare_data").replace("passband_release_1", name)
+    prepared = run_side_command(python, line, cwd=folder)
+    assert prepared.returncode == 0, prepared.stdout[-3000:] + prepared.stderr[-3000:]
+    rows = [json.loads(row) for row in (folder / "data" / "prepared" / "train.jsonl").read_text().splitlines()]
+    assert sorted(row["task_key"] for row in rows) == ["capital", "product", "sum", "tool-add"]
