@@ -4,7 +4,7 @@
 
 For each Harbor task folder: Harbor's task model (`harbor.models.task.task.Task`, what `harbor run` loads
 a task with: task.toml through `TaskConfig`, instruction.md, the tests' presence), `Task.is_valid_dir`, and
-Harbor's static checker (`harbor.lint.task.lint_task`, what `harbor lint` runs). Harbor runs the verifier
+Harbor's static checker (`harbor.lint.task.lint_task` with the rules `harbor lint` selects by default). Harbor runs the verifier
 only inside a container (Docker or a cloud sandbox), so that part is not done here.
 
 Prints one JSON object: {folder name: {"name", "instruction", "metadata", "verifier_timeout", "memory_mb",
@@ -15,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from harbor.lint.models import DEFAULT_RULES
 from harbor.lint.task import lint_task
 from harbor.models.task.task import Task
 
@@ -33,7 +34,7 @@ for argument in sys.argv[1:]:
         "valid": Task.is_valid_dir(folder),
         "findings": [
             [finding.rule.value, Path(finding.path).relative_to(folder.resolve()).as_posix(), finding.message]
-            for finding in lint_task(folder)
+            for finding in lint_task(folder, selected_rules=set(DEFAULT_RULES))
         ],
     }
 print(json.dumps(found))
