@@ -76,7 +76,13 @@ def test_nemo_gyms_parser_data_preparation_and_client_run_the_folder(release, tm
 
     python = side_python("nemo-gym")
     name = f"passband_release_{release.pk}"
-    answers = [("product", "So 91 * 17 = \\boxed{1547}."), ("product", "\\boxed{1548}"), ("sum", "5")]
+    answers = [
+        ("product", "So 91 * 17 = \\boxed{1547}."),
+        ("product", "\\boxed{1548}"),
+        ("sum", "5"),
+        ("tool-add", "4"),  # its row carries the tool, as a Responses API function tool
+        ("capital", "Lyon"),
+    ]
     with serve_app(create_resources_app()) as scorer_url:
         folder = tmp_path / "gym"
         nemo_gym_folder(release, folder, "--passband-url", scorer_url)
@@ -108,6 +114,8 @@ def test_nemo_gyms_parser_data_preparation_and_client_run_the_folder(release, tm
         ("product", 1.0, "pass"),
         ("product", 0.0, "fail"),
         ("sum", 1.0, "pass"),
+        ("tool-add", 1.0, "pass"),
+        ("capital", 0.0, "fail"),
     ]
 
     # The README's `ng_prepare_data` line, NeMo Gym's own command, run in the folder as written.

@@ -12,7 +12,7 @@
 3. The folder's `app.py` is loaded the way `ng_run` hands a server its config (NEMO_GYM_CONFIG_DICT and
    NEMO_GYM_CONFIG_PATH) and served; NeMo Gym's own client (`ServerClient`) posts /seed_session and /verify
    to it for each (task key, reply) of `answers`, with the bodies NeMo Gym's simple_agent builds from the
-   prepared rows; app.py hands them to Passband's scorer at the config's `passband_url`.
+   prepared rows (its own request types); app.py hands them to Passband's scorer at the config's `passband_url`.
 
 Prints one JSON object: {"servers", "datasets", "prepared", "offending", "verdicts"}.
 """
@@ -72,15 +72,19 @@ async def serve_and_verify(server_class, config, server: str, rows: dict, answer
     while not web.started:
         await asyncio.sleep(0.02)
     client = ServerClient(head_server_config=BaseServerConfig(host="127.0.0.1", port=1), global_config_dict=config)
+    from responses_api_agents.simple_agent.app import SimpleAgentRunRequest, SimpleAgentVerifyRequest
+
     verdicts = []
     try:
         for key, text in answers:
-            agent_request = rows[key]  # what simple_agent's /run posts: the prepared row
+            # The bodies simple_agent's /run posts for a prepared row, built by its own request types.
+            agent_request = SimpleAgentRunRequest.model_validate(rows[key]).model_dump()
             seeded = await client.post(server_name=server, url_path="/seed_session", json=agent_request)
             await raise_for_status(seeded)
-            answer = await client.post(
-                server_name=server, url_path="/verify", json=agent_request | {"response": response_saying(text)}
-            )
+            verify_request = SimpleAgentVerifyRequest.model_validate(
+                agent_request | {"response": response_saying(text)}
+            ).model_dump()
+            answer = await client.post(server_name=server, url_path="/verify", json=verify_request)
             await raise_for_status(answer)
             body = await get_response_json(answer)
             checked = BaseVerifyResponse.model_validate(body)
