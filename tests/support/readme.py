@@ -33,4 +33,4 @@ def readme_shell_line(containing: str) -> str:
     blocks = re.findall(r"```sh\n(.*?)```", README.read_text(), re.DOTALL)
     found = [line for block in blocks for line in block.splitlines() if containing in line]
     assert len(found) == 1, f"README.md has {len(found)} shell lines containing {containing!r}"
-    return re.sub(r"\s+#[^\"']*$", "", found[0])
+    return re.sub(r"\s+#\s.*$", "", found[0])
