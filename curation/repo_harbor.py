@@ -1,5 +1,5 @@
-"""Export an environment's repository tasks as Harbor task folders, and import such folders back
-(engine/repo_tasks/harbor.py)."""
+"""Export an environment's repository and code tasks as Harbor task folders (engine/repo_tasks/harbor.py,
+engine/integrations/harbor_code.py), and import repository task folders back."""
 
 from __future__ import annotations
 
@@ -11,28 +11,40 @@ from django.contrib.auth.models import AbstractBaseUser
 from curation import imports, repo_uploads
 from curation.models import Environment, TaskVersion
 from curation.repo_snapshots import snapshot_read
+from engine.integrations.harbor_code import code_harbor_folder
 from engine.repo_tasks import snapshots
 from engine.repo_tasks.harbor import HarborFolderError, harbor_folder, task_from_harbor_folder
 from engine.task_format import LineProblem
-from engine.verifiers.kinds import repo_tests
+from engine.verifiers.kinds import code, repo_tests
 
 
 def harbor_export(*, environment: Environment, out_dir: Path) -> list[str]:
-    """Write ``<out_dir>/<task key>/`` for every repository task of the environment (its current
-    version); returns the keys written. Other kinds of task are left out."""
-    versions = TaskVersion.objects.filter(task__environment=environment, verifier__kind=repo_tests.KIND)
+    """Write ``<out_dir>/<task key>/`` for every repository task (``repo_tests``) and code task (``code``) of
+    the environment (its current version); returns the keys written. Other kinds of task are left out."""
+    versions = TaskVersion.objects.filter(
+        task__environment=environment, verifier__kind__in=(repo_tests.KIND, code.KIND)
+    )
     written = []
     for version in versions.select_related("task").order_by("task__key"):
         if version.task.current_version_id != version.pk:
             continue
-        spec = repo_tests.parse_config(version.verifier)
-        files = harbor_folder(
-            key=version.task.key,
-            prompt=_prompt_text(version.prompt),
-            answer=version.answer or "",
-            spec=spec,
-            snapshot_files=snapshots.read_files(snapshot_read(spec.snapshot)),
-        )
+        if version.verifier.get("kind") == code.KIND:
+            files = code_harbor_folder(
+                key=version.task.key,
+                prompt=_prompt_text(version.prompt),
+                answer=version.answer or "",
+                raw_config=version.verifier,
+                config=code.parse_config(version.verifier),
+            )
+        else:
+            spec = repo_tests.parse_config(version.verifier)
+            files = harbor_folder(
+                key=version.task.key,
+                prompt=_prompt_text(version.prompt),
+                answer=version.answer or "",
+                spec=spec,
+                snapshot_files=snapshots.read_files(snapshot_read(spec.snapshot)),
+            )
         folder = out_dir / version.task.key
         for path, data in files.items():
             target = folder / path

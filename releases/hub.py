@@ -12,9 +12,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import uuid
 from pathlib import Path
 
 import yaml
@@ -22,6 +20,7 @@ import yaml
 from curation import files
 from engine import formats
 from releases.errors import ReleaseError
+from releases.folders import new_folder
 from releases.models import Release, ReleaseStatus
 from releases.services import release_file_name
 
@@ -48,12 +47,7 @@ def release_hub_folder(*, release: Release, folder: Path, license: str = "other"
     manifest = release.manifest or {}
     if not manifest.get("tasks"):
         raise ReleaseError(f"Release {release.pk} holds no task: the Hub's loader refuses a split without rows.")
-    folder = Path(folder)
-    if folder.exists() and any(folder.iterdir()):
-        raise ReleaseError(f"{folder} is not empty: choose a new folder for the dataset.")
-    staging = folder.with_name(f".{folder.name}.{uuid.uuid4().hex[:8]}.partial")
-    staging.mkdir(parents=True)
-    try:
+    with new_folder(folder, what="dataset") as staging:
         for format in formats.FORMATS:
             stored = release_file_name(release=release, format=format, file_type="parquet")
             (staging / format).mkdir()
@@ -65,12 +59,7 @@ def release_hub_folder(*, release: Release, folder: Path, license: str = "other"
                 raise ReleaseError(f"Release {release.pk} has no file {format}.parquet in storage.") from None
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         (staging / "README.md").write_text(dataset_card(release=release, license=license))
-        if folder.exists():
-            folder.rmdir()
-        os.replace(staging, folder)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return folder
+    return Path(folder)
 
 
 def dataset_card(*, release: Release, license: str) -> str:

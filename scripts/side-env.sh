@@ -42,6 +42,11 @@ build() {
     touch "$venv.partial/.complete"
     mv "$venv.partial" "$venv"
   fi
+  if [ ! -f "$venv/.scripts-moved" ]; then
+    # pip wrote the console scripts' (ng_prepare_data, harbor) #! line with the .partial path: point them here.
+    grep -lI "^#!$venv.partial/bin/" "$venv"/bin/* 2>/dev/null | xargs -r sed -i "1s|^#!$venv.partial/bin/|#!$venv/bin/|" || true
+    touch "$venv/.scripts-moved"
+  fi
   BUILT="$venv/bin/python"
 }
 

@@ -19,21 +19,19 @@ import shlex
 import tomllib
 from collections.abc import Mapping
 
+from engine.harbor_tasks import task_toml, test_sh_head
 from engine.repo_tasks.grading import RepoTaskSpec
 from engine.repo_tasks.patches import extract_patch
 
 PYTEST_VERSION = "9.2.0"  # the version Passband's own sandbox runs the tests with
 AGENT_SECONDS = 1800.0
 
-TEST_SH = r"""#!/bin/bash
-# Passband repository task verifier (Harbor): hidden tests in, planted files out, pytest, reward.
-set -u
-HERE="$(cd "$(dirname "$0")" && pwd)"
-TESTBED="${TESTBED:-/testbed}"
-LOGS="${LOGS:-/logs/verifier}"
-mkdir -p "$LOGS"
-echo 0 > "$LOGS/reward.txt"
-cd "$TESTBED" || exit 0
+TEST_SH = (
+    test_sh_head(
+        what="Passband repository task verifier (Harbor): hidden tests in, planted files out, pytest, reward.",
+        workdir='TESTBED="${TESTBED:-/testbed}"',
+    )
+    + r"""cd "$TESTBED" || exit 0
 cp -r "$HERE/hidden/." "$TESTBED/"
 python3 "$HERE/grade.py" clean "$TESTBED"
 PYTHONNOUSERSITE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONDONTWRITEBYTECODE=1 \
@@ -41,6 +39,7 @@ PYTHONNOUSERSITE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONDONTWRITEBYTECODE=1 \
 python3 "$HERE/grade.py" reward "$LOGS/junit.xml" > "$LOGS/reward.txt"
 cat "$LOGS/reward.txt"
 """
+)
 
 GRADE_PY = r'''"""Passband repository task grading inside a Harbor container (standard library only)."""
 import json
@@ -99,39 +98,24 @@ WORKDIR /testbed
 """
 
 
-def _toml_string(value: str) -> str:
-    return json.dumps(value)  # a JSON string is a valid TOML basic string
-
-
 def harbor_folder(
     *, key: str, prompt: str, answer: str, spec: RepoTaskSpec, snapshot_files: Mapping[str, bytes]
 ) -> dict[str, bytes]:
     """The files of one Harbor task folder, ``{relative path: bytes}``."""
     files: dict[str, bytes] = {"instruction.md": (prompt.strip() + "\n").encode()}
-    toml = [
-        'version = "1.0"',
-        "",
-        "[metadata]",
-        f"passband_key = {_toml_string(key)}",
-        'passband_verifier = "repo_tests"',
-        f"passband_snapshot = {_toml_string(spec.snapshot)}",
-        'category = "programming"',
-        'tags = ["repository", "bug-fix", "passband"]',
-        "",
-        "[verifier]",
-        f"timeout_sec = {float(spec.timeout_seconds + 120)}",
-        "",
-        "[agent]",
-        f"timeout_sec = {AGENT_SECONDS}",
-        "",
-        "[environment]",
-        "build_timeout_sec = 600.0",
-        "cpus = 1",
-        f"memory_mb = {spec.memory_mb}",
-        "storage_mb = 10240",
-        "",
-    ]
-    files["task.toml"] = "\n".join(toml).encode()
+    files["task.toml"] = task_toml(
+        metadata={
+            "passband_key": key,
+            "passband_verifier": "repo_tests",
+            "passband_snapshot": spec.snapshot,
+            "category": "programming",
+            "tags": ["repository", "bug-fix", "passband"],
+        },
+        verifier_seconds=spec.timeout_seconds + 120,
+        agent_seconds=AGENT_SECONDS,
+        memory_mb=spec.memory_mb,
+        storage_mb=10240,
+    )
     files["environment/Dockerfile"] = DOCKERFILE.format(pytest=PYTEST_VERSION).encode()
     for path, data in snapshot_files.items():
         files[f"environment/repo/{path}"] = data

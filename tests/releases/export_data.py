@@ -50,3 +50,22 @@ def calibrated_environment(environment, owner) -> ProbeModel:
             decided=True,
         )
     return model
+
+
+def release_built_by_worker(environment, owner, releaser, *, var_dir, **filters):
+    """A release of calibrated_environment(environment, owner) made by `releaser` with `filters`, built by a
+    real Celery worker whose files live under `var_dir` (the caller points MEDIA_ROOT at var_dir / "media")."""
+    from releases import services as releases
+    from releases.models import Release, ReleaseStatus
+    from tests.support.workers import flush_broker, running_worker, wait_for
+
+    flush_broker()
+    model = calibrated_environment(environment, owner)
+    release = releases.release_create(user=releaser, probe_model=model, environment=environment, **filters)
+    with running_worker(queues="default", extra_env={"PASSBAND_VAR_DIR": str(var_dir)}):
+        wait_for(
+            lambda: Release.objects.get(pk=release.pk).status == ReleaseStatus.READY,
+            timeout=120,
+            what="the worker to build the release",
+        )
+    return Release.objects.get(pk=release.pk)

@@ -8,10 +8,8 @@ from django.core.management import CommandError, call_command
 
 from engine import formats
 from releases import services as releases
-from releases.models import Release, ReleaseStatus
-from tests.releases.export_data import calibrated_environment
+from tests.releases.export_data import calibrated_environment, release_built_by_worker
 from tests.support.readme import run_readme_python
-from tests.support.workers import flush_broker, running_worker, wait_for
 
 pytestmark = [pytest.mark.workers]
 
@@ -19,17 +17,8 @@ pytestmark = [pytest.mark.workers]
 @pytest.fixture
 def release(arithmetic, alice, charlie, settings, tmp_path):
     """The two approved in-band tasks of calibrated_environment, released and built by a worker."""
-    flush_broker()
     settings.MEDIA_ROOT = tmp_path / "var" / "media"
-    model = calibrated_environment(arithmetic, alice)
-    release = releases.release_create(user=charlie, probe_model=model, environment=arithmetic)
-    with running_worker(queues="default", extra_env={"PASSBAND_VAR_DIR": str(tmp_path / "var")}):
-        wait_for(
-            lambda: Release.objects.get(pk=release.pk).status == ReleaseStatus.READY,
-            timeout=120,
-            what="the worker to build the release",
-        )
-    return Release.objects.get(pk=release.pk)
+    return release_built_by_worker(arithmetic, alice, charlie, var_dir=tmp_path / "var")
 
 
 def hub_folder(release, folder, *options):

@@ -16,8 +16,21 @@ def readme_python(containing: str) -> str:
     return found[0]
 
 
-def run_readme_python(containing: str, **names) -> dict:
-    """Run that block with `names` defined; returns its namespace."""
+def run_readme_python(containing: str, *, address: tuple[str, str] | None = None, **names) -> dict:
+    """Run that block with `names` defined; returns its namespace. `address`, (as written, where the test
+    serves it), replaces a server's address the README names, the block's only change."""
+    source = readme_python(containing)
+    if address is not None:
+        assert address[0] in source, f"the README's block names no {address[0]}"
+        source = source.replace(*address)
     namespace = dict(names)
-    exec(compile(readme_python(containing), str(README), "exec"), namespace)  # noqa: S102 - the README's own code
+    exec(compile(source, str(README), "exec"), namespace)  # noqa: S102 - the README's own code
     return namespace
+
+
+def readme_shell_line(containing: str) -> str:
+    """The one line of the README's ```sh blocks that contains `containing`, without its trailing comment."""
+    blocks = re.findall(r"```sh\n(.*?)```", README.read_text(), re.DOTALL)
+    found = [line for block in blocks for line in block.splitlines() if containing in line]
+    assert len(found) == 1, f"README.md has {len(found)} shell lines containing {containing!r}"
+    return re.sub(r"\s+#\s.*$", "", found[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -20,3 +21,15 @@ def side_python(name: str) -> str:
         pytest.skip(f"{name} needs Python 3.12: {found.stderr.strip()}")
     assert found.returncode == 0, found.stderr
     return found.stdout.strip().splitlines()[-1]
+
+
+def run_side_command(python: str, line: str, *, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    """Run a shell command `line` (a framework's own command, as the README writes it) with the side
+    environment of `python` first on PATH."""
+    return subprocess.run(
+        ["bash", "-c", f"PATH={shlex.quote(str(Path(python).parent))}:$PATH {line}"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+    )

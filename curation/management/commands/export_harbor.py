@@ -7,7 +7,10 @@ from curation.repo_harbor import harbor_export
 
 
 class Command(BaseCommand):
-    help = "Write an environment's repository tasks as Harbor task folders (instruction.md, task.toml, tests/...)."
+    help = (
+        "Write an environment's repository and code tasks as Harbor task folders "
+        "(instruction.md, task.toml, environment/, tests/, solution/)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--environment", required=True, help="Environment name.")
