@@ -9,13 +9,16 @@ import pytest
 from django.test import Client
 
 from calibration.models import Calibration, Outcome, Rollout
-from calibration.services.rounds import REWARD_DISAGREEMENT_FLAG
 from curation.mcp_servers import environment_use_mcp_server, mcp_server_register
 from curation.services import environment_create
 from tests.calibration.mcp_tasks import PLANS, mcp_task, null_policy, oracle, says_right_does_nothing
 from tests.factories import import_tasks
 from tests.support.mcp_kv_server import free_port, serve_mcp_kv
-from tests.support.server_campaigns import probe_inline, unreachable_round_is_withheld_then_passes
+from tests.support.server_campaigns import (
+    assert_each_passes_flagged_as_disagreeing,
+    probe_inline,
+    unreachable_round_is_withheld_then_passes,
+)
 
 
 def mcp_environment(url, alice, *, reward="environment", name="kv-tools"):
@@ -64,14 +67,9 @@ def test_rewards_that_disagree_flag_the_rollout_and_the_chosen_one_counts(alice)
     with serve_mcp_kv() as url:
         environment = mcp_environment(url, alice, reward="verifier")
         campaign = probe_inline(environment, alice, says_right_does_nothing, rollouts=1)
-    rollouts = list(Rollout.objects.filter(campaign=campaign))
-    assert len(rollouts) == len(PLANS)
-    for rollout in rollouts:
-        # The task chose its Passband verifier: the right final answer passes...
-        assert rollout.outcome == Outcome.PASS
-        # ...but the store is empty, so the environment's reward is 0: flagged, and said so.
-        assert rollout.episode["flags"] == [REWARD_DISAGREEMENT_FLAG]
-        assert rollout.detail.startswith("rewards disagree: environment reward 0")
+    # The task chose its Passband verifier: the right final answer passes, but the store is empty, so the
+    # environment's reward is 0.
+    assert_each_passes_flagged_as_disagreeing(campaign, tasks=len(PLANS))
     # The rollouts page says so.
     staff = type(alice).objects.create_user("viewer-staff", is_staff=True)
     viewer = Client()

@@ -12,7 +12,6 @@ import contextlib
 import pytest
 
 from calibration.models import Calibration, Outcome, Rollout
-from calibration.services.rounds import REWARD_DISAGREEMENT_FLAG
 from curation.mcp_servers import environment_use_mcp_server, mcp_server_register
 from curation.models import Environment
 from curation.services import environment_create
@@ -20,7 +19,11 @@ from tests.calibration.openenv_tasks import SEEDS, null_policy, openenv_task, or
 from tests.factories import import_tasks
 from tests.support.mcp_kv_server import free_port, stop_process
 from tests.support.openenv_template_server import generate, serve_openenv_template, start_process, word_for
-from tests.support.server_campaigns import probe_inline, unreachable_round_is_withheld_then_passes
+from tests.support.server_campaigns import (
+    assert_each_passes_flagged_as_disagreeing,
+    probe_inline,
+    unreachable_round_is_withheld_then_passes,
+)
 
 
 @pytest.fixture(scope="module")
@@ -82,14 +85,9 @@ def test_the_null_policy_fails_every_task(alice, echo_url):
 def test_rewards_that_disagree_flag_the_rollout_and_the_chosen_one_counts(alice, echo_url):
     environment = openenv_environment(echo_url, alice, reward="verifier")
     campaign = probe_inline(environment, alice, says_word_does_not_step, rollouts=1)
-    rollouts = list(Rollout.objects.filter(campaign=campaign))
-    assert len(rollouts) == len(SEEDS)
-    for rollout in rollouts:
-        # The task chose its Passband check: the right word in words passes...
-        assert rollout.outcome == Outcome.PASS
-        # ...but no step was taken, so the environment's reward is 0: flagged, and said so.
-        assert rollout.episode["flags"] == [REWARD_DISAGREEMENT_FLAG]
-        assert rollout.detail.startswith("rewards disagree: environment reward 0")
+    # The task chose its Passband check: the right word in words passes, but no step was taken, so the
+    # environment's reward is 0.
+    assert_each_passes_flagged_as_disagreeing(campaign, tasks=len(SEEDS))
 
 
 @pytest.mark.django_db

@@ -15,6 +15,7 @@ from calibration import services
 from calibration.errors import ServerUnavailable
 from calibration.models import Calibration, Campaign, Outcome, Rollout
 from calibration.selectors import environment_health
+from calibration.services.rounds import REWARD_DISAGREEMENT_FLAG
 from tests.calibration.test_metrics import samples, total
 from tests.support.mcp_kv_server import free_port, stop_process
 from tests.support.openai_server import OpenAITestServer
@@ -46,6 +47,17 @@ def probe_inline(environment, alice, respond, *, rollouts: int = 2):
         )
         services.campaign_run_inline(campaign=campaign)
     return campaign
+
+
+def assert_each_passes_flagged_as_disagreeing(campaign, *, tasks: int) -> None:
+    """One rollout a task, each passed by the Passband check the task chose while the environment paid 0: the
+    chosen reward counts, and the rollout is flagged and says so."""
+    rollouts = list(Rollout.objects.filter(campaign=campaign))
+    assert len(rollouts) == tasks
+    for rollout in rollouts:
+        assert rollout.outcome == Outcome.PASS
+        assert rollout.episode["flags"] == [REWARD_DISAGREEMENT_FLAG]
+        assert rollout.detail.startswith("rewards disagree: environment reward 0")
 
 
 def failures_counted(**labels: str) -> float:
