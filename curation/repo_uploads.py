@@ -38,7 +38,6 @@ from engine.verifiers.kinds import repo_tests
 
 TARBALL_SUFFIXES = (".tar.gz", ".tgz")
 BUNDLE_SUFFIX = ".bundle"
-SNAPSHOT_SUFFIXES = (*TARBALL_SUFFIXES, BUNDLE_SUFFIX)
 GIT_TIMEOUT_S = 120
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 

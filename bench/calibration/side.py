@@ -58,7 +58,7 @@ def cheap_rates(rates: np.ndarray, sigma: float, rng: np.random.Generator) -> np
     return np.where(rates == 0.0, 0.0, special.expit(logits))
 
 
-def exact(tables_and_rates, weights_per_task) -> dict:
+def exact(tables_and_rates) -> dict:
     """Mean rollouts, error and slices of tasks banded by their own tables, exactly."""
     rates, wrong, rollouts = [], [], []
     for table, task_rates in tables_and_rates:
@@ -109,11 +109,10 @@ def case(population: str, sigma: float, adversary: str | None, tasks: int, seed:
     which = np.array([stratified.stratum(score) for score in test_scores])
     return {
         "correlation": float(scipy_stats.spearmanr(test_scores, test_rates).statistic),
-        "default": exact([(default, test_rates)], None),
-        "learned": exact([(unstratified.table, test_rates)], None),
+        "default": exact([(default, test_rates)]),
+        "learned": exact([(unstratified.table, test_rates)]),
         "side": exact(
-            [(stratified.tables[index].table, test_rates[which == index]) for index in range(len(stratified.tables))],
-            None,
+            [(stratified.tables[index].table, test_rates[which == index]) for index in range(len(stratified.tables))]
         ),
         "strata learned": sum(table.learned for table in stratified.tables),
         "strata": len(stratified.tables),

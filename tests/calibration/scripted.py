@@ -9,9 +9,11 @@ import re
 from collections.abc import Iterator
 
 from calibration import services
-from calibration.models import ProbeModel
+from calibration.models import Campaign, ProbeModel
+from curation.models import Task
 from tests.factories import import_tasks
 from tests.support.openai_server import OpenAITestServer
+from tests.support.workers import running_worker, wait_for
 
 RIGHT, WRONG = "right", "wrong"
 _KEY = re.compile(r"\[([^\]]+)\]")
@@ -45,3 +47,35 @@ def scripted_model(name: str, pass_rates: dict[str, float], **fields) -> Iterato
             ProbeModel.objects.filter(pk=model.pk).update(**fields)
             model.refresh_from_db()
         yield model, server
+
+
+def answers_every_task(environment, *, question: re.Pattern, asked=lambda content: content, reply: str):
+    """A `respond(prompt, seed)` that answers every task of the environment right: `question` finds (group 1) in
+    the rendered prompt what `asked` makes of a task's last message, and the reply is `reply` with {answer}."""
+    answers = {
+        asked(task.current_version.prompt[-1]["content"]): task.current_version.answer
+        for task in Task.objects.filter(environment=environment).select_related("current_version")
+    }
+    return lambda prompt_text, seed: reply.format(answer=answers[question.search(prompt_text).group(1)])
+
+
+def cannot_say(prompt_text: str, seed: int) -> str:
+    """The null policy: never answers."""
+    return "I cannot say."
+
+
+def probe_through_a_worker(environment, owner, respond, name: str, *, rollouts: int):
+    """A campaign of `rollouts` per task (one round) against a scripted model, run by one real worker process
+    until it is done; returns (the probe model, the campaign)."""
+    with OpenAITestServer(respond=respond, record_requests=False) as server:
+        model = services.probe_model_add(name=name, backend="openai", base_url=server.base_url, model="fake-model")
+        campaign = services.campaign_start(
+            environment=environment, probe_model=model, created_by=owner, rollouts=rollouts, round_size=rollouts, seed=1
+        )
+        with running_worker(queues="default,generate,verify", concurrency=1):
+            wait_for(
+                lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE,
+                timeout=240,
+                what="the worker to finish the campaign",
+            )
+    return model, campaign

@@ -7,18 +7,18 @@ answer; the two rewards disagreeing flags the rollout.
 
 import pytest
 from django.test import Client
-from prometheus_client import REGISTRY
 
-from calibration import services
-from calibration.errors import ServerUnavailable
-from calibration.models import Calibration, Campaign, Outcome, Rollout
-from calibration.services.rounds import REWARD_DISAGREEMENT_FLAG
+from calibration.models import Calibration, Outcome, Rollout
 from curation.mcp_servers import environment_use_mcp_server, mcp_server_register
 from curation.services import environment_create
 from tests.calibration.mcp_tasks import PLANS, mcp_task, null_policy, oracle, says_right_does_nothing
 from tests.factories import import_tasks
 from tests.support.mcp_kv_server import free_port, serve_mcp_kv
-from tests.support.openai_server import OpenAITestServer
+from tests.support.server_campaigns import (
+    assert_each_passes_flagged_as_disagreeing,
+    probe_inline,
+    unreachable_round_is_withheld_then_passes,
+)
 
 
 def mcp_environment(url, alice, *, reward="environment", name="kv-tools"):
@@ -30,29 +30,11 @@ def mcp_environment(url, alice, *, reward="environment", name="kv-tools"):
     return environment
 
 
-def probe(environment, alice, respond, *, rollouts=2):
-    with OpenAITestServer(respond=respond, tool_parser=True) as model_server:
-        probe_model = services.probe_model_add(
-            name="scripted", backend="openai", base_url=model_server.base_url, model="fake-model", max_new_tokens=200
-        )
-        campaign = services.campaign_start(
-            environment=environment,
-            probe_model=probe_model,
-            created_by=alice,
-            rollouts=rollouts,
-            round_size=rollouts,
-            seed=3,
-            enqueue=False,
-        )
-        services.campaign_run_inline(campaign=campaign)
-    return campaign
-
-
 @pytest.mark.django_db
 def test_the_oracle_passes_every_task_in_its_own_session(alice):
     with serve_mcp_kv() as url:
         environment = mcp_environment(url, alice)
-        campaign = probe(environment, alice, oracle)
+        campaign = probe_inline(environment, alice, oracle)
     rollouts = list(Rollout.objects.filter(campaign=campaign).select_related("task_version__task"))
     assert len(rollouts) == 2 * len(PLANS)
     assert {rollout.outcome for rollout in rollouts} == {Outcome.PASS}
@@ -75,7 +57,7 @@ def test_the_oracle_passes_every_task_in_its_own_session(alice):
 def test_the_null_policy_fails_every_task(alice):
     with serve_mcp_kv() as url:
         environment = mcp_environment(url, alice)
-        campaign = probe(environment, alice, null_policy)
+        campaign = probe_inline(environment, alice, null_policy)
     outcomes = list(Rollout.objects.filter(campaign=campaign).values_list("outcome", flat=True))
     assert len(outcomes) == 2 * len(PLANS) and set(outcomes) == {Outcome.FAIL}
 
@@ -84,15 +66,10 @@ def test_the_null_policy_fails_every_task(alice):
 def test_rewards_that_disagree_flag_the_rollout_and_the_chosen_one_counts(alice):
     with serve_mcp_kv() as url:
         environment = mcp_environment(url, alice, reward="verifier")
-        campaign = probe(environment, alice, says_right_does_nothing, rollouts=1)
-    rollouts = list(Rollout.objects.filter(campaign=campaign))
-    assert len(rollouts) == len(PLANS)
-    for rollout in rollouts:
-        # The task chose its Passband verifier: the right final answer passes...
-        assert rollout.outcome == Outcome.PASS
-        # ...but the store is empty, so the environment's reward is 0: flagged, and said so.
-        assert rollout.episode["flags"] == [REWARD_DISAGREEMENT_FLAG]
-        assert rollout.detail.startswith("rewards disagree: environment reward 0")
+        campaign = probe_inline(environment, alice, says_right_does_nothing, rollouts=1)
+    # The task chose its Passband verifier: the right final answer passes, but the store is empty, so the
+    # environment's reward is 0.
+    assert_each_passes_flagged_as_disagreeing(campaign, tasks=len(PLANS))
     # The rollouts page says so.
     staff = type(alice).objects.create_user("viewer-staff", is_staff=True)
     viewer = Client()
@@ -101,42 +78,18 @@ def test_rewards_that_disagree_flag_the_rollout_and_the_chosen_one_counts(alice)
     assert "flagged: the environment's reward and the Passband check disagree" in page
 
 
-def failures_counted(server: str) -> float:
-    return sum(
-        sample.value
-        for metric in REGISTRY.collect()
-        if metric.name == "passband_mcp_failures"
-        for sample in metric.samples
-        if sample.name == "passband_mcp_failures_total" and sample.labels.get("server") == server
-    )
-
-
 @pytest.mark.django_db
 def test_an_unreachable_server_is_an_infrastructure_outcome_never_a_wrong_answer(alice):
     port = free_port()
     with serve_mcp_kv(port=port) as url:
         environment = mcp_environment(url, alice)
-    # The server is gone now (its port is closed): the round's samples are withheld, not failed.
-    with OpenAITestServer(respond=oracle, tool_parser=True) as model_server:
-        probe_model = services.probe_model_add(
-            name="scripted", backend="openai", base_url=model_server.base_url, model="fake-model", max_new_tokens=200
-        )
-        campaign = services.campaign_start(
-            environment=environment, probe_model=probe_model, created_by=alice, rollouts=2, round_size=2, enqueue=False
-        )
-        item = campaign.items.order_by("task_version_id").first()
-        before = failures_counted("kv")
-        with pytest.raises(ServerUnavailable) as raised:
-            services.round_generate(campaign_id=campaign.pk, task_version_ids=[item.task_version_id], round_index=0)
-        assert raised.value.withheld == 2 and raised.value.stored == 0
-        assert "MCP server kv" in str(raised.value) and "failed opening a session" in str(raised.value)
-        assert not Rollout.objects.filter(campaign=campaign).exists()
-        assert failures_counted("kv") == before + 2
-        waiting = Campaign.objects.get(pk=campaign.pk)
-        assert waiting.server_waiting_since is not None and "MCP server kv" in waiting.server_error
-        # The server comes back on its port: the same round is asked for again and passes.
-        with serve_mcp_kv(port=port):
-            services.round_run(campaign_id=campaign.pk, task_version_ids=[item.task_version_id], round_index=0)
-    rollouts = Rollout.objects.filter(campaign=campaign)
-    assert rollouts.count() == 2 and set(rollouts.values_list("outcome", flat=True)) == {Outcome.PASS}
-    assert Campaign.objects.get(pk=campaign.pk).server_waiting_since is None
+    # The server is gone now (its port is closed); then it comes back on that port.
+    unreachable_round_is_withheld_then_passes(
+        environment,
+        alice,
+        oracle,
+        says="MCP server kv",
+        failed="opening a session",
+        labels={"server": "kv"},
+        serving=lambda: serve_mcp_kv(port=port),
+    )

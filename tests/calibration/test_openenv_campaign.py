@@ -7,21 +7,23 @@ an infrastructure outcome (nothing stored, counted with its protocol, asked for 
 wrong answer; the two rewards disagreeing flags the rollout.
 """
 
-import pytest
-from prometheus_client import REGISTRY
+import contextlib
 
-from calibration import services
-from calibration.errors import ServerUnavailable
-from calibration.models import Calibration, Campaign, Outcome, Rollout
-from calibration.services.rounds import REWARD_DISAGREEMENT_FLAG
+import pytest
+
+from calibration.models import Calibration, Outcome, Rollout
 from curation.mcp_servers import environment_use_mcp_server, mcp_server_register
 from curation.models import Environment
 from curation.services import environment_create
 from tests.calibration.openenv_tasks import SEEDS, null_policy, openenv_task, oracle, says_word_does_not_step
 from tests.factories import import_tasks
 from tests.support.mcp_kv_server import free_port, stop_process
-from tests.support.openai_server import OpenAITestServer
 from tests.support.openenv_template_server import generate, serve_openenv_template, start_process, word_for
+from tests.support.server_campaigns import (
+    assert_each_passes_flagged_as_disagreeing,
+    probe_inline,
+    unreachable_round_is_withheld_then_passes,
+)
 
 
 @pytest.fixture(scope="module")
@@ -39,29 +41,11 @@ def openenv_environment(url, alice, *, reward="environment"):
     return environment
 
 
-def probe(environment, alice, respond, *, rollouts=2):
-    with OpenAITestServer(respond=respond, tool_parser=True) as model_server:
-        probe_model = services.probe_model_add(
-            name="scripted", backend="openai", base_url=model_server.base_url, model="fake-model", max_new_tokens=200
-        )
-        campaign = services.campaign_start(
-            environment=environment,
-            probe_model=probe_model,
-            created_by=alice,
-            rollouts=rollouts,
-            round_size=rollouts,
-            seed=3,
-            enqueue=False,
-        )
-        services.campaign_run_inline(campaign=campaign)
-    return campaign
-
-
 @pytest.mark.django_db
 def test_the_oracle_passes_every_task_each_rollout_one_session_reset_with_the_tasks_seed(alice, echo_url):
     environment = openenv_environment(echo_url, alice)
     assert environment.kind == Environment.Kind.OPENENV
-    campaign = probe(environment, alice, oracle)
+    campaign = probe_inline(environment, alice, oracle)
     rollouts = list(Rollout.objects.filter(campaign=campaign).select_related("task_version__task"))
     assert len(rollouts) == 2 * len(SEEDS)
     assert {rollout.outcome for rollout in rollouts} == {Outcome.PASS}
@@ -87,7 +71,7 @@ def test_the_oracle_passes_every_task_each_rollout_one_session_reset_with_the_ta
 @pytest.mark.django_db
 def test_the_null_policy_fails_every_task(alice, echo_url):
     environment = openenv_environment(echo_url, alice)
-    campaign = probe(environment, alice, null_policy)
+    campaign = probe_inline(environment, alice, null_policy)
     rollouts = list(Rollout.objects.filter(campaign=campaign))
     assert len(rollouts) == 2 * len(SEEDS) and {rollout.outcome for rollout in rollouts} == {Outcome.FAIL}
     for rollout in rollouts:
@@ -100,62 +84,33 @@ def test_the_null_policy_fails_every_task(alice, echo_url):
 @pytest.mark.django_db
 def test_rewards_that_disagree_flag_the_rollout_and_the_chosen_one_counts(alice, echo_url):
     environment = openenv_environment(echo_url, alice, reward="verifier")
-    campaign = probe(environment, alice, says_word_does_not_step, rollouts=1)
-    rollouts = list(Rollout.objects.filter(campaign=campaign))
-    assert len(rollouts) == len(SEEDS)
-    for rollout in rollouts:
-        # The task chose its Passband check: the right word in words passes...
-        assert rollout.outcome == Outcome.PASS
-        # ...but no step was taken, so the environment's reward is 0: flagged, and said so.
-        assert rollout.episode["flags"] == [REWARD_DISAGREEMENT_FLAG]
-        assert rollout.detail.startswith("rewards disagree: environment reward 0")
-
-
-def failures_counted(server: str, protocol: str) -> float:
-    return sum(
-        sample.value
-        for metric in REGISTRY.collect()
-        if metric.name == "passband_mcp_failures"
-        for sample in metric.samples
-        if sample.name == "passband_mcp_failures_total"
-        and sample.labels.get("server") == server
-        and sample.labels.get("protocol") == protocol
-    )
+    campaign = probe_inline(environment, alice, says_word_does_not_step, rollouts=1)
+    # The task chose its Passband check: the right word in words passes, but no step was taken, so the
+    # environment's reward is 0.
+    assert_each_passes_flagged_as_disagreeing(campaign, tasks=len(SEEDS))
 
 
 @pytest.mark.django_db
 def test_an_unreachable_server_is_an_infrastructure_outcome_never_a_wrong_answer(alice, tmp_path):
     port = free_port()
     root = generate(tmp_path)
-    process = start_process(root=root, port=port)[0]
-    try:
-        environment = openenv_environment(f"http://127.0.0.1:{port}", alice)
-    finally:
-        stop_process(process)
-    # The server is gone now (its port is closed): the round's samples are withheld, not failed.
-    with OpenAITestServer(respond=oracle, tool_parser=True) as model_server:
-        probe_model = services.probe_model_add(
-            name="scripted", backend="openai", base_url=model_server.base_url, model="fake-model", max_new_tokens=200
-        )
-        campaign = services.campaign_start(
-            environment=environment, probe_model=probe_model, created_by=alice, rollouts=2, round_size=2, enqueue=False
-        )
-        item = campaign.items.order_by("task_version_id").first()
-        before = failures_counted("echo", "openenv")
-        with pytest.raises(ServerUnavailable) as raised:
-            services.round_generate(campaign_id=campaign.pk, task_version_ids=[item.task_version_id], round_index=0)
-        assert raised.value.withheld == 2 and raised.value.stored == 0
-        assert "OpenEnv server echo" in str(raised.value)
-        assert not Rollout.objects.filter(campaign=campaign).exists()
-        assert failures_counted("echo", "openenv") == before + 2
-        waiting = Campaign.objects.get(pk=campaign.pk)
-        assert waiting.server_waiting_since is not None and "OpenEnv server echo" in waiting.server_error
-        # The server comes back on its port: the same round is asked for again and passes.
+
+    @contextlib.contextmanager
+    def serving():
         process = start_process(root=root, port=port)[0]
         try:
-            services.round_run(campaign_id=campaign.pk, task_version_ids=[item.task_version_id], round_index=0)
+            yield
         finally:
             stop_process(process)
-    rollouts = Rollout.objects.filter(campaign=campaign)
-    assert rollouts.count() == 2 and set(rollouts.values_list("outcome", flat=True)) == {Outcome.PASS}
-    assert Campaign.objects.get(pk=campaign.pk).server_waiting_since is None
+
+    with serving():
+        environment = openenv_environment(f"http://127.0.0.1:{port}", alice)
+    # The server is gone now (its port is closed); then it comes back on that port.
+    unreachable_round_is_withheld_then_passes(
+        environment,
+        alice,
+        oracle,
+        says="OpenEnv server echo",
+        labels={"server": "echo", "protocol": "openenv"},
+        serving=serving,
+    )

@@ -5,28 +5,19 @@ The oracle passes every task and the null policy fails every one; the OpenEnv se
 middle of a campaign costs retries, counted on /metrics, and never a wrong answer or a double count.
 """
 
-import threading
-
 import pytest
-from django.db.models import Count
 
-from calibration import services
-from calibration.models import Calibration, Campaign, Outcome, Rollout
+from calibration.models import Rollout
 from curation.mcp_servers import environment_use_mcp_server, mcp_server_register
 from curation.services import environment_create
 from tests.calibration.openenv_tasks import SEEDS, null_policy, openenv_task, oracle
-from tests.calibration.test_metrics import samples, total
 from tests.factories import import_tasks
-from tests.support.mcp_kv_server import free_port, stop_process
-from tests.support.openai_server import OpenAITestServer
+from tests.support.mcp_kv_server import stop_process
 from tests.support.openenv_template_server import generate, start_process
-from tests.support.workers import flush_broker, running_worker, wait_for
+from tests.support.server_campaigns import oracle_and_null_through_workers, server_killed_mid_campaign
+from tests.support.workers import flush_broker
 
 pytestmark = [pytest.mark.workers]
-
-ROLLOUTS = 2
-# Retried rounds wait at most a second: the test waits for the server, not for back-off.
-WORKER_ENV = {"PASSBAND_SERVER_RETRY_MAX_S": "1"}
 
 
 def echo_environment(url, alice):
@@ -37,123 +28,39 @@ def echo_environment(url, alice):
     return environment
 
 
-def start_campaign(environment, alice, base_url, name):
-    probe_model = services.probe_model_add(
-        name=name, backend="openai", base_url=base_url, model="fake-model", max_new_tokens=200
-    )
-    return services.campaign_start(
-        environment=environment, probe_model=probe_model, created_by=alice, rollouts=ROLLOUTS, round_size=ROLLOUTS
-    )
-
-
-def wait_done(campaign, what):
-    wait_for(lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE, timeout=180, what=what)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_through_workers_the_oracle_passes_every_task_and_the_null_policy_fails_every_one(alice, tmp_path):
     flush_broker()
     process, url = start_process(root=generate(tmp_path), log_path=tmp_path / "openenv.log")
     try:
         environment = echo_environment(url, alice)
-        with (
-            OpenAITestServer(respond=oracle, tool_parser=True) as oracle_server,
-            OpenAITestServer(respond=null_policy, tool_parser=True) as null_server,
-            running_worker(concurrency=2, extra_env=WORKER_ENV, log_path=tmp_path / "worker.log"),
-        ):
-            solved = start_campaign(environment, alice, oracle_server.base_url, "oracle")
-            unsolved = start_campaign(environment, alice, null_server.base_url, "null")
-            wait_done(solved, "the oracle's campaign")
-            wait_done(unsolved, "the null policy's campaign")
+        solved, _ = oracle_and_null_through_workers(
+            environment, alice, tmp_path, oracle=oracle, null_policy=null_policy, tasks=len(SEEDS)
+        )
     finally:
         stop_process(process)
-    for campaign, outcome in ((solved, Outcome.PASS), (unsolved, Outcome.FAIL)):
-        outcomes = list(Rollout.objects.filter(campaign=campaign).values_list("outcome", flat=True))
-        assert len(outcomes) == ROLLOUTS * len(SEEDS) and set(outcomes) == {outcome}
     stops = set(Rollout.objects.filter(campaign=solved).values_list("episode__stop_reason", flat=True))
     assert stops == {"done"}
-    passes = Calibration.objects.filter(probe_model__name="oracle").values_list("successes", flat=True)
-    assert list(passes) == [ROLLOUTS] * len(SEEDS)
-    assert set(Calibration.objects.filter(probe_model__name="null").values_list("successes", flat=True)) == {0}
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_server_killed_mid_campaign_costs_retries_counted_on_metrics_never_a_wrong_answer(
-    client, staff, alice, settings, tmp_path
+    staff, alice, settings, tmp_path
 ):
     flush_broker()
-    metrics_dir = tmp_path / "metrics"
-    metrics_dir.mkdir()
-    settings.PASSBAND_METRICS_DIR = str(metrics_dir)
-    port = free_port()
     root = generate(tmp_path)
-    server = {"process": start_process(root=root, port=port, log_path=tmp_path / "openenv.log")[0]}
-    killed = threading.Event()
-    requests = {"count": 0}
-
-    def oracle_that_kills_the_server(prompt_text, seed):
-        # The model's third request of the campaign: the server dies while that episode's session is open.
-        requests["count"] += 1
-        if requests["count"] == 3:
-            stop_process(server["process"])
-            killed.set()
-        return oracle(prompt_text, seed)
-
-    try:
-        environment = echo_environment(f"http://127.0.0.1:{port}", alice)
-        with (
-            OpenAITestServer(respond=oracle_that_kills_the_server, tool_parser=True) as model_server,
-            running_worker(
-                concurrency=2,
-                extra_env={**WORKER_ENV, "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)},
-                log_path=tmp_path / "worker.log",
-            ),
-        ):
-            campaign = start_campaign(environment, alice, model_server.base_url, "oracle")
-            wait_for(killed.is_set, timeout=120, what="the third model request")
-            wait_for(
-                lambda: Campaign.objects.get(pk=campaign.pk).server_waiting_since is not None,
-                timeout=120,
-                interval=0.1,
-                what="the campaign to wait for its OpenEnv server",
-            )
-            client.force_login(staff)
-            # The campaign may also wait for the model server (a slow machine): wait for the failure to show
-            # on /metrics rather than read it once.
-            while_down = wait_for(
-                lambda: (
-                    (found := samples(client.get("/metrics").content.decode()))
-                    and total(found, "passband_mcp_failures_total", server="echo", protocol="openenv") >= 1
-                    and found
-                ),
-                timeout=120,
-                what="the server's failure on /metrics",
-            )
-            server["process"] = start_process(root=root, port=port, log_path=tmp_path / "openenv.log")[0]
-            wait_done(campaign, "the campaign to finish once the OpenEnv server is back")
-    finally:
-        stop_process(server["process"])
-    assert total(while_down, "passband_mcp_failures_total", server="echo", protocol="openenv") >= 1
-    reasons = {
-        dict(labels)["reason"] for name, labels in while_down if name == "passband_mcp_failures_total" and labels
-    }
-    assert reasons <= {"disconnected", "unreachable", "server_error", "timeout"}
-    per_task = (
-        Rollout.objects.filter(campaign=campaign)
-        .values("task_version")
-        .annotate(n=Count("id"), distinct=Count("sample_index", distinct=True))
+    server_killed_mid_campaign(
+        staff,
+        alice,
+        settings,
+        tmp_path,
+        start_server=lambda port: start_process(root=root, port=port, log_path=tmp_path / "openenv.log")[0],
+        environment_at=lambda port: echo_environment(f"http://127.0.0.1:{port}", alice),
+        oracle=oracle,
+        # The model's third request of the campaign: that episode's session is open.
+        kill_at_request=3,
+        server="echo",
+        labels={"server": "echo", "protocol": "openenv"},
+        world="openenv:echo",
+        tasks=len(SEEDS),
     )
-    assert sorted((row["n"], row["distinct"]) for row in per_task) == [(ROLLOUTS, ROLLOUTS)] * len(SEEDS)
-    # Every attempt that was stored is the oracle's, and passed: the outage made no wrong answers.
-    assert set(Rollout.objects.filter(campaign=campaign).values_list("outcome", flat=True)) == {Outcome.PASS}
-    calibrations = Calibration.objects.filter(probe_model__name="oracle")
-    assert sorted((c.attempts, c.successes) for c in calibrations) == [(ROLLOUTS, ROLLOUTS)] * len(SEEDS)
-    assert Campaign.objects.get(pk=campaign.pk).server_waiting_since is None
-    # The environment's page sees the outage: failed episodes with the server's error, beside the ones that ran,
-    # and the time each session took to open and reset.
-    from calibration.selectors import environment_health
-
-    (health,) = environment_health(environment=environment)
-    assert health["world"] == "openenv:echo" and health["failures"] >= 1
-    assert health["episodes"] == health["failures"] + Rollout.objects.filter(campaign=campaign).count()
-    assert "echo" in health["last_error"] and health["reset_ms_mean"] > 0

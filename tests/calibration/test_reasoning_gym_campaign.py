@@ -7,11 +7,10 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from calibration import services
-from calibration.models import Calibration, Campaign, Outcome, Rollout
+from calibration.models import Calibration, Outcome, Rollout
 from curation.models import Environment, Task
-from tests.support.openai_server import OpenAITestServer
-from tests.support.workers import flush_broker, running_worker, wait_for
+from tests.calibration.scripted import answers_every_task, cannot_say, probe_through_a_worker
+from tests.support.workers import flush_broker
 
 GENERATOR = "basic_arithmetic"
 _QUESTION = re.compile(r"<user>(.*?)\n<assistant>", re.DOTALL)
@@ -34,26 +33,7 @@ def sweep(environment="rg", **options):
 
 def oracle(environment):
     """A scripted policy that answers every task right, in reasoning-gym's answer format."""
-    answers = {
-        task.current_version.prompt[-1]["content"]: task.current_version.answer
-        for task in Task.objects.filter(environment=environment).select_related("current_version")
-    }
-    return lambda prompt_text, seed: f"Thinking.\n<answer>{answers[_QUESTION.search(prompt_text).group(1)]}</answer>"
-
-
-def probe_through_a_worker(environment, owner, respond, name):
-    with OpenAITestServer(respond=respond, record_requests=False) as server:
-        model = services.probe_model_add(name=name, backend="openai", base_url=server.base_url, model="fake-model")
-        campaign = services.campaign_start(
-            environment=environment, probe_model=model, created_by=owner, rollouts=3, round_size=3, seed=1
-        )
-        with running_worker(queues="default,generate,verify", concurrency=1):
-            wait_for(
-                lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE,
-                timeout=240,
-                what="the worker to finish the campaign",
-            )
-    return model, campaign
+    return answers_every_task(environment, question=_QUESTION, reply="Thinking.\n<answer>{answer}</answer>")
 
 
 @pytest.mark.workers
@@ -64,12 +44,12 @@ def test_an_oracle_passes_every_generated_task_and_a_null_policy_none(alice, cli
     tasks = Task.objects.filter(environment=environment)
     assert tasks.count() == 8  # four levels of num_digits, two tasks each
 
-    right, campaign = probe_through_a_worker(environment, alice, oracle(environment), "oracle")
+    right, campaign = probe_through_a_worker(environment, alice, oracle(environment), "oracle", rollouts=3)
     rollouts = Rollout.objects.filter(campaign=campaign)
     assert rollouts.count() == 24 and set(rollouts.values_list("outcome", flat=True)) == {Outcome.PASS}
     assert all("scored 1 by basic_arithmetic" in detail for detail in rollouts.values_list("detail", flat=True))
 
-    null, campaign = probe_through_a_worker(environment, alice, lambda prompt_text, seed: "I cannot say.", "null")
+    null, campaign = probe_through_a_worker(environment, alice, cannot_say, "null", rollouts=3)
     rollouts = Rollout.objects.filter(campaign=campaign)
     assert rollouts.count() == 24 and set(rollouts.values_list("outcome", flat=True)) == {Outcome.FAIL}
     assert set(Calibration.objects.filter(probe_model=null).values_list("successes", flat=True)) == {0}

@@ -9,11 +9,10 @@ import pytest
 from django.core.management import call_command
 
 from accounts.services import api_token_create
-from calibration import services
-from calibration.models import Calibration, Campaign, Outcome, Rollout
+from calibration.models import Calibration, Outcome, Rollout
 from curation.models import Environment, Task, TaskStatus
-from tests.support.openai_server import OpenAITestServer
-from tests.support.workers import flush_broker, running_worker, wait_for
+from tests.calibration.scripted import answers_every_task, cannot_say, probe_through_a_worker
+from tests.support.workers import flush_broker
 
 ROLLOUTS = 3
 _QUESTION = re.compile(r"\\boxed\{\}\.\n\n(.*?)\n<assistant>", re.DOTALL)
@@ -42,26 +41,12 @@ def imported(owner, tmp_path):
 
 def oracle(environment):
     """A scripted policy that answers every task right, in the taskset's format."""
-    answers = {
-        task.current_version.prompt[-1]["content"].split("\n\n", 1)[1]: task.current_version.answer
-        for task in Task.objects.filter(environment=environment).select_related("current_version")
-    }
-    return lambda prompt_text, seed: f"Working it out.\n\\boxed{{{answers[_QUESTION.search(prompt_text).group(1)]}}}"
-
-
-def probe_through_a_worker(environment, owner, respond, name):
-    with OpenAITestServer(respond=respond, record_requests=False) as server:
-        model = services.probe_model_add(name=name, backend="openai", base_url=server.base_url, model="fake-model")
-        campaign = services.campaign_start(
-            environment=environment, probe_model=model, created_by=owner, rollouts=ROLLOUTS, round_size=ROLLOUTS, seed=1
-        )
-        with running_worker(queues="default,generate,verify", concurrency=1):
-            wait_for(
-                lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE,
-                timeout=240,
-                what="the worker to finish the campaign",
-            )
-    return model, campaign
+    return answers_every_task(
+        environment,
+        question=_QUESTION,
+        asked=lambda content: content.split("\n\n", 1)[1],
+        reply="Working it out.\n\\boxed{{{answer}}}",
+    )
 
 
 @pytest.mark.workers
@@ -71,12 +56,12 @@ def test_an_oracle_passes_every_task_and_a_null_policy_none(alice, charlie, clie
     environment = imported(alice, tmp_path)
     assert Task.objects.filter(environment=environment).count() == 8
 
-    right, campaign = probe_through_a_worker(environment, alice, oracle(environment), "oracle")
+    right, campaign = probe_through_a_worker(environment, alice, oracle(environment), "oracle", rollouts=ROLLOUTS)
     passed = Rollout.objects.filter(campaign=campaign)
     assert passed.count() == 8 * ROLLOUTS and set(passed.values_list("outcome", flat=True)) == {Outcome.PASS}
     assert set(passed.values_list("detail", flat=True)) == {"reward 1.25 of 1.25 (brief 1×0.25, correct 1×1)"}
 
-    null, campaign = probe_through_a_worker(environment, alice, lambda prompt_text, seed: "I cannot say.", "null")
+    null, campaign = probe_through_a_worker(environment, alice, cannot_say, "null", rollouts=ROLLOUTS)
     failed = Rollout.objects.filter(campaign=campaign)
     assert failed.count() == 8 * ROLLOUTS and set(failed.values_list("outcome", flat=True)) == {Outcome.FAIL}
     assert all("reward 0.25 of 1.25" in detail for detail in failed.values_list("detail", flat=True))

@@ -1,4 +1,5 @@
-"""What the import commands share: who owns the tasks, which environment, how the report is printed."""
+"""What the import commands share: their common options, who owns the tasks, which environment, how the rows go
+in and how the report is printed."""
 
 import json
 from pathlib import Path
@@ -6,10 +7,54 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from curation import import_mappings, services
+from curation import import_mappings, imports, services
 from curation.errors import CurationError
 from curation.models import Environment
 from engine.task_mapping import ColumnMapping, MappingError
+
+
+def add_destination_arguments(parser, *, domain: str | None = None) -> None:
+    """--environment, --create and --owner (and --domain for a newly created environment, when given a default)."""
+    parser.add_argument("--environment", required=True, help="Environment name.")
+    parser.add_argument("--create", action="store_true", help="Create the environment if it does not exist.")
+    if domain is not None:
+        parser.add_argument("--domain", default=domain, help="Domain of a newly created environment.")
+    parser.add_argument("--owner", default="", help="Username that owns the tasks (default: the first superuser).")
+
+
+def add_no_audit_argument(parser, *, help: str = "Skip the reference-answer and gameability audits.") -> None:
+    parser.add_argument("--no-audit", action="store_true", help=help)
+
+
+def add_mapping_arguments(parser, *, example: str) -> None:
+    """--mapping (a saved column mapping) and --mapping-file (a JSON one, `example` shown in its help)."""
+    parser.add_argument(
+        "--mapping", default="", help="A column mapping saved in the environment (with --mapping-file: save it so)."
+    )
+    parser.add_argument("--mapping-file", type=Path, help=f"A column mapping {example}.")
+
+
+def json_object_option(text: str, *, option: str, what: str) -> dict:
+    """The JSON object an option carries (`what` names its fields in the message), or a CommandError."""
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise CommandError(f"{option}: not JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise CommandError(f"{option}: must be a JSON object of {what}")
+    return value
+
+
+def import_task_dicts(command, *, environment, owner, filename: str, tasks, run_audits: bool) -> None:
+    """Import task dicts in Passband's format as one JSONL file, all or nothing, and print the report."""
+    data = b"".join(json.dumps(task, ensure_ascii=False).encode() + b"\n" for task in tasks)
+    try:
+        report = imports.tasks_import(
+            environment=environment, owner=owner, filename=filename, data=data, run_audits=run_audits
+        )
+    except imports.ImportRejected as error:
+        raise rejected(command, error) from None
+    write_report(command, report)
 
 
 def import_owner(username: str):

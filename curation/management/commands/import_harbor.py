@@ -3,7 +3,13 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from curation import imports
-from curation.management.commands._import_common import import_environment, import_owner, rejected, write_report
+from curation.management.commands._import_common import (
+    add_destination_arguments,
+    import_environment,
+    import_owner,
+    rejected,
+    write_report,
+)
 from curation.repo_harbor import harbor_import
 
 
@@ -12,9 +18,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("folder", type=Path, help="A Harbor task folder, or a folder of them.")
-        parser.add_argument("--environment", required=True, help="Environment name.")
-        parser.add_argument("--create", action="store_true", help="Create the environment if it does not exist.")
-        parser.add_argument("--owner", default="", help="Username that owns the tasks (default: the first superuser).")
+        add_destination_arguments(parser)
 
     def handle(self, *args, folder: Path, environment: str, create: bool, owner: str, **options):
         folder = Path(folder)

@@ -1,9 +1,13 @@
-import json
-
 from django.core.management.base import BaseCommand, CommandError
 
-from curation import imports
-from curation.management.commands._import_common import import_environment, import_owner, rejected, write_report
+from curation.management.commands._import_common import (
+    add_destination_arguments,
+    add_no_audit_argument,
+    import_environment,
+    import_owner,
+    import_task_dicts,
+    json_object_option,
+)
 from engine.integrations import reasoning_gym_tasks
 from engine.integrations.reasoning_gym_tasks import GeneratorError
 
@@ -17,9 +21,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("generator", help="A reasoning-gym generator, e.g. basic_arithmetic (--list to see all).")
-        parser.add_argument("--environment", required=True, help="Environment name.")
-        parser.add_argument("--create", action="store_true", help="Create the environment if it does not exist.")
-        parser.add_argument("--owner", default="", help="Username that owns the tasks (default: the first superuser).")
+        add_destination_arguments(parser)
         parser.add_argument("--config", default="{}", help='The generator\'s config as JSON, e.g. {"max_terms": 3}.')
         parser.add_argument("--seed", type=int, default=0, help="The generator's seed (default 0).")
         parser.add_argument("--size", type=int, default=20, help="Tasks to generate (per level with --curriculum).")
@@ -27,15 +29,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--attribute", action="append", default=[], help="With --curriculum: sweep only this one (repeatable)."
         )
-        parser.add_argument("--no-audit", action="store_true", help="Skip the reference-answer and gameability audits.")
+        add_no_audit_argument(parser)
 
     def handle(self, *args, generator, environment, create, owner, config, seed, size, curriculum, **options):
-        try:
-            generator_config = json.loads(config)
-        except ValueError as error:
-            raise CommandError(f"--config: not JSON ({error})") from None
-        if not isinstance(generator_config, dict):
-            raise CommandError("--config: must be a JSON object of the generator's config fields")
+        generator_config = json_object_option(config, option="--config", what="the generator's config fields")
         if curriculum and generator_config:
             raise CommandError("--config and --curriculum: a sweep sets the config from the curriculum; pass one")
         try:
@@ -48,16 +45,11 @@ class Command(BaseCommand):
         except GeneratorError as error:
             raise CommandError(str(error)) from None
         user = import_owner(owner)
-        env = import_environment(environment, create=create, domain="reasoning", default_verifier=None)
-        data = b"".join(json.dumps(task, ensure_ascii=False).encode() + b"\n" for task in tasks)
-        try:
-            report = imports.tasks_import(
-                environment=env,
-                owner=user,
-                filename=f"reasoning-gym-{generator}.jsonl",
-                data=data,
-                run_audits=not options["no_audit"],
-            )
-        except imports.ImportRejected as error:
-            raise rejected(self, error) from None
-        write_report(self, report)
+        import_task_dicts(
+            self,
+            environment=import_environment(environment, create=create, domain="reasoning", default_verifier=None),
+            owner=user,
+            filename=f"reasoning-gym-{generator}.jsonl",
+            tasks=tasks,
+            run_audits=not options["no_audit"],
+        )

@@ -3,7 +3,14 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from curation import imports
-from curation.management.commands._import_common import import_environment, import_owner, rejected, write_report
+from curation.management.commands._import_common import (
+    add_destination_arguments,
+    add_no_audit_argument,
+    import_environment,
+    import_owner,
+    rejected,
+    write_report,
+)
 from curation.repo_imports import RowsRejected, swebench_rows_import
 
 
@@ -18,10 +25,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--snapshots", type=Path, required=True, help="Folder of <instance_id>/ work trees or <instance_id>.tar.gz"
         )
-        parser.add_argument("--environment", required=True, help="Environment name.")
-        parser.add_argument("--create", action="store_true", help="Create the environment if it does not exist.")
-        parser.add_argument("--owner", default="", help="Username that owns the tasks (default: the first superuser).")
-        parser.add_argument("--no-audit", action="store_true", help="Skip the audits.")
+        add_destination_arguments(parser)
+        add_no_audit_argument(parser, help="Skip the audits.")
         parser.add_argument("--keep-flaky", action="store_true", help="Do not drop PASS_TO_PASS tests found flaky.")
 
     def handle(self, *args, rows: Path, snapshots: Path, environment: str, create: bool, owner: str, **options):

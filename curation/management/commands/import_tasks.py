@@ -4,6 +4,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from curation import imports
 from curation.management.commands._import_common import (
+    add_destination_arguments,
+    add_mapping_arguments,
+    add_no_audit_argument,
     import_environment,
     import_mapping,
     import_owner,
@@ -20,19 +23,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("file", type=Path, help="A file, or a folder written by datasets' save_to_disk.")
-        parser.add_argument("--environment", required=True, help="Environment name.")
-        parser.add_argument("--create", action="store_true", help="Create the environment if it does not exist.")
-        parser.add_argument("--domain", default="math", help="Domain of a newly created environment.")
-        parser.add_argument("--owner", default="", help="Username that owns the tasks (default: the first superuser).")
-        parser.add_argument("--no-audit", action="store_true", help="Skip the reference-answer and gameability audits.")
-        parser.add_argument(
-            "--mapping", default="", help="A column mapping saved in the environment (with --mapping-file: save it so)."
-        )
-        parser.add_argument(
-            "--mapping-file",
-            type=Path,
-            help='A column mapping as JSON, e.g. {"prompt": "{question}", "answer_column": "answer", '
-            '"answer_extractor": "after_hashes"}.',
+        add_destination_arguments(parser, domain="math")
+        add_no_audit_argument(parser)
+        add_mapping_arguments(
+            parser,
+            example='as JSON, e.g. {"prompt": "{question}", "answer_column": "answer", '
+            '"answer_extractor": "after_hashes"}',
         )
 
     def handle(

@@ -1,15 +1,16 @@
-import json
-from pathlib import Path
-
 from django.core.management.base import BaseCommand, CommandError
 
 from curation import imports
 from curation.management.commands._import_common import (
+    add_destination_arguments,
+    add_mapping_arguments,
+    add_no_audit_argument,
     import_environment,
     import_mapping,
     import_owner,
+    import_task_dicts,
+    json_object_option,
     rejected,
-    write_report,
 )
 from engine.integrations import verifiers_tasks
 from engine.integrations.verifiers_tasks import TasksetError
@@ -24,10 +25,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("taskset", help="The taskset id, as vf-eval takes it (an installed package).")
-        parser.add_argument("--environment", required=True, help="Environment name.")
-        parser.add_argument("--create", action="store_true", help="Create the environment if it does not exist.")
-        parser.add_argument("--domain", default="general", help="Domain of a newly created environment.")
-        parser.add_argument("--owner", default="", help="Username that owns the tasks (default: the first superuser).")
+        add_destination_arguments(parser, domain="general")
         parser.add_argument(
             "--args",
             dest="taskset_args",
@@ -41,24 +39,15 @@ class Command(BaseCommand):
             help="The reference answer as a reply the rewards accept, for the audit, e.g. '\\boxed{{answer}}'.",
         )
         parser.add_argument("--timeout-seconds", type=float, default=None, help="Per-score deadline (default 10).")
-        parser.add_argument(
-            "--mapping", default="", help="A column mapping saved in the environment (with --mapping-file: save it so)."
+        add_mapping_arguments(
+            parser,
+            example='over the rows\' fields as JSON, e.g. {"prompt": "{prompt}", "answer_column": "solution", '
+            '"answer_extractor": "after_hashes", "key_column": "key"}',
         )
-        parser.add_argument(
-            "--mapping-file",
-            type=Path,
-            help='A column mapping over the rows\' fields as JSON, e.g. {"prompt": "{prompt}", '
-            '"answer_column": "solution", "answer_extractor": "after_hashes", "key_column": "key"}.',
-        )
-        parser.add_argument("--no-audit", action="store_true", help="Skip the reference-answer and gameability audits.")
+        add_no_audit_argument(parser)
 
     def handle(self, *args, taskset, environment, create, domain, owner, limit, **options):
-        try:
-            taskset_args = json.loads(options["taskset_args"])
-        except ValueError as error:
-            raise CommandError(f"--args: not JSON ({error})") from None
-        if not isinstance(taskset_args, dict):
-            raise CommandError("--args: must be a JSON object of the taskset's config fields")
+        taskset_args = json_object_option(options["taskset_args"], option="--args", what="the taskset's config fields")
         user = import_owner(owner)
         env = import_environment(environment, create=create, domain=domain, default_verifier=None)
         mapping = import_mapping(env, user, name=options["mapping"], path=options["mapping_file"])
@@ -76,15 +65,11 @@ class Command(BaseCommand):
             raise rejected(
                 self, imports.ImportRejected(imports.ImportReport(filename=loaded.source_name, problems=problems))
             )
-        data = b"".join(json.dumps(task, ensure_ascii=False).encode() + b"\n" for task in tasks)
-        try:
-            report = imports.tasks_import(
-                environment=env,
-                owner=user,
-                filename=f"{verifiers_tasks.key_name(taskset)}.jsonl",
-                data=data,
-                run_audits=not options["no_audit"],
-            )
-        except imports.ImportRejected as error:
-            raise rejected(self, error) from None
-        write_report(self, report)
+        import_task_dicts(
+            self,
+            environment=env,
+            owner=user,
+            filename=f"{verifiers_tasks.key_name(taskset)}.jsonl",
+            tasks=tasks,
+            run_audits=not options["no_audit"],
+        )

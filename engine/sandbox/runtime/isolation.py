@@ -130,6 +130,11 @@ def _bind_sources() -> list[str]:
     return sources
 
 
+def _through_old_tmp(old_tmp: int, path: str) -> str:
+    """`path`, under /tmp, reached through `old_tmp`: a descriptor of /tmp taken before a tmpfs covered it."""
+    return f"/proc/self/fd/{old_tmp}/{path.removeprefix('/tmp/')}"
+
+
 def mount_private_tmp(size_bytes: int) -> None:
     """Mount the run's own tmpfs on /tmp, keeping visible (read-only) the Python directories the server bound
     under /tmp: a checkout whose virtualenv lives in /tmp (a CI clone) would otherwise lose its site-packages."""
@@ -139,11 +144,10 @@ def mount_private_tmp(size_bytes: int) -> None:
         flags = MS_NOSUID | MS_NODEV
         mount("tmpfs", "/tmp", "tmpfs", flags, f"mode=0755,size={size_bytes},nr_inodes=4096")
         for path in kept:
-            target = path
-            os.makedirs(target, exist_ok=True)
-            mount(f"/proc/self/fd/{old_tmp}/{path[len('/tmp/') :]}", target, None, MS_BIND | MS_REC)
-            preserved = os.statvfs(target).f_flag & PRESERVED_MOUNT_FLAGS
-            mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | preserved)
+            os.makedirs(path, exist_ok=True)
+            mount(_through_old_tmp(old_tmp, path), path, None, MS_BIND | MS_REC)
+            preserved = os.statvfs(path).f_flag & PRESERVED_MOUNT_FLAGS
+            mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | preserved)
     finally:
         if old_tmp >= 0:
             os.close(old_tmp)
@@ -154,9 +158,7 @@ def build_root(new_root: str, *, sources: list[str] | None = None, old_tmp: int 
     /tmp are bound from `old_tmp`, a descriptor of /tmp taken before new_root's tmpfs covered it."""
     for source in _bind_sources() if sources is None else sources:
         target = new_root + source
-        origin = source
-        if old_tmp >= 0 and source.startswith("/tmp/"):
-            origin = f"/proc/self/fd/{old_tmp}/{source[len('/tmp/') :]}"
+        origin = _through_old_tmp(old_tmp, source) if old_tmp >= 0 and source.startswith("/tmp/") else source
         if os.path.islink(source) and source in SYSTEM_DIRECTORIES:
             # Merged-/usr systems: /bin -> usr/bin. Keep the link, the target is bound anyway.
             os.makedirs(os.path.dirname(target), exist_ok=True)
