@@ -181,14 +181,7 @@ def _predict_and_probe(
     response = stats.fit_item_response(counts=counts, tasks=len(versions), models=len(checkpoints), penalty=PENALTY)
     new = model_index[probe_model.pk]
     ability = float(response.ability[new])
-    # The ability's standard error: the Fisher information of the new checkpoint's own counts.
-    information = PENALTY + sum(
-        attempts * p * (1 - p)
-        for task, model, _, attempts in counts
-        if model == new
-        for p in [float(special.expit(ability - response.difficulty[task]))]
-    )
-    ability_sd = float(np.sqrt(1.0 / information))
+    ability_sd = stats.ability_sd(response=response, counts=counts, model=new, penalty=PENALTY)
     bands = stats.checkpoint_bands(
         response=response,
         counts=counts,
@@ -205,6 +198,8 @@ def _predict_and_probe(
         if version.pk in probed_now:
             continue
         (uncertain if band.uncertain else predicted).append((version, band))
+    # The typical uncertainty of a prediction: the dashboard draws the re-profile's operating characteristic with it.
+    spread = stats.predicted_logit_sd(response=response, counts=counts, ability_sd=ability_sd, penalty=PENALTY)
     policy = {
         "kind": PREDICTED_POLICY,
         "method": "item_response",
@@ -212,6 +207,7 @@ def _predict_and_probe(
         "checkpoints": [model.name for model in checkpoints[:-1]],
         "ability": round(ability, 4),
         "ability_sd": round(ability_sd, 4),
+        "logit_sd": round(float(np.median(spread)), 4),
         "level": level,
     }
     with transaction.atomic():

@@ -12,6 +12,9 @@ from tests.factories import import_tasks, math_task
 
 pytestmark = pytest.mark.django_db
 
+# As calibration.services.checkpoints stores it on a predicted band.
+PREDICTED_POLICY = {"kind": "predicted", "checkpoints": ["ckpt-1", "ckpt-2"], "logit_sd": 0.4, "level": 0.95}
+
 # Ten tasks' bands under three checkpoints: the policy improves, tasks move towards retire.
 BANDS = {
     "ckpt-1": ["too_hard"] * 6 + ["in_band"] * 4,
@@ -39,6 +42,7 @@ def run(alice, arithmetic):
                 band=band,
                 decided=True,
                 predicted_probability=0.99 if predicted else None,
+                policy=PREDICTED_POLICY if predicted else {},
             )
     return arithmetic
 
@@ -94,3 +98,25 @@ def test_reprofile_is_for_authors_and_probes_a_sample_first(client, alice, bob, 
     ProbeModel.objects.create(name="plain", backend="openai", base_url="http://127.0.0.1:9/v1")
     response = client.post(url, {"model": "plain"}, follow=True)
     assert "is not a checkpoint of a run" in response.content.decode()
+
+
+def test_the_operating_characteristic_with_and_without_the_checkpoint_prior(client, alice, run):
+    client.force_login(alice)
+    url = reverse("operating_characteristic_data")
+    plain = ProbeModel.objects.create(name="plain", backend="openai", base_url="http://127.0.0.1:9/v1")
+    Campaign.objects.create(environment=run, probe_model=plain, created_by=alice, seed=1, policy="adaptive")
+    assert client.get(url, {"environment": "arithmetic"}).json()["prior"] is None  # no checkpoint: no prior
+    third = ProbeModel.objects.get(name="ckpt-3")
+    Campaign.objects.create(
+        environment=run, probe_model=third, created_by=alice, seed=2, policy="adaptive", max_rollouts=72
+    )
+    body = client.get(url, {"environment": "arithmetic"}).json()
+    prior = body["prior"]
+    assert (
+        prior["probe_model"] == "ckpt-3" and prior["logit_sd"] == 0.4 and prior["checkpoints"] == ["ckpt-1", "ckpt-2"]
+    )
+    middle = body["pass_rates"].index(0.2)
+    # In the middle of the band the prediction is sure: no rollouts, where the rule alone spends some.
+    assert prior["expected_rollouts"][middle] < 1 < body["expected_rollouts"][middle]
+    floor = body["pass_rates"].index(0.02)
+    assert prior["expected_rollouts"][floor] == pytest.approx(body["expected_rollouts"][floor], rel=0.2)
