@@ -136,3 +136,32 @@ def test_a_new_checkpoint_probes_only_its_uncertain_tasks_and_the_dashboard_show
     assert "Checkpoints of run run-a" in page
     assert f"ckpt-2 → ckpt-3: {last['left_band']} left the band, {last['entered_band']} entered it" in page
     assert 'id="pool-forecast"' in page
+
+
+@pytest.mark.django_db
+def test_a_predicted_band_survives_a_refresh_and_gives_way_to_rollouts(arithmetic, alice):
+    import_scripted(arithmetic, alice, ["always"])
+    version = arithmetic.tasks.get(key="always").current_version
+    with scripted_model("ckpt-9", {"always": 1.0}, run="run-b", checkpoint_step=900) as (model, _):
+        Calibration.objects.create(
+            task_version=version,
+            probe_model=model,
+            band="too_hard",
+            decided=True,
+            predicted_probability=0.97,
+            policy={"kind": "predicted", "logit_sd": 0.5},
+        )
+        services.environment_calibrations_refresh(environment=arithmetic)
+        kept = Calibration.objects.get(probe_model=model)
+        assert (kept.band, kept.predicted_probability, kept.attempts) == ("too_hard", 0.97, 0)
+        campaign = services.campaign_start(
+            environment=arithmetic,
+            probe_model=model,
+            created_by=alice,
+            policy=Campaign.Policy.ADAPTIVE,
+            rollouts=16,
+            enqueue=False,
+        )
+        services.campaign_run_inline(campaign=campaign)
+    probed = Calibration.objects.get(probe_model=model)
+    assert probed.attempts > 0 and probed.predicted_probability is None and probed.band == "retire"
