@@ -59,10 +59,27 @@ class ProbeModel(models.Model):
     strong = models.BooleanField(
         default=False, help_text="Strong model: 0 passes on a task that passed its audit flags it for review."
     )
+    # Checkpoints of one training run are probe models sharing a run, ordered by step: a new one can be
+    # re-profiled from the earlier ones (calibration/services/checkpoints.py).
+    run = models.SlugField(
+        max_length=80, blank=True, help_text="The training run this model is a checkpoint of; blank if none."
+    )
+    checkpoint_step = models.BigIntegerField(
+        null=True, blank=True, help_text="The checkpoint's training step: orders a run's checkpoints."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "checkpoint_step"], condition=~models.Q(run=""), name="probe_model_checkpoint_unique"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(run="") | models.Q(checkpoint_step__isnull=False),
+                name="probe_model_checkpoint_has_step",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -244,6 +261,9 @@ class Calibration(models.Model):
     # shows it (counts, the rollout ids and excerpts; engine.verifiers.diagnosis.diagnose).
     diagnosis = models.CharField(max_length=20, choices=Diagnosis.choices, blank=True)
     diagnosis_evidence = models.JSONField(default=dict, blank=True)
+    # Set when no rollout decided the band: the item-response model predicted it from the run's earlier
+    # checkpoints (calibration/services/checkpoints.py), with this probability. Cleared once probed.
+    predicted_probability = models.FloatField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -85,6 +85,7 @@ ROUTES: dict[str, Route] = {
     "environment_detail": Route(BROWSER, "environment"),
     "environment_edit": Route(REVIEWERS, "environment", "change", methods=("GET", "POST")),
     "environment_probe": Route(AUTHORS, "environment", "probe", methods=POST),
+    "checkpoint_reprofile": Route(AUTHORS, "environment", "probe", methods=POST),
     "environment_costs_data": Route(BROWSER, "environment"),
     "dashboard": Route(BROWSER),
     "model_compare": Route(BROWSER),

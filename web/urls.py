@@ -73,6 +73,11 @@ urlpatterns = [
     path("environments/<slug:environment_name>/", environment_views.environment_detail, name="environment_detail"),
     path("environments/<slug:environment_name>/edit/", environment_views.environment_edit, name="environment_edit"),
     path("environments/<slug:environment_name>/probe/", probe_views.environment_probe, name="environment_probe"),
+    path(
+        "environments/<slug:environment_name>/reprofile/",
+        probe_views.checkpoint_reprofile,
+        name="checkpoint_reprofile",
+    ),
     path("mcp-servers/", mcp_server_views.mcp_server_list, name="mcp_server_list"),
     path("mcp-servers/<slug:name>/check/", mcp_server_views.mcp_server_check, name="mcp_server_check"),
     path("mcp-servers/<slug:name>/use/", mcp_server_views.mcp_server_use, name="mcp_server_use"),

@@ -344,18 +344,14 @@ def operating_characteristic(*, environment: Environment) -> dict:
     curve = stats.operating_characteristic_curve(thresholds=thresholds, policy=policy)
     fixed = policy.kind == "fixed"
     learned = None
+    probing = curve
     if campaign is not None and not fixed:
         table = environment_learned_table(environment=environment, probe_model=campaign.probe_model, policy=policy)
         if table is not None:
-            learned_curve = stats.operating_characteristic_curve(
+            probing = stats.operating_characteristic_curve(
                 thresholds=thresholds, policy=policy, pass_rates=curve.pass_rates, table=table
             )
-            learned = {
-                "probe_model": campaign.probe_model.name,
-                "labels": learned_curve.label_probabilities,
-                "wrong": learned_curve.wrong,
-                "expected_rollouts": learned_curve.expected_attempts,
-            }
+            learned = {"probe_model": campaign.probe_model.name, **_curve_series(probing)}
     return {
         "environment": environment.name,
         "policy": {
@@ -377,6 +373,48 @@ def operating_characteristic(*, environment: Environment) -> dict:
         # The table learned from the environment's own probes (docs/prediction.md), when its
         # latest campaign's probe model has one: what the rule becomes there.
         "learned": learned,
+        # Behind the item-response prior, when that model is a checkpoint re-profiled here.
+        "prior": _reprofile_prior(environment=environment, campaign=campaign, curve=probing, thresholds=thresholds),
+    }
+
+
+def _curve_series(curve: stats.OperatingCharacteristicCurve) -> dict:
+    return {"labels": curve.label_probabilities, "wrong": curve.wrong, "expected_rollouts": curve.expected_attempts}
+
+
+def _reprofile_prior(
+    *,
+    environment: Environment,
+    campaign: Campaign | None,
+    curve: stats.OperatingCharacteristicCurve,
+    thresholds: stats.Thresholds,
+) -> dict | None:
+    """The operating characteristic of re-profiling the latest campaign's checkpoint (its bands predicted
+    by the item-response model where sure, the rest probed), at the prediction's typical uncertainty;
+    None unless that checkpoint was re-profiled in this environment."""
+    if campaign is None or not campaign.probe_model.run:
+        return None
+    policy = (
+        Calibration.objects.filter(
+            probe_model=campaign.probe_model,
+            task_version__task__environment=environment,
+            predicted_probability__isnull=False,
+        )
+        .order_by("-updated_at")
+        .values_list("policy", flat=True)
+        .first()
+    )
+    if not policy or not policy.get("logit_sd"):
+        return None
+    prior = stats.reprofile_characteristic(
+        curve=curve, thresholds=thresholds, sd=policy["logit_sd"], level=policy.get("level", 0.95)
+    )
+    return {
+        "probe_model": campaign.probe_model.name,
+        "logit_sd": policy["logit_sd"],
+        "level": policy.get("level", 0.95),
+        "checkpoints": policy.get("checkpoints", []),
+        **_curve_series(prior),
     }
 
 

@@ -7,6 +7,7 @@
 - diagnosis: why a too_hard task is too hard (suspect_verifier, truncated, hard), stored with its band
 - feedback: trainer reports, drift, automatic retirement, re-probing
 - ladder: a cheap model's pass rates as the prior for a stronger one
+- checkpoints: re-profile tasks for a new checkpoint of a run (predict the sure bands, probe the rest)
 - judge_samples: judged rollouts drawn for blind review (people checking LLM judges)
 """
 
@@ -33,6 +34,7 @@ from calibration.services.campaigns import (
     round_enqueue,
     tasks_per_job,
 )
+from calibration.services.checkpoints import Reprofile, checkpoint_reprofile, run_checkpoints
 from calibration.services.diagnosis import too_hard_diagnose
 from calibration.services.feedback import (
     FEEDBACK_RETIRE_REASON,
@@ -79,6 +81,7 @@ __all__ = [
     "episode_health_record",
     "FeedbackOutcome",
     "PRIOR_CACHE_SECONDS",
+    "Reprofile",
     "backend_for_probe_model",
     "calibration_refresh",
     "calibrations_refresh",
@@ -90,6 +93,7 @@ __all__ = [
     "campaign_set_status",
     "campaign_start",
     "campaign_start_ladder",
+    "checkpoint_reprofile",
     "campaigns_reconcile",
     "environment_calibrations_refresh",
     "environment_learned_table",
@@ -114,6 +118,7 @@ __all__ = [
     "round_run",
     "round_score",
     "round_score_and_continue",
+    "run_checkpoints",
     "sampling_params",
     "tasks_per_job",
     "thresholds_for",

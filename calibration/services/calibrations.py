@@ -185,7 +185,7 @@ def calibration_refresh(
     )[task_version.pk]
 
 
-_CALIBRATION_FIELDS = (
+CALIBRATION_FIELDS = (
     "attempts",
     "successes",
     "verifier_errors",
@@ -201,8 +201,12 @@ _CALIBRATION_FIELDS = (
     "policy",
     "diagnosis",
     "diagnosis_evidence",
+    "predicted_probability",
     "updated_at",
 )
+
+# The stored policy of a band predicted for a checkpoint (calibration/services/checkpoints.py).
+PREDICTED_POLICY = "predicted"
 
 
 def calibrations_refresh(
@@ -223,6 +227,11 @@ def calibrations_refresh(
     zero = {"successes": 0, "failures": 0, "verifier_errors": 0, "generation_errors": 0, "cost": None}
     counts = _rollout_counts(ids=ids, probe_model=probe_model)
     policies = _policies_with_stored(ids=ids, probe_model=probe_model, policies=policies or {})
+    # A predicted band has no rollouts to recompute it from: it stays as predicted until probed.
+    kept = {pk for pk in ids if policies[pk].get("kind") == PREDICTED_POLICY and pk not in counts}
+    if kept:
+        task_versions = [version for version in task_versions if version.pk not in kept]
+        ids = [pk for pk in ids if pk not in kept]
     fitted: dict[int, stats.Beta | None] = {}
     learned: dict[tuple, stats.StoppingTable | None] = {}
 
@@ -272,15 +281,19 @@ def calibrations_refresh(
         rows,
         update_conflicts=True,
         unique_fields=["task_version", "probe_model"],
-        update_fields=list(_CALIBRATION_FIELDS),
+        update_fields=list(CALIBRATION_FIELDS),
     )
     _band_changes_record(rows=rows, before=bands_before, versions=task_versions, probe_model=probe_model)
+    stored = {
+        calibration.task_version_id: calibration
+        for calibration in Calibration.objects.filter(task_version_id__in=kept, probe_model=probe_model)
+    }
     if any(row.pk is None for row in rows):  # backends that do not return ids on conflict
-        return {
+        return stored | {
             calibration.task_version_id: calibration
             for calibration in Calibration.objects.filter(task_version_id__in=ids, probe_model=probe_model)
         }
-    return {row.task_version_id: row for row in rows}
+    return stored | {row.task_version_id: row for row in rows}
 
 
 def _band_changes_record(

@@ -38,6 +38,8 @@ def probe_model_add(
     timeout_s: float = 120.0,
     max_concurrency: int = 16,
     tool_mode: str = "",
+    run: str = "",
+    checkpoint_step: int | None = None,
 ) -> ProbeModel:
     """Register a probe model. Raises CalibrationError for an unknown backend or a missing URL.
 
@@ -45,6 +47,7 @@ def probe_model_add(
     with n samples; only for servers that seed choice i with seed + i (vLLM, llama.cpp). `server`
     (engine/backends/openai_servers.py) decides what is asked of the server for exact capture;
     `endpoint`, `timeout_s`, `max_concurrency` and `tool_mode` configure the openai backend.
+    `run` and `checkpoint_step` make it a checkpoint of a training run (docs/prediction.md).
     """
     if backend not in ProbeModel.Backend.values:
         raise CalibrationError(f"Unknown backend {backend!r}; use one of {', '.join(ProbeModel.Backend.values)}.")
@@ -68,6 +71,10 @@ def probe_model_add(
         raise CalibrationError("Need 0 < timeout <= 3600 seconds and 1 <= max concurrency <= 1024.")
     if tool_mode not in ("", *TOOL_MODES):
         raise CalibrationError(f"Tool mode must be native or text; got {tool_mode!r}.")
+    if bool(run) != (checkpoint_step is not None):
+        raise CalibrationError("A checkpoint needs both its run and its checkpoint step.")
+    if run and ProbeModel.objects.filter(run=run, checkpoint_step=checkpoint_step).exists():
+        raise CalibrationError(f"Run {run!r} already has a checkpoint at step {checkpoint_step}.")
     return ProbeModel.objects.create(
         name=name,
         backend=backend,
@@ -90,6 +97,8 @@ def probe_model_add(
         timeout_s=timeout_s,
         max_concurrency=max_concurrency,
         tool_mode=tool_mode,
+        run=run,
+        checkpoint_step=checkpoint_step,
     )
 
 

@@ -11,6 +11,7 @@ benchmark in ``bench/calibration/`` all run the very same code. ``from engine im
 * ``verdict``: ``calibration_verdict``, the whole band rule a stored calibration shows.
 * ``priors``, ``ladder``, ``drift``: population prior, model ladder, discounted feedback.
 * ``curriculum``: the next tasks for a trainer, by predicted learning signal.
+* ``checkpoints``: the operating characteristic of re-profiling a new checkpoint behind the item-response prior.
 * ``side``: side information (an item-response model, scores) and a learned table per stratum.
 * ``agreement``: two raters of the same items: percent agreement, Cohen's kappa, false-pass rate.
 * ``optimal``: the Bayes-optimal table for a known population (the benchmark's bound).
@@ -19,6 +20,7 @@ benchmark in ``bench/calibration/`` all run the very same code. ``from engine im
 
 from engine.stats.agreement import *
 from engine.stats.bands import *
+from engine.stats.checkpoints import *
 from engine.stats.curriculum import *
 from engine.stats.drift import *
 from engine.stats.ladder import *

@@ -182,6 +182,11 @@ async function drawOperatingCharacteristic(element) {
       { type: "scatter", mode: "lines", name: "P(wrong), learned table", x, y: data.learned.wrong, line: { color: "#e07000", dash: "dot" } },
       { type: "scatter", mode: "lines", name: "mean rollouts, learned table", x, y: data.learned.expected_rollouts, yaxis: "y2", line: { color: "#e07000", dash: "dash" } },
     ] : []),
+    // Re-profiling a checkpoint: bands the item-response model is sure of are kept with no rollouts.
+    ...(data.prior ? [
+      { type: "scatter", mode: "lines", name: "P(wrong), with the checkpoint prior", x, y: data.prior.wrong, line: { color: "#1a7f37", dash: "dot" } },
+      { type: "scatter", mode: "lines", name: "mean rollouts, with the checkpoint prior", x, y: data.prior.expected_rollouts, yaxis: "y2", line: { color: "#1a7f37", dash: "dash" } },
+    ] : []),
   ], {
     ...LAYOUT,
     margin: { t: 20, r: 60 },
@@ -200,7 +205,10 @@ async function drawOperatingCharacteristic(element) {
   if (summary) summary.textContent = `${data.policy.description[0].toUpperCase()}${data.policy.description.slice(1)}: ` +
     `outside the zones a label is wrong at most ${(100 * worst).toFixed(1)}% of the time.` +
     (data.learned ? ` This environment probes with a table learned from its own tasks under ${data.learned.probe_model} (orange): ` +
-      "it spends fewer rollouts where its population allows and is held to 1% wrong on average, not per task." : "");
+      "it spends fewer rollouts where its population allows and is held to 1% wrong on average, not per task." : "") +
+    (data.prior ? ` ${data.prior.probe_model} was re-profiled from ${data.prior.checkpoints.join(", ")} (green): a band the ` +
+      `item-response model gives at least ${100 * data.prior.level}% costs no rollouts (drawn at the typical prediction ` +
+      `uncertainty, ${data.prior.logit_sd} logits); the promise is that model's.` : "");
 }
 
 document.addEventListener("DOMContentLoaded", () => {

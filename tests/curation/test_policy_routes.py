@@ -267,6 +267,11 @@ CASES = {
         ({"environment_name": "arithmetic"}, {"model": "probe"}, {"anonymous": "login", "bob": 403, "alice": 200}),
         ({"environment_name": "nope"}, {"model": "probe"}, {"alice": 404}),
     ],
+    "checkpoint_reprofile": [
+        # "probe" is no checkpoint of a run: refused with a message on the dashboard, nothing started.
+        ({"environment_name": "arithmetic"}, {"model": "probe"}, {"anonymous": "login", "bob": 403, "alice": 302}),
+        ({"environment_name": "nope"}, {"model": "probe"}, {"alice": 404}),
+    ],
     "environment_costs_data": [
         ({"environment_name": "arithmetic"}, {}, {"anonymous": "login", "charlie": 403, "alice": 200}),
         ({"environment_name": "nope"}, {}, {"alice": 404}),

@@ -30,6 +30,11 @@ def dashboard(request):
             "too_hard_diagnoses": selectors.too_hard_by_diagnosis(
                 user=request.user, environment=environment, probe_model=probe_model
             ),
+            "checkpoints": (
+                selectors.checkpoint_movement(environment=environment, run=probe_model.run)
+                if environment and probe_model and probe_model.run
+                else None
+            ),
             "curriculum_sweep": (
                 selectors.curriculum_sweep(environment=environment, probe_model=probe_model) if environment else []
             ),

@@ -6,6 +6,7 @@ import secrets
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
@@ -115,3 +116,34 @@ def _probe_confirm(request, *, environment, probe_model, version_ids, fields: di
             "max_new_tokens": max_new_tokens,
         },
     )
+
+
+@require_POST
+@policy.page("checkpoint_reprofile")
+def checkpoint_reprofile(request, environment_name: str):
+    """Re-profile the environment for a new checkpoint: probe a sample first; once that is done, the
+    same button predicts the sure bands and probes only the uncertain tasks."""
+    environment = policy.get_for(request.user, policy.PROBE, Environment.objects.all(), name=environment_name)
+    probe_model = get_object_or_404(ProbeModel, name=request.POST.get("model", ""))
+    back = f"{reverse('dashboard')}?environment={environment.name}&model={probe_model.name}"
+    try:
+        result = services.checkpoint_reprofile(
+            environment=environment, probe_model=probe_model, created_by=request.user
+        )
+    except ServiceError as error:
+        messages.error(request, f"Could not re-profile: {error}")
+        return redirect(back)
+    if result.stage == "sample":
+        messages.success(
+            request,
+            f"Campaign {result.campaign.pk} probes a sample of {result.probed} tasks with {probe_model.name}; "
+            "re-profile again when it is done.",
+        )
+    else:
+        probing = f"campaign {result.campaign.pk} probes them" if result.campaign else "none to probe"
+        messages.success(
+            request,
+            f"{result.predicted} of {result.tasks} bands predicted for {probe_model.name}; "
+            f"{result.probed} uncertain ({probing}).",
+        )
+    return redirect(back)

@@ -46,6 +46,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--tool-mode", default="", choices=["", *TOOL_MODES], help="Tool-use episodes: native or text."
         )
+        parser.add_argument("--run", default="", help="The training run this model is a checkpoint of.")
+        parser.add_argument("--checkpoint-step", type=int, default=None, help="The checkpoint's training step.")
         parser.add_argument(
             "--strong", action="store_true", help="A strong model: 0 passes on an audited task flags it for review."
         )
@@ -74,6 +76,8 @@ class Command(BaseCommand):
                 timeout_s=options["timeout"],
                 max_concurrency=options["max_concurrency"],
                 tool_mode=options["tool_mode"],
+                run=options["run"],
+                checkpoint_step=options["checkpoint_step"],
             )
         except ServiceError as error:
             raise CommandError(str(error)) from None

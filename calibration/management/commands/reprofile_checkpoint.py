@@ -1,0 +1,61 @@
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from accounts.errors import ServiceError
+from calibration import services
+from calibration.models import ProbeModel
+from curation.models import Environment
+
+
+class Command(BaseCommand):
+    help = (
+        "Re-profile an environment's tasks for a new checkpoint of a run: probe a sample first, then predict the "
+        "bands the item-response model is sure of and probe only the uncertain tasks (run it again once the "
+        "sample's campaign is done)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--environment", required=True)
+        parser.add_argument("--model", required=True, help="The new checkpoint (a probe model with a run and step).")
+        parser.add_argument("--sample", type=int, default=20, help="Tasks the checkpoint probes before predicting.")
+        parser.add_argument("--level", type=float, default=0.95, help="Probe tasks whose band is less probable.")
+        parser.add_argument("--rollouts", type=int, default=72, help="Adaptive cap per probed task.")
+        parser.add_argument("--seed", type=int, default=None)
+
+    def handle(self, *args, **options):
+        environment = Environment.objects.filter(name=options["environment"]).first()
+        if environment is None:
+            raise CommandError(f"No environment {options['environment']!r}.")
+        probe_model = ProbeModel.objects.filter(name=options["model"]).first()
+        if probe_model is None:
+            raise CommandError(
+                f"No probe model {options['model']!r}; add one with add_probe_model --run --checkpoint-step."
+            )
+        user = get_user_model().objects.filter(is_superuser=True).order_by("pk").first()
+        if user is None:
+            raise CommandError("Create a superuser first (createsuperuser): campaigns are started in someone's name.")
+        try:
+            result = services.checkpoint_reprofile(
+                environment=environment,
+                probe_model=probe_model,
+                created_by=user,
+                sample=options["sample"],
+                level=options["level"],
+                rollouts=options["rollouts"],
+                seed=options["seed"],
+            )
+        except ServiceError as error:
+            raise CommandError(str(error)) from None
+        if result.stage == "sample":
+            self.stdout.write(
+                f"Campaign {result.campaign.pk} probes a sample of {result.probed} tasks with {probe_model.name}; "
+                "run this again when it is done."
+            )
+            return
+        campaign = f"campaign {result.campaign.pk} probes them" if result.campaign else "nothing to probe"
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"{result.tasks} tasks: {result.predicted} bands predicted (ability {result.ability:.2f} "
+                f"± {result.ability_sd:.2f}), {result.probed} uncertain ({campaign})."
+            )
+        )

@@ -1,0 +1,167 @@
+"""Checkpoints of one run: a new checkpoint is re-profiled by probing only the tasks whose band the
+item-response model leaves uncertain, through the real campaign machinery and real Celery workers.
+
+The ladder's rungs are scripted model servers at known pass rates: task i under checkpoint k passes
+with expit(ability[k] - difficulty[i]), a Rasch ladder, so the truth of every band is known.
+"""
+
+import math
+
+import pytest
+from django.urls import reverse
+
+from calibration import selectors, services
+from calibration.errors import CalibrationError
+from calibration.models import Calibration, Campaign, CampaignItem, Rollout
+from engine import stats
+from tests.calibration.scripted import import_scripted, scripted_model
+from tests.support.workers import flush_broker, running_worker, wait_for
+
+TASKS = 40
+ABILITIES = {"ckpt-1": -1.0, "ckpt-2": 0.0, "ckpt-3": 1.0}
+STEPS = {"ckpt-1": 100, "ckpt-2": 200, "ckpt-3": 300}
+KEYS = [f"t{index:02d}" for index in range(TASKS)]
+# Difficulties spread from -5 to 7 logits: under ckpt-3, from certain retire through the band to too hard.
+DIFFICULTY = {key: -5.0 + 12.0 * index / (TASKS - 1) for index, key in enumerate(KEYS)}
+WORKER_ENV = {"PASSBAND_SERVER_RETRY_MAX_S": "1"}
+
+
+def expit(value: float) -> float:
+    return 1.0 / (1.0 + math.exp(-value))
+
+
+def pass_rates(checkpoint: str) -> dict[str, float]:
+    return {key: expit(ABILITIES[checkpoint] - DIFFICULTY[key]) for key in KEYS}
+
+
+def true_band(environment, checkpoint: str, key: str) -> str:
+    thresholds = stats.Thresholds.with_default_zones(floor=environment.floor, retire_at=environment.retire_at)
+    return stats.band_for_rate(pass_rate=pass_rates(checkpoint)[key], thresholds=thresholds)
+
+
+def far_from_thresholds(environment, checkpoint: str, key: str, margin: float = 1.5) -> bool:
+    logit = ABILITIES[checkpoint] - DIFFICULTY[key]
+    edges = [math.log(rate / (1 - rate)) for rate in (environment.floor, environment.retire_at)]
+    return all(abs(logit - edge) > margin for edge in edges)
+
+
+def wait_done(campaign):
+    wait_for(
+        lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE,
+        timeout=300,
+        what=f"campaign {campaign.pk}",
+    )
+
+
+def probe_in_full(environment, owner, probe_model, policy, rollouts):
+    wait_done(
+        services.campaign_start(
+            environment=environment, probe_model=probe_model, created_by=owner, policy=policy, rollouts=rollouts, seed=3
+        )
+    )
+
+
+@pytest.mark.workers
+@pytest.mark.django_db(transaction=True)
+def test_a_new_checkpoint_probes_only_its_uncertain_tasks_and_the_dashboard_shows_the_movement(
+    arithmetic, alice, client, tmp_path
+):
+    flush_broker()
+    import_scripted(arithmetic, alice, KEYS)
+    with (
+        scripted_model("ckpt-1", pass_rates("ckpt-1"), run="run-a", checkpoint_step=STEPS["ckpt-1"]) as (first, _),
+        scripted_model("ckpt-2", pass_rates("ckpt-2"), run="run-a", checkpoint_step=STEPS["ckpt-2"]) as (second, _),
+        scripted_model("ckpt-3", pass_rates("ckpt-3"), run="run-a", checkpoint_step=STEPS["ckpt-3"]) as (third, _),
+        scripted_model("ckpt-3-full", pass_rates("ckpt-3")) as (full, _),
+        running_worker(concurrency=2, extra_env=WORKER_ENV, log_path=tmp_path / "worker.log"),
+    ):
+        with pytest.raises(CalibrationError, match="first checkpoint"):
+            services.checkpoint_reprofile(environment=arithmetic, probe_model=first, created_by=alice)
+        for checkpoint in (first, second):  # probed in full, as a run's first checkpoints are
+            probe_in_full(arithmetic, alice, checkpoint, Campaign.Policy.FIXED, 24)
+        sample = services.checkpoint_reprofile(
+            environment=arithmetic, probe_model=third, created_by=alice, sample=8, seed=3
+        )
+        assert sample.stage == "sample" and sample.probed == 8 and sample.campaign.items.count() == 8
+        with pytest.raises(CalibrationError, match="still probes"):
+            services.checkpoint_reprofile(environment=arithmetic, probe_model=third, created_by=alice, sample=8)
+        wait_done(sample.campaign)
+        result = services.checkpoint_reprofile(
+            environment=arithmetic, probe_model=third, created_by=alice, sample=8, seed=3
+        )
+        assert result.stage == "reprofile" and result.campaign is not None
+        wait_done(result.campaign)
+        # The same checkpoint probed in full, under the same adaptive policy: what the re-profile saves.
+        probe_in_full(arithmetic, alice, full, Campaign.Policy.ADAPTIVE, 72)
+
+    # Fewer tasks probed than the release holds: the sample and the uncertain ones only.
+    assert result.tasks == TASKS and result.predicted + result.probed + 8 == TASKS
+    assert 0 < result.probed and result.predicted >= TASKS // 4
+    probed_items = set(
+        CampaignItem.objects.filter(campaign=result.campaign).values_list("task_version__task__key", flat=True)
+    )
+    assert len(probed_items) == result.probed
+    assert 0.0 < result.ability < 4.0  # the truth, centred on ckpt-1: 2.0
+    # Predicted bands are marked, with their probability, and right where the truth is far from a threshold.
+    calibrations = {
+        row.task_version.task.key: row
+        for row in Calibration.objects.filter(probe_model=third).select_related("task_version__task")
+    }
+    assert len(calibrations) == TASKS
+    predicted = {key: row for key, row in calibrations.items() if row.predicted_probability is not None}
+    assert len(predicted) == result.predicted and not (predicted.keys() & probed_items)
+    for row in predicted.values():
+        assert row.attempts == 0 and row.predicted_probability >= 0.95 and row.policy["kind"] == "predicted"
+        assert row.policy["checkpoints"] == ["ckpt-1", "ckpt-2"]
+    far = [key for key in predicted if far_from_thresholds(arithmetic, "ckpt-3", key)]
+    assert far and all(predicted[key].band == true_band(arithmetic, "ckpt-3", key) for key in far)
+    assert not Rollout.objects.filter(probe_model=third, task_version__task__key__in=list(predicted)).exists()
+    spent, full_reprobe = (
+        Rollout.objects.filter(probe_model=third).count(),
+        Rollout.objects.filter(probe_model=full).count(),
+    )
+    assert spent < full_reprobe
+    # Refreshing bands from rollouts (a threshold change) keeps the predicted ones.
+    services.environment_calibrations_refresh(environment=arithmetic)
+    assert Calibration.objects.filter(probe_model=third, predicted_probability__isnull=False).count() == len(predicted)
+
+    movement = selectors.checkpoint_movement(environment=arithmetic, run="run-a")
+    assert [row["name"] for row in movement["checkpoints"]] == ["ckpt-1", "ckpt-2", "ckpt-3"]
+    assert movement["checkpoints"][2]["predicted"] == result.predicted
+    last = movement["movements"][1]
+    assert sum(cell["tasks"] for cell in last["cells"]) == TASKS
+    assert last["left_band"] > 0  # the policy improves: tasks leave the band for retire
+    client.force_login(alice)
+    page = client.get(reverse("dashboard"), {"environment": "arithmetic", "model": "ckpt-3"}).content.decode()
+    assert "Checkpoints of run run-a" in page
+    assert f"ckpt-2 → ckpt-3: {last['left_band']} left the band, {last['entered_band']} entered it" in page
+    assert 'id="pool-forecast"' in page
+
+
+@pytest.mark.django_db
+def test_a_predicted_band_survives_a_refresh_and_gives_way_to_rollouts(arithmetic, alice):
+    import_scripted(arithmetic, alice, ["always"])
+    version = arithmetic.tasks.get(key="always").current_version
+    with scripted_model("ckpt-9", {"always": 1.0}, run="run-b", checkpoint_step=900) as (model, _):
+        Calibration.objects.create(
+            task_version=version,
+            probe_model=model,
+            band="too_hard",
+            decided=True,
+            predicted_probability=0.97,
+            policy={"kind": "predicted", "logit_sd": 0.5},
+        )
+        services.environment_calibrations_refresh(environment=arithmetic)
+        kept = Calibration.objects.get(probe_model=model)
+        assert (kept.band, kept.predicted_probability, kept.attempts) == ("too_hard", 0.97, 0)
+        campaign = services.campaign_start(
+            environment=arithmetic,
+            probe_model=model,
+            created_by=alice,
+            policy=Campaign.Policy.ADAPTIVE,
+            rollouts=16,
+            enqueue=False,
+        )
+        services.campaign_run_inline(campaign=campaign)
+    probed = Calibration.objects.get(probe_model=model)
+    assert probed.attempts > 0 and probed.predicted_probability is None and probed.band == "retire"
