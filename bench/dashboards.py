@@ -84,8 +84,10 @@ def generate(*, tasks: int, rollouts_per_task: int) -> None:
         run(
             "tasks",
             f"""
-            INSERT INTO curation_task (environment_id, key, owner_id, status, created_at, updated_at)
-            SELECT ({environment_ids})[1 + mod(i, {len(environments)})], 't-' || i, %s,
+            INSERT INTO curation_task (environment_id, key, key_order, owner_id, status, created_at, updated_at)
+            -- key_order: engine.natural_sort's form of the key (each number as its length in three digits, then it).
+            SELECT ({environment_ids})[1 + mod(i, {len(environments)})], 't-' || i,
+                   't-' || lpad(length(i::text)::text, 3, '0') || i, %s,
                    (ARRAY['draft','submitted','in_review','approved','active','rejected'])[1 + mod(i / 7, 6)],
                    now() - mod(i, {DAYS}) * interval '1 day', now() - mod(i, {DAYS}) * interval '1 day'
             FROM generate_series(0, %s - 1) AS i
@@ -96,10 +98,11 @@ def generate(*, tasks: int, rollouts_per_task: int) -> None:
             "task versions",
             """
             INSERT INTO curation_taskversion (task_id, number, prompt, answer, verifier, tools, metadata, domain,
-                authoring_cost_usd, content_hash, audit_passed, audit_problems, created_by_id, created_at)
+                authoring_cost_usd, content_hash, audit_passed, audit_problems, gameability_findings,
+                gameable_override_reason, created_by_id, created_at)
             SELECT t.id, 1, jsonb_build_array(jsonb_build_object('role', 'user', 'content', 'What is ' || t.id || ' + 1?')),
                    (t.id + 1)::text, '{"kind": "math"}', '[]', '{}', 'math', (5 + mod(t.id, 40))::numeric,
-                   md5(t.id::text) || md5(t.key), (mod(t.id, 97) <> 0), '[]', t.owner_id, t.created_at
+                   md5(t.id::text) || md5(t.key), (mod(t.id, 97) <> 0), '[]', '[]', '', t.owner_id, t.created_at
             FROM curation_task t
             """,
         )
@@ -129,13 +132,14 @@ def generate(*, tasks: int, rollouts_per_task: int) -> None:
                 f"""
                 INSERT INTO calibration_rollout (campaign_id, task_version_id, probe_model_id, sample_index, seed,
                     text, finish_reason, truncated, sampling, generation_error, input_tokens, output_tokens,
-                    generation_ms, outcome, reward, detail, verify_ms, cost_usd, created_at, verified_at)
+                    generation_ms, outcome, reward, detail, verify_ms, cost_usd, created_at, verified_at,
+                    capture, logprob_source, prompt_ids_source)
                 SELECT CASE draw.environment_id {case} END, draw.version_id, %s, draw.s, draw.s,
                        '', 'stop', false, '{{}}', '', 40, 120, 300 + mod(draw.s * 37, 200),
                        CASE WHEN r < 0.01 THEN 'error' WHEN r < 0.015 THEN 'timeout'
                             WHEN r < 0.015 + draw.p * 0.985 THEN 'pass' ELSE 'fail' END,
                        CASE WHEN r < 0.015 THEN NULL WHEN r < 0.015 + draw.p * 0.985 THEN 1.0 ELSE 0.0 END,
-                       '', 2 + 60 * power(latency_draw, 4), %s, at, at
+                       '', 2 + 60 * power(latency_draw, 4), %s, at, at, 'text_only', '', ''
                 -- random() in a subquery's select list is drawn once per row.
                 FROM (SELECT truth.*, s, random() AS r, random() AS latency_draw,
                              now() - random() * interval '{ROLLOUT_DAYS} days' AS at
@@ -148,7 +152,7 @@ def generate(*, tasks: int, rollouts_per_task: int) -> None:
             """
             INSERT INTO calibration_calibration (task_version_id, probe_model_id, attempts, successes, verifier_errors,
                 generation_errors, pass_rate, interval_low, interval_high, band, decided, grpo_signal, cost_usd,
-                flags, policy, updated_at)
+                flags, policy, diagnosis, diagnosis_evidence, updated_at)
             SELECT task_version_id, probe_model_id, attempts, successes, errors, 0,
                    successes::float / nullif(attempts, 0), 0, 1,
                    CASE WHEN errors > 0.3 * (attempts + errors) THEN 'undecided'
@@ -156,7 +160,7 @@ def generate(*, tasks: int, rollouts_per_task: int) -> None:
                         WHEN successes::float / nullif(attempts, 0) >= 0.7 THEN 'retire' ELSE 'in_band' END,
                    true, 0.5, cost,
                    CASE WHEN errors > 0.3 * (attempts + errors) THEN '["verifier_trouble"]'::jsonb ELSE '[]'::jsonb END,
-                   '{}', now() - mod(task_version_id, 90) * interval '1 day'
+                   '{}', '', '{}', now() - mod(task_version_id, 90) * interval '1 day'
             FROM (SELECT task_version_id, probe_model_id,
                          count(*) FILTER (WHERE outcome IN ('pass', 'fail')) AS attempts,
                          count(*) FILTER (WHERE outcome = 'pass') AS successes,

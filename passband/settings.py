@@ -131,6 +131,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         {"timeout": 30, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
     )
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # No JIT compilation: the planner's costs for the lists' correlated subqueries pass its threshold at
+    # real size, and compiling took 4.9 s of a 4.6 s review-queue query over 100,000 tasks (bench/real_size.py);
+    # Passband's queries are short, and none gained from it. PASSBAND_POSTGRES_JIT=on turns it back on.
+    jit = "on" if os.environ.get("PASSBAND_POSTGRES_JIT", "off") == "on" else "off"
+    DATABASES["default"].setdefault("OPTIONS", {})["options"] = f"-c jit={jit}"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Covering indexes (INCLUDE) are a PostgreSQL feature; SQLite, the embedded default, ignores them.
 SILENCED_SYSTEM_CHECKS = ["models.W040"]

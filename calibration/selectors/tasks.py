@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 from django.db.models import (
     Case,
     Count,
@@ -46,9 +47,11 @@ SORTS = {
 def calibrations_flagged(flag: str) -> QuerySet[Calibration]:
     """Calibrations whose flags include `flag`, on PostgreSQL and the embedded SQLite alike.
 
-    JSON containment (`flags__contains`) does not exist on SQLite; the flags list's JSON text
-    holds the quoted name on both.
+    JSON containment (`flags__contains`, jsonb's @>) does not exist on SQLite, where the flags list's JSON
+    text holds the quoted name; on PostgreSQL containment skips turning every row's flags into text.
     """
+    if connection.vendor == "postgresql":
+        return Calibration.objects.filter(flags__contains=[flag])
     return Calibration.objects.annotate(flags_text=Cast("flags", TextField())).filter(flags_text__contains=f'"{flag}"')
 
 

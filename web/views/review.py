@@ -61,13 +61,16 @@ def review_queue(request):
     total = queue.count()
     position = int(request.GET["position"]) if request.GET.get("position", "").isdigit() else 0
     position = min(position, max(total - 1, 0))
-    task = queue[position] if total else None
+    # The task under review is one of the upcoming rows: one query of the queue, not two.
+    upcoming_start = max(position - 5, 0)
+    upcoming = list(queue[upcoming_start : position + 15]) if total else []
+    task = upcoming[position - upcoming_start] if position - upcoming_start < len(upcoming) else None
     context = {
         "task": task,
         "total": total,
         "position": position,
-        "upcoming": queue[max(position - 5, 0) : position + 15],
-        "upcoming_start": max(position - 5, 0),
+        "upcoming": upcoming,
+        "upcoming_start": upcoming_start,
         "filters": {name: request.GET.get(name, "") for name in QUEUE_FILTERS},
         "filter_query": urlencode({name: request.GET[name] for name in QUEUE_FILTERS if request.GET.get(name)}),
         "environments": Environment.objects.all(),
