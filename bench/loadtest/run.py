@@ -49,6 +49,12 @@ def main() -> None:
         "--worker-nice", type=int, default=10, help="The Celery worker's niceness (PASSBAND_WORKER_NICE; compose: 10)."
     )
     parser.add_argument("--reuse", action="store_true", help="Run on the database and files of an earlier run.")
+    parser.add_argument(
+        "--steady-state",
+        action="store_true",
+        help="Count only requests after every user has started (locust --reset-stats): the reviewers' sign-ins "
+        "(password hashing, about 0.5 s of CPU each) are left out.",
+    )
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--locust", default="locust", help="The locust executable.")
     parser.add_argument("--out", default="", help="Folder for locust's CSV files (default: a temporary one).")
@@ -118,7 +124,8 @@ def main() -> None:
             [args.locust, "-f", str(Path(__file__).with_name("locustfile.py")), "--headless"]
             + ["--users", str(args.users), "--spawn-rate", str(args.spawn_rate), "--run-time", f"{args.duration}s"]
             + ["--host", f"http://127.0.0.1:{args.port}", "--csv", str(out / "load"), "--only-summary"]
-            + ["--loglevel", "WARNING"],
+            + ["--loglevel", "WARNING"]
+            + (["--reset-stats"] if args.steady_state else []),
             env={
                 **os.environ,
                 "PASSBAND_LOAD_TOKEN": setup["token"],
