@@ -61,12 +61,9 @@ def review_queue(request):
     total = queue.count()
     position = int(request.GET["position"]) if request.GET.get("position", "").isdigit() else 0
     position = min(position, max(total - 1, 0))
-    # The task under review is one of the upcoming rows. The queue is ordered on ids alone (narrow rows: a
-    # backlog of 33,000 tasks sorts in a fraction of the time), then those rows are read in full.
+    # The task under review is one of the upcoming rows: the queue is read once.
     upcoming_start = max(position - 5, 0)
-    ids = list(queue.values_list("pk", flat=True)[upcoming_start : position + 15]) if total else []
-    rows = {task.pk: task for task in queue.filter(pk__in=ids)} if ids else {}
-    upcoming = [rows[pk] for pk in ids if pk in rows]
+    upcoming = shared.rows_by_ids(queue, upcoming_start, position + 15) if total else []
     task = upcoming[position - upcoming_start] if position - upcoming_start < len(upcoming) else None
     context = {
         "task": task,

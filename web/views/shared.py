@@ -42,14 +42,25 @@ def query_without(request, *names: str) -> str:
     return params.urlencode()
 
 
-def page_of(request, items, *, size: int) -> tuple[list, int, bool]:
+def page_of(request, items, *, size: int, by_ids: bool = False) -> tuple[list, int, bool]:
     """The `?page=` slice of `items` (1-based): (rows, page number, whether a next page exists).
 
     Fetches one row more than the page instead of counting the whole set.
     """
     page = max(int(request.GET["page"]) if request.GET.get("page", "").isdigit() else 1, 1)
-    rows = list(items[(page - 1) * size : page * size + 1])
+    if by_ids:
+        rows = rows_by_ids(items, (page - 1) * size, page * size + 1)
+    else:
+        rows = list(items[(page - 1) * size : page * size + 1])
     return rows[:size], page, len(rows) > size
+
+
+def rows_by_ids(queryset, start: int, stop: int) -> list:
+    """queryset[start:stop], ordered on ids alone (narrow rows sort fast over a long list: a review backlog
+    of 33,000 tasks), then those rows read in full. A row gone between the two reads is left out."""
+    ids = list(queryset.values_list("pk", flat=True)[start:stop])
+    found = {row.pk: row for row in queryset.filter(pk__in=ids)} if ids else {}
+    return [found[pk] for pk in ids if pk in found]
 
 
 def blind_verdict_post(request, item, *, record, done: str, then: str):

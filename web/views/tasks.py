@@ -47,7 +47,7 @@ def task_list(request):
         .select_related("environment", "current_version")
         .only("key", "status", "environment", "environment__name", "current_version", "current_version__audit_passed")
     )
-    shown, page, has_next = shared.page_of(request, rows, size=100)
+    shown, page, has_next = shared.page_of(request, rows, size=100, by_ids=True)
     calibrated_count = tasks.filter(band__isnull=False).count() if probe_model and shown else 0
     return render(
         request,
