@@ -20,6 +20,11 @@ def unpack_tokens(blob: bytes | memoryview | None) -> list[int] | None:
     return None if blob is None else np.frombuffer(bytes(blob), dtype=TOKEN_DTYPE).tolist()
 
 
+def token_count(blob: bytes | memoryview | None) -> int | None:
+    """How many token ids `blob` packs, without unpacking it."""
+    return None if blob is None else len(blob) // TOKEN_DTYPE.itemsize
+
+
 def pack_logprobs(logprobs: list[float] | None) -> bytes | None:
     return None if logprobs is None else np.asarray(logprobs, dtype=LOGPROB_DTYPE).tobytes()
 

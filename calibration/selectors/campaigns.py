@@ -190,8 +190,13 @@ def outcome_counts(*, rollouts: QuerySet[Rollout]) -> list[dict]:
 
 
 def task_version_rollouts(*, task_version: TaskVersion | None, outcome: str = "", limit: int = 200) -> list[Rollout]:
-    """A version's rollouts for its page, by model, campaign and sample; at most `limit`."""
-    rollouts = Rollout.objects.filter(task_version=task_version).select_related("probe_model")
+    """A version's rollouts for its page, by model, campaign and sample; at most `limit`. The prompt's token
+    ids and the logprobs (what a trainer reads, not a page) are left in the database."""
+    rollouts = (
+        Rollout.objects.filter(task_version=task_version)
+        .select_related("probe_model")
+        .defer("prompt_token_ids", "logprobs")
+    )
     if outcome:
         rollouts = rollouts.filter(outcome=outcome)
     return list(rollouts.order_by("probe_model__name", "campaign_id", "sample_index")[:limit])

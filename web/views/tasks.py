@@ -15,7 +15,7 @@ from curation import files, import_jobs, imports, policy, repo_uploads, review_s
 from curation.errors import CurationError
 from curation.models import Environment, ImportJob, TaskStatus
 from engine import input_rules, stats
-from engine.packing import unpack_logprobs, unpack_tokens
+from engine.packing import token_count
 from releases import task_filters
 from similarity import selectors as similarity_selectors
 from web.views import probes, shared
@@ -87,10 +87,7 @@ def task_detail(request, environment_name: str, key: str):
     for calibration in calibrations:
         calibration.truncation = truncation.get(calibration.probe_model_id)
     for rollout in rollouts:
-        ids = unpack_tokens(rollout.completion_token_ids)
-        rollout.completion_tokens = len(ids) if ids is not None else None
-        logprobs = unpack_logprobs(rollout.logprobs)
-        rollout.mean_logprob = sum(logprobs) / len(logprobs) if logprobs else None
+        rollout.completion_tokens = token_count(rollout.completion_token_ids)
     return render(
         request,
         "curation/task_detail.html",
