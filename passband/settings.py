@@ -220,6 +220,10 @@ PASSBAND_PRIOR_MIN_TASKS = int(os.environ.get("PASSBAND_PRIOR_MIN_TASKS", "30"))
 # with a stopping table learned from the environment's own population (docs/prediction.md);
 # 0 keeps the calibrated rule always.
 PASSBAND_LEARNED_MIN_TASKS = int(os.environ.get("PASSBAND_LEARNED_MIN_TASKS", "1000"))
+# Let that learned policy be a mixture of two tables, a share of tasks (fixed by id) on each
+# (stats.learned_table(mixture=True)); off: on a 1,000-task fit it can break a slice limit
+# (docs/benchmarks-calibration.md, "Learned tables").
+PASSBAND_LEARNED_MIXTURE = os.environ.get("PASSBAND_LEARNED_MIXTURE", "0") == "1"
 # Campaign and task pages warn when more than this share of generated rollouts hit the completion
 # budget (finish reason "length"): they were graded as they stood, so raise max new tokens.
 PASSBAND_TRUNCATION_WARN_SHARE = env_float("PASSBAND_TRUNCATION_WARN_SHARE", 0.10)

@@ -55,6 +55,9 @@ ADVERSARIAL = {
 }
 
 
+TARGETS: dict = {}  # learned_table's error_target, slice_target, mixture when given on the command line
+
+
 def learned_on(parts, pilot: int, rng: np.random.Generator) -> stats.LearnedTable:
     """Calibrate a pilot with the default rule, fit its population, learn the table."""
     rates = sample_population(parts, pilot, rng)
@@ -62,19 +65,39 @@ def learned_on(parts, pilot: int, rng: np.random.Generator) -> stats.LearnedTabl
     evidence = list(zip(passes.tolist(), attempts.tolist()))
     population = stats.fit_population(evidence=evidence, thresholds=THRESHOLDS)
     resamples = stats.population_resamples(evidence=evidence, thresholds=THRESHOLDS)
-    return stats.learned_table(population=population, thresholds=THRESHOLDS, policy=DEFAULT, resamples=resamples)
+    return stats.learned_table(
+        population=population, thresholds=THRESHOLDS, policy=DEFAULT, resamples=resamples, **TARGETS
+    )
 
 
-def on_population(table: stats.StoppingTable, weights: np.ndarray) -> dict:
-    curve = stats.operating_characteristic_curve(thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=GRID, table=table)
-    return summarise(GRID, weights, np.array(curve.wrong), np.array(curve.expected_attempts))
+def on_population(table: stats.StoppingTable | stats.LearnedTable, weights: np.ndarray) -> dict:
+    """Exact performance on the population; a learned mixture as its share of tasks on each table."""
+    parts = [(table, 1.0)]
+    if isinstance(table, stats.LearnedTable):
+        share = table.cheaper_share if table.cheaper is not None else 0.0
+        parts = [(table.table, 1.0 - share)] + ([(table.cheaper, share)] if share else [])
+    wrong, rollouts = np.zeros(GRID.size), np.zeros(GRID.size)
+    for part, share in parts:
+        curve = stats.operating_characteristic_curve(thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=GRID, table=part)
+        wrong += share * np.array(curve.wrong)
+        rollouts += share * np.array(curve.expected_attempts)
+    return summarise(GRID, weights, wrong, rollouts)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pilot", type=int, default=1000, help="tasks calibrated before the population is fitted")
     parser.add_argument("--seeds", type=int, default=3, help="pilots drawn per population")
+    parser.add_argument("--mixture", action="store_true", help="allow a mixture of two tables")
+    parser.add_argument("--error-target", type=float, help="learned_table's error_target (default: its own)")
+    parser.add_argument("--slice-target", type=float, help="learned_table's slice_target (default: its own)")
     arguments = parser.parse_args()
+    if arguments.mixture:
+        TARGETS["mixture"] = True
+    if arguments.error_target is not None:
+        TARGETS["error_target"] = arguments.error_target
+    if arguments.slice_target is not None:
+        TARGETS["slice_target"] = arguments.slice_target
     started = time.perf_counter()
     default_table = stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT)
     print(f"Pilot of {arguments.pilot} tasks, {arguments.seeds} seeds (0..{arguments.seeds - 1})\n")
@@ -90,7 +113,7 @@ def main() -> None:
         runs = []
         for seed in range(arguments.seeds):
             learned = learned_on(parts, arguments.pilot, np.random.default_rng(seed))
-            runs.append((learned.learned, on_population(learned.table, weights)))
+            runs.append((learned.learned, on_population(learned, weights)))
         rollouts = float(np.mean([run["rollouts"] for _, run in runs]))
         error = max(run["error"] for _, run in runs)
         worst = max(run["worst"] for _, run in runs)

@@ -59,20 +59,28 @@ def cheap_rates(rates: np.ndarray, sigma: float, rng: np.random.Generator) -> np
 
 
 def exact(tables_and_rates) -> dict:
-    """Mean rollouts, error and slices of tasks banded by their own tables, exactly."""
-    rates, wrong, rollouts = [], [], []
+    """Mean rollouts, error and slices of tasks banded by their own tables, exactly. Each entry is
+    (table, rates) or a LearnedTable and rates: a mixture counts each task on both its tables, by
+    the mixture's shares."""
+    rates, weights, wrong, rollouts = [], [], [], []
     for table, task_rates in tables_and_rates:
         if task_rates.size == 0:
             continue
-        curve = stats.operating_characteristic_curve(
-            thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=task_rates, table=table
-        )
-        rates.append(task_rates)
-        wrong.append(np.array(curve.wrong))
-        rollouts.append(np.array(curve.expected_attempts))
-    rates_all = np.concatenate(rates)
+        parts = [(table, 1.0)]
+        if isinstance(table, stats.LearnedTable):
+            share = table.cheaper_share if table.cheaper is not None else 0.0
+            parts = [(table.table, 1.0 - share)] + ([(table.cheaper, share)] if share else [])
+        for part, share in parts:
+            curve = stats.operating_characteristic_curve(
+                thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=task_rates, table=part
+            )
+            rates.append(task_rates)
+            weights.append(np.full(task_rates.size, share))
+            wrong.append(np.array(curve.wrong))
+            rollouts.append(np.array(curve.expected_attempts))
+    all_weights = np.concatenate(weights)
     return summarise(
-        rates_all, np.full(rates_all.size, 1.0 / rates_all.size), np.concatenate(wrong), np.concatenate(rollouts)
+        np.concatenate(rates), all_weights / all_weights.sum(), np.concatenate(wrong), np.concatenate(rollouts)
     )
 
 
@@ -110,9 +118,9 @@ def case(population: str, sigma: float, adversary: str | None, tasks: int, seed:
     return {
         "correlation": float(scipy_stats.spearmanr(test_scores, test_rates).statistic),
         "default": exact([(default, test_rates)]),
-        "learned": exact([(unstratified.table, test_rates)]),
+        "learned": exact([(unstratified, test_rates)]),
         "side": exact(
-            [(stratified.tables[index].table, test_rates[which == index]) for index in range(len(stratified.tables))]
+            [(stratified.tables[index], test_rates[which == index]) for index in range(len(stratified.tables))]
         ),
         "strata learned": sum(table.learned for table in stratified.tables),
         "strata": len(stratified.tables),

@@ -5,6 +5,7 @@ The band rule itself lives in engine.stats; this module gathers the counts and s
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import cast
 
@@ -116,49 +117,87 @@ LEARNED_TABLE_CACHE_SECONDS = 3600
 
 
 def environment_learned_table(
-    *, environment: Environment, probe_model: ProbeModel, policy: stats.SamplingPolicy
+    *, environment: Environment, probe_model: ProbeModel, policy: stats.SamplingPolicy, task: int | None = None
 ) -> stats.StoppingTable | None:
+    """The stopping table learned from the environment's own probes under one model, or None: the
+    table task ``task`` (an id) follows; see ``_environment_learned_tables``."""
+    learned = _environment_learned_tables(environment=environment, probe_model=probe_model, policy=policy)
+    return None if learned is None else learned.table_for(task)
+
+
+def _environment_learned_tables(
+    *, environment: Environment, probe_model: ProbeModel, policy: stats.SamplingPolicy
+) -> LearnedTables | None:
     """The stopping table learned from the environment's own probes under one model, or None.
 
     None (the calibrated rule decides) for a fixed or non-calibrated policy, while fewer than
     PASSBAND_LEARNED_MIN_TASKS current task versions have attempts (0 turns it off), and when
-    stats.learned_table keeps the rule. The fit and the search take seconds, so the result is
-    cached for LEARNED_TABLE_CACHE_SECONDS per environment, model, thresholds and policy; "too few
-    tasks" is not cached (a cheap count, so learning starts as soon as the evidence is there).
+    stats.learned_table keeps the rule. With PASSBAND_LEARNED_MIXTURE the learned policy may be a
+    mixture of two tables (stats.search_prices); ``LearnedTables.table_for`` gives a task (by id)
+    the one it follows (stats.follows_cheaper), and without an id the table that meets the limits
+    on its own. The fit and
+    the search take seconds, so the result is cached for LEARNED_TABLE_CACHE_SECONDS per
+    environment, model, thresholds and policy; "too few tasks" is not cached (a cheap count, so
+    learning starts as soon as the evidence is there).
     """
     minimum = settings.PASSBAND_LEARNED_MIN_TASKS
     if minimum <= 0 or policy.kind != "adaptive" or policy.rule != "calibrated":
         return None
     thresholds = thresholds_for(environment)
     key = (
-        f"passband:learned-table:{environment.pk}:{probe_model.pk}:{thresholds.floor}:{thresholds.retire_at}:"
-        f"{policy.round_size}:{policy.cap}:{minimum}"
+        f"passband:learned-table:v2:{environment.pk}:{probe_model.pk}:{thresholds.floor}:{thresholds.retire_at}:"
+        f"{policy.round_size}:{policy.cap}:{minimum}:{int(settings.PASSBAND_LEARNED_MIXTURE)}"
     )
     hit = cache.get(key)
-    if hit is not None:
-        return stats.table_from_lists(hit) if hit else None
-    evidence = _environment_evidence(environment=environment, probe_model=probe_model)
-    if len(evidence) < minimum:
+    if hit is None:
+        evidence = _environment_evidence(environment=environment, probe_model=probe_model)
+        if len(evidence) < minimum:
+            return None
+        learned = stats.learned_table(
+            population=stats.fit_population(evidence=evidence, thresholds=thresholds),
+            resamples=stats.population_resamples(evidence=evidence, thresholds=thresholds, seed=environment.pk),
+            thresholds=thresholds,
+            policy=policy,
+            min_tasks=minimum,
+            mixture=settings.PASSBAND_LEARNED_MIXTURE,
+        )
+        logger.info(
+            "learned table for %s under %s: %s (predicted %.1f rollouts, %.2f%% wrong; the rule: %.1f, %.2f%%)",
+            environment.name,
+            probe_model.name,
+            learned.reason,
+            learned.predicted.rollouts,
+            100 * learned.predicted.error,
+            learned.default_predicted.rollouts,
+            100 * learned.default_predicted.error,
+        )
+        hit = {}
+        if learned.learned:
+            hit = {"table": stats.table_to_lists(learned.table), "cheaper": None, "share": 0.0}
+            if learned.cheaper is not None:
+                hit.update(cheaper=stats.table_to_lists(learned.cheaper), share=learned.cheaper_share)
+        cache.set(key, hit, LEARNED_TABLE_CACHE_SECONDS)
+    if not hit:
         return None
-    learned = stats.learned_table(
-        population=stats.fit_population(evidence=evidence, thresholds=thresholds),
-        resamples=stats.population_resamples(evidence=evidence, thresholds=thresholds, seed=environment.pk),
-        thresholds=thresholds,
-        policy=policy,
-        min_tasks=minimum,
+    return LearnedTables(
+        table=stats.table_from_lists(hit["table"]),
+        cheaper=None if hit["cheaper"] is None else stats.table_from_lists(hit["cheaper"]),
+        share=hit["share"],
     )
-    logger.info(
-        "learned table for %s under %s: %s (predicted %.1f rollouts, %.2f%% wrong; the rule: %.1f, %.2f%%)",
-        environment.name,
-        probe_model.name,
-        learned.reason,
-        learned.predicted.rollouts,
-        100 * learned.predicted.error,
-        learned.default_predicted.rollouts,
-        100 * learned.default_predicted.error,
-    )
-    cache.set(key, stats.table_to_lists(learned.table) if learned.learned else [], LEARNED_TABLE_CACHE_SECONDS)
-    return learned.table if learned.learned else None
+
+
+@dataclass(frozen=True)
+class LearnedTables:
+    """An environment's learned policy: ``table``, and a ``cheaper`` one a ``share`` of tasks follow."""
+
+    table: stats.StoppingTable
+    cheaper: stats.StoppingTable | None
+    share: float
+
+    def table_for(self, task: int | None) -> stats.StoppingTable:
+        if task is not None and self.cheaper is not None and stats.follows_cheaper(task, self.share):
+            return self.cheaper
+        return self.table
 
 
 def calibration_refresh(
@@ -233,16 +272,19 @@ def calibrations_refresh(
         task_versions = [version for version in task_versions if version.pk not in kept]
         ids = [pk for pk in ids if pk not in kept]
     fitted: dict[int, stats.Beta | None] = {}
-    learned: dict[tuple, stats.StoppingTable | None] = {}
+    learned: dict[tuple, LearnedTables | None] = {}
 
-    def learned_table(environment: Environment, policy: dict) -> stats.StoppingTable | None:
+    def learned_table(environment: Environment, policy: dict, task: int) -> stats.StoppingTable | None:
         if policy.get("prior") or policy.get("kind") != Campaign.Policy.ADAPTIVE:
             return None  # a ladder prior's campaign, or fixed N: the rule, as stored
         sampling = sampling_policy(policy, attempts=0)
         key = (environment.pk, sampling)
         if key not in learned:
-            learned[key] = environment_learned_table(environment=environment, probe_model=probe_model, policy=sampling)
-        return learned[key]
+            learned[key] = _environment_learned_tables(
+                environment=environment, probe_model=probe_model, policy=sampling
+            )
+        tables = learned[key]
+        return None if tables is None else tables.table_for(task)
 
     def population(environment: Environment) -> stats.Beta | None:
         if population_prior is not _POPULATION_PRIOR:
@@ -267,7 +309,7 @@ def calibrations_refresh(
                 policy=policy,
                 prior=prior,
                 now=now,
-                table=learned_table(version.task.environment, policy),
+                table=learned_table(version.task.environment, policy, version.task_id),
             )
         )
     # Where bands are assigned, so a too_hard task's diagnosis changes with its band.

@@ -39,8 +39,10 @@ from engine.stats.learned import (
     _slice_masks,
     fit_population,
     guarded_table,
+    mixed_performance,
     population_resamples,
     priced_table,
+    search_prices,
     table_performance,
     worst_performance,
 )
@@ -211,6 +213,7 @@ def stratified_tables(
     slice_target: float = 0.045,
     guard_edge_errors: tuple[float, float, float, float] = GUARD_EDGE_ERRORS,
     iterations: int = 20,
+    mixture: bool = False,
 ) -> StratifiedTables:
     """One learned table per stratum of score, each fitted on its own tasks, all held to the limits together.
 
@@ -222,6 +225,8 @@ def stratified_tables(
     under the worst of each stratum's fit and resamples, and a stratum where the score is
     informative spends less. Every table is guarded as in ``learned_table``. If no set of tables
     meets the limits, or the calibrated rule is as cheap, every stratum keeps the rule.
+    ``mixture``: as in ``learned_table`` (the same share of tasks in every stratum follows each
+    stratum's cheaper table).
     """
     pairs = list(evidence)
     values = np.asarray(list(scores), dtype=float)
@@ -257,39 +262,23 @@ def stratified_tables(
     masks = [mask & outside for mask in _slice_masks(rates, thresholds)]
     live = [index for index, mask in enumerate(masks) if masses[mask].sum() > 1e-9]
 
-    def evaluate(tables: Sequence[StoppingTable]) -> tuple[Performance, list[Performance]]:
+    def stratum_runs(tables: Sequence[StoppingTable]) -> list[list[Performance]]:
         # runs[k][r]: stratum k's table under its fit r (0: on all its tasks, then the resamples).
-        runs = [
+        return [
             [table_performance(table=table, population=fit, thresholds=thresholds) for fit in stratum_fits]
             for table, stratum_fits in zip(tables, fits)
         ]
-        # The environment under resample r is every stratum's resample r: the worst over r.
-        overall = worst_performance(
-            [
-                _combined([run[r] for run in runs], [stratum_fits[r] for stratum_fits in fits], shares, thresholds)
-                for r in range(len(fits[0]))
-            ]
-        )
-        return overall, [worst_performance(run) for run in runs]
 
-    default = stopping_table(thresholds=thresholds, policy=policy)
-    default_overall, default_per_stratum = evaluate([default] * strata)
+    def runs(tables: Sequence[StoppingTable]) -> list[Performance]:
+        # The environment under resample r is every stratum's resample r.
+        per_stratum = stratum_runs(tables)
+        return [
+            _combined([run[r] for run in per_stratum], [stratum_fits[r] for stratum_fits in fits], shares, thresholds)
+            for r in range(len(fits[0]))
+        ]
 
-    def keep_default(reason: str) -> StratifiedTables:
-        return StratifiedTables(
-            cuts=cuts,
-            tables=tuple(
-                LearnedTable(default, False, population, run, run, reason)
-                for population, run in zip(populations, default_per_stratum)
-            ),
-        )
-
-    if len(pairs) < MIN_TASKS or policy.kind != "adaptive" or policy.rule != "calibrated":
-        return keep_default(f"{len(pairs)} tasks with evidence, fewer than {MIN_TASKS}")
-    error_price, slice_prices = 2000.0, {index: 200.0 for index in live}
-    best: tuple[list[StoppingTable], Performance, list[Performance]] | None = None
-    for step in range(iterations):
-        tables = [
+    def table_at(error_price: float, slice_prices: dict[int, float]) -> list[StoppingTable]:
+        return [
             guarded_table(
                 table=priced_table(
                     thresholds=thresholds,
@@ -307,26 +296,60 @@ def stratified_tables(
             )
             for population in populations
         ]
-        overall, per_stratum = evaluate(tables)
-        if overall.error <= error_target and overall.worst_slice <= slice_target:
-            if best is None or overall.rollouts < best[1].rollouts:
-                best = (tables, overall, per_stratum)
-        rate = 0.6 / (1.0 + step / 6.0)
-        error_price *= float(np.exp(rate * np.clip(overall.error / error_target - 1.0, -1.0, 3.0)))
-        for index in live:
-            slice_error = overall.slices[index] or 0.0
-            slice_prices[index] = max(
-                1.0, slice_prices[index] * float(np.exp(rate * np.clip(slice_error / slice_target - 1.0, -1.0, 3.0)))
-            )
-    if best is None:
+
+    default = stopping_table(thresholds=thresholds, policy=policy)
+    default_overall = worst_performance(runs([default] * strata))
+    default_per_stratum = [worst_performance(run) for run in stratum_runs([default] * strata)]
+
+    def keep_default(reason: str) -> StratifiedTables:
+        return StratifiedTables(
+            cuts=cuts,
+            tables=tuple(
+                LearnedTable(default, False, population, run, run, reason)
+                for population, run in zip(populations, default_per_stratum)
+            ),
+        )
+
+    if len(pairs) < MIN_TASKS or policy.kind != "adaptive" or policy.rule != "calibrated":
+        return keep_default(f"{len(pairs)} tasks with evidence, fewer than {MIN_TASKS}")
+    search = search_prices(
+        table_at=table_at,
+        runs=runs,
+        live=live,
+        error_target=error_target,
+        slice_target=slice_target,
+        iterations=iterations,
+    )
+    if search.best is None:
         return keep_default("no tables meet the targets under the fitted strata")
+    tables, overall = search.best
+    cheaper, cheaper_share = None, 0.0
+    if mixture and search.mixture is not None:
+        cheaper, cheaper_share, overall = search.mixture
     default_feasible = default_overall.error <= error_target and default_overall.worst_slice <= slice_target
-    if default_feasible and best[1].rollouts >= default_overall.rollouts:
+    if default_feasible and overall.rollouts >= default_overall.rollouts:
         return keep_default("the calibrated rule is as cheap under the fitted strata")
+    per_stratum = [worst_performance(run) for run in stratum_runs(tables)]
+    if cheaper is not None:
+        cheaper_per_stratum = [worst_performance(run) for run in stratum_runs(cheaper)]
+        per_stratum = [
+            mixed_performance(run, cheap_run, cheaper_share) for run, cheap_run in zip(per_stratum, cheaper_per_stratum)
+        ]
     return StratifiedTables(
         cuts=cuts,
         tables=tuple(
-            LearnedTable(table, True, population, run, default_run, "learned")
-            for table, population, run, default_run in zip(best[0], populations, best[2], default_per_stratum)
+            LearnedTable(
+                table,
+                True,
+                population,
+                run,
+                default_run,
+                "learned (mixture)" if cheaper is not None else "learned",
+                None if cheaper is None else cheaper[index],
+                cheaper_share,
+            )
+            for index, (table, population, run, default_run) in enumerate(
+                zip(tables, populations, per_stratum, default_per_stratum)
+            )
         ),
     )

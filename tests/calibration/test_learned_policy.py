@@ -122,3 +122,36 @@ def test_a_campaign_stops_where_the_learned_table_does(arithmetic, alice, settin
     calibration = Calibration.objects.get(task_version=never, probe_model=model)
     assert calibration.band == "too_hard" and calibration.attempts == rollouts
     assert Rollout.objects.filter(task_version=never).count() == rollouts
+
+
+def test_a_learned_mixture_gives_each_task_its_own_table(environment_of_extremes, settings):
+    """With PASSBAND_LEARNED_MIXTURE the learned policy may mix two tables: each task follows the
+    one its id picks (stats.follows_cheaper), the same on every refresh, and without an id the
+    table that meets the limits on its own."""
+    from engine import stats
+
+    task, model = environment_of_extremes
+    settings.PASSBAND_LEARNED_MIN_TASKS = 50
+    settings.PASSBAND_LEARNED_MIXTURE = True
+    policy = sampling_policy(ADAPTIVE, attempts=0)
+    tables = services.calibrations._environment_learned_tables(
+        environment=task.environment, probe_model=model, policy=policy
+    )
+    assert tables is not None
+    alone = services.environment_learned_table(environment=task.environment, probe_model=model, policy=policy)
+    assert stats.table_to_lists(alone) == stats.table_to_lists(tables.table)
+    for task_id in range(1, 200):
+        expected = (
+            tables.cheaper
+            if tables.cheaper is not None and stats.follows_cheaper(task_id, tables.share)
+            else tables.table
+        )
+        got = services.environment_learned_table(
+            environment=task.environment, probe_model=model, policy=policy, task=task_id
+        )
+        assert stats.table_to_lists(got) == stats.table_to_lists(expected)
+    # and the refresh bands the task that has failed 64 times by its own table
+    own = tables.table_for(task.pk)
+    calibration = services.calibration_refresh(task_version=task.current_version, probe_model=model, policy=ADAPTIVE)
+    verdict = stats.assess(successes=0, attempts=64, thresholds=stats.Thresholds(), policy=policy, table=own)
+    assert calibration.decided == verdict.decided

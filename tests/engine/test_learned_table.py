@@ -160,3 +160,44 @@ def test_assess_follows_the_learned_table_on_its_schedule_and_the_rule_off_it():
     assert on.band == "in_band" and on.decided and on.next_round == 0
     off = stats.assess(successes=4, attempts=7, thresholds=THRESHOLDS, policy=DEFAULT, table=table)
     assert off.band == "undecided" and off.next_round == 8
+
+
+def test_a_mixture_of_two_tables_meets_the_targets_under_every_fit_and_costs_less():
+    """The staircase of single tables leaves slack at the limits; a share of tasks on a cheaper
+    table closes it. The mixture's predicted performance is the share-weighted mix of its two
+    tables' exact performances, it meets the targets under the fit and every resample, and it
+    spends fewer rollouts than the single table it is mixed with."""
+    rng = np.random.default_rng(0)
+    parts = POPULATIONS["spike at 0 + near the floor"]
+    evidence = probe(sample(parts, 1000, rng), stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT), rng)
+    population = stats.fit_population(evidence=evidence, thresholds=THRESHOLDS)
+    resamples = stats.population_resamples(evidence=evidence, thresholds=THRESHOLDS, seed=0)
+    mixed = stats.learned_table(
+        population=population, thresholds=THRESHOLDS, policy=DEFAULT, resamples=resamples, mixture=True
+    )
+    assert mixed.learned and mixed.cheaper is not None and 0.0 < mixed.cheaper_share < 1.0
+    runs = []
+    for fit in [population, *resamples]:
+        alone = stats.table_performance(table=mixed.table, population=fit, thresholds=THRESHOLDS)
+        cheap = stats.table_performance(table=mixed.cheaper, population=fit, thresholds=THRESHOLDS)
+        assert alone.error <= 0.009 and alone.worst_slice <= 0.045  # the safe table alone meets them
+        runs.append(stats.mixed_performance(alone, cheap, mixed.cheaper_share))
+    worst = stats.worst_performance(runs)
+    assert worst.error <= 0.009 + 1e-9 and worst.worst_slice <= 0.045 + 1e-9
+    assert worst.rollouts == pytest.approx(mixed.predicted.rollouts)
+    single = stats.learned_table(population=population, thresholds=THRESHOLDS, policy=DEFAULT, resamples=resamples)
+    assert mixed.predicted.rollouts < single.predicted.rollouts
+    # each table of the mixture is guarded on its own
+    curve = stats.operating_characteristic_curve(
+        thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=[0.04, 0.10, 0.3, 0.9], table=mixed.cheaper
+    )
+    assert max(curve.wrong) <= 0.25
+
+
+def test_the_share_that_follows_the_cheaper_table_is_fixed_per_task_and_spread_evenly():
+    keys = np.arange(1, 20001)
+    chosen = np.array([stats.follows_cheaper(int(key), 0.3) for key in keys])
+    assert 0.29 <= chosen.mean() <= 0.31
+    assert 0.29 <= chosen[:2000].mean() <= 0.31  # consecutive ids (a new batch of tasks) too
+    assert all(stats.follows_cheaper(int(key), 0.3) == flag for key, flag in zip(keys[:100], chosen[:100]))
+    assert not any(stats.follows_cheaper(int(key), 0.0) for key in keys[:1000])

