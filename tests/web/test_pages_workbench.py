@@ -192,3 +192,18 @@ def test_trajectory_viewer_shows_episode_messages_tool_calls_and_observations(cl
     page = client.get(reverse("trajectory_list"), {"task": "t-1"}).content.decode()
     assert "Refund order 7." in page and "refund({&quot;order&quot;: 7})" in page
     assert "refunded 7" in page and "stopped by final_answer" in page and "Final state" in page
+
+
+def test_task_page_shows_the_first_rollouts_with_their_token_counts_and_says_how_many_more(client, alice, arithmetic):
+    from web.views.tasks import TASK_PAGE_ROLLOUTS
+
+    import_tasks(arithmetic, alice, math_task("many"))
+    task = arithmetic.tasks.get(key="many")
+    add_rollouts(task, alice, ["pass", "fail"] * TASK_PAGE_ROLLOUTS)
+    client.force_login(alice)
+    body = client.get(f"/tasks/arithmetic/{task.key}/").content.decode()
+    assert body.count('<tr class="outcome-') == TASK_PAGE_ROLLOUTS
+    assert f"The first {TASK_PAGE_ROLLOUTS} of {2 * TASK_PAGE_ROLLOUTS}" in body
+    assert '<td class="num">2</td>' in body  # two completion tokens, counted from the packed ids
+    body = client.get(f"/tasks/arithmetic/{task.key}/?outcome=pass").content.decode()
+    assert body.count('<tr class="outcome-pass">') == TASK_PAGE_ROLLOUTS and "rollouts-shown" not in body

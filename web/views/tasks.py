@@ -76,18 +76,27 @@ def task_list(request):
     )
 
 
+TASK_PAGE_ROLLOUTS = 50
+
+
 @policy.page("task_detail")
 def task_detail(request, environment_name: str, key: str):
     task = shared.task_for(request, policy.SEE, environment_name, key)
     version = task.current_version
     outcome = request.GET.get("outcome", "")
-    rollouts = calibration_selectors.task_version_rollouts(task_version=version, outcome=outcome)
+    # The first rollouts only: each row carries its whole text; the trajectory viewer pages through the rest.
+    rollouts = calibration_selectors.task_version_rollouts(
+        task_version=version, outcome=outcome, limit=TASK_PAGE_ROLLOUTS
+    )
     calibrations = list(version.calibrations.select_related("probe_model")) if version else []
     truncation = calibration_selectors.truncation_by_model(task_version=version) if version else {}
     for calibration in calibrations:
         calibration.truncation = truncation.get(calibration.probe_model_id)
     for rollout in rollouts:
         rollout.completion_tokens = token_count(rollout.completion_token_ids)
+    outcome_counts = calibration_selectors.outcome_counts(
+        rollouts=version.rollouts.all() if version else Rollout.objects.none()
+    )
     return render(
         request,
         "curation/task_detail.html",
@@ -98,9 +107,8 @@ def task_detail(request, environment_name: str, key: str):
             "calibrations": calibrations,
             "truncation_warn_share": settings.PASSBAND_TRUNCATION_WARN_SHARE,
             "rollouts": rollouts,
-            "outcome_counts": calibration_selectors.outcome_counts(
-                rollouts=version.rollouts.all() if version else Rollout.objects.none()
-            ),
+            "outcome_counts": outcome_counts,
+            "rollouts_total": sum(row["count"] for row in outcome_counts if not outcome or row["outcome"] == outcome),
             "status_changes": task.status_changes.select_related("changed_by"),
             "reviews": task.reviews.select_related("reviewer", "task_version"),
             "threads": selectors.comment_threads(task=task),
