@@ -42,7 +42,7 @@ class TaskSerializer(serializers.Serializer):
 
     def to_representation(self, task) -> dict:
         """The fields above, read directly: DRF's machinery per field cost more than the rest of a page of
-        100 tasks. tests/api/test_tasks_api.py holds it equal to the fields' own output."""
+        100 tasks. tests/api/test_tasks.py holds it equal to the fields' own output."""
         version = task.current_version
         cost = version.authoring_cost_usd
         return {
