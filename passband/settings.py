@@ -460,3 +460,7 @@ if os.environ.get("CACHE_URL"):
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["CACHE_URL"]}
     }
     SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+
+# API task pages kept this many seconds and served again to the same user asking for the same URL, with an
+# Age header (api.views.base.SharedPages); 0 keeps none. Compose: 5. Best with a shared cache (CACHE_URL).
+PASSBAND_API_PAGE_SECONDS = int(os.environ.get("PASSBAND_API_PAGE_SECONDS", "0"))

@@ -119,8 +119,9 @@ class TaskFilters(serializers.Serializer):
 
 @extend_schema(parameters=[TaskFilters])
 @policy.api("api_task_list")
-class TaskList(base.IdOrderedList):
-    """GET /api/v1/tasks: tasks with their calibration under one probe model, filtered, in id order."""
+class TaskList(base.SharedPages, base.IdOrderedList):
+    """GET /api/v1/tasks: tasks with their calibration under one probe model, filtered, in id order; a page
+    may be up to PASSBAND_API_PAGE_SECONDS old (its Age header says how old)."""
 
     serializer_class = TaskSerializer
 

@@ -48,6 +48,12 @@ def main() -> None:
     parser.add_argument(
         "--worker-nice", type=int, default=10, help="The Celery worker's niceness (PASSBAND_WORKER_NICE; compose: 10)."
     )
+    parser.add_argument(
+        "--api-page-seconds",
+        type=int,
+        default=5,
+        help="PASSBAND_API_PAGE_SECONDS: API task pages served again to the same user and URL (compose: 5; 0: none).",
+    )
     parser.add_argument("--reuse", action="store_true", help="Run on the database and files of an earlier run.")
     parser.add_argument(
         "--steady-state",
@@ -95,7 +101,12 @@ def main() -> None:
             [sys.executable, "-m", "gunicorn", "passband.wsgi", "--bind", f"127.0.0.1:{args.port}"]
             + ["--workers", str(args.web_workers), "--log-level", "warning"],
             cwd=ROOT,
-            env={**os.environ, "ALLOWED_HOSTS": "127.0.0.1,localhost", "SECURE_COOKIES": "false"},
+            env={
+                **os.environ,
+                "ALLOWED_HOSTS": "127.0.0.1,localhost",
+                "SECURE_COOKIES": "false",
+                "PASSBAND_API_PAGE_SECONDS": str(args.api_page_seconds),
+            },
         )
         _wait_serving(f"http://127.0.0.1:{args.port}/healthz", timeout=120)
         running = None
