@@ -196,9 +196,9 @@ def filesystem_depths(folder: str) -> dict[str, int]:
     return depths
 
 
-def metrics_text(*, multiprocess_dir: str) -> tuple[bytes, str]:
+def metrics_text(*, multiprocess_dir: str, scrape_time: bool = True) -> tuple[bytes, str]:
     """The exposition text and its content type: the multiprocess folder's samples (when named) or this
-    process's, plus the scrape-time gauges."""
+    process's, plus (`scrape_time`) the gauges read from the broker and the database now."""
     from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest, multiprocess
 
     registry = CollectorRegistry()
@@ -207,6 +207,8 @@ def metrics_text(*, multiprocess_dir: str) -> tuple[bytes, str]:
     else:
         registry = REGISTRY
     text = generate_latest(registry)
+    if not scrape_time:
+        return text, CONTENT_TYPE_LATEST
     extra = CollectorRegistry()
     extra.register(ScrapeTimeCollector())
     return text + generate_latest(extra), CONTENT_TYPE_LATEST

@@ -6,13 +6,19 @@ app with the bucket as its default storage; the Celery worker is another process
 MEDIA_ROOT) of its own, so the only way it can read an upload or hand back a release file is the bucket.
 """
 
+import contextlib
 import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import boto3
 import httpx
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db.models import Count
+from prometheus_client.parser import text_string_to_metric_families
 
 from calibration import services
 from calibration.models import Campaign, ProbeModel, Rollout
@@ -187,8 +193,38 @@ def test_a_campaign_on_two_worker_hosts_completes_exactly_once(bucket, alice, ar
         .annotate(n=Count("id"), distinct=Count("sample_index", distinct=True))
     )
     assert sorted((row["n"], row["distinct"]) for row in per_task) == [(rollouts, rollouts)] * tasks
-    # Both hosts did part of the work, each counting it in its own metrics folder.
+    # Both hosts did part of the work, each counting it in its own metrics folder, served on that host by
+    # `manage.py serve_metrics`: scraped one by one, as Prometheus does, they count every rollout once.
+    counted = {}
     for name, home in hosts.items():
         assert "succeeded" in (home / "worker.log").read_text(), name
-        assert list((home / "metrics").glob("*.db")), name
+        with host_metrics(home / "metrics", token="scrape-token") as url:
+            assert httpx.get(url).status_code == 401
+            scraped = httpx.get(url, headers={"Authorization": "Bearer scrape-token"})
+        samples = [sample for family in text_string_to_metric_families(scraped.text) for sample in family.samples]
+        counted[name] = {
+            counter: sum(sample.value for sample in samples if sample.name == f"passband_rollouts_{counter}_total")
+            for counter in ("generated", "verified")
+        }
+    for counter in ("generated", "verified"):
+        assert sum(host[counter] for host in counted.values()) == tasks * rollouts, counted
     assert not (tmp_path / "web-host-media").exists()
+
+
+@contextlib.contextmanager
+def host_metrics(folder, *, token: str):
+    """`manage.py serve_metrics` on a free port for `folder`; yields its /metrics URL."""
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "serve_metrics", "--port", "0"],
+        cwd=Path(__file__).parents[1],
+        env={**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(folder), "PASSBAND_METRICS_TOKEN": token},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = process.stdout.readline()
+        assert "serving" in line, line
+        yield line.split()[-1]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
