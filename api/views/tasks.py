@@ -1,7 +1,7 @@
 """GET /api/v1/tasks: tasks with their calibration under one probe model."""
 
 from django.utils.functional import cached_property
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
 
@@ -117,7 +117,19 @@ class TaskFilters(serializers.Serializer):
     )
 
 
-@extend_schema(parameters=[TaskFilters])
+@extend_schema(
+    parameters=[
+        TaskFilters,
+        OpenApiParameter(
+            "Age",
+            int,
+            OpenApiParameter.HEADER,
+            response=True,
+            description="Where the server keeps pages (PASSBAND_API_PAGE_SECONDS): seconds since this page was read "
+            "from the database. Send `Cache-Control: no-cache` to read afresh.",
+        ),
+    ]
+)
 @policy.api("api_task_list")
 class TaskList(base.SharedPages, base.IdOrderedList):
     """GET /api/v1/tasks: tasks with their calibration under one probe model, filtered, in id order; a page
