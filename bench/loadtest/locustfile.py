@@ -2,19 +2,28 @@
 
 Reads PASSBAND_LOAD_TOKEN (a trainer's API token with read, feedback and export scopes),
 PASSBAND_LOAD_ENVIRONMENT, PASSBAND_LOAD_RELEASE (a built release id), PASSBAND_LOAD_TASKS (task keys,
-comma-separated) and PASSBAND_LOAD_REVIEWER ("username:password").
+comma-separated), PASSBAND_LOAD_REVIEWER ("username:password") and PASSBAND_LOAD_WARM_UP (seconds of
+load before the statistics start: they are reset then).
 """
 
 import os
 import random
 
-from locust import HttpUser, between, task
+import gevent
+from locust import HttpUser, between, events, task
 
 TOKEN = os.environ.get("PASSBAND_LOAD_TOKEN", "")
 ENVIRONMENT = os.environ.get("PASSBAND_LOAD_ENVIRONMENT", "load")
 RELEASE = os.environ.get("PASSBAND_LOAD_RELEASE", "1")
 TASKS = os.environ.get("PASSBAND_LOAD_TASKS", "t-0").split(",")
 REVIEWER = os.environ.get("PASSBAND_LOAD_REVIEWER", "reviewer:reviewer")
+WARM_UP = float(os.environ.get("PASSBAND_LOAD_WARM_UP", "0"))
+
+
+@events.test_start.add_listener
+def count_after_warm_up(environment, **kwargs):
+    if WARM_UP > 0:
+        gevent.spawn_later(WARM_UP, environment.runner.stats.reset_all)
 
 
 class Trainer(HttpUser):

@@ -41,8 +41,9 @@ def main() -> None:
     parser.add_argument(
         "--campaign-rollouts",
         type=int,
-        default=64,
-        help="Rollouts per task of the campaign that runs meanwhile (0: none, the baseline).",
+        default=256,
+        help="Rollouts per task of the campaign that runs meanwhile (0: none, the baseline); enough to outlast the "
+        "load.",
     )
     parser.add_argument("--web-workers", type=int, default=3, help="gunicorn worker processes (docker-compose runs 3).")
     parser.add_argument(
@@ -56,10 +57,11 @@ def main() -> None:
     )
     parser.add_argument("--reuse", action="store_true", help="Run on the database and files of an earlier run.")
     parser.add_argument(
-        "--steady-state",
-        action="store_true",
-        help="Count only requests after every user has started (locust --reset-stats): the reviewers' sign-ins "
-        "(password hashing, about 0.5 s of CPU each) are left out.",
+        "--warm-up",
+        type=int,
+        default=0,
+        help="Seconds of load before counting starts (added to --duration): the reviewers' sign-ins (password "
+        "hashing, about 0.5 s of CPU each) and the web processes' first requests are left out.",
     )
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--locust", default="locust", help="The locust executable.")
@@ -133,10 +135,10 @@ def main() -> None:
         started = time.perf_counter()
         subprocess.run(
             [args.locust, "-f", str(Path(__file__).with_name("locustfile.py")), "--headless"]
-            + ["--users", str(args.users), "--spawn-rate", str(args.spawn_rate), "--run-time", f"{args.duration}s"]
+            + ["--users", str(args.users), "--spawn-rate", str(args.spawn_rate)]
+            + ["--run-time", f"{args.duration + args.warm_up}s"]
             + ["--host", f"http://127.0.0.1:{args.port}", "--csv", str(out / "load"), "--only-summary"]
-            + ["--loglevel", "WARNING"]
-            + (["--reset-stats"] if args.steady_state else []),
+            + ["--loglevel", "WARNING"],
             env={
                 **os.environ,
                 "PASSBAND_LOAD_TOKEN": setup["token"],
@@ -144,13 +146,15 @@ def main() -> None:
                 "PASSBAND_LOAD_RELEASE": str(setup["release"].pk),
                 "PASSBAND_LOAD_TASKS": ",".join(setup["keys"]),
                 "PASSBAND_LOAD_REVIEWER": "reviewer:reviewer",
+                "PASSBAND_LOAD_WARM_UP": str(args.warm_up),
             },
             check=False,
         )
         elapsed = time.perf_counter() - started
         load_after = os.getloadavg()
         during = Rollout.objects.filter(campaign=running, outcome__isnull=False).count() if running else 0
-        if running is not None and Campaign.objects.get(pk=running.pk).status == Campaign.Status.RUNNING:
+        still_running = running is not None and Campaign.objects.get(pk=running.pk).status == Campaign.Status.RUNNING
+        if still_running:
             services.campaign_set_status(campaign=running, status=Campaign.Status.CANCELLED)
     finally:
         for process in (web, worker):
@@ -160,11 +164,17 @@ def main() -> None:
         server.stop()
 
     print(f"machine load (1-minute average, 2 cores): {load_before[0]:.2f} before, {load_after[0]:.2f} after")
-    print(f"campaign meanwhile: {during:,} rollouts verified in {elapsed:.0f} s = {during / elapsed:,.0f} rollouts/s")
+    if args.campaign_rollouts:
+        print(
+            f"campaign meanwhile: {during:,} rollouts verified in {elapsed:.0f} s = {during / elapsed:,.0f} rollouts/s, "
+            + ("still running at the end" if still_running else "FINISHED before the end: raise --campaign-rollouts")
+        )
     print("| request | requests | failures | p50 ms | p95 ms | max ms |")
     print("|---|---:|---:|---:|---:|---:|")
     with open(out / "load_stats.csv") as stats:
         for row in csv.DictReader(stats):
+            if row["Request Count"] == "0":
+                continue
             print(
                 f"| {row['Type']} {row['Name']} | {row['Request Count']} | {row['Failure Count']} | {row['50%']} | {row['95%']} | {float(row['Max Response Time']):.0f} |"
             )
