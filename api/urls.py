@@ -12,6 +12,7 @@ from api.views import (
     judges,
     releases,
     repo_uploads,
+    reprofiles,
     tasks,
     traces,
     verifier_test,
@@ -53,4 +54,6 @@ urlpatterns = [
     path("v1/verifier-test", verifier_test.VerifierTest.as_view(), name="api_verifier_test"),
     path("v1/feedback", feedback.Feedback.as_view(), name="api_feedback"),
     path("v1/curriculum", curriculum.CurriculumNext.as_view(), name="api_curriculum"),
+    path("v1/reprofiles", reprofiles.ReprofileList.as_view(), name="api_reprofile_list"),
+    path("v1/reprofiles/<int:reprofile_id>", reprofiles.ReprofileDetail.as_view(), name="api_reprofile_detail"),
 ]

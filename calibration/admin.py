@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from calibration.models import Calibration, Campaign, ProbeModel
+from calibration.models import Calibration, Campaign, ProbeModel, Reprofile
 
 
 @admin.register(ProbeModel)
@@ -18,3 +18,9 @@ class CampaignAdmin(admin.ModelAdmin):
 class CalibrationAdmin(admin.ModelAdmin):
     list_display = ("task_version", "probe_model", "attempts", "successes", "pass_rate", "band")
     list_filter = ("band", "probe_model")
+
+
+@admin.register(Reprofile)
+class ReprofileAdmin(admin.ModelAdmin):
+    list_display = ("pk", "environment", "probe_model", "stage", "tasks", "predicted", "probed", "error", "created_at")
+    list_filter = ("stage",)

@@ -277,6 +277,64 @@ class Calibration(models.Model):
         ]
 
 
+class Reprofile(models.Model):
+    """One re-profile of an environment's tasks for a new checkpoint (calibration/services/checkpoints.py).
+
+    Stage "sample": a campaign probes a sample; when it is done the second step starts by itself.
+    Stage "reprofile": the sure bands were predicted and the uncertain tasks sent to a campaign (or
+    none were). The settings are kept so the second step, run later by a worker, uses the same ones."""
+
+    class Stage(models.TextChoices):
+        SAMPLE = "sample"
+        REPROFILE = "reprofile"
+
+    environment = models.ForeignKey(Environment, on_delete=models.PROTECT, related_name="reprofiles")
+    probe_model = models.ForeignKey(ProbeModel, on_delete=models.PROTECT, related_name="reprofiles")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    stage = models.CharField(max_length=20, choices=Stage.choices, default=Stage.SAMPLE)
+    # The tasks in scope: null for the environment's current tasks, else task version ids (a release's).
+    task_version_ids = models.JSONField(null=True, blank=True)
+    sample = models.PositiveIntegerField(default=20)
+    level = models.FloatField(default=0.95)
+    rollouts = models.PositiveIntegerField(default=72)
+    round_size = models.PositiveIntegerField(default=8)
+    seed = models.BigIntegerField(null=True, blank=True)
+    sample_campaign = models.ForeignKey("Campaign", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    reprofile_campaign = models.ForeignKey(
+        "Campaign", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    tasks = models.PositiveIntegerField(default=0)
+    predicted = models.PositiveIntegerField(default=0)
+    probed = models.PositiveIntegerField(default=0, help_text="Sent to a campaign: the sample's, then the uncertain.")
+    ability = models.FloatField(null=True, blank=True)
+    ability_sd = models.FloatField(null=True, blank=True)
+    # Why the second step, run by a worker, could not be taken (e.g. the tasks are gone); beat does not
+    # queue it again, the button or the API shows it, and calling the re-profile again retries it.
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # At most one re-profile of an environment and checkpoint waits for its sample: a second start
+            # finds it rather than sampling again.
+            models.UniqueConstraint(
+                fields=["environment", "probe_model"],
+                condition=models.Q(stage="sample"),
+                name="reprofile_one_sampling_per_checkpoint",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"re-profile {self.pk} ({self.environment.name} × {self.probe_model.name}, {self.stage})"
+
+    @property
+    def campaign(self):
+        """The campaign of the current stage (None when the second step had nothing to probe)."""
+        return self.sample_campaign if self.stage == self.Stage.SAMPLE else self.reprofile_campaign
+
+
 class FeedbackReport(models.Model):
     """Pass counts a trainer saw for one task version under one policy checkpoint (POST /api/v1/feedback).
 

@@ -1,5 +1,6 @@
 """Celery tasks: thin wrappers that load by id, call one service and are safe to run twice."""
 
+import logging
 import random
 from datetime import timedelta
 
@@ -7,7 +8,9 @@ from celery import shared_task
 from django.conf import settings
 
 from calibration import services
-from calibration.errors import ServerUnavailable
+from calibration.errors import CalibrationError, ServerUnavailable
+
+logger = logging.getLogger(__name__)
 
 
 # max_retries=None on the task: `self.retry(max_retries=None)` alone means Celery's default of 3 retries,
@@ -49,6 +52,18 @@ def reconcile_campaigns() -> int:
     """Beat: re-queue rounds that stalled (a worker died between committing and queueing, or a
     message was lost while Redis was handing it over)."""
     return services.campaigns_reconcile()
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=600, time_limit=660)
+def continue_reprofile(reprofile_id: int) -> str:
+    """Queue `default`: a checkpoint re-profile's next step once its sample campaign is done (predict the
+    sure bands, start the uncertain tasks' campaign). Idempotent: a second run finds the step taken."""
+    try:
+        return services.checkpoint_reprofile_continue(reprofile_id=reprofile_id).stage
+    except CalibrationError as error:
+        logger.error("re-profile %s: the next step failed: %s", reprofile_id, error)
+        services.reprofile_mark_failed(reprofile_id=reprofile_id, reason=str(error))
+        return "failed"
 
 
 @shared_task(soft_time_limit=300, time_limit=330)

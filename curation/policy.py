@@ -195,6 +195,7 @@ RULES: dict[tuple[str, str], Callable[[AbstractBaseUser, Model], bool]] = {
     ("environment", CHANGE): lambda user, environment: is_reviewer(user),
     ("environment", PROBE): lambda user, environment: is_author(user),
     ("campaign", SEE): _signed_in,
+    ("reprofile", SEE): _signed_in,  # a checkpoint re-profile: its stage, counts and campaigns, as a campaign's page
     ("campaign", CHANGE): _owner_or_staff("created_by_id"),
     # Training traces of its rollouts (of the tasks the trainer may see): what the API's export scope may do.
     ("campaign", EXPORT): lambda user, campaign: is_trainer(user),

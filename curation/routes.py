@@ -132,6 +132,9 @@ ROUTES: dict[str, Route] = {
     "api_feedback": Route(API + "feedback", methods=POST),
     "api_curriculum": Route(API + "read"),
     "api_judge_agreement": Route(API + "read"),
+    # Checkpoint re-profiles: starting one probes the environment (authors and staff, as the dashboard's button).
+    "api_reprofile_list": Route(API + "curate", methods=("GET", "POST")),
+    "api_reprofile_detail": Route(API + "curate", "reprofile"),
     # The schema and its docs describe the API and reveal no data (SPECTACULAR_SETTINGS).
     "api_schema": Route(PUBLIC),
     "api_docs": Route(PUBLIC),

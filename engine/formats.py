@@ -36,7 +36,10 @@ def json_text(value: Any) -> str:
 
 
 def calibration_of(record: dict) -> dict | None:
-    """The calibration block every row carries; None when the version was never probed by the model."""
+    """The calibration block every row carries; None when the version was never probed by the model.
+
+    `band_predicted` is true when no rollout decided the band: the item-response model predicted it for
+    a new checkpoint from the run's earlier ones (the record's `predicted_probability` is set)."""
     if record.get("attempts") is None:
         return None
     return {
@@ -46,6 +49,7 @@ def calibration_of(record: dict) -> dict | None:
         "pass_rate": record.get("pass_rate"),
         "interval": [record.get("interval_low"), record.get("interval_high")],
         "band": record.get("band"),
+        "band_predicted": record.get("predicted_probability") is not None,
         "grpo_signal": record.get("grpo_signal"),
     }
 
@@ -199,6 +203,7 @@ def arrow_schema(format: str):
             ("pass_rate", pa.float64()),
             ("interval", pa.list_(pa.float64())),
             ("band", pa.string()),
+            ("band_predicted", pa.bool_()),
             ("grpo_signal", pa.float64()),
         ]
     )

@@ -112,7 +112,8 @@ One config per trainer format, split `{SPLIT}`: `datasets.load_dataset("<this re
 {configs}
 
 Every row carries `task_key`, `version_hash` (the exact task version) and `calibration` (probe model,
-attempts, successes, pass rate, interval, band, GRPO signal).
+attempts, successes, pass rate, interval, band, whether the band was predicted for a checkpoint rather
+than probed (`band_predicted`), GRPO signal).
 
 ## Counts per band
 

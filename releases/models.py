@@ -56,6 +56,8 @@ class ReleaseItem(models.Model):
     interval_high = models.FloatField(null=True)
     band = models.CharField(max_length=20, blank=True)
     grpo_signal = models.FloatField(null=True)
+    # The calibration's predicted_probability: set when the band was predicted for a checkpoint, not probed.
+    predicted_probability = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["release", "id"]

@@ -51,7 +51,17 @@ VERSION_FIELDS = {
     "version_hash": F("content_hash"),
 }
 CONTENT_FIELDS = ("prompt", "answer", "verifier", "tools", "metadata", "domain", "authoring_cost_usd")
-CALIBRATION_FIELDS = ("attempts", "successes", "pass_rate", "interval_low", "interval_high", "band", "grpo_signal")
+# predicted_probability: set when the item-response model predicted the band (no rollouts): rows say band_predicted.
+CALIBRATION_FIELDS = (
+    "attempts",
+    "successes",
+    "pass_rate",
+    "interval_low",
+    "interval_high",
+    "band",
+    "grpo_signal",
+    "predicted_probability",
+)
 
 
 def export_versions(
@@ -271,6 +281,10 @@ def _evidence_check(thresholds: dict[str, stats.Thresholds]):
     def supported(record: dict) -> bool:
         if record["band"] not in stats.BANDS:  # undecided and borderline claim nothing
             return True
+        if record.get("predicted_probability") is not None:
+            # Predicted for a checkpoint (calibration/services/checkpoints.py): no attempts, but a band at least
+            # the re-profile's level probable; pinned, and marked band_predicted in every row.
+            return True
         confidence = (record.get("calibration_policy") or {}).get("confidence", 0.95)
         key = (record["environment"], record["band"], record["successes"], record["attempts"], confidence)
         if key not in seen:
@@ -393,6 +407,8 @@ def _release_manifest(*, release: Release, files: dict[str, dict]) -> dict:
         "probe_model": probe_model_identity(probe_model=release.probe_model),
         "tasks": items.count(),
         "bands": dict(Counter(band or "uncalibrated" for band in items.values_list("band", flat=True))),
+        # Of those, bands the item-response model predicted (no rollouts): each row says band_predicted.
+        "predicted_bands": items.filter(predicted_probability__isnull=False).count(),
         "domains": dict(Counter(items.values_list("task_version__domain", flat=True))),
         "created_by": release.created_by.get_username(),
         "created_at": release.created_at.isoformat(),

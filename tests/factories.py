@@ -145,3 +145,36 @@ def rollouts_with(task, owner, outcomes, *, text: str = "The answer is {index}."
         )
         for index, outcome in enumerate(outcomes)
     )
+
+
+def checkpoint_run(environment, owner, *, tasks: int = 12, run: str = "run-c"):
+    """`tasks` math tasks probed by checkpoint ckpt-1 of `run` (from never solved to mostly solved), and
+    ckpt-2, the new checkpoint that has probed nothing yet; returns (ckpt-1, ckpt-2)."""
+    from calibration.models import Calibration, ProbeModel
+
+    import_tasks(
+        environment,
+        owner,
+        *[math_task(f"t-{index:02d}", f"What is {index} + 1?", str(index + 1)) for index in range(tasks)],
+    )
+    first, second = (
+        ProbeModel.objects.create(
+            name=name, backend="openai", base_url="http://127.0.0.1:9/v1", run=run, checkpoint_step=step
+        )
+        for name, step in (("ckpt-1", 100), ("ckpt-2", 200))
+    )
+    for index, task in enumerate(environment.tasks.order_by("key")):
+        Calibration.objects.create(
+            task_version=task.current_version, probe_model=first, attempts=24, successes=2 * index
+        )
+    return first, second
+
+
+def sample_finished(campaign, probe_model) -> None:
+    """What the workers leave once a re-profile's sample campaign is through: each sampled task probed by
+    `probe_model` (half its attempts passed), every item done."""
+    from calibration.models import Calibration
+
+    for item in campaign.items.all():
+        Calibration.objects.create(task_version=item.task_version, probe_model=probe_model, attempts=24, successes=12)
+    campaign.items.update(done=True)

@@ -21,6 +21,12 @@ class CalibrationSerializer(serializers.Serializer):
     pass_rate = serializers.FloatField(allow_null=True)
     interval = serializers.SerializerMethodField()
     band = serializers.CharField()
+    band_predicted = serializers.SerializerMethodField(
+        help_text="True when no rollout decided the band: predicted for a checkpoint (docs/prediction.md)."
+    )
+    predicted_probability = serializers.FloatField(
+        allow_null=True, help_text="The predicted band's probability; null when the band was probed."
+    )
     diagnosis = serializers.CharField(
         help_text="too_hard only: suspect_verifier, truncated or hard (docs/verifiers.md); empty otherwise."
     )
@@ -37,6 +43,9 @@ class CalibrationSerializer(serializers.Serializer):
 
     def get_interval(self, calibration) -> list[float | None]:
         return [calibration.interval_low, calibration.interval_high]
+
+    def get_band_predicted(self, calibration) -> bool:
+        return calibration.predicted_probability is not None
 
 
 class CalibrationFilters(serializers.Serializer):

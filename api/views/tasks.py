@@ -70,6 +70,7 @@ class TaskSerializer(serializers.Serializer):
             "pass_rate": task.pass_rate,
             "interval": [task.interval_low, task.interval_high],
             "band": task.band,
+            "band_predicted": task.predicted_probability is not None,
             "diagnosis": task.diagnosis or "",  # too_hard only, as on /api/v1/calibrations
             "grpo_signal": task.grpo_signal,
             "verifier_errors": task.verifier_errors,

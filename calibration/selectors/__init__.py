@@ -9,7 +9,7 @@ from calibration.selectors.campaigns import (
     task_version_rollouts,
     truncation_by_model,
 )
-from calibration.selectors.checkpoints import checkpoint_movement
+from calibration.selectors.checkpoints import checkpoint_movement, reprofile_in_progress
 from calibration.selectors.costs import cost_summary, environment_costs, task_cost
 from calibration.selectors.curriculum import Curriculum, curriculum_next
 from calibration.selectors.dashboards import (
@@ -46,6 +46,7 @@ __all__ = [
     "bands_over_time",
     "campaign_band_table",
     "checkpoint_movement",
+    "reprofile_in_progress",
     "curriculum_sweep",
     "campaign_policy_in_use",
     "campaign_progress",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Count, F, OuterRef, Q, Subquery
 
-from calibration.models import Band, Calibration, ProbeModel
+from calibration.models import Band, Calibration, Campaign, ProbeModel, Reprofile
 from curation.models import Environment
 from engine import stats
 
@@ -86,3 +86,18 @@ def checkpoint_movement(*, environment: Environment, run: str) -> dict | None:
         "movements": movements,
         "forecast": {"slope": forecast.slope, "empty_at_step": forecast.empty_at_step},
     }
+
+
+def reprofile_in_progress(*, environment: Environment, probe_model: ProbeModel) -> Reprofile | None:
+    """The environment's re-profile for `probe_model` that has not finished: its sample campaign running,
+    or done with the next step about to run, or its uncertain tasks' campaign running or paused. None
+    when there is none; a re-profile whose sample was cancelled, or whose next step failed, is not in
+    progress (calling checkpoint_reprofile again samples again, or retries the step)."""
+    active = [Campaign.Status.RUNNING, Campaign.Status.PAUSED]
+    waiting = Q(stage=Reprofile.Stage.SAMPLE, error="", sample_campaign__status__in=[*active, Campaign.Status.DONE])
+    return (
+        Reprofile.objects.filter(environment=environment, probe_model=probe_model)
+        .filter(waiting | Q(stage=Reprofile.Stage.REPROFILE, reprofile_campaign__status__in=active))
+        .select_related("environment", "probe_model", "sample_campaign", "reprofile_campaign", "created_by")
+        .first()
+    )

@@ -77,6 +77,7 @@ CALIBRATION_COLUMNS = (
     "cost_usd",
     "flags",
     "diagnosis",
+    "predicted_probability",
 )
 
 

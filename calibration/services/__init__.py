@@ -34,7 +34,12 @@ from calibration.services.campaigns import (
     round_enqueue,
     tasks_per_job,
 )
-from calibration.services.checkpoints import Reprofile, checkpoint_reprofile, run_checkpoints
+from calibration.services.checkpoints import (
+    checkpoint_reprofile,
+    checkpoint_reprofile_continue,
+    reprofile_mark_failed,
+    run_checkpoints,
+)
 from calibration.services.diagnosis import too_hard_diagnose
 from calibration.services.feedback import (
     FEEDBACK_RETIRE_REASON,
@@ -81,7 +86,6 @@ __all__ = [
     "episode_health_record",
     "FeedbackOutcome",
     "PRIOR_CACHE_SECONDS",
-    "Reprofile",
     "backend_for_probe_model",
     "calibration_refresh",
     "calibrations_refresh",
@@ -94,6 +98,7 @@ __all__ = [
     "campaign_start",
     "campaign_start_ladder",
     "checkpoint_reprofile",
+    "checkpoint_reprofile_continue",
     "campaigns_reconcile",
     "environment_calibrations_refresh",
     "environment_learned_table",
@@ -118,6 +123,7 @@ __all__ = [
     "round_run",
     "round_score",
     "round_score_and_continue",
+    "reprofile_mark_failed",
     "run_checkpoints",
     "sampling_params",
     "tasks_per_job",

@@ -24,6 +24,7 @@ from calibration.models import (
     Campaign,
     CampaignItem,
     ProbeModel,
+    Reprofile,
 )
 from curation.models import Environment, Task, TaskStatus, TaskVersion
 
@@ -221,6 +222,14 @@ def campaigns_reconcile(*, stalled_for_seconds: float | None = None) -> int:
     for campaign_id in Campaign.objects.filter(status=Campaign.Status.RUNNING).values_list("pk", flat=True):
         if not campaign_finish_if_done(campaign_id=campaign_id):
             queued += campaign_enqueue_pending(campaign_id=campaign_id, stalled_for_seconds=stalled_for_seconds)
+    # Re-profiles whose sample finished but whose next step never ran (the worker died in between).
+    reprofiles_continue_enqueue(
+        reprofile_ids=list(
+            Reprofile.objects.filter(stage=Reprofile.Stage.SAMPLE, sample_campaign__status=Campaign.Status.DONE)
+            .filter(error="")
+            .values_list("pk", flat=True)
+        )
+    )
     return queued
 
 
@@ -232,11 +241,33 @@ def campaign_finish_if_done(*, campaign_id: int) -> bool:
     inside each job's transaction, neither would see the other's items, and neither would finish.)
     """
     open_items = CampaignItem.objects.filter(campaign=OuterRef("pk"), done=False)
-    return bool(
+    finished = bool(
         Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.RUNNING)
         .filter(~Exists(open_items))
         .update(status=Campaign.Status.DONE, finished_at=timezone.now())
     )
+    if finished:
+        reprofiles_continue_enqueue(
+            reprofile_ids=list(
+                Reprofile.objects.filter(sample_campaign_id=campaign_id, stage=Reprofile.Stage.SAMPLE).values_list(
+                    "pk", flat=True
+                )
+            )
+        )
+    return finished
+
+
+def reprofiles_continue_enqueue(*, reprofile_ids: list[int]) -> None:
+    """Queue the next step of these checkpoint re-profiles (their sample campaign is done), once committed.
+
+    By task name, as round_enqueue: the step (checkpoints.checkpoint_reprofile_continue) is idempotent,
+    so a second message for the same re-profile starts nothing."""
+    for reprofile_id in reprofile_ids:
+        transaction.on_commit(
+            lambda reprofile_id=reprofile_id: current_app.tasks["calibration.tasks.continue_reprofile"].delay(
+                reprofile_id
+            )
+        )
 
 
 def campaign_set_status(*, campaign: Campaign, status: str) -> Campaign:

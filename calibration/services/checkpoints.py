@@ -4,6 +4,12 @@ A new checkpoint probes a small sample first; the item-response model (engine.st
 on the earlier checkpoints' calibrations and that sample, predicts every other task's band with a
 probability. Tasks whose band is uncertain (below the level, 0.95) are probed by an adaptive
 campaign; the rest keep the predicted band, stored as a calibration marked predicted.
+
+A re-profile is a record (calibration.models.Reprofile) that holds its settings and stage, so the
+second step starts by itself once the sample's campaign is done: campaign_finish_if_done queues
+`continue_reprofile`, and beat's reconcile queues it again for any re-profile whose sample is done
+but whose second step never ran (a worker killed in between). The step takes the record's row lock
+and checks its stage, so running it twice starts one campaign.
 """
 
 from __future__ import annotations
@@ -12,17 +18,16 @@ import functools
 import logging
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 from scipy import special
 
 from calibration.errors import CalibrationError
-from calibration.models import Band, Calibration, Campaign, ProbeModel
+from calibration.models import Band, Calibration, Campaign, ProbeModel, Reprofile
 from calibration.services.calibrations import CALIBRATION_FIELDS, PREDICTED_POLICY, thresholds_for
 from calibration.services.campaigns import campaign_start
 from curation.models import Environment, TaskStatus, TaskVersion
@@ -32,24 +37,6 @@ logger = logging.getLogger(__name__)
 
 # The ridge of the item-response fit (a weak N(0, 10) prior on difficulties and abilities).
 PENALTY = 0.1
-
-
-@dataclass(frozen=True)
-class Reprofile:
-    """What `checkpoint_reprofile` did.
-
-    ``stage``: "sample" (a campaign probes a sample first; call again when it is done) or
-    "reprofile" (bands predicted, the uncertain tasks' campaign started, or none needed).
-    ``tasks``: the tasks in scope; ``predicted``: given a predicted band; ``probed``: sent to the
-    campaign (the sample's size at the sample stage)."""
-
-    stage: str
-    campaign: Campaign | None
-    tasks: int
-    predicted: int
-    probed: int
-    ability: float | None = None
-    ability_sd: float | None = None
 
 
 def run_checkpoints(*, probe_model: ProbeModel) -> list[ProbeModel]:
@@ -63,9 +50,9 @@ def run_checkpoints(*, probe_model: ProbeModel) -> list[ProbeModel]:
     )
 
 
-def _scope(*, environment: Environment, task_versions: list[TaskVersion] | None) -> list[TaskVersion]:
-    if task_versions is not None:
-        return sorted(task_versions, key=lambda version: version.pk)
+def _scope(*, environment: Environment, task_version_ids: list[int] | None) -> list[TaskVersion]:
+    if task_version_ids is not None:
+        return list(TaskVersion.objects.filter(pk__in=task_version_ids).order_by("pk"))
     return list(
         TaskVersion.objects.filter(task__environment=environment, task__current_version=F("pk"))
         .exclude(task__status=TaskStatus.REJECTED)
@@ -101,32 +88,92 @@ def checkpoint_reprofile(
 
     `probe_model` is a checkpoint (its `run` and `checkpoint_step` set) with earlier checkpoints
     that probed these tasks. While it has probed fewer than `sample` of them, starts an adaptive
-    campaign on a seeded random sample of the rest (stage "sample"). Then fits the item-response
-    model on every checkpoint's probed calibrations, predicts each task's band
+    campaign on a seeded random sample of the rest (stage "sample"); when that campaign is done the
+    second step starts by itself (checkpoint_reprofile_continue). The second step fits the
+    item-response model on every checkpoint's probed calibrations, predicts each task's band
     (stats.checkpoint_bands), stores the bands whose probability reaches `level` as predicted
     calibrations, and starts an adaptive campaign (cap `rollouts`) on the uncertain ones (stage
-    "reprofile"). Raises CalibrationError when the model is no checkpoint, has no earlier one, or
-    already probes this environment.
+    "reprofile"). Called again while a re-profile waits on a finished sample, it takes the second
+    step itself. Returns the Reprofile record. Raises CalibrationError when the model is no
+    checkpoint, has no earlier one, or a campaign of it still probes this environment.
     """
-    checkpoints = run_checkpoints(probe_model=probe_model)
-    earlier = checkpoints[:-1]
+    earlier = run_checkpoints(probe_model=probe_model)[:-1]
     if not earlier:
         raise CalibrationError(
             f"{probe_model.name} is the first checkpoint of run {probe_model.run}: "
             "probe it in full (nothing to predict from)."
         )
+    waiting = Reprofile.objects.filter(
+        environment=environment, probe_model=probe_model, stage=Reprofile.Stage.SAMPLE
+    ).first()
     running = Campaign.objects.filter(
         environment=environment, probe_model=probe_model, status__in=[Campaign.Status.RUNNING, Campaign.Status.PAUSED]
     ).first()
     if running is not None:
-        raise CalibrationError(
-            f"Campaign {running.pk} still probes {environment.name} with {probe_model.name}: wait for it."
+        then = (
+            "the re-profile takes its next step by itself when it is done"
+            if waiting is not None and waiting.sample_campaign_id == running.pk
+            else "wait for it"
         )
-    versions = _scope(environment=environment, task_versions=task_versions)
+        raise CalibrationError(
+            f"Campaign {running.pk} still probes {environment.name} with {probe_model.name}: {then}."
+        )
+    if waiting is not None:  # its sample is done (or was cancelled): take the next step now
+        return checkpoint_reprofile_continue(reprofile_id=waiting.pk)
+    try:
+        with transaction.atomic():
+            reprofile = Reprofile.objects.create(
+                environment=environment,
+                probe_model=probe_model,
+                created_by=created_by,
+                task_version_ids=None if task_versions is None else sorted(version.pk for version in task_versions),
+                sample=sample,
+                level=level,
+                rollouts=rollouts,
+                round_size=round_size,
+                seed=seed,
+            )
+            return _advance(reprofile=reprofile)
+    except IntegrityError:
+        # Another call created it between our look and our insert: that one samples.
+        waiting = Reprofile.objects.filter(
+            environment=environment, probe_model=probe_model, stage=Reprofile.Stage.SAMPLE
+        ).first()
+        if waiting is None:
+            raise
+        return waiting
+
+
+def checkpoint_reprofile_continue(*, reprofile_id: int) -> Reprofile:
+    """Take a re-profile's next step if it is due; safe to run twice, or at the same time in two workers.
+
+    Under the record's row lock: nothing while its sample campaign still runs or once the second step
+    was taken; else the second step (or a new sample when the last one was cancelled)."""
+    with transaction.atomic():
+        reprofile = Reprofile.objects.select_for_update().get(pk=reprofile_id)
+        return _advance(reprofile=reprofile)
+
+
+def reprofile_mark_failed(*, reprofile_id: int, reason: str) -> None:
+    """Record why a worker could not take a re-profile's next step, so beat stops queueing it."""
+    Reprofile.objects.filter(pk=reprofile_id, stage=Reprofile.Stage.SAMPLE).update(
+        error=reason, updated_at=timezone.now()
+    )
+
+
+def _advance(*, reprofile: Reprofile) -> Reprofile:
+    """The next step of a locked (or just created) re-profile; see checkpoint_reprofile."""
+    sample_campaign = reprofile.sample_campaign
+    if reprofile.stage != Reprofile.Stage.SAMPLE or (
+        sample_campaign is not None and sample_campaign.status in (Campaign.Status.RUNNING, Campaign.Status.PAUSED)
+    ):
+        return reprofile
+    environment, probe_model = reprofile.environment, reprofile.probe_model
+    checkpoints = run_checkpoints(probe_model=probe_model)
+    versions = _scope(environment=environment, task_version_ids=reprofile.task_version_ids)
     if not versions:
         raise CalibrationError(f"Environment {environment.name!r} has no tasks to re-profile.")
-    ids = [version.pk for version in versions]
-    records = _measured(version_ids=ids, models=checkpoints)
+    records = _measured(version_ids=[version.pk for version in versions], models=checkpoints)
     probed_now = {version_id for version_id, model_id, _, _ in records if model_id == probe_model.pk}
     if not any(model_id != probe_model.pk for _, model_id, _, _ in records):
         raise CalibrationError(f"No earlier checkpoint of run {probe_model.run} has probed these tasks.")
@@ -134,44 +181,45 @@ def checkpoint_reprofile(
         campaign_start,
         environment=environment,
         probe_model=probe_model,
-        created_by=created_by,
+        created_by=reprofile.created_by,
         policy=Campaign.Policy.ADAPTIVE,
-        rollouts=rollouts,
-        round_size=round_size,
-        seed=seed,
+        rollouts=reprofile.rollouts,
+        round_size=reprofile.round_size,
+        seed=reprofile.seed,
     )
-    wanted = min(sample, len(versions))
-    if len(probed_now) < wanted:
+    wanted = min(reprofile.sample, len(versions))
+    # A finished sample is final: tasks it could not decide (verifier errors) do not start another.
+    sampled = sample_campaign is not None and sample_campaign.status == Campaign.Status.DONE
+    if len(probed_now) < wanted and not sampled:
         rest = [version for version in versions if version.pk not in probed_now]
-        campaign = start(task_versions=random.Random(seed).sample(rest, wanted - len(probed_now)))
+        campaign = start(task_versions=random.Random(reprofile.seed).sample(rest, wanted - len(probed_now)))
+        reprofile.sample_campaign = campaign
+        reprofile.tasks, reprofile.probed = len(versions), campaign.items.count()
+        reprofile.error = ""
+        reprofile.save(update_fields=["sample_campaign", "tasks", "probed", "error", "updated_at"])
         logger.info("re-profile of %s for %s: sample campaign %s", environment.name, probe_model.name, campaign.pk)
-        return Reprofile(
-            stage="sample", campaign=campaign, tasks=len(versions), predicted=0, probed=campaign.items.count()
-        )
+        return reprofile
     return _predict_and_probe(
-        environment=environment,
-        probe_model=probe_model,
+        reprofile=reprofile,
         checkpoints=checkpoints,
         versions=versions,
         records=records,
         probed_now=probed_now,
-        level=level,
         start=start,
     )
 
 
 def _predict_and_probe(
     *,
-    environment: Environment,
-    probe_model: ProbeModel,
+    reprofile: Reprofile,
     checkpoints: list[ProbeModel],
     versions: list[TaskVersion],
     records: list[tuple[int, int, int, int]],
     probed_now: set[int],
-    level: float,
     start: Callable[..., Campaign],
 ) -> Reprofile:
     """Fit, predict, store the sure bands and start (`start(task_versions=...)`) the uncertain ones' campaign."""
+    environment, probe_model, level = reprofile.environment, reprofile.probe_model, reprofile.level
     task_index = {version.pk: index for index, version in enumerate(versions)}
     model_index = {model.pk: index for index, model in enumerate(checkpoints)}
     counts = [
@@ -215,6 +263,12 @@ def _predict_and_probe(
         campaign = None
         if uncertain:
             campaign = start(task_versions=[version for version, _ in uncertain])
+        reprofile.stage = Reprofile.Stage.REPROFILE
+        reprofile.reprofile_campaign = campaign
+        reprofile.tasks, reprofile.predicted, reprofile.probed = len(versions), len(predicted), len(uncertain)
+        reprofile.ability, reprofile.ability_sd = ability, ability_sd
+        reprofile.error = ""
+        reprofile.save()
     logger.info(
         "re-profile of %s for %s: ability %.2f ± %.2f, %d predicted, %d to probe (campaign %s)",
         environment.name,
@@ -225,15 +279,7 @@ def _predict_and_probe(
         len(uncertain),
         campaign.pk if campaign else None,
     )
-    return Reprofile(
-        stage="reprofile",
-        campaign=campaign,
-        tasks=len(versions),
-        predicted=len(predicted),
-        probed=len(uncertain),
-        ability=ability,
-        ability_sd=ability_sd,
-    )
+    return reprofile
 
 
 def _predicted_store(

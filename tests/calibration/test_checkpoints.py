@@ -5,16 +5,19 @@ The ladder's rungs are scripted model servers at known pass rates: task i under 
 with expit(ability[k] - difficulty[i]), a Rasch ladder, so the truth of every band is known.
 """
 
+import contextlib
 import math
+from unittest import mock
 
 import pytest
 from django.urls import reverse
 
-from calibration import selectors, services
+from calibration import selectors, services, tasks
 from calibration.errors import CalibrationError
-from calibration.models import Calibration, Campaign, CampaignItem, Rollout
+from calibration.models import Calibration, Campaign, CampaignItem, Reprofile, Rollout
 from engine import stats
 from tests.calibration.scripted import import_scripted, scripted_model
+from tests.factories import checkpoint_run, sample_finished
 from tests.support.workers import flush_broker, running_worker, wait_for
 
 TASKS = 40
@@ -79,18 +82,21 @@ def test_a_new_checkpoint_probes_only_its_uncertain_tasks_and_the_dashboard_show
             services.checkpoint_reprofile(environment=arithmetic, probe_model=first, created_by=alice)
         for checkpoint in (first, second):  # probed in full, as a run's first checkpoints are
             probe_in_full(arithmetic, alice, checkpoint, Campaign.Policy.FIXED, 24)
+        # One call: the sample's campaign, then (by itself, once the sample is done) the second step.
         sample = services.checkpoint_reprofile(
             environment=arithmetic, probe_model=third, created_by=alice, sample=8, seed=3
         )
         assert sample.stage == "sample" and sample.probed == 8 and sample.campaign.items.count() == 8
-        with pytest.raises(CalibrationError, match="still probes"):
+        with pytest.raises(CalibrationError, match="takes its next step by itself"):
             services.checkpoint_reprofile(environment=arithmetic, probe_model=third, created_by=alice, sample=8)
-        wait_done(sample.campaign)
-        result = services.checkpoint_reprofile(
-            environment=arithmetic, probe_model=third, created_by=alice, sample=8, seed=3
+        result = wait_for(
+            lambda: Reprofile.objects.filter(
+                pk=sample.pk, stage="reprofile", reprofile_campaign__status=Campaign.Status.DONE
+            ).first(),
+            timeout=300,
+            what=f"re-profile {sample.pk} to predict and probe by itself",
         )
-        assert result.stage == "reprofile" and result.campaign is not None
-        wait_done(result.campaign)
+        assert result.sample_campaign_id == sample.campaign.pk and Reprofile.objects.count() == 1
         # The same checkpoint probed in full, under the same adaptive policy: what the re-profile saves.
         probe_in_full(arithmetic, alice, full, Campaign.Policy.ADAPTIVE, 72)
 
@@ -165,3 +171,86 @@ def test_a_predicted_band_survives_a_refresh_and_gives_way_to_rollouts(arithmeti
         services.campaign_run_inline(campaign=campaign)
     probed = Calibration.objects.get(probe_model=model)
     assert probed.attempts > 0 and probed.predicted_probability is None and probed.band == "retire"
+
+
+@pytest.fixture
+def two_checkpoints(arithmetic, alice):
+    return checkpoint_run(arithmetic, alice)
+
+
+@pytest.fixture
+def sampled(arithmetic, alice, two_checkpoints):
+    """A re-profile of ckpt-2 started with a sample of 4 (its campaign's jobs not queued), the sample probed."""
+    new = two_checkpoints[1]
+    with mock.patch("calibration.services.campaigns.campaign_enqueue_pending"):
+        reprofile = services.checkpoint_reprofile(
+            environment=arithmetic, probe_model=new, created_by=alice, sample=4, seed=1
+        )
+    sample_finished(reprofile.sample_campaign, new)
+    return reprofile
+
+
+@contextlib.contextmanager
+def continue_messages(django_capture_on_commit_callbacks):
+    """The `continue_reprofile` messages queued in the block (once committed), as a mock; no campaign jobs."""
+    with (
+        mock.patch("calibration.services.campaigns.campaign_enqueue_pending"),
+        mock.patch("calibration.tasks.continue_reprofile.delay") as queued,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        yield queued
+
+
+@pytest.mark.django_db
+def test_the_second_step_starts_once_when_the_sample_is_done(
+    arithmetic, alice, sampled, django_capture_on_commit_callbacks
+):
+    reprofile, new = sampled, sampled.probe_model
+    assert reprofile.stage == "sample" and reprofile.sample_campaign.items.count() == 4
+    with continue_messages(django_capture_on_commit_callbacks) as queued:
+        assert services.campaign_finish_if_done(campaign_id=reprofile.sample_campaign.pk)
+        assert not services.campaign_finish_if_done(campaign_id=reprofile.sample_campaign.pk)
+    queued.assert_called_once_with(reprofile.pk)
+    # The message delivered twice (a worker killed after the step, before acknowledging): one campaign.
+    with mock.patch("calibration.services.campaigns.campaign_enqueue_pending"):
+        first = services.checkpoint_reprofile_continue(reprofile_id=reprofile.pk)
+        second = services.checkpoint_reprofile_continue(reprofile_id=reprofile.pk)
+    assert first.stage == second.stage == "reprofile" and first.reprofile_campaign_id == second.reprofile_campaign_id
+    assert first.predicted + first.probed + 4 == first.tasks == 12
+    assert Campaign.objects.filter(probe_model=new).count() == 1 + (first.probed > 0)
+    assert Calibration.objects.filter(probe_model=new, predicted_probability__isnull=False).count() == first.predicted
+
+
+@pytest.mark.django_db
+def test_calling_again_takes_the_second_step_and_reconcile_takes_it_after_a_lost_worker(
+    arithmetic, alice, sampled, django_capture_on_commit_callbacks
+):
+    reprofile, new = sampled, sampled.probe_model
+    # The worker that finished the sample died before queueing the next step: beat's reconcile queues it.
+    Campaign.objects.filter(pk=reprofile.sample_campaign.pk).update(status=Campaign.Status.DONE)
+    with continue_messages(django_capture_on_commit_callbacks) as queued:
+        services.campaigns_reconcile()
+    queued.assert_called_once_with(reprofile.pk)
+    # Pressing the button again before that message runs takes the step at once; the message then finds it taken.
+    with mock.patch("calibration.services.campaigns.campaign_enqueue_pending"):
+        again = services.checkpoint_reprofile(environment=arithmetic, probe_model=new, created_by=alice)
+        late = services.checkpoint_reprofile_continue(reprofile_id=reprofile.pk)
+    assert again.pk == late.pk == reprofile.pk and again.stage == late.stage == "reprofile"
+    assert late.reprofile_campaign_id == again.reprofile_campaign_id
+    assert Reprofile.objects.count() == 1
+    with continue_messages(django_capture_on_commit_callbacks) as queued:
+        services.campaigns_reconcile()
+    queued.assert_not_called()
+
+
+@pytest.mark.django_db
+def test_a_second_step_that_cannot_run_is_recorded_and_not_queued_again(sampled, django_capture_on_commit_callbacks):
+    reprofile = sampled
+    services.campaign_finish_if_done(campaign_id=reprofile.sample_campaign.pk)
+    Reprofile.objects.filter(pk=reprofile.pk).update(task_version_ids=[])  # its tasks are gone
+    assert tasks.continue_reprofile(reprofile.pk) == "failed"
+    reprofile.refresh_from_db()
+    assert reprofile.stage == "sample" and "has no tasks to re-profile" in reprofile.error
+    with continue_messages(django_capture_on_commit_callbacks) as queued:
+        services.campaigns_reconcile()
+    queued.assert_not_called()

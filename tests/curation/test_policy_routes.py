@@ -15,7 +15,7 @@ from django.test import override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, path, reverse
 
 from accounts.services import api_token_create
-from calibration.models import Campaign, ProbeModel
+from calibration.models import Campaign, ProbeModel, Reprofile
 from curation import routes
 from curation.models import BlindItem, Comment, ImportJob, McpServer, Task, TaskStatus
 from curation.services import task_transition
@@ -134,6 +134,7 @@ def world(users, arithmetic):
             environment=arithmetic, owner=alice, filename="x.jsonl", path="x", size_bytes=1, status="done"
         ),
         "release": Release.objects.create(created_by=users["charlie"], probe_model=probe_model),
+        "reprofile": Reprofile.objects.create(environment=arithmetic, probe_model=probe_model, created_by=alice),
     }
 
 
@@ -326,6 +327,10 @@ CASES = {
     "api_task_comments": [
         (TASK, {}, {"anonymous": 401, "dora": 404, "charlie": 404, "alice": 200, "bob": 200}),
         (MISSING_TASK, {}, {"alice": 404}),
+    ],
+    "api_reprofile_detail": [
+        ({"reprofile_id": "reprofile"}, {}, {"anonymous": 401, "charlie": 403, "alice": 200, "bob": 200}),
+        ({"reprofile_id": 999999}, {}, {"alice": 404}),
     ],
     "api_release_retry": [
         ({"release_id": "release"}, {}, {"anonymous": 401, "alice": 403, "charlie": 409}),

@@ -52,6 +52,20 @@ def calibrated_environment(environment, owner) -> ProbeModel:
     return model
 
 
+def predicted_calibration(environment, model, key: str) -> Calibration:
+    """Task `key`'s band under `model` predicted for a checkpoint (in band, 0.97 probable): no rollouts."""
+    return Calibration.objects.create(
+        task_version=environment.tasks.get(key=key).current_version,
+        probe_model=model,
+        attempts=0,
+        pass_rate=0.3,
+        band="in_band",
+        decided=True,
+        predicted_probability=0.97,
+        policy={"kind": "predicted", "method": "item_response"},
+    )
+
+
 def release_built_by_worker(environment, owner, releaser, *, var_dir, **filters):
     """A release of calibrated_environment(environment, owner) made by `releaser` with `filters`, built by a
     real Celery worker whose files live under `var_dir` (the caller points MEDIA_ROOT at var_dir / "media")."""

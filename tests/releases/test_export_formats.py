@@ -6,7 +6,7 @@ import pytest
 
 from engine import formats
 from releases import services as releases
-from tests.releases.export_data import TOOL, calibrated_environment
+from tests.releases.export_data import TOOL, calibrated_environment, predicted_calibration
 
 pytestmark = pytest.mark.django_db
 
@@ -74,9 +74,30 @@ def test_every_row_carries_key_hash_and_calibration(records):
         "pass_rate": 3 / 8,
         "interval": [0.1, 0.9],
         "band": "in_band",
+        "band_predicted": False,
         "grpo_signal": 0.5,
     }
     assert formats.trl_row(by_key["tool-add"])["calibration"] is None
+
+
+@pytest.mark.parametrize("file_type", formats.FILE_TYPES)
+@pytest.mark.parametrize("format", formats.FORMATS)
+def test_a_predicted_band_is_marked_in_every_format(arithmetic, alice, format, file_type, tmp_path):
+    """A band the item-response model predicted for a checkpoint (no rollouts) says so in every row."""
+    datasets = pytest.importorskip("datasets")
+    model = calibrated_environment(arithmetic, alice)
+    predicted_calibration(arithmetic, model, "tool-add")
+    versions = releases.export_versions(environment=arithmetic, probe_model=model)
+    records = list(releases.export_records(versions=versions, probe_model=model))
+    path = tmp_path / f"{format}.{file_type}"
+    assert formats.write_file(records=records, format=format, file_type=file_type, path=path) == 4
+    loaded = datasets.load_dataset(
+        "json" if file_type == "jsonl" else "parquet", data_files=str(path), split="train", cache_dir=str(tmp_path)
+    )
+    assert sorted(row["calibration"]["band_predicted"] for row in loaded) == [False, False, False, True]
+    predicted = [row for row in loaded if row["calibration"]["band_predicted"]]
+    assert predicted[0]["calibration"]["attempts"] == 0 and predicted[0]["calibration"]["band"] == "in_band"
+    assert "tool-add" in json.dumps(predicted[0], default=str)
 
 
 def test_formats_put_fields_where_each_trainer_expects_them(records):

@@ -1,6 +1,7 @@
 """Releases: POST /api/v1/releases pins versions, a Celery task builds the files, GET shows them."""
 
 import hashlib
+import io
 import json
 from datetime import timedelta
 
@@ -14,7 +15,7 @@ from releases import tasks
 from releases.models import Release, ReleaseItem
 from tests.conftest import make_user
 from tests.factories import import_tasks, math_task
-from tests.releases.export_data import calibrated_environment
+from tests.releases.export_data import calibrated_environment, predicted_calibration
 
 pytestmark = pytest.mark.django_db
 
@@ -258,3 +259,36 @@ def test_a_release_of_only_thin_evidence_is_refused_with_the_reason(
     assert response.status_code == 400
     assert "too few attempts for its band" in response.json()["detail"]
     assert not Release.objects.exists()
+
+
+def test_a_predicted_band_is_pinned_and_marked_in_the_release_files_and_the_api_rows(
+    client, secret, model, arithmetic, django_capture_on_commit_callbacks
+):
+    """A checkpoint's band predicted by the item-response model (no rollouts, a probability at least the
+    re-profile's level) is pinned like a probed one, not left out as thin evidence, and every row says so."""
+    predicted_calibration(arithmetic, model, "tool-add")
+    response, _ = create(client, secret, django_capture_on_commit_callbacks, probe_model="probe")
+    release = Release.objects.get(pk=response.json()["id"])
+    pinned = dict(release.items.values_list("task_version__task__key", "predicted_probability"))
+    assert pinned == {"sum": None, "product": None, "tool-add": 0.97}
+    assert tasks.build_release(release.pk) == "ready"
+    manifest = client.get(f"/api/v1/releases/{release.pk}", **auth(secret)).json()["manifest"]
+    assert manifest["bands"] == {"in_band": 3} and manifest["predicted_bands"] == 1 and manifest["warnings"] == []
+    pyarrow_parquet = pytest.importorskip("pyarrow.parquet")
+    for name in manifest["files"]:
+        download = client.get(f"/api/v1/releases/{release.pk}/files/{name}", **auth(secret))
+        content = b"".join(download.streaming_content)
+        if name.endswith(".jsonl"):
+            rows = [json.loads(line) for line in content.splitlines()]
+        else:
+            rows = pyarrow_parquet.read_table(io.BytesIO(content)).to_pylist()
+        marks = sorted((row["calibration"]["band_predicted"], row["calibration"]["attempts"]) for row in rows)
+        assert marks == [(False, 8), (False, 8), (True, 0)], name
+
+    calibrations = client.get("/api/v1/calibrations", {"model": "probe"}, **auth(secret)).json()["results"]
+    by_key = {row["task"]: row for row in calibrations}
+    assert by_key["tool-add"]["band_predicted"] is True and by_key["tool-add"]["predicted_probability"] == 0.97
+    assert by_key["sum"]["band_predicted"] is False and by_key["sum"]["predicted_probability"] is None
+    listed = client.get("/api/v1/tasks", {"model": "probe"}, **auth(secret)).json()["results"]
+    marks = {row["key"]: (row["calibration"] or {}).get("band_predicted") for row in listed}
+    assert marks["tool-add"] is True and marks["sum"] is False

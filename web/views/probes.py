@@ -122,7 +122,8 @@ def _probe_confirm(request, *, environment, probe_model, version_ids, fields: di
 @policy.page("checkpoint_reprofile")
 def checkpoint_reprofile(request, environment_name: str):
     """Re-profile the environment for a new checkpoint: probe a sample first; once that is done, the
-    same button predicts the sure bands and probes only the uncertain tasks."""
+    re-profile predicts the sure bands and probes only the uncertain tasks by itself (pressing the
+    button again takes that step at once if it has not run yet)."""
     environment = policy.get_for(request.user, policy.PROBE, Environment.objects.all(), name=environment_name)
     probe_model = get_object_or_404(ProbeModel, name=request.POST.get("model", ""))
     back = f"{reverse('dashboard')}?environment={environment.name}&model={probe_model.name}"
@@ -137,7 +138,7 @@ def checkpoint_reprofile(request, environment_name: str):
         messages.success(
             request,
             f"Campaign {result.campaign.pk} probes a sample of {result.probed} tasks with {probe_model.name}; "
-            "re-profile again when it is done.",
+            "when it is done, the re-profile predicts the sure bands and probes the rest by itself.",
         )
     else:
         probing = f"campaign {result.campaign.pk} probes them" if result.campaign else "none to probe"

@@ -10,8 +10,8 @@ from curation.models import Environment
 class Command(BaseCommand):
     help = (
         "Re-profile an environment's tasks for a new checkpoint of a run: probe a sample first, then predict the "
-        "bands the item-response model is sure of and probe only the uncertain tasks (run it again once the "
-        "sample's campaign is done)."
+        "bands the item-response model is sure of and probe only the uncertain tasks (a worker takes that step "
+        "once the sample's campaign is done; running this again takes it at once if it has not run yet)."
     )
 
     def add_arguments(self, parser):
@@ -49,7 +49,7 @@ class Command(BaseCommand):
         if result.stage == "sample":
             self.stdout.write(
                 f"Campaign {result.campaign.pk} probes a sample of {result.probed} tasks with {probe_model.name}; "
-                "run this again when it is done."
+                f"when it is done, a worker takes the next step by itself (re-profile {result.pk})."
             )
             return
         campaign = f"campaign {result.campaign.pk} probes them" if result.campaign else "nothing to probe"
