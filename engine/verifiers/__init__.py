@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
-import time
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from engine.verifiers.base import Check, Verdict, VerifierConfigError, shorten
+from engine.verifiers.base import DEFAULT_MAX_COMPLETION_CHARS, Verdict, VerifierConfigError, run_check
 from engine.verifiers.judges import parse_judges, set_judges
 from engine.verifiers.kinds import (
     code,
@@ -46,12 +44,11 @@ __all__ = [
     "VerifierConfigError",
     "audit",
     "configure",
+    "max_completion_chars",
     "parse_judges",
     "validate_config",
     "verify",
 ]
-
-logger = logging.getLogger(__name__)
 
 _MODULES: dict[str, ModuleType] = {
     module.KIND: module
@@ -72,8 +69,6 @@ _MODULES: dict[str, ModuleType] = {
     )
 }
 KINDS: tuple[str, ...] = tuple(_MODULES)
-_REWARDS = {"pass": 1.0, "fail": 0.0}
-DEFAULT_MAX_COMPLETION_CHARS = 1_000_000
 _settings = {"max_completion_chars": DEFAULT_MAX_COMPLETION_CHARS}
 
 
@@ -98,16 +93,9 @@ def configure(*, judges: Mapping[str, Any] | None = None, max_completion_chars: 
         _settings["max_completion_chars"] = max_completion_chars
 
 
-def _completion_size(completion: Any, limit: int) -> int:
-    """Characters of the completion as text (JSON text for structured ones), at most limit + 1."""
-    if completion is None:
-        return 0
-    if isinstance(completion, str):
-        return len(completion)
-    try:
-        return len(json.dumps(completion, ensure_ascii=False, default=str))
-    except (TypeError, ValueError, RecursionError):
-        return limit + 1
+def max_completion_chars() -> int:
+    """The completion size cap in force (``configure``): longer completions fail unparsed."""
+    return _settings["max_completion_chars"]
 
 
 def _module_for(verifier: Any) -> ModuleType:
@@ -145,28 +133,13 @@ def validate_config(verifier: dict[str, Any]) -> None:
 
 
 def _run_check(module: ModuleType, config: Any, *, completion: Any, answer: str | None, prompt: Any) -> Verdict:
-    started = time.perf_counter()
-    limit = _settings["max_completion_chars"]
-    size = _completion_size(completion, limit)
-    try:
-        if size > limit:
-            # Checked before any parsing: no kind's cost may grow with an unbounded completion.
-            result = Check("fail", f"completion has {size} characters, over the limit of {limit}")
-        else:
-            result = module.check(config, completion=completion, answer=answer, prompt=prompt)
-    except VerifierConfigError:
-        raise
-    except RecursionError:
-        result = Check("fail", "completion nested too deeply to check")
-    except Exception as error:
-        logger.exception("verifier %s crashed", module.KIND)
-        result = Check("error", f"verifier crashed: {type(error).__name__}: {shorten(str(error), 120)}")
-    latency_ms = (time.perf_counter() - started) * 1000.0
-    return Verdict(
-        outcome=result.outcome,
-        reward=_REWARDS.get(result.outcome),
-        detail=result.detail,
-        latency_ms=round(latency_ms, 3),
+    return run_check(
+        module,
+        config,
+        completion=completion,
+        answer=answer,
+        prompt=prompt,
+        max_completion_chars=_settings["max_completion_chars"],
     )
 
 

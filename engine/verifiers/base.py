@@ -5,10 +5,15 @@ Nothing here imports Django: trainers import this package directly.
 
 from __future__ import annotations
 
+import json
+import logging
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+logger = logging.getLogger("engine.verifiers")
 
 OUTCOMES = ("pass", "fail", "error", "timeout")
 
@@ -216,3 +221,52 @@ def _describe(value: Any) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     return type(value).__name__
+
+
+# -- running one kind's check --------------------------------------------------------------------
+
+REWARDS = {"pass": 1.0, "fail": 0.0}
+DEFAULT_MAX_COMPLETION_CHARS = 1_000_000
+
+
+def completion_size(completion: Any, limit: int) -> int:
+    """Characters of the completion as text (JSON text for structured ones), at most limit + 1."""
+    if completion is None:
+        return 0
+    if isinstance(completion, str):
+        return len(completion)
+    try:
+        return len(json.dumps(completion, ensure_ascii=False, default=str))
+    except (TypeError, ValueError, RecursionError):
+        return limit + 1
+
+
+def run_check(
+    module: Any, config: Any, *, completion: Any, answer: str | None, prompt: Any, max_completion_chars: int
+) -> Verdict:
+    """``module.check`` (a kind's module) on one completion, as ``verify`` runs it: a completion over
+    ``max_completion_chars`` fails unparsed, a crash of the check is an ``error``. Out: the Verdict.
+    Here rather than in ``engine.verifiers`` so that a Harbor task folder's copy of the ``code`` kind
+    (engine/integrations/harbor_code.py) runs it without importing every kind."""
+    started = time.perf_counter()
+    size = completion_size(completion, max_completion_chars)
+    try:
+        if size > max_completion_chars:
+            # Checked before any parsing: no kind's cost may grow with an unbounded completion.
+            result = Check("fail", f"completion has {size} characters, over the limit of {max_completion_chars}")
+        else:
+            result = module.check(config, completion=completion, answer=answer, prompt=prompt)
+    except VerifierConfigError:
+        raise
+    except RecursionError:
+        result = Check("fail", "completion nested too deeply to check")
+    except Exception as error:
+        logger.exception("verifier %s crashed", module.KIND)
+        result = Check("error", f"verifier crashed: {type(error).__name__}: {shorten(str(error), 120)}")
+    latency_ms = (time.perf_counter() - started) * 1000.0
+    return Verdict(
+        outcome=result.outcome,
+        reward=REWARDS.get(result.outcome),
+        detail=result.detail,
+        latency_ms=round(latency_ms, 3),
+    )
