@@ -294,7 +294,7 @@ class Reprofile(models.Model):
     stage = models.CharField(max_length=20, choices=Stage.choices, default=Stage.SAMPLE)
     # The tasks in scope: null for the environment's current tasks, else task version ids (a release's).
     task_version_ids = models.JSONField(null=True, blank=True)
-    sample = models.PositiveIntegerField(default=20)
+    sample = models.PositiveIntegerField(default=50)
     level = models.FloatField(default=0.95)
     rollouts = models.PositiveIntegerField(default=72)
     round_size = models.PositiveIntegerField(default=8)
@@ -311,6 +311,9 @@ class Reprofile(models.Model):
     # Why the second step, run by a worker, could not be taken (e.g. the tasks are gone); beat does not
     # queue it again, the button or the API shows it, and calling the re-profile again retries it.
     error = models.TextField(blank=True)
+    # The sample's test of the item-response model (stats.prediction_check, as_dict): when it is not
+    # trusted no band is predicted and every task is probed.
+    model_check = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -24,7 +24,10 @@ class ReprofileRequest(serializers.Serializer):
         help_text="The new checkpoint: a probe model with a run and a checkpoint step, after earlier ones."
     )
     sample = serializers.IntegerField(
-        min_value=1, default=20, help_text="Tasks the checkpoint probes before the bands are predicted."
+        min_value=1,
+        default=50,
+        help_text="Tasks the checkpoint probes before the bands are predicted; they also test the model "
+        "(model_check) before any band is kept.",
     )
     level = serializers.FloatField(
         min_value=0.5,
@@ -67,6 +70,11 @@ class ReprofileSerializer(serializers.Serializer):
     rollouts = serializers.IntegerField()
     seed = serializers.IntegerField(allow_null=True)
     error = serializers.CharField(help_text="Why a worker could not take the next step; empty otherwise.")
+    model_check = serializers.JSONField(
+        allow_null=True,
+        help_text="The sample's test of the item-response model: checked, worst_z, critical_z, outliers, trusted. "
+        "Not trusted: no band was predicted and every task was probed.",
+    )
     sample_campaign = ReprofileCampaignSerializer(allow_null=True)
     reprofile_campaign = ReprofileCampaignSerializer(allow_null=True)
     created_by = serializers.CharField(source="created_by.username")

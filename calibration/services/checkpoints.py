@@ -3,7 +3,9 @@
 A new checkpoint probes a small sample first; the item-response model (engine.stats.side), fitted
 on the earlier checkpoints' calibrations and that sample, predicts every other task's band with a
 probability. Tasks whose band is uncertain (below the level, 0.95) are probed by an adaptive
-campaign; the rest keep the predicted band, stored as a calibration marked predicted.
+campaign; the rest keep the predicted band, stored as a calibration marked predicted. Before any
+band is kept the sample tests the model (stats.prediction_check): each sampled task is predicted
+without its own results; one far off and no band is predicted, every task is probed.
 
 A re-profile is a record (calibration.models.Reprofile) that holds its settings and stage, so the
 second step starts by itself once the sample's campaign is done: campaign_finish_if_done queues
@@ -78,7 +80,7 @@ def checkpoint_reprofile(
     probe_model: ProbeModel,
     created_by: AbstractBaseUser,
     task_versions: list[TaskVersion] | None = None,
-    sample: int = 20,
+    sample: int = 50,
     level: float = 0.95,
     rollouts: int = 72,
     round_size: int = 8,
@@ -230,6 +232,10 @@ def _predict_and_probe(
     new = model_index[probe_model.pk]
     ability = float(response.ability[new])
     ability_sd = stats.ability_sd(response=response, counts=counts, model=new, penalty=PENALTY)
+    # The sample tests the model first: a prior that is wrong (a new checkpoint that reorders the tasks, or a
+    # share of them) shows in tasks it predicts badly without their own results; then nothing is predicted.
+    # Short of that, every prediction is widened by the spread the sample shows beyond the model's.
+    check = stats.prediction_check(counts=counts, tasks=len(versions), models=len(checkpoints), new_model=new)
     bands = stats.checkpoint_bands(
         response=response,
         counts=counts,
@@ -238,6 +244,7 @@ def _predict_and_probe(
         thresholds=thresholds_for(environment),
         level=level,
         penalty=PENALTY,
+        misfit_sd=check.misfit_sd,
     )
     uncertain: list[tuple[TaskVersion, stats.CheckpointBand]] = []
     predicted: list[tuple[TaskVersion, stats.CheckpointBand]] = []
@@ -245,9 +252,12 @@ def _predict_and_probe(
         version = versions[band.task]
         if version.pk in probed_now:
             continue
-        (uncertain if band.uncertain else predicted).append((version, band))
+        (uncertain if band.uncertain or not check.trusted else predicted).append((version, band))
     # The typical uncertainty of a prediction: the dashboard draws the re-profile's operating characteristic with it.
-    spread = stats.predicted_logit_sd(response=response, counts=counts, ability_sd=ability_sd, penalty=PENALTY)
+    spread = np.hypot(
+        stats.predicted_logit_sd(response=response, counts=counts, ability_sd=ability_sd, penalty=PENALTY),
+        check.misfit_sd,
+    )
     policy = {
         "kind": PREDICTED_POLICY,
         "method": "item_response",
@@ -256,6 +266,7 @@ def _predict_and_probe(
         "ability": round(ability, 4),
         "ability_sd": round(ability_sd, 4),
         "logit_sd": round(float(np.median(spread)), 4),
+        "misfit_sd": round(check.misfit_sd, 4),
         "level": level,
     }
     with transaction.atomic():
@@ -267,14 +278,16 @@ def _predict_and_probe(
         reprofile.reprofile_campaign = campaign
         reprofile.tasks, reprofile.predicted, reprofile.probed = len(versions), len(predicted), len(uncertain)
         reprofile.ability, reprofile.ability_sd = ability, ability_sd
+        reprofile.model_check = check.as_dict()
         reprofile.error = ""
         reprofile.save()
     logger.info(
-        "re-profile of %s for %s: ability %.2f ± %.2f, %d predicted, %d to probe (campaign %s)",
+        "re-profile of %s for %s: ability %.2f ± %.2f, model check %s, %d predicted, %d to probe (campaign %s)",
         environment.name,
         probe_model.name,
         ability,
         ability_sd,
+        check.as_dict(),
         len(predicted),
         len(uncertain),
         campaign.pk if campaign else None,

@@ -129,6 +129,7 @@ def checkpoint_bands(
     thresholds: Thresholds,
     level: float = 0.95,
     penalty: float = 0.1,
+    misfit_sd: float = 0.0,
 ) -> list[CheckpointBand]:
     """Which tasks a new checkpoint must re-probe: those whose band the item-response model leaves uncertain.
 
@@ -136,7 +137,8 @@ def checkpoint_bands(
     sample of tasks it probed, or extrapolated from earlier checkpoints). A task's difficulty
     has the standard error of its Fisher information under ``response`` (plus the ridge
     ``penalty``); its logit under the new checkpoint is normal, and each band's probability
-    follows. A task whose most probable band is below ``level`` is ``uncertain``. The promise is
+    follows, widened by ``misfit_sd`` (the spread the new checkpoint's sample shows beyond the
+    model's, ``prediction_check``). A task whose most probable band is below ``level`` is ``uncertain``. The promise is
     the model's, not the stopping rule's: it holds as far as the Rasch model fits (docs/prediction.md).
     """
     records = np.asarray(list(counts), dtype=float).reshape(-1, 4)
@@ -146,7 +148,7 @@ def checkpoint_bands(
         task, model, _, attempts = records.T
         probability = special.expit(response.ability[model.astype(int)] - response.difficulty[task.astype(int)])
         information += np.bincount(task.astype(int), attempts * probability * (1 - probability), tasks)
-    sd = np.sqrt(1.0 / information + ability_sd**2)
+    sd = np.sqrt(1.0 / information + ability_sd**2 + misfit_sd**2)
     mean = ability - response.difficulty
     low = scipy_stats.norm.cdf((special.logit(thresholds.floor) - mean) / sd)
     high = scipy_stats.norm.sf((special.logit(thresholds.retire_at) - mean) / sd)

@@ -14,18 +14,18 @@ from django.urls import reverse
 
 from calibration import selectors, services, tasks
 from calibration.errors import CalibrationError
-from calibration.models import Calibration, Campaign, CampaignItem, Reprofile, Rollout
+from calibration.models import Calibration, Campaign, CampaignItem, ProbeModel, Reprofile, Rollout
 from engine import stats
 from tests.calibration.scripted import import_scripted, scripted_model
-from tests.factories import checkpoint_run, sample_finished
+from tests.factories import checkpoint_run, import_tasks, math_task, sample_finished
 from tests.support.workers import flush_broker, running_worker, wait_for
 
 TASKS = 40
 ABILITIES = {"ckpt-1": -1.0, "ckpt-2": 0.0, "ckpt-3": 1.0}
 STEPS = {"ckpt-1": 100, "ckpt-2": 200, "ckpt-3": 300}
 KEYS = [f"t{index:02d}" for index in range(TASKS)]
-# Difficulties spread from -5 to 7 logits: under ckpt-3, from certain retire through the band to too hard.
-DIFFICULTY = {key: -5.0 + 12.0 * index / (TASKS - 1) for index, key in enumerate(KEYS)}
+# Difficulties spread from -7 to 7 logits: under ckpt-3, from certain retire through the band to too hard.
+DIFFICULTY = {key: -7.0 + 14.0 * index / (TASKS - 1) for index, key in enumerate(KEYS)}
 WORKER_ENV = {"PASSBAND_SERVER_RETRY_MAX_S": "1"}
 
 
@@ -84,11 +84,11 @@ def test_a_new_checkpoint_probes_only_its_uncertain_tasks_and_the_dashboard_show
             probe_in_full(arithmetic, alice, checkpoint, Campaign.Policy.FIXED, 24)
         # One call: the sample's campaign, then (by itself, once the sample is done) the second step.
         sample = services.checkpoint_reprofile(
-            environment=arithmetic, probe_model=third, created_by=alice, sample=8, seed=3
+            environment=arithmetic, probe_model=third, created_by=alice, sample=10, seed=3
         )
-        assert sample.stage == "sample" and sample.probed == 8 and sample.campaign.items.count() == 8
+        assert sample.stage == "sample" and sample.probed == 10 and sample.campaign.items.count() == 10
         with pytest.raises(CalibrationError, match="takes its next step by itself"):
-            services.checkpoint_reprofile(environment=arithmetic, probe_model=third, created_by=alice, sample=8)
+            services.checkpoint_reprofile(environment=arithmetic, probe_model=third, created_by=alice, sample=10)
         result = wait_for(
             lambda: Reprofile.objects.filter(
                 pk=sample.pk, stage="reprofile", reprofile_campaign__status=Campaign.Status.DONE
@@ -101,8 +101,10 @@ def test_a_new_checkpoint_probes_only_its_uncertain_tasks_and_the_dashboard_show
         probe_in_full(arithmetic, alice, full, Campaign.Policy.ADAPTIVE, 72)
 
     # Fewer tasks probed than the release holds: the sample and the uncertain ones only.
-    assert result.tasks == TASKS and result.predicted + result.probed + 8 == TASKS
-    assert 0 < result.probed and result.predicted >= TASKS // 4
+    assert result.tasks == TASKS and result.predicted + result.probed + 10 == TASKS
+    assert result.model_check["trusted"] and result.model_check["checked"] == 10
+    # A sample of 10 cannot rule out much misfit, so every prediction is widened by it: fewer are sure.
+    assert 0 < result.probed and result.predicted >= TASKS // 5
     probed_items = set(
         CampaignItem.objects.filter(campaign=result.campaign).values_list("task_version__task__key", flat=True)
     )
@@ -254,3 +256,55 @@ def test_a_second_step_that_cannot_run_is_recorded_and_not_queued_again(sampled,
     with continue_messages(django_capture_on_commit_callbacks) as queued:
         services.campaigns_reconcile()
     queued.assert_not_called()
+
+
+def ladder_checkpoints(environment, owner, *, new_order):
+    """48 math tasks on a Rasch ladder, probed by ckpt-1 and ckpt-2 of run-d (32 attempts each, passes as
+    expected); ckpt-3 re-profiled with a sample of 24 whose results follow `new_order` (the task indices as
+    ckpt-3 ranks them, easiest last). Returns the re-profile after its second step."""
+    tasks = 48
+    import_tasks(environment, owner, *[math_task(f"t-{i:02d}", f"What is {i} + 2?", str(i + 2)) for i in range(tasks)])
+    difficulty = [-4.0 + 9.0 * index / (tasks - 1) for index in range(tasks)]
+    models = [
+        ProbeModel.objects.create(
+            name=f"ckpt-{step}", backend="openai", base_url="http://127.0.0.1:9/v1", run="run-d", checkpoint_step=step
+        )
+        for step in (1, 2, 3)
+    ]
+    versions = [task.current_version for task in environment.tasks.order_by("key")]
+    for ability, model in zip((-0.5, 0.5), models):
+        for index, version in enumerate(versions):
+            successes = round(32 * expit(ability - difficulty[index]))
+            Calibration.objects.create(task_version=version, probe_model=model, attempts=32, successes=successes)
+    with mock.patch("calibration.services.campaigns.campaign_enqueue_pending"):
+        reprofile = services.checkpoint_reprofile(
+            environment=environment, probe_model=models[2], created_by=owner, sample=24, seed=5
+        )
+        for item in reprofile.sample_campaign.items.select_related("task_version"):
+            index = versions.index(item.task_version)
+            successes = round(32 * expit(1.5 - difficulty[new_order[index]]))
+            Calibration.objects.create(
+                task_version=item.task_version, probe_model=models[2], attempts=32, successes=successes
+            )
+        reprofile.sample_campaign.items.update(done=True)
+        Campaign.objects.filter(pk=reprofile.sample_campaign_id).update(status=Campaign.Status.DONE)
+        return services.checkpoint_reprofile_continue(reprofile_id=reprofile.pk)
+
+
+@pytest.mark.django_db
+def test_a_sample_that_fits_the_ladder_lets_bands_be_predicted(arithmetic, alice):
+    reprofile = ladder_checkpoints(arithmetic, alice, new_order=list(range(48)))
+    assert reprofile.model_check["trusted"] and reprofile.model_check["checked"] == 24
+    assert reprofile.predicted > 0 and reprofile.predicted + reprofile.probed + 24 == 48
+
+
+@pytest.mark.django_db
+def test_a_checkpoint_that_reorders_the_tasks_is_caught_by_its_sample_and_nothing_is_predicted(arithmetic, alice):
+    """An adversarially wrong prior: ckpt-3 finds hard what ckpt-1 and ckpt-2 found easy, and the other way
+    round. The sample's tasks, predicted without their own results, are far off: every task is probed."""
+    reprofile = ladder_checkpoints(arithmetic, alice, new_order=list(range(48))[::-1])
+    check = reprofile.model_check
+    assert not check["trusted"] and (check["outliers"] > 0 or check["sum_z2"] > check["critical_sum_z2"])
+    assert reprofile.predicted == 0 and reprofile.probed == 48 - 24
+    assert not Calibration.objects.filter(probe_model=reprofile.probe_model, predicted_probability__isnull=False)
+    assert reprofile.reprofile_campaign.items.count() == 24

@@ -35,3 +35,69 @@ def test_a_vaguer_prior_probes_more_and_a_sharp_one_adds_little_error_anywhere()
     assert widest.expected_attempts[middle] == pytest.approx(RULE.expected_attempts[middle], rel=0.05)
     with pytest.raises(ValueError, match="sd"):
         stats.reprofile_characteristic(curve=RULE, thresholds=THRESHOLDS, sd=0.0)
+
+
+def ladder_counts(new_logit_of, *, tasks=300, sample=50, seed=0):
+    """Two earlier checkpoints on a Rasch ladder (24 attempts each, binomial draws), and the new one's
+    random sample drawn at `new_logit_of(task logit under checkpoint 1)` (also 24 attempts)."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(-1.0, 1.5, tasks)
+    counts = [
+        (task, model, int(rng.binomial(24, expit(logits[task] + model))), 24)
+        for task in range(tasks)
+        for model in (0, 1)
+    ]
+    new = new_logit_of(logits)
+    for task in rng.choice(tasks, size=sample, replace=False):
+        counts.append((int(task), 2, int(rng.binomial(24, expit(new[task]))), 24))
+    return counts
+
+
+def expit(value):
+    return 1.0 / (1.0 + np.exp(-value))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_sample_trusts_a_model_that_holds_and_not_one_that_reorders_the_tasks(seed):
+    holds = stats.prediction_check(
+        counts=ladder_counts(lambda logits: logits + 1.0, seed=seed), tasks=300, models=3, new_model=2
+    )
+    assert holds.trusted and holds.checked == 50 and holds.misfit_sd < 0.5
+    reversed_ = stats.prediction_check(
+        counts=ladder_counts(lambda logits: -1.0 - logits, seed=seed), tasks=300, models=3, new_model=2
+    )
+    assert not reversed_.trusted and reversed_.outliers > 0
+    # Noise the model does not know of: the sample sees it, and the predictions are widened by it.
+    rng = np.random.default_rng(seed)
+    noisy = stats.prediction_check(
+        counts=ladder_counts(lambda logits: logits + 1.0 + rng.normal(0.0, 1.5, logits.size), seed=seed),
+        tasks=300,
+        models=3,
+        new_model=2,
+    )
+    assert noisy.misfit_sd > holds.misfit_sd + 0.5
+
+
+def test_too_small_a_sample_is_not_trusted():
+    small = stats.prediction_check(
+        counts=ladder_counts(lambda logits: logits + 2.0, sample=6), tasks=300, models=3, new_model=2
+    )
+    assert small.checked == 6 and not small.trusted
+
+
+def test_widening_by_the_misfit_keeps_fewer_bands():
+    counts = ladder_counts(lambda logits: logits + 2.0)
+    response = stats.fit_item_response(counts=counts, tasks=300, models=3)
+    bands = [
+        stats.checkpoint_bands(
+            response=response,
+            counts=counts,
+            ability=float(response.ability[2]),
+            ability_sd=0.2,
+            thresholds=THRESHOLDS,
+            misfit_sd=misfit,
+        )
+        for misfit in (0.0, 1.0)
+    ]
+    sure = [sum(not band.uncertain for band in each) for each in bands]
+    assert sure[0] > sure[1] > 0

@@ -17,7 +17,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--environment", required=True)
         parser.add_argument("--model", required=True, help="The new checkpoint (a probe model with a run and step).")
-        parser.add_argument("--sample", type=int, default=20, help="Tasks the checkpoint probes before predicting.")
+        parser.add_argument(
+            "--sample",
+            type=int,
+            default=50,
+            help="Tasks the checkpoint probes before predicting; they also test the model before any band is kept.",
+        )
         parser.add_argument("--level", type=float, default=0.95, help="Probe tasks whose band is less probable.")
         parser.add_argument("--rollouts", type=int, default=72, help="Adaptive cap per probed task.")
         parser.add_argument("--seed", type=int, default=None)
