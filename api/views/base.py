@@ -69,8 +69,8 @@ class SharedPages:
             return super().list(request, *args, **kwargs)
         user = request.user
         identity = "|".join(
-            [str(user.pk), str(user.is_staff), ",".join(sorted(group_names(user))), request.get_host()]
-            + [request.get_full_path()]
+            [str(user.pk), str(user.is_staff), ",".join(sorted(group_names(user))), request.scheme, request.get_host()]
+            + [request.get_full_path()]  # the page's `next` link is absolute: scheme and host belong to the key
         )
         key = "api-page:" + hashlib.sha256(identity.encode()).hexdigest()
         kept = None if "no-cache" in request.headers.get("Cache-Control", "") else cache.get(key)
