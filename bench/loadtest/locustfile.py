@@ -1,18 +1,20 @@
 """Locust users for bench/loadtest/run.py: trainers on the API and reviewers on the pages.
 
-Reads PASSBAND_LOAD_TOKEN (a trainer's API token with read, feedback and export scopes),
+Reads PASSBAND_LOAD_TOKENS (the trainer's API tokens with read, feedback and export scopes, comma-separated:
+one per trainer script, as each script's rate limit is its token's),
 PASSBAND_LOAD_ENVIRONMENT, PASSBAND_LOAD_RELEASE (a built release id), PASSBAND_LOAD_TASKS (task keys,
 comma-separated), PASSBAND_LOAD_REVIEWER ("username:password") and PASSBAND_LOAD_WARM_UP (seconds of
 load before the statistics start: they are reset then).
 """
 
+import itertools
 import os
 import random
 
 import gevent
 from locust import HttpUser, between, events, task
 
-TOKEN = os.environ.get("PASSBAND_LOAD_TOKEN", "")
+TOKENS = os.environ.get("PASSBAND_LOAD_TOKENS", "").split(",")
 ENVIRONMENT = os.environ.get("PASSBAND_LOAD_ENVIRONMENT", "load")
 RELEASE = os.environ.get("PASSBAND_LOAD_RELEASE", "1")
 TASKS = os.environ.get("PASSBAND_LOAD_TASKS", "t-0").split(",")
@@ -32,8 +34,10 @@ class Trainer(HttpUser):
     weight = 4
     wait_time = between(0.5, 1.5)
 
+    started = itertools.count()
+
     def on_start(self):
-        self.client.headers["Authorization"] = f"Bearer {TOKEN}"
+        self.client.headers["Authorization"] = f"Bearer {TOKENS[next(Trainer.started) % len(TOKENS)]}"
 
     @task(6)
     def page_tasks(self):

@@ -41,7 +41,7 @@ def main() -> None:
     parser.add_argument(
         "--campaign-rollouts",
         type=int,
-        default=256,
+        default=512,
         help="Rollouts per task of the campaign that runs meanwhile (0: none, the baseline); enough to outlast the "
         "load.",
     )
@@ -98,7 +98,11 @@ def main() -> None:
     )
     web = None
     try:
-        setup = _existing_setup() if args.reuse else _fresh_setup(tasks=args.tasks, base_url=server.base_url)
+        setup = (
+            _existing_setup(tokens=args.users)
+            if args.reuse
+            else _fresh_setup(tasks=args.tasks, base_url=server.base_url, tokens=args.users)
+        )
         web = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "passband.wsgi", "--bind", f"127.0.0.1:{args.port}"]
             + ["--workers", str(args.web_workers), "--log-level", "warning"],
@@ -141,7 +145,7 @@ def main() -> None:
             + ["--loglevel", "WARNING"],
             env={
                 **os.environ,
-                "PASSBAND_LOAD_TOKEN": setup["token"],
+                "PASSBAND_LOAD_TOKENS": ",".join(setup["tokens"]),
                 "PASSBAND_LOAD_ENVIRONMENT": setup["environment"].name,
                 "PASSBAND_LOAD_RELEASE": str(setup["release"].pk),
                 "PASSBAND_LOAD_TASKS": ",".join(setup["keys"]),
@@ -181,7 +185,7 @@ def main() -> None:
     print(f"locust's CSV files: {out}")
 
 
-def _fresh_setup(*, tasks: int, base_url: str) -> dict:
+def _fresh_setup(*, tasks: int, base_url: str, tokens: int) -> dict:
     """The environment, calibrated by a first campaign through the worker, approved and released."""
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
@@ -214,10 +218,13 @@ def _fresh_setup(*, tasks: int, base_url: str) -> dict:
         if time.perf_counter() - started > 120:
             sys.exit(f"release {release.pk} was not built within 120 s")
         time.sleep(0.5)
-    return _existing_setup()
+    return _existing_setup(tokens=tokens)
 
 
-def _existing_setup() -> dict:
+def _existing_setup(*, tokens: int) -> dict:
+    """The environment, a built release and `tokens` API tokens of the trainer, one per trainer script (a
+    token's rate limit, PASSBAND_API_RATE, is per script; the trainers are one user, so they share kept
+    pages)."""
     from django.contrib.auth import get_user_model
 
     from accounts.services import api_token_create
@@ -228,14 +235,16 @@ def _existing_setup() -> dict:
     release = Release.objects.filter(status=ReleaseStatus.READY).order_by("pk").first()
     if release is None:
         sys.exit("no release from an earlier run: run once without --reuse")
-    _, token = api_token_create(
-        user=get_user_model().objects.get(username="trainer"), name="load", scopes=["read", "feedback", "export"]
-    )
+    trainer = get_user_model().objects.get(username="trainer")
+    secrets = [
+        api_token_create(user=trainer, name=f"load-{index}", scopes=["read", "feedback", "export"])[1]
+        for index in range(tokens)
+    ]
     return {
         "environment": environment,
         "user": get_user_model().objects.filter(is_superuser=True).first(),
         "release": release,
-        "token": token,
+        "tokens": secrets,
         "keys": list(Task.objects.filter(environment=environment).values_list("key", flat=True)[:200]),
     }
 
