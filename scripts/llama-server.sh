@@ -64,6 +64,11 @@ start() {
     echo "llama-server already running on 127.0.0.1:$PORT" >&2
     return 0
   fi
+  if healthy "$PORT"; then
+    # Not ours (no pid file of this checkout): say so rather than start a second one that cannot bind.
+    echo "a llama-server already answers on 127.0.0.1:$PORT (not started by this checkout): using it" >&2
+    return 0
+  fi
   mkdir -p "$VAR"
   # 4 slots of 2,048 tokens each (SmolLM2's context is 8,192); 2 threads, the cores this machine has.
   # --no-repack: no AMX/repacked weight buffers. On a CPU that reports AMX to a process the kernel has
