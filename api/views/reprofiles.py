@@ -15,7 +15,8 @@ from api.views import base
 from calibration import selectors, services
 from calibration.models import Campaign, ProbeModel, Reprofile
 from curation import policy
-from curation.models import Environment
+from curation.models import Environment, TaskVersion
+from releases.models import Release
 
 
 class ReprofileRequest(serializers.Serializer):
@@ -37,6 +38,13 @@ class ReprofileRequest(serializers.Serializer):
     )
     rollouts = serializers.IntegerField(min_value=1, max_value=4096, default=72, help_text="Adaptive cap per task.")
     seed = serializers.IntegerField(min_value=0, max_value=2**62, required=False, allow_null=True, default=None)
+    release = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Re-profile only the task versions this release pins (those of the environment); default: the "
+        "environment's current tasks.",
+    )
 
 
 class ReprofileCampaignSerializer(serializers.Serializer):
@@ -126,6 +134,14 @@ class ReprofileList(base.LookupFilteredList):
         probe_model = ProbeModel.objects.filter(name=data["probe_model"]).first()
         if probe_model is None:
             raise ValidationError({"probe_model": [f"No probe model named {data['probe_model']!r}."]})
+        task_versions = None
+        if data["release"] is not None:
+            release = policy.get_for(request.user, policy.SEE, Release.objects.all(), pk=data["release"])
+            task_versions = list(
+                TaskVersion.objects.filter(release_items__release=release, task__environment=environment).distinct()
+            )
+            if not task_versions:
+                raise ValidationError({"release": [f"Release {release.pk} pins no task of {environment.name}."]})
         existing = selectors.reprofile_in_progress(environment=environment, probe_model=probe_model)
         if existing is not None:
             return self._answer(existing, status.HTTP_200_OK)
@@ -134,6 +150,7 @@ class ReprofileList(base.LookupFilteredList):
                 environment=environment,
                 probe_model=probe_model,
                 created_by=request.user,
+                task_versions=task_versions,
                 sample=data["sample"],
                 level=data["level"],
                 rollouts=data["rollouts"],

@@ -111,3 +111,24 @@ def test_the_reprofile_calls_are_in_the_schema(client):
     assert "get" in schema["paths"]["/api/v1/reprofiles/{reprofile_id}"]
     assert "ReprofileRequest" in schema["components"]["schemas"]
     assert "stage" in schema["components"]["schemas"]["Reprofile"]["properties"]
+
+
+def test_a_release_picks_the_tasks_to_reprofile(client, alice, charlie, arithmetic, checkpoints):
+    from releases.models import Release, ReleaseItem
+
+    first, _ = checkpoints
+    pinned = list(arithmetic.tasks.order_by("key")[:6])
+    release = Release.objects.create(created_by=alice, environment=arithmetic, probe_model=first, status="ready")
+    ReleaseItem.objects.bulk_create(ReleaseItem(release=release, task_version=task.current_version) for task in pinned)
+    response = start(client, bearer(alice, "curate"), release=release.pk)
+    assert response.status_code == 201, response.json()
+    reprofile = Reprofile.objects.get(pk=response.json()["id"])
+    assert response.json()["tasks"] == 6
+    assert sorted(reprofile.task_version_ids) == sorted(task.current_version_id for task in pinned)
+    sampled = set(reprofile.sample_campaign.items.values_list("task_version_id", flat=True))
+    assert sampled <= set(reprofile.task_version_ids) and len(sampled) == 4
+    # A release that pins nothing of the environment, and one that does not exist.
+    empty = Release.objects.create(created_by=alice, environment=arithmetic, probe_model=first, status="ready")
+    refused = start(client, bearer(alice, "curate"), release=empty.pk, probe_model="ckpt-1")
+    assert refused.status_code == 400 and "pins no task of arithmetic" in refused.json()["fields"]["release"][0]
+    assert start(client, bearer(alice, "curate"), release=10**9).status_code == 404
