@@ -64,6 +64,11 @@ def continue_reprofile(reprofile_id: int) -> str:
         logger.error("re-profile %s: the next step failed: %s", reprofile_id, error)
         services.reprofile_mark_failed(reprofile_id=reprofile_id, reason=str(error))
         return "failed"
+    except Exception as error:
+        # Recorded too (a time limit, a fit that fails): else beat would queue the same failing step forever
+        # and the API would report the re-profile in progress. Raised again so the worker logs it as failed.
+        services.reprofile_mark_failed(reprofile_id=reprofile_id, reason=f"{type(error).__name__}: {error}")
+        raise
 
 
 @shared_task(soft_time_limit=300, time_limit=330)

@@ -28,7 +28,7 @@ class ReprofileRequest(serializers.Serializer):
         min_value=1,
         default=50,
         help_text="Tasks the checkpoint probes before the bands are predicted; they also test the model "
-        "(model_check) before any band is kept.",
+        "(model_check) before any band is kept, which takes at least 10 (fewer: every task is probed).",
     )
     level = serializers.FloatField(
         min_value=0.5,

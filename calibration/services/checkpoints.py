@@ -105,25 +105,31 @@ def checkpoint_reprofile(
             f"{probe_model.name} is the first checkpoint of run {probe_model.run}: "
             "probe it in full (nothing to predict from)."
         )
-    waiting = Reprofile.objects.filter(
-        environment=environment, probe_model=probe_model, stage=Reprofile.Stage.SAMPLE
-    ).first()
-    running = Campaign.objects.filter(
-        environment=environment, probe_model=probe_model, status__in=[Campaign.Status.RUNNING, Campaign.Status.PAUSED]
-    ).first()
-    if running is not None:
-        then = (
-            "the re-profile takes its next step by itself when it is done"
-            if waiting is not None and waiting.sample_campaign_id == running.pk
-            else "wait for it"
-        )
-        raise CalibrationError(
-            f"Campaign {running.pk} still probes {environment.name} with {probe_model.name}: {then}."
-        )
-    if waiting is not None:  # its sample is done (or was cancelled): take the next step now
-        return checkpoint_reprofile_continue(reprofile_id=waiting.pk)
     try:
         with transaction.atomic():
+            # One start at a time per checkpoint: two calls at once would both find nothing running, and when
+            # the sample is already probed both would predict and start a campaign (the partial unique index
+            # only covers re-profiles still at their sample).
+            list(ProbeModel.objects.select_for_update().filter(pk=probe_model.pk).values_list("pk", flat=True))
+            waiting = Reprofile.objects.filter(
+                environment=environment, probe_model=probe_model, stage=Reprofile.Stage.SAMPLE
+            ).first()
+            running = Campaign.objects.filter(
+                environment=environment,
+                probe_model=probe_model,
+                status__in=[Campaign.Status.RUNNING, Campaign.Status.PAUSED],
+            ).first()
+            if running is not None:
+                then = (
+                    "the re-profile takes its next step by itself when it is done"
+                    if waiting is not None and waiting.sample_campaign_id == running.pk
+                    else "wait for it"
+                )
+                raise CalibrationError(
+                    f"Campaign {running.pk} still probes {environment.name} with {probe_model.name}: {then}."
+                )
+            if waiting is not None:  # its sample is done (or was cancelled): take the next step now
+                return checkpoint_reprofile_continue(reprofile_id=waiting.pk)
             reprofile = Reprofile.objects.create(
                 environment=environment,
                 probe_model=probe_model,

@@ -24,7 +24,8 @@ program process, the tests in its judge process, values cross by value, a pass n
 ``error`` and ``timeout`` (no reward there) are 0 here: Harbor's reward is a number. Docker's default
 seccomp profile refuses user namespaces, so in Harbor's container the sandbox usually runs in its
 fallback isolation (docs/verifiers.md); the program/judge split, which is what refuses the corpus, is
-the same there. What does not travel: extraction of code from a chat reply (the agent writes the file;
+the same there, but the fallback is no security boundary: a program aimed at this folder could read
+tests/config.json or leave a process that rewrites the reward file (docs/trainers.md). What does not travel: extraction of code from a chat reply (the agent writes the file;
 the file is the completion). The verifier shares the agent's container (Harbor's ``shared`` mode): an
 agent with root there could replace the interpreter grade.py runs on; ``python3 -I -S`` only shuts out
 environment variables and site plants (docs/trainers.md). ``APP`` and ``LOGS`` override /app and
@@ -53,10 +54,12 @@ TEST_SH = (
         what="Passband code task verifier (Harbor): Passband's own code verifier on /app/solution.py.",
         workdir='APP="${APP:-/app}"',
     )
-    + r"""if reward="$(python3 -I -S "$HERE/grade.py" "$APP/solution.py" "$LOGS/verdict.json")"; then
-    echo "$reward" > "$LOGS/reward.txt"
-fi
-cat "$LOGS/reward.txt"
+    + r"""reward="$(python3 -I -S "$HERE/grade.py" "$APP/solution.py" "$LOGS/verdict.json")" || reward=0
+[ "$reward" = 1 ] || reward=0
+# Written afresh whatever the program left there (a file, or a link to one it controls).
+rm -f "$LOGS/reward.txt"
+echo "$reward" > "$LOGS/reward.txt"
+echo "$reward"
 """
 )
 

@@ -55,7 +55,7 @@ class Command(BaseCommand):
         if not folder:
             raise CommandError("Set PROMETHEUS_MULTIPROC_DIR to the folder this host's workers write to.")
         token = settings.PASSBAND_METRICS_TOKEN
-        if options["bind"] not in ("127.0.0.1", "localhost", "::1") and not token:
+        if options["bind"] not in ("127.0.0.1", "localhost") and not token:
             raise CommandError("Set PASSBAND_METRICS_TOKEN before serving metrics beyond this host.")
         server = ThreadingHTTPServer((options["bind"], options["port"]), handler_for(folder=folder, token=token))
         self.stdout.write(f"serving {folder} on http://{options['bind']}:{server.server_address[1]}/metrics")
