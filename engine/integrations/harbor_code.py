@@ -26,8 +26,9 @@ seccomp profile refuses user namespaces, so in Harbor's container the sandbox us
 fallback isolation (docs/verifiers.md); the program/judge split, which is what refuses the corpus, is
 the same there, but the fallback is no security boundary: a program aimed at this folder could read
 tests/config.json or leave a process that rewrites the reward file (docs/trainers.md). What does not
-travel: extraction of code from a chat reply (the agent writes the file; the file is the completion). The verifier shares the agent's container (Harbor's ``shared`` mode): an
-agent with root there could replace the interpreter grade.py runs on; ``python3 -I -S`` only shuts out
+travel: extraction of code from a chat reply (the agent writes the file; the file is the completion).
+The verifier shares the agent's container (Harbor's ``shared`` mode): an agent with root there could
+replace the interpreter grade.py runs on; ``python3 -I -S`` only shuts out
 environment variables and site plants (docs/trainers.md). ``APP`` and ``LOGS`` override /app and
 /logs/verifier, so the verifier runs by hand too; ``PASSBAND_SANDBOX_ISOLATION`` (auto, namespaces,
 fallback) is read as in Passband.
