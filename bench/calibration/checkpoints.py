@@ -108,26 +108,23 @@ def case(name: str, misfit: float, *, tasks: int, sample: int, seed: int, prior:
     full_labels = [str(stats.LABELS[code]) for code in codes]
     probed = rng.choice(tasks, size=sample, replace=False)
     counts += [(int(task), 2, int(passes[task]), int(attempts[task])) for task in probed]
-    response = stats.fit_item_response(counts=counts, tasks=tasks, models=3)
-    check = stats.prediction_check(counts=counts, tasks=tasks, models=3, new_model=2)
+    prediction = stats.predict_checkpoint(counts=counts, tasks=tasks, models=3, new_model=2, thresholds=THRESHOLDS)
+    check = prediction.check
     sampled = set(probed.tolist())
     outside = outside_zones(rates[2])
     row = {"population": name, "misfit": misfit, "prior": prior, "check": check, "full": int(attempts.sum())}
     row["full_wrong"] = float(wrong_labels(rates[2], full_labels)[outside].mean())
-    # Without the check (as before it): the model's bands as they are. With it: widened by the sample's
-    # misfit, and none kept when the sample fails the model (then every task is probed, the full re-probe).
-    for variant, widen in (("plain", 0.0), ("checked", check.misfit_sd)):
-        bands = stats.checkpoint_bands(
-            response=response,
-            counts=counts,
-            ability=float(response.ability[2]),
-            ability_sd=stats.ability_sd(response=response, counts=counts, model=2, penalty=0.1),
-            thresholds=THRESHOLDS,
-            misfit_sd=widen,
-        )
+    # With the check, as the service runs it (stats.predict_checkpoint). Without it (as before): the model's
+    # bands as they are, neither widened nor refused.
+    plain = stats.checkpoint_bands(
+        response=prediction.response,
+        counts=counts,
+        ability=prediction.ability,
+        ability_sd=prediction.ability_sd,
+        thresholds=THRESHOLDS,
+    )
+    for variant, bands in (("plain", plain), ("checked", prediction.bands)):
         labels, spent, predicted = reprofiled(bands, sampled=sampled, labels=full_labels, attempts=attempts)
-        if variant == "checked" and not check.trusted:
-            labels, spent, predicted = full_labels, row["full"], 0
         kept = np.array([not band.uncertain and band.task not in sampled for band in bands]) & outside
         wrong = wrong_labels(rates[2], labels)
         row[variant] = {

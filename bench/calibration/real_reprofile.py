@@ -61,19 +61,10 @@ def case(real: dict, *, other: str, tasks: int, sample: int, seed: int) -> dict:
     full_labels = [str(stats.LABELS[code]) for code in codes]
     probed = rng.choice(tasks, size=sample, replace=False)
     counts += [(int(task), 1, int(passes[task]), int(attempts[task])) for task in probed]
-    response = stats.fit_item_response(counts=counts, tasks=tasks, models=2)
-    check = stats.prediction_check(counts=counts, tasks=tasks, models=2, new_model=1)
-    bands = stats.checkpoint_bands(
-        response=response,
-        counts=counts,
-        ability=float(response.ability[1]),
-        ability_sd=stats.ability_sd(response=response, counts=counts, model=1, penalty=0.1),
-        thresholds=THRESHOLDS,
-        misfit_sd=check.misfit_sd,
+    prediction = stats.predict_checkpoint(counts=counts, tasks=tasks, models=2, new_model=1, thresholds=THRESHOLDS)
+    labels, spent, predicted = reprofiled(
+        prediction.bands, sampled=set(probed.tolist()), labels=full_labels, attempts=attempts
     )
-    labels, spent, predicted = reprofiled(bands, sampled=set(probed.tolist()), labels=full_labels, attempts=attempts)
-    if not check.trusted:
-        labels, spent, predicted = full_labels, int(attempts.sum()), 0
     outside = outside_zones(rates)
     weights = np.histogram(rates, bins=np.concatenate([[-1e-12], (GRID[:-1] + GRID[1:]) / 2.0, [1.0 + 1e-12]]))[0]
     return {
@@ -84,7 +75,7 @@ def case(real: dict, *, other: str, tasks: int, sample: int, seed: int) -> dict:
         "rollouts": spent / tasks,
         "wrong": float(wrong_labels(rates, labels)[outside].mean()),
         "predicted": predicted,
-        "check": check,
+        "check": prediction.check,
     }
 
 

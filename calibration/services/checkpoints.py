@@ -234,31 +234,32 @@ def _predict_and_probe(
         (task_index[version_id], model_index[model_id], successes, attempts)
         for version_id, model_id, successes, attempts in records
     ]
-    response = stats.fit_item_response(counts=counts, tasks=len(versions), models=len(checkpoints), penalty=PENALTY)
     new = model_index[probe_model.pk]
-    ability = float(response.ability[new])
-    ability_sd = stats.ability_sd(response=response, counts=counts, model=new, penalty=PENALTY)
     # The sample tests the model first: a prior that is wrong (a new checkpoint that reorders the tasks, or a
     # share of them) shows in tasks it predicts badly without their own results; then nothing is predicted.
     # Short of that, every prediction is widened by the spread the sample shows beyond the model's.
-    check = stats.prediction_check(counts=counts, tasks=len(versions), models=len(checkpoints), new_model=new)
-    bands = stats.checkpoint_bands(
-        response=response,
+    prediction = stats.predict_checkpoint(
         counts=counts,
-        ability=ability,
-        ability_sd=ability_sd,
+        tasks=len(versions),
+        models=len(checkpoints),
+        new_model=new,
         thresholds=thresholds_for(environment),
         level=level,
         penalty=PENALTY,
-        misfit_sd=check.misfit_sd,
+    )
+    response, ability, ability_sd, check = (
+        prediction.response,
+        prediction.ability,
+        prediction.ability_sd,
+        prediction.check,
     )
     uncertain: list[tuple[TaskVersion, stats.CheckpointBand]] = []
     predicted: list[tuple[TaskVersion, stats.CheckpointBand]] = []
-    for band in bands:
+    for band in prediction.bands:
         version = versions[band.task]
         if version.pk in probed_now:
             continue
-        (uncertain if band.uncertain or not check.trusted else predicted).append((version, band))
+        (uncertain if band.uncertain else predicted).append((version, band))
     # The typical uncertainty of a prediction: the dashboard draws the re-profile's operating characteristic with it.
     spread = np.hypot(
         stats.predicted_logit_sd(response=response, counts=counts, ability_sd=ability_sd, penalty=PENALTY),

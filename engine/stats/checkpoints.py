@@ -10,17 +10,25 @@ policy's own operating characteristic.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import special
 from scipy import stats as scipy_stats
 
 from engine.stats.bands import LABELS, Band, Thresholds, acceptable_bands
-from engine.stats.side import ItemResponse, fit_item_response
+from engine.stats.side import CheckpointBand, ItemResponse, checkpoint_bands, fit_item_response
 from engine.stats.tables import OperatingCharacteristicCurve
 
-__all__ = ["PredictionCheck", "ability_sd", "predicted_logit_sd", "prediction_check", "reprofile_characteristic"]
+__all__ = [
+    "CheckpointPrediction",
+    "PredictionCheck",
+    "ability_sd",
+    "predict_checkpoint",
+    "predicted_logit_sd",
+    "prediction_check",
+    "reprofile_characteristic",
+]
 
 
 def ability_sd(
@@ -222,3 +230,48 @@ def _misfit_sd(held_out: Sequence[tuple[float, float, float, float]]) -> float:
     log_likelihood = special.logsumexp(log_binomial, b=node_weights[None, None, :], axis=2).sum(axis=0)
     plausible = log_likelihood >= log_likelihood.max() - scipy_stats.chi2.isf(0.10, 1) / 2
     return float(MISFIT_GRID[np.flatnonzero(plausible)[-1]])
+
+
+@dataclass(frozen=True)
+class CheckpointPrediction:
+    """What a re-profile keeps (``predict_checkpoint``): the fit, the new checkpoint's ability and its
+    standard error, the sample's check, and each task's band (all uncertain when the check fails)."""
+
+    response: ItemResponse
+    ability: float
+    ability_sd: float
+    check: PredictionCheck
+    bands: list[CheckpointBand]
+
+
+def predict_checkpoint(
+    *,
+    counts: Sequence[tuple[int, int, int, int]],
+    tasks: int,
+    models: int,
+    new_model: int,
+    thresholds: Thresholds,
+    level: float = 0.95,
+    penalty: float = 0.1,
+) -> CheckpointPrediction:
+    """The re-profile's rule in one place: fit the item-response model on ``counts`` (the earlier
+    checkpoints' records and the new one's sample), test it on the sample (``prediction_check``),
+    and give each task its band widened by the misfit the sample cannot rule out; a task is
+    ``uncertain`` (to be probed) below ``level``, and every task is when the check fails."""
+    response = fit_item_response(counts=counts, tasks=tasks, models=models, penalty=penalty)
+    ability = float(response.ability[new_model])
+    spread = ability_sd(response=response, counts=counts, model=new_model, penalty=penalty)
+    check = prediction_check(counts=counts, tasks=tasks, models=models, new_model=new_model, penalty=penalty)
+    bands = checkpoint_bands(
+        response=response,
+        counts=counts,
+        ability=ability,
+        ability_sd=spread,
+        thresholds=thresholds,
+        level=level,
+        penalty=penalty,
+        misfit_sd=check.misfit_sd,
+    )
+    if not check.trusted:
+        bands = [replace(band, uncertain=True) for band in bands]
+    return CheckpointPrediction(response=response, ability=ability, ability_sd=spread, check=check, bands=bands)
