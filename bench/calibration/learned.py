@@ -1,13 +1,15 @@
 """Benchmark: the stopping table learned from an environment's own probes, against the calibrated rule.
 
-    .venv/bin/python bench/calibration/learned.py [--pilot 1000] [--seeds 3]
+    .venv/bin/python bench/calibration/learned.py [--pilot 1000] [--seeds 3] [--harmful]
 
 For each population of ``simulate.py`` and a few adversarial ones (mass piled against the floor
 zone's top edge), ``--seeds`` times: the first ``--pilot`` tasks of an environment are calibrated
 with the default rule (what an environment has probed before it can learn anything), the
 population is fitted on their (passes, attempts) (``stats.fit_population``), the guarded table is
-learned (``stats.learned_table``), and that table's exact operating characteristic is averaged over
-the true population (the tasks that come after the pilot). Prints Markdown for
+learned (``stats.learned_table``, given the evidence, as the service does: used only if it harms no
+population the evidence allows), and that table's exact operating characteristic is averaged over
+the true population (the tasks that come after the pilot). ``--harmful``: populations the pilots
+allow, built to harm the table learned without that check (``harmful``). Prints Markdown for
 docs/benchmarks-calibration.md. Bound B is the frontier table's (``simulate.py --frontier``).
 """
 
@@ -60,13 +62,79 @@ TARGETS: dict = {}  # learned_table's error_target, slice_target, mixture when g
 
 def learned_on(parts, pilot: int, rng: np.random.Generator) -> stats.LearnedTable:
     """Calibrate a pilot with the default rule, fit its population, learn the table."""
-    rates = sample_population(parts, pilot, rng)
+    return learned_from(pilot_evidence(sample_population(parts, pilot, rng), rng))
+
+
+def pilot_evidence(rates: np.ndarray, rng: np.random.Generator) -> list[tuple[int, int]]:
+    """(passes, attempts) of tasks with these pass rates, calibrated with the default rule."""
     _, attempts, passes = run_tables(stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT), rates, rng)
-    evidence = list(zip(passes.tolist(), attempts.tolist()))
-    population = stats.fit_population(evidence=evidence, thresholds=THRESHOLDS)
-    resamples = stats.population_resamples(evidence=evidence, thresholds=THRESHOLDS)
-    return stats.learned_table(
-        population=population, thresholds=THRESHOLDS, policy=DEFAULT, resamples=resamples, **TARGETS
+    return list(zip(passes.tolist(), attempts.tolist()))
+
+
+def learned_from(evidence: list[tuple[int, int]], checked: bool = True) -> stats.LearnedTable:
+    """As the service learns (``stats.learned_table_from_evidence``), with this run's targets."""
+    return stats.learned_table_from_evidence(
+        evidence=evidence, thresholds=THRESHOLDS, policy=DEFAULT, checked=checked, **TARGETS
+    )
+
+
+def harmful(pilot: int, seeds: int) -> None:
+    """Populations a pilot allows, built to harm the table learned without the check: for each
+    population and pilot seed, the population within PLAUSIBLE_NATS of the pilot's best fit where
+    that table is most wrong beyond the rule (``stats.most_damaging``); then three environments
+    drawn from it, each learning again from its own pilot, with and without the check. A table
+    harms the population when it is wrong more often than max(1%, the rule) there."""
+    print(
+        "| population | pilot seed | the rule's error there | unchecked table of the first pilot "
+        "| learned again without the check (3 pilots) | with the check (3 pilots) |"
+    )
+    print("|---|---:|---:|---:|---|---|")
+    default = stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT)
+    totals = {"unchecked": 0, "checked": 0, "runs": 0}
+    for name, parts in POPULATIONS.items():
+        for seed in range(seeds):
+            rng = np.random.default_rng(seed)
+            evidence = pilot_evidence(sample_population(parts, pilot, rng), rng)
+            first = learned_from(evidence, checked=False)
+            region = stats.plausible_region(evidence=evidence, thresholds=THRESHOLDS)
+            rates = region.rates
+            outside = ~(
+                ((rates >= THRESHOLDS.floor_zone[0]) & (rates < THRESHOLDS.floor_zone[1]))
+                | ((rates >= THRESHOLDS.retire_zone[0]) & (rates < THRESHOLDS.retire_zone[1]))
+            )
+
+            def wrong(table: stats.StoppingTable, rates: np.ndarray = rates) -> np.ndarray:
+                return np.array(
+                    stats.operating_characteristic_curve(
+                        thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=rates, table=table
+                    ).wrong
+                )
+
+            weights = stats.most_damaging(region, outside * (wrong(first.table) - wrong(default)))
+            harmed = stats.Population(tuple(rates.tolist()), tuple(weights.tolist()), pilot)
+
+            def error(table: stats.StoppingTable, harmed: stats.Population = harmed) -> float:
+                return stats.table_performance(table=table, population=harmed, thresholds=THRESHOLDS).error
+
+            bound = max(0.01, error(default))
+            cells = {"unchecked": [], "checked": []}
+            for again in range(3):
+                drawn = np.random.default_rng(100 + again)
+                evidence = pilot_evidence(drawn.choice(rates, size=pilot, p=weights / weights.sum()), drawn)
+                for label, checked in (("unchecked", False), ("checked", True)):
+                    value = error(learned_from(evidence, checked=checked).table)
+                    cells[label].append(value)
+                    totals[label] += value > bound * (1 + 1e-9)
+                totals["runs"] += 1
+            print(
+                f"| {name} | {seed} | {error(default):.2%} | {error(first.table):.2%} "
+                f"| {', '.join(f'{value:.2%}' for value in cells['unchecked'])} "
+                f"| {', '.join(f'{value:.2%}' for value in cells['checked'])} |",
+                flush=True,
+            )
+    print(
+        f"\nHarmed (wrong more often than max(1%, the rule)): without the check {totals['unchecked']} of "
+        f"{totals['runs']}, with it {totals['checked']} of {totals['runs']}"
     )
 
 
@@ -91,6 +159,7 @@ def main() -> None:
     parser.add_argument("--mixture", action="store_true", help="allow a mixture of two tables")
     parser.add_argument("--error-target", type=float, help="learned_table's error_target (default: its own)")
     parser.add_argument("--slice-target", type=float, help="learned_table's slice_target (default: its own)")
+    parser.add_argument("--harmful", action="store_true", help="populations the pilots allow, built to harm")
     arguments = parser.parse_args()
     if arguments.mixture:
         TARGETS["mixture"] = True
@@ -99,6 +168,10 @@ def main() -> None:
     if arguments.slice_target is not None:
         TARGETS["slice_target"] = arguments.slice_target
     started = time.perf_counter()
+    if arguments.harmful:
+        harmful(arguments.pilot, arguments.seeds)
+        print(f"\nRan in {time.perf_counter() - started:.0f} s")
+        return
     default_table = stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT)
     print(f"Pilot of {arguments.pilot} tasks, {arguments.seeds} seeds (0..{arguments.seeds - 1})\n")
     print(

@@ -145,7 +145,7 @@ def _environment_learned_tables(
         return None
     thresholds = thresholds_for(environment)
     key = (
-        f"passband:learned-table:v2:{environment.pk}:{probe_model.pk}:{thresholds.floor}:{thresholds.retire_at}:"
+        f"passband:learned-table:v3:{environment.pk}:{probe_model.pk}:{thresholds.floor}:{thresholds.retire_at}:"
         f"{policy.round_size}:{policy.cap}:{minimum}:{int(settings.PASSBAND_LEARNED_MIXTURE)}"
     )
     hit = cache.get(key)
@@ -153,11 +153,11 @@ def _environment_learned_tables(
         evidence = _environment_evidence(environment=environment, probe_model=probe_model)
         if len(evidence) < minimum:
             return None
-        learned = stats.learned_table(
-            population=stats.fit_population(evidence=evidence, thresholds=thresholds),
-            resamples=stats.population_resamples(evidence=evidence, thresholds=thresholds, seed=environment.pk),
+        learned = stats.learned_table_from_evidence(
+            evidence=evidence,
             thresholds=thresholds,
             policy=policy,
+            seed=environment.pk,
             min_tasks=minimum,
             mixture=settings.PASSBAND_LEARNED_MIXTURE,
         )
