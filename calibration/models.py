@@ -294,6 +294,9 @@ class Reprofile(models.Model):
     stage = models.CharField(max_length=20, choices=Stage.choices, default=Stage.SAMPLE)
     # The tasks in scope: null for the environment's current tasks, else task version ids (a release's).
     task_version_ids = models.JSONField(null=True, blank=True)
+    # The release whose pins are task_version_ids, when the re-profile was asked for one (shown on the dashboard).
+    # A number, not a foreign key: calibration sits below releases.
+    release_id = models.PositiveBigIntegerField(null=True, blank=True)
     sample = models.PositiveIntegerField(default=50)
     level = models.FloatField(default=0.95)
     rollouts = models.PositiveIntegerField(default=72)

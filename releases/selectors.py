@@ -1,4 +1,5 @@
-"""Reads for releases: which releases a user may see, and what changed between two releases."""
+"""Reads for releases: which releases a user may see, the task versions one pins of an environment, and what
+changed between two releases."""
 
 from __future__ import annotations
 
@@ -9,12 +10,38 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
 from curation import policy
+from curation.models import Environment, TaskVersion
+from releases.errors import ReleaseError
 from releases.models import Release
 
 
 def releases_visible_to(user: AbstractBaseUser) -> QuerySet[Release]:
     """The releases `user` may see (curation.policy.release_may_see)."""
     return Release.objects.select_related("probe_model", "created_by").filter(policy.releases_visible_q(user))
+
+
+def releases_pinning(*, user: AbstractBaseUser, environment: Environment) -> QuerySet[Release]:
+    """The releases `user` may see that pin a task of `environment`, newest first: the choices of the
+    dashboard's re-profile form (release_environment_versions resolves the one picked)."""
+    return releases_visible_to(user).filter(items__task_version__task__environment=environment).distinct()
+
+
+def release_environment_versions(
+    *, user: AbstractBaseUser, release_id: int, environment: Environment
+) -> list[TaskVersion]:
+    """The task versions release `release_id` pins of `environment`: the scope of a checkpoint re-profile of
+    a release's tasks, for the API's `release`, the dashboard's release picker and reprofile_checkpoint
+    --release alike. Http404 when there is no such release or `user` may not see it (curation.policy);
+    ReleaseError when it pins none of the environment's tasks."""
+    release = policy.get_for(user, policy.SEE, Release.objects.all(), pk=release_id)
+    versions = list(
+        TaskVersion.objects.filter(release_items__release=release, task__environment=environment)
+        .distinct()
+        .order_by("pk")
+    )
+    if not versions:
+        raise ReleaseError(f"Release {release.pk} pins no task of {environment.name}.")
+    return versions
 
 
 @dataclass(frozen=True)

@@ -178,3 +178,13 @@ def sample_finished(campaign, probe_model) -> None:
     for item in campaign.items.all():
         Calibration.objects.create(task_version=item.task_version, probe_model=probe_model, attempts=24, successes=12)
     campaign.items.update(done=True)
+
+
+def pinned_release(owner, probe_model, versions, *, environment=None):
+    """A release made by `owner` that pins `versions` (ready, no files built): what a re-profile of a release's
+    tasks reads."""
+    from releases.models import Release, ReleaseItem
+
+    release = Release.objects.create(created_by=owner, environment=environment, probe_model=probe_model, status="ready")
+    ReleaseItem.objects.bulk_create(ReleaseItem(release=release, task_version=version) for version in versions)
+    return release

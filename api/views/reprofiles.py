@@ -15,8 +15,9 @@ from api.views import base
 from calibration import selectors, services
 from calibration.models import Campaign, ProbeModel, Reprofile
 from curation import policy
-from curation.models import Environment, TaskVersion
-from releases.models import Release
+from curation.models import Environment
+from releases import selectors as release_selectors
+from releases.errors import ReleaseError
 
 
 class ReprofileRequest(serializers.Serializer):
@@ -67,6 +68,12 @@ class ReprofileSerializer(serializers.Serializer):
         help_text="The second step was taken and its campaign (if any) is no longer running or paused."
     )
     tasks = serializers.IntegerField(help_text="Tasks in scope.")
+    release = serializers.IntegerField(
+        source="release_id",
+        allow_null=True,
+        help_text="The release whose task versions (those of the environment) are re-profiled; null: the "
+        "environment's current tasks.",
+    )
     predicted = serializers.IntegerField(help_text="Bands predicted (calibrations marked predicted, no rollouts).")
     probed = serializers.IntegerField(
         help_text="Tasks sent to the current stage's campaign: the sample's, then the uncertain ones."
@@ -136,12 +143,12 @@ class ReprofileList(base.LookupFilteredList):
             raise ValidationError({"probe_model": [f"No probe model named {data['probe_model']!r}."]})
         task_versions = None
         if data["release"] is not None:
-            release = policy.get_for(request.user, policy.SEE, Release.objects.all(), pk=data["release"])
-            task_versions = list(
-                TaskVersion.objects.filter(release_items__release=release, task__environment=environment).distinct()
-            )
-            if not task_versions:
-                raise ValidationError({"release": [f"Release {release.pk} pins no task of {environment.name}."]})
+            try:
+                task_versions = release_selectors.release_environment_versions(
+                    user=request.user, release_id=data["release"], environment=environment
+                )
+            except ReleaseError as error:
+                raise ValidationError({"release": [str(error)]}) from None
         existing = selectors.reprofile_in_progress(environment=environment, probe_model=probe_model)
         if existing is not None:
             return self._answer(existing, status.HTTP_200_OK)
@@ -151,6 +158,7 @@ class ReprofileList(base.LookupFilteredList):
                 probe_model=probe_model,
                 created_by=request.user,
                 task_versions=task_versions,
+                release_id=data["release"],
                 sample=data["sample"],
                 level=data["level"],
                 rollouts=data["rollouts"],

@@ -9,7 +9,12 @@ from calibration.selectors.campaigns import (
     task_version_rollouts,
     truncation_by_model,
 )
-from calibration.selectors.checkpoints import checkpoint_movement, reprofile_in_progress
+from calibration.selectors.checkpoints import (
+    checkpoint_movement,
+    model_check_verdict,
+    reprofile_in_progress,
+    reprofiles_latest,
+)
 from calibration.selectors.costs import cost_summary, environment_costs, task_cost
 from calibration.selectors.curriculum import Curriculum, curriculum_next
 from calibration.selectors.dashboards import (
@@ -47,6 +52,8 @@ __all__ = [
     "campaign_band_table",
     "checkpoint_movement",
     "reprofile_in_progress",
+    "reprofiles_latest",
+    "model_check_verdict",
     "curriculum_sweep",
     "campaign_policy_in_use",
     "campaign_progress",

@@ -1,4 +1,5 @@
-"""Band movement across the checkpoints of a training run, and when the in-band pool runs out."""
+"""Band movement across the checkpoints of a training run, when the in-band pool runs out, and the re-profiles
+of a checkpoint: where each stands and what its model check said."""
 
 from __future__ import annotations
 
@@ -101,3 +102,71 @@ def reprofile_in_progress(*, environment: Environment, probe_model: ProbeModel) 
         .select_related("environment", "probe_model", "sample_campaign", "reprofile_campaign", "created_by")
         .first()
     )
+
+
+def reprofiles_latest(*, environment: Environment, probe_model: ProbeModel, limit: int = 3) -> list[dict]:
+    """The environment's latest re-profiles for the checkpoint `probe_model`, newest first, for the dashboard.
+
+    Each: ``reprofile`` (stage, counts, error, release_id), ``campaign`` (that of its current stage: the
+    sample's, then the uncertain tasks'; None when there was nothing to probe), ``items`` (``done`` and
+    ``total`` of that campaign) and ``check`` (model_check_verdict of its model check; None at the sample)."""
+    reprofiles = (
+        Reprofile.objects.filter(environment=environment, probe_model=probe_model)
+        .select_related("sample_campaign", "reprofile_campaign", "created_by")
+        .order_by("-created_at", "-id")[:limit]
+    )
+    rows = []
+    for reprofile in reprofiles:
+        campaign = reprofile.campaign
+        items = campaign.items.aggregate(total=Count("id"), done=Count("id", filter=Q(done=True))) if campaign else None
+        rows.append(
+            {
+                "reprofile": reprofile,
+                "campaign": campaign,
+                "items": items,
+                "check": model_check_verdict(reprofile.model_check),
+            }
+        )
+    return rows
+
+
+def model_check_verdict(model_check: dict | None) -> dict | None:
+    """The sample's test of the item-response model (Reprofile.model_check, stats.PredictionCheck.as_dict)
+    in plain words: ``trusted`` and ``reasons``, the sentences that say why. None when there is no check
+    (the re-profile is still at its sample)."""
+    if not model_check:
+        return None
+    checked, worst, limit = model_check.get("checked", 0), model_check.get("worst_z"), model_check.get("critical_z")
+    outliers = model_check.get("outliers", 0)
+    sum_z2, sum_limit = model_check.get("sum_z2"), model_check.get("critical_sum_z2")
+    if model_check.get("trusted"):
+        reasons = [
+            f"each of the {checked} sampled tasks, predicted without its own results, came out within the limit "
+            f"(worst z {worst}, limit {limit}) and together within chance (sum of z² {sum_z2}, limit {sum_limit})"
+        ]
+        if model_check.get("misfit_sd"):
+            reasons.append(
+                f"every prediction was widened by {model_check['misfit_sd']} logits for the spread the sample showed"
+            )
+        return {"trusted": True, "reasons": reasons}
+    reasons = []
+    if checked < stats.MIN_CHECKED:
+        reasons.append(
+            f"only {checked} sampled tasks could be checked, too few to test the model (it takes {stats.MIN_CHECKED})"
+        )
+    if outliers == 1:
+        reasons.append(
+            f"1 of the {checked} sampled tasks was far from its prediction (made without its own results; "
+            f"z {worst}, limit {limit})"
+        )
+    elif outliers:
+        reasons.append(
+            f"{outliers} of the {checked} sampled tasks were far from their predictions (made without their own "
+            f"results; worst z {worst}, limit {limit})"
+        )
+    if sum_z2 is not None and sum_limit is not None and sum_z2 > sum_limit:
+        reasons.append(
+            f"the sample as a whole missed its predictions by more than chance allows (sum of z² {sum_z2}, "
+            f"limit {sum_limit})"
+        )
+    return {"trusted": False, "reasons": reasons or ["the sample did not bear the model out"]}

@@ -80,6 +80,7 @@ def checkpoint_reprofile(
     probe_model: ProbeModel,
     created_by: AbstractBaseUser,
     task_versions: list[TaskVersion] | None = None,
+    release_id: int | None = None,
     sample: int = 50,
     level: float = 0.95,
     rollouts: int = 72,
@@ -87,6 +88,9 @@ def checkpoint_reprofile(
     seed: int | None = None,
 ) -> Reprofile:
     """Re-profile an environment's tasks (or `task_versions`, e.g. a release's) for a new checkpoint.
+
+    `release_id` names the release `task_versions` came from (releases.selectors.release_environment_versions),
+    kept on the record so the dashboard can say what the re-profile covered.
 
     `probe_model` is a checkpoint (its `run` and `checkpoint_step` set) with earlier checkpoints
     that probed these tasks. While it has probed fewer than `sample` of them, starts an adaptive
@@ -135,6 +139,7 @@ def checkpoint_reprofile(
                 probe_model=probe_model,
                 created_by=created_by,
                 task_version_ids=None if task_versions is None else sorted(version.pk for version in task_versions),
+                release_id=release_id,
                 sample=sample,
                 level=level,
                 rollouts=rollouts,

@@ -22,6 +22,7 @@ from engine.stats.tables import OperatingCharacteristicCurve
 
 __all__ = [
     "CheckpointPrediction",
+    "MIN_CHECKED",
     "PredictionCheck",
     "ability_sd",
     "predict_checkpoint",
@@ -102,6 +103,10 @@ def reprofile_characteristic(
     )
 
 
+# The fewest sample tasks prediction_check must compare with their predictions before it may trust the model.
+MIN_CHECKED = 10
+
+
 @dataclass(frozen=True)
 class PredictionCheck:
     """The sample's verdict on the item-response model (``prediction_check``).
@@ -145,7 +150,7 @@ def prediction_check(
     penalty: float = 0.1,
     folds: int = 5,
     alpha: float = 0.05,
-    min_checked: int = 10,
+    min_checked: int = MIN_CHECKED,
 ) -> PredictionCheck:
     """Test the item-response model on the new checkpoint's own sample before trusting its predictions.
 

@@ -10,7 +10,7 @@ import pytest
 from accounts.services import api_token_create
 from calibration import services
 from calibration.models import Campaign, Reprofile
-from tests.factories import checkpoint_run, sample_finished
+from tests.factories import checkpoint_run, pinned_release, sample_finished
 
 pytestmark = pytest.mark.django_db
 
@@ -113,22 +113,22 @@ def test_the_reprofile_calls_are_in_the_schema(client):
     assert "stage" in schema["components"]["schemas"]["Reprofile"]["properties"]
 
 
-def test_a_release_picks_the_tasks_to_reprofile(client, alice, charlie, arithmetic, checkpoints):
-    from releases.models import Release, ReleaseItem
-
+def test_a_release_picks_the_tasks_to_reprofile(client, alice, bob, arithmetic, checkpoints):
     first, _ = checkpoints
     pinned = list(arithmetic.tasks.order_by("key")[:6])
-    release = Release.objects.create(created_by=alice, environment=arithmetic, probe_model=first, status="ready")
-    ReleaseItem.objects.bulk_create(ReleaseItem(release=release, task_version=task.current_version) for task in pinned)
+    release = pinned_release(alice, first, [task.current_version for task in pinned], environment=arithmetic)
     response = start(client, bearer(alice, "curate"), release=release.pk)
     assert response.status_code == 201, response.json()
     reprofile = Reprofile.objects.get(pk=response.json()["id"])
-    assert response.json()["tasks"] == 6
+    assert response.json()["tasks"] == 6 and response.json()["release"] == release.pk == reprofile.release_id
     assert sorted(reprofile.task_version_ids) == sorted(task.current_version_id for task in pinned)
     sampled = set(reprofile.sample_campaign.items.values_list("task_version_id", flat=True))
     assert sampled <= set(reprofile.task_version_ids) and len(sampled) == 4
     # A release that pins nothing of the environment, and one that does not exist.
-    empty = Release.objects.create(created_by=alice, environment=arithmetic, probe_model=first, status="ready")
+    empty = pinned_release(alice, first, [], environment=arithmetic)
     refused = start(client, bearer(alice, "curate"), release=empty.pk, probe_model="ckpt-1")
     assert refused.status_code == 400 and "pins no task of arithmetic" in refused.json()["fields"]["release"][0]
     assert start(client, bearer(alice, "curate"), release=10**9).status_code == 404
+    # A release alice may not see (a reviewer's) is a 404 too, as if it did not exist.
+    hidden = pinned_release(bob, first, [task.current_version for task in pinned], environment=arithmetic)
+    assert start(client, bearer(alice, "curate"), release=hidden.pk, probe_model="ckpt-1").status_code == 404

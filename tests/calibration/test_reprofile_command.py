@@ -1,4 +1,5 @@
-"""manage.py add_probe_model --run --checkpoint-step and manage.py reprofile_checkpoint."""
+"""manage.py add_probe_model --run --checkpoint-step and manage.py reprofile_checkpoint (with --release: only the
+task versions a release pins)."""
 
 from io import StringIO
 from unittest import mock
@@ -6,8 +7,9 @@ from unittest import mock
 import pytest
 from django.core.management import CommandError, call_command
 
-from calibration.models import Calibration, Campaign, ProbeModel
-from tests.factories import import_tasks, math_task
+from calibration.models import Calibration, Campaign, ProbeModel, Reprofile
+from curation.services import environment_create
+from tests.factories import checkpoint_run, import_tasks, math_task, pinned_release
 
 pytestmark = pytest.mark.django_db
 
@@ -60,3 +62,33 @@ def test_checkpoints_are_added_with_their_run_and_step_and_reprofiled_from_the_e
     assert f"Campaign {campaign.pk} probes a sample of 2 tasks with ckpt-2" in out.getvalue()
     with pytest.raises(CommandError, match=f"Campaign {campaign.pk} still probes arithmetic"):
         call_command(*reprofile)
+
+
+def test_reprofile_checkpoint_with_a_release_takes_only_the_tasks_it_pins(arithmetic, alice, django_user_model):
+    first, _ = checkpoint_run(arithmetic, alice)
+    django_user_model.objects.create_superuser(username="root", password="pw-root")
+    pinned = [task.current_version for task in arithmetic.tasks.order_by("key")[:6]]
+    release = pinned_release(alice, first, pinned, environment=arithmetic)
+    geometry = environment_create(name="geometry", domain="math", default_verifier={"kind": "math"})
+    import_tasks(geometry, alice, math_task("g-1", "What is 2 + 2?", "4"))
+    elsewhere = pinned_release(alice, first, [geometry.tasks.get().current_version], environment=geometry)
+    reprofile = ["reprofile_checkpoint", "--environment", "arithmetic", "--model", "ckpt-2", "--sample", "4"]
+
+    with pytest.raises(CommandError, match=r"^No release 999999\.$"):
+        call_command(*reprofile, "--release", "999999")
+    with pytest.raises(CommandError, match=f"Release {elsewhere.pk} pins no task of arithmetic"):
+        call_command(*reprofile, "--release", str(elsewhere.pk))
+    assert not Reprofile.objects.exists() and not Campaign.objects.exists()
+
+    out = StringIO()
+    with mock.patch("calibration.services.campaigns.campaign_enqueue_pending"):
+        call_command(*reprofile, "--release", str(release.pk), "--seed", "1", stdout=out)
+    started = Reprofile.objects.get()
+    assert started.release_id == release.pk
+    assert started.task_version_ids == sorted(version.pk for version in pinned) and started.tasks == 6
+    sampled = set(started.sample_campaign.items.values_list("task_version_id", flat=True))
+    assert len(sampled) == 4 and sampled <= set(started.task_version_ids)
+    assert (
+        f"probes a sample of 4 tasks with ckpt-2; when it is done, a worker takes the next step by itself "
+        f"(re-profile {started.pk})" in out.getvalue()
+    )

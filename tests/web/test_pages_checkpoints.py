@@ -1,14 +1,15 @@
 """The dashboard's checkpoints card: bands per checkpoint of a run, band movement between consecutive
-checkpoints, the in-band pool's forecast, and the re-profile action (who may press it)."""
+checkpoints, the in-band pool's forecast, the re-profile action (who may press it, and for which release's
+tasks), and where the checkpoint's re-profiles stand."""
 
 from unittest import mock
 
 import pytest
 from django.urls import reverse
 
-from calibration import selectors
-from calibration.models import Calibration, Campaign, ProbeModel
-from tests.factories import import_tasks, math_task
+from calibration import selectors, services
+from calibration.models import Calibration, Campaign, ProbeModel, Reprofile
+from tests.factories import checkpoint_run, import_tasks, math_task, pinned_release, sample_finished
 
 pytestmark = pytest.mark.django_db
 
@@ -120,3 +121,115 @@ def test_the_operating_characteristic_with_and_without_the_checkpoint_prior(clie
     assert prior["expected_rollouts"][middle] < 1 < body["expected_rollouts"][middle]
     floor = body["pass_rates"].index(0.02)
     assert prior["expected_rollouts"][floor] == pytest.approx(body["expected_rollouts"][floor], rel=0.2)
+
+
+def dashboard(client, model: str) -> str:
+    return client.get(reverse("dashboard"), {"environment": "arithmetic", "model": model}).content.decode()
+
+
+def reprofiles_panel(page: str) -> str:
+    return page.split('id="reprofiles"')[1].split("</section>")[0]
+
+
+def test_the_reprofile_form_takes_a_release_its_user_may_see(client, alice, bob, arithmetic):
+    first, _ = checkpoint_run(arithmetic, alice)
+    pinned = [task.current_version for task in arithmetic.tasks.order_by("key")[:6]]
+    mine = pinned_release(alice, first, pinned, environment=arithmetic)
+    reviewers = pinned_release(bob, first, pinned, environment=arithmetic)  # alice may not see it
+    empty = pinned_release(alice, first, [], environment=arithmetic)
+    url = reverse("checkpoint_reprofile", args=["arithmetic"])
+    client.force_login(alice)
+    form = dashboard(client, "ckpt-2").split('id="reprofile-form"')[1].split("</form>")[0]
+    assert '<option value="">current tasks</option>' in form
+    assert f'<option value="{mine.pk}">release {mine.pk}: ckpt-1' in form
+    assert f'value="{reviewers.pk}"' not in form and f'value="{empty.pk}"' not in form  # hidden; pins nothing
+    with mock.patch("calibration.services.campaigns.campaign_enqueue_pending"):
+        # The API's answers: a release alice may not see, or none at all, is a 404; one that pins nothing
+        # of the environment says so.
+        assert client.post(url, {"model": "ckpt-2", "release": reviewers.pk}).status_code == 404
+        assert client.post(url, {"model": "ckpt-2", "release": 10**9}).status_code == 404
+        assert client.post(url, {"model": "ckpt-2", "release": "x"}).status_code == 404
+        refused = client.post(url, {"model": "ckpt-2", "release": empty.pk}, follow=True).content.decode()
+        assert f"Could not re-profile: Release {empty.pk} pins no task of arithmetic." in refused
+        assert not Reprofile.objects.exists() and not Campaign.objects.exists()
+        # A reviewer may see the release but may not probe the environment.
+        client.force_login(bob)
+        assert client.post(url, {"model": "ckpt-2", "release": mine.pk}).status_code == 403
+        assert not Reprofile.objects.exists()
+        client.force_login(alice)
+        response = client.post(url, {"model": "ckpt-2", "release": mine.pk}, follow=True)
+    reprofile = Reprofile.objects.get()
+    assert reprofile.release_id == mine.pk and reprofile.task_version_ids == sorted(version.pk for version in pinned)
+    assert reprofile.sample_campaign.items.count() == 6  # a sample of 50 is all six pinned tasks
+    assert f"Campaign {reprofile.sample_campaign_id} probes a sample of 6 tasks" in response.content.decode()
+    assert f"of the tasks release {mine.pk} pins" in reprofiles_panel(response.content.decode())
+
+
+def test_the_dashboard_shows_where_each_reprofile_stands(client, alice, arithmetic):
+    first, second = checkpoint_run(arithmetic, alice)
+    client.force_login(alice)
+    assert "No re-profile of arithmetic for ckpt-2 yet." in reprofiles_panel(dashboard(client, "ckpt-2"))
+
+    # Probing the sample: its campaign, with a link to its progress.
+    with mock.patch("calibration.services.campaigns.campaign_enqueue_pending"):
+        reprofile = services.checkpoint_reprofile(
+            environment=arithmetic, probe_model=second, created_by=alice, sample=4, seed=1
+        )
+    campaign = reprofile.sample_campaign
+    panel = reprofiles_panel(dashboard(client, "ckpt-2"))
+    assert f"Re-profile {reprofile.pk}</strong> of the current tasks" in panel
+    assert "Probing the sample: 4 tasks," in panel
+    assert f'<a href="/campaigns/{campaign.pk}/">campaign {campaign.pk}</a> (0 of 4 done, running)' in panel
+    assert "When it is done, the bands are predicted by themselves." in panel
+    assert "model check" not in panel
+
+    # The sample done, a worker's next step failed: the error, and no promise of a next step.
+    sample_finished(campaign, second)
+    services.campaign_finish_if_done(campaign_id=campaign.pk)
+    services.reprofile_mark_failed(reprofile_id=reprofile.pk, reason="Environment 'arithmetic' has no tasks.")
+    panel = reprofiles_panel(dashboard(client, "ckpt-2"))
+    assert "(4 of 4 done, done)" in panel
+    assert "A worker could not take the next step: Environment &#x27;arithmetic&#x27; has no tasks." in panel
+    assert "the bands are predicted next" not in panel
+
+    # Pressed again, the step runs: four sampled tasks are too few to test the model, so it is not trusted,
+    # no band is predicted and the other eight are probed.
+    with mock.patch("calibration.services.campaigns.campaign_enqueue_pending"):
+        reprofile = services.checkpoint_reprofile(environment=arithmetic, probe_model=second, created_by=alice)
+    assert reprofile.stage == Reprofile.Stage.REPROFILE and not reprofile.model_check["trusted"]
+    panel = reprofiles_panel(dashboard(client, "ckpt-2"))
+    probing = reprofile.reprofile_campaign
+    assert (
+        f'Predicted: 0 of 12 bands predicted, 8 probed by\n      <a href="/campaigns/{probing.pk}/">'
+        f"campaign {probing.pk}</a> (0 of 8 done, running)." in panel
+    )
+    assert (
+        "The model check did not trust the prediction, so no band was predicted and every task was probed: "
+        "only 4 sampled tasks could be checked, too few to test the model (it takes 10)" in panel
+    )
+    assert "A worker could not take the next step" not in panel
+    assert '<p class="model-check warning">' in panel
+
+
+def test_the_model_check_in_plain_words():
+    check = {"checked": 50, "worst_z": 2.1, "critical_z": 3.29, "outliers": 0, "sum_z2": 48.0}
+    check |= {"critical_sum_z2": 74.2, "misfit_sd": 0.25, "trusted": True}
+    verdict = selectors.model_check_verdict(check)
+    assert verdict["trusted"] and verdict["reasons"] == [
+        "each of the 50 sampled tasks, predicted without its own results, came out within the limit "
+        "(worst z 2.1, limit 3.29) and together within chance (sum of z² 48.0, limit 74.2)",
+        "every prediction was widened by 0.25 logits for the spread the sample showed",
+    ]
+    verdict = selectors.model_check_verdict(check | {"outliers": 1, "worst_z": 4.2, "trusted": False})
+    assert not verdict["trusted"] and verdict["reasons"] == [
+        "1 of the 50 sampled tasks was far from its prediction (made without its own results; z 4.2, limit 3.29)"
+    ]
+    verdict = selectors.model_check_verdict(check | {"outliers": 3, "sum_z2": 90.5, "trusted": False})
+    assert verdict["reasons"] == [
+        "3 of the 50 sampled tasks were far from their predictions (made without their own results; worst z 2.1, "
+        "limit 3.29)",
+        "the sample as a whole missed its predictions by more than chance allows (sum of z² 90.5, limit 74.2)",
+    ]
+    verdict = selectors.model_check_verdict(check | {"checked": 6, "trusted": False})
+    assert verdict["reasons"] == ["only 6 sampled tasks could be checked, too few to test the model (it takes 10)"]
+    assert selectors.model_check_verdict(None) is None

@@ -9,6 +9,7 @@ from calibration.models import Band, Campaign, ProbeModel
 from calibration.selectors import default_probe_model
 from curation import policy
 from curation.models import Environment
+from releases import selectors as release_selectors
 from releases import traces as trace_exports
 
 
@@ -18,6 +19,7 @@ def dashboard(request):
     environment = Environment.objects.filter(name=environment_name).first() or Environment.objects.first()
     probe_model = ProbeModel.objects.filter(name=request.GET.get("model", "")).first()
     probe_model = probe_model or default_probe_model(environment)
+    checkpoint = bool(environment and probe_model and probe_model.run)
     return render(
         request,
         "calibration/dashboard.html",
@@ -31,9 +33,14 @@ def dashboard(request):
                 user=request.user, environment=environment, probe_model=probe_model
             ),
             "checkpoints": (
-                selectors.checkpoint_movement(environment=environment, run=probe_model.run)
-                if environment and probe_model and probe_model.run
-                else None
+                selectors.checkpoint_movement(environment=environment, run=probe_model.run) if checkpoint else None
+            ),
+            # The re-profile form's release picker, and where this checkpoint's latest re-profiles stand.
+            "reprofile_releases": (
+                release_selectors.releases_pinning(user=request.user, environment=environment) if checkpoint else []
+            ),
+            "reprofiles": (
+                selectors.reprofiles_latest(environment=environment, probe_model=probe_model) if checkpoint else []
             ),
             "curriculum_sweep": (
                 selectors.curriculum_sweep(environment=environment, probe_model=probe_model) if environment else []

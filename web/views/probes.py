@@ -3,8 +3,10 @@ filter. The first POST shows what the probe covers, costs and takes (and any cam
 probing the same environment with the same model); the confirming POST starts it."""
 
 import secrets
+from urllib.parse import urlencode
 
 from django.contrib import messages
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -15,6 +17,7 @@ from calibration import selectors, services
 from calibration.models import Campaign, ProbeModel
 from curation import policy
 from curation.models import Environment, TaskVersion
+from releases import selectors as release_selectors
 
 # The task list's filters that a probe of "the tasks matching this filter" carries.
 FILTER_FIELDS = ("band", "diagnosis", "status", "q", "flag", "mine")
@@ -121,15 +124,32 @@ def _probe_confirm(request, *, environment, probe_model, version_ids, fields: di
 @require_POST
 @policy.page("checkpoint_reprofile")
 def checkpoint_reprofile(request, environment_name: str):
-    """Re-profile the environment for a new checkpoint: probe a sample first; once that is done, the
-    re-profile predicts the sure bands and probes only the uncertain tasks by itself (pressing the
-    button again takes that step at once if it has not run yet)."""
+    """Re-profile the environment (or the tasks of the release picked) for a new checkpoint: probe a sample
+    first; once that is done, the re-profile predicts the sure bands and probes only the uncertain tasks by
+    itself (pressing the button again takes that step at once if it has not run yet). A release the user
+    may not see is a 404, as in the API."""
     environment = policy.get_for(request.user, policy.PROBE, Environment.objects.all(), name=environment_name)
     probe_model = get_object_or_404(ProbeModel, name=request.POST.get("model", ""))
-    back = f"{reverse('dashboard')}?environment={environment.name}&model={probe_model.name}"
+    back = f"{reverse('dashboard')}?{urlencode({'environment': environment.name, 'model': probe_model.name})}"
+    release = request.POST.get("release", "").strip()
     try:
+        release_id = int(release) if release else None
+    except ValueError:
+        raise Http404("No such release.") from None
+    try:
+        task_versions = (
+            None
+            if release_id is None
+            else release_selectors.release_environment_versions(
+                user=request.user, release_id=release_id, environment=environment
+            )
+        )
         result = services.checkpoint_reprofile(
-            environment=environment, probe_model=probe_model, created_by=request.user
+            environment=environment,
+            probe_model=probe_model,
+            created_by=request.user,
+            task_versions=task_versions,
+            release_id=release_id,
         )
     except ServiceError as error:
         messages.error(request, f"Could not re-profile: {error}")

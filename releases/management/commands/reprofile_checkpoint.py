@@ -1,10 +1,18 @@
+"""Re-profile an environment's tasks, or a release's, for a new checkpoint of a run.
+
+It lives in releases, not calibration, because --release resolves a release's task versions with the
+API's and the dashboard's function (releases.selectors.release_environment_versions), and calibration
+sits below releases."""
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.http import Http404
 
 from accounts.errors import ServiceError
 from calibration import services
 from calibration.models import ProbeModel
 from curation.models import Environment
+from releases import selectors
 
 
 class Command(BaseCommand):
@@ -26,6 +34,13 @@ class Command(BaseCommand):
         parser.add_argument("--level", type=float, default=0.95, help="Probe tasks whose band is less probable.")
         parser.add_argument("--rollouts", type=int, default=72, help="Adaptive cap per probed task.")
         parser.add_argument("--seed", type=int, default=None)
+        parser.add_argument(
+            "--release",
+            type=int,
+            default=None,
+            help="Re-profile only the task versions this release pins (those of the environment); default: the "
+            "environment's current tasks.",
+        )
 
     def handle(self, *args, **options):
         environment = Environment.objects.filter(name=options["environment"]).first()
@@ -39,11 +54,23 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(is_superuser=True).order_by("pk").first()
         if user is None:
             raise CommandError("Create a superuser first (createsuperuser): campaigns are started in someone's name.")
+        task_versions, release = None, options["release"]
+        if release is not None:
+            try:
+                task_versions = selectors.release_environment_versions(
+                    user=user, release_id=release, environment=environment
+                )
+            except Http404:
+                raise CommandError(f"No release {release}.") from None
+            except ServiceError as error:
+                raise CommandError(str(error)) from None
         try:
             result = services.checkpoint_reprofile(
                 environment=environment,
                 probe_model=probe_model,
                 created_by=user,
+                task_versions=task_versions,
+                release_id=release,
                 sample=options["sample"],
                 level=options["level"],
                 rollouts=options["rollouts"],
