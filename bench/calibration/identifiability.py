@@ -162,19 +162,59 @@ def least_favourable(
                 high = middle
         return alternative(tilt * low)
 
-    # SLSQP from two starts: no tilt, and the tilt towards the curve itself (exp(10 * wrong)),
-    # projected on the basis; the worse alternative of the two for the policy is kept.
-    towards_wrong = np.linalg.lstsq(basis, 10.0 * wrong, rcond=None)[0]
+    first_outcomes = weights @ terminal
+
+    def objective(tilt: np.ndarray) -> tuple[float, np.ndarray]:
+        """Minus the error under A'(tilt), and its gradient in the tilt (exact)."""
+        population = alternative(tilt)
+        errors, mass = population @ (outside * wrong), population @ outside
+        mean_basis = population @ basis
+
+        def derivative(values: np.ndarray) -> np.ndarray:
+            return basis.T @ (population * values) - mean_basis * (population @ values)
+
+        gradient = (derivative(outside * wrong) * mass - errors * derivative(outside.astype(float))) / mass**2
+        return -errors / mass, -gradient
+
+    def budget(tilt: np.ndarray) -> float:
+        return nats - pilot * divergence(weights, alternative(tilt), terminal)
+
+    def budget_gradient(tilt: np.ndarray) -> np.ndarray:
+        """Of the budget left: pilot * d KL(A || A'(tilt)) / d tilt = -pilot * (B^T (A' * T r) - mean B)."""
+        population = alternative(tilt)
+        ratio = first_outcomes / np.maximum(population @ terminal, 1e-300)
+        pulled = terminal @ ratio
+        return pilot * (basis.T @ (population * pulled) - (population @ basis))
+
+    # SLSQP with exact gradients, from three starts: no tilt (where the budget's gradient is 0, so
+    # the first step is unconstrained), half the budget along the error's gradient, and half the
+    # budget along the curve itself; the worst alternative for the policy is kept.
+    def half_budget(direction: np.ndarray) -> np.ndarray:
+        low, high = 0.0, 1.0
+        while pilot * divergence(weights, alternative(direction * high), terminal) < nats / 2 and high < 1e6:
+            high *= 2.0
+        for _ in range(30):
+            middle = (low + high) / 2.0
+            if pilot * divergence(weights, alternative(direction * middle), terminal) < nats / 2:
+                low = middle
+            else:
+                high = middle
+        return direction * low
+
+    starts = [
+        np.zeros(basis.shape[1]),
+        half_budget(-objective(np.zeros(basis.shape[1]))[1]),
+        half_budget(np.linalg.lstsq(basis, wrong, rcond=None)[0]),
+    ]
     candidates = []
-    for start in (np.zeros(basis.shape[1]), towards_wrong):
+    for start in starts:
         found = optimize.minimize(
-            lambda tilt: -error(alternative(tilt)),
+            objective,
             start,
+            jac=True,
             method="SLSQP",
-            constraints=[
-                {"type": "ineq", "fun": lambda tilt: nats - pilot * divergence(weights, alternative(tilt), terminal)}
-            ],
-            options={"maxiter": 200},
+            constraints=[{"type": "ineq", "fun": budget, "jac": budget_gradient}],
+            options={"maxiter": 300},
         )
         candidates.append(within_budget(found.x))
     best = max(candidates, key=error)
