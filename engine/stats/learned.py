@@ -241,7 +241,10 @@ def most_damaging(
     total = float(region.multiplicity.sum())
 
     def maximiser(lam: float, start: np.ndarray) -> np.ndarray:
-        weights, shift = start.copy(), lam * scale
+        # Multiplicative steps never revive a weight at 0, and the best fit is sparse: every rate
+        # starts with a little weight (a loss of likelihood far under any region's nats).
+        weights, shift = np.maximum(start, 1e-9), lam * scale
+        weights /= weights.sum()
         for _ in range(steps):
             gradient = (region.multiplicity / (region.likelihood @ weights)) @ region.likelihood
             weights = weights * (gradient + lam * objective + shift) / (total + lam * (objective @ weights) + shift)
