@@ -27,7 +27,9 @@ build() {
   [ -x "$BIN" ] && return 0
   local work
   work=$(mktemp -d)
-  trap 'rm -rf "$work"' RETURN
+  # A RETURN trap outlives the function that set it (it would fire again when start returns, with
+  # `work` gone and `set -u` on): it removes the folder, then itself.
+  trap 'rm -rf "${work:-}"; trap - RETURN' RETURN
   echo "building llama-server (llama.cpp from llama-cpp-python $VERSION); once, about 6 minutes on 2 cores" >&2
   "$PY" -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$VERSION" -d "$work" >&2
   tar -xzf "$work"/llama_cpp_python-$VERSION.tar.gz -C "$work"
