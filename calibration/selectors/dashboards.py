@@ -38,6 +38,7 @@ from calibration.models import (
 )
 from calibration.services.calibrations import (
     environment_learned_table,
+    environment_learning_reason,
     policy_for,
     sampling_policy,
     thresholds_for,
@@ -344,6 +345,7 @@ def operating_characteristic(*, environment: Environment) -> dict:
     curve = stats.operating_characteristic_curve(thresholds=thresholds, policy=policy)
     fixed = policy.kind == "fixed"
     learned = None
+    learning = None
     probing = curve
     if campaign is not None and not fixed:
         table = environment_learned_table(environment=environment, probe_model=campaign.probe_model, policy=policy)
@@ -352,6 +354,12 @@ def operating_characteristic(*, environment: Environment) -> dict:
                 thresholds=thresholds, policy=policy, pass_rates=curve.pass_rates, table=table
             )
             learned = {"probe_model": campaign.probe_model.name, **_curve_series(probing)}
+        else:
+            reason = environment_learning_reason(
+                environment=environment, probe_model=campaign.probe_model, policy=policy
+            )
+            if reason is not None:  # enough tasks to learn from, and the rule was kept: say why
+                learning = {"probe_model": campaign.probe_model.name, "rule_kept_because": reason}
     return {
         "environment": environment.name,
         "policy": {
@@ -373,6 +381,8 @@ def operating_characteristic(*, environment: Environment) -> dict:
         # The table learned from the environment's own probes (docs/prediction.md), when its
         # latest campaign's probe model has one: what the rule becomes there.
         "learned": learned,
+        # When the environment has enough tasks to learn from but the rule was kept: why.
+        "learning": learning,
         # Behind the item-response prior, when that model is a checkpoint re-profiled here.
         "prior": _reprofile_prior(environment=environment, campaign=campaign, curve=probing, thresholds=thresholds),
     }

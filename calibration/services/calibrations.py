@@ -125,6 +125,17 @@ def environment_learned_table(
     return None if learned is None else learned.table_for(task)
 
 
+def environment_learning_reason(
+    *, environment: Environment, probe_model: ProbeModel, policy: stats.SamplingPolicy
+) -> str | None:
+    """Why the environment probes under ``probe_model`` as it does, once it has enough tasks to learn
+    from: "learned", or why the calibrated rule was kept (stats.LearnedTable.reason: no table meets
+    the limits, or one could harm a population the evidence allows). None below the minimum, with
+    learning off, and for a fixed or non-calibrated policy."""
+    entry = _learned_entry(environment=environment, probe_model=probe_model, policy=policy)
+    return None if entry is None else entry["reason"]
+
+
 def _environment_learned_tables(
     *, environment: Environment, probe_model: ProbeModel, policy: stats.SamplingPolicy
 ) -> LearnedTables | None:
@@ -140,12 +151,26 @@ def _environment_learned_tables(
     environment, model, thresholds and policy; "too few tasks" is not cached (a cheap count, so
     learning starts as soon as the evidence is there).
     """
+    hit = _learned_entry(environment=environment, probe_model=probe_model, policy=policy)
+    if hit is None or "table" not in hit:
+        return None
+    return LearnedTables(
+        table=stats.table_from_lists(hit["table"]),
+        cheaper=None if hit["cheaper"] is None else stats.table_from_lists(hit["cheaper"]),
+        share=hit["share"],
+    )
+
+
+def _learned_entry(*, environment: Environment, probe_model: ProbeModel, policy: stats.SamplingPolicy) -> dict | None:
+    """The cached outcome of learning (see _environment_learned_tables): {"reason"} when the rule is
+    kept, with "table", "cheaper" and "share" when a table was learned; None when nothing is learned
+    (off, too few tasks, a policy that is not learned)."""
     minimum = settings.PASSBAND_LEARNED_MIN_TASKS
     if minimum <= 0 or policy.kind != "adaptive" or policy.rule != "calibrated":
         return None
     thresholds = thresholds_for(environment)
     key = (
-        f"passband:learned-table:v3:{environment.pk}:{probe_model.pk}:{thresholds.floor}:{thresholds.retire_at}:"
+        f"passband:learned-table:v4:{environment.pk}:{probe_model.pk}:{thresholds.floor}:{thresholds.retire_at}:"
         f"{policy.round_size}:{policy.cap}:{minimum}:{int(settings.PASSBAND_LEARNED_MIXTURE)}"
     )
     hit = cache.get(key)
@@ -171,19 +196,13 @@ def _environment_learned_tables(
             learned.default_predicted.rollouts,
             100 * learned.default_predicted.error,
         )
-        hit = {}
+        hit = {"reason": learned.reason}
         if learned.learned:
-            hit = {"table": stats.table_to_lists(learned.table), "cheaper": None, "share": 0.0}
+            hit.update(table=stats.table_to_lists(learned.table), cheaper=None, share=0.0)
             if learned.cheaper is not None:
                 hit.update(cheaper=stats.table_to_lists(learned.cheaper), share=learned.cheaper_share)
         cache.set(key, hit, LEARNED_TABLE_CACHE_SECONDS)
-    if not hit:
-        return None
-    return LearnedTables(
-        table=stats.table_from_lists(hit["table"]),
-        cheaper=None if hit["cheaper"] is None else stats.table_from_lists(hit["cheaper"]),
-        share=hit["share"],
-    )
+    return hit
 
 
 @dataclass(frozen=True)

@@ -206,6 +206,8 @@ async function drawOperatingCharacteristic(element) {
     `outside the zones a label is wrong at most ${(100 * worst).toFixed(1)}% of the time.` +
     (data.learned ? ` This environment probes with a table learned from its own tasks under ${data.learned.probe_model} (orange): ` +
       "it spends fewer rollouts where its population allows and is held to 1% wrong on average, not per task." : "") +
+    (data.learning ? ` Under ${data.learning.probe_model} this environment has enough tasks to learn a table from, ` +
+      `but keeps the rule: ${data.learning.rule_kept_because}.` : "") +
     (data.prior ? ` ${data.prior.probe_model} was re-profiled from ${data.prior.checkpoints.join(", ")} (green): a band the ` +
       `item-response model gives at least ${100 * data.prior.level}% costs no rollouts (drawn at the typical prediction ` +
       `uncertainty, ${data.prior.logit_sd} logits); the promise is that model's.` : "");

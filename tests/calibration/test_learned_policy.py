@@ -6,13 +6,23 @@ from django.urls import reverse
 
 from calibration import services
 from calibration.models import Calibration, Campaign, ProbeModel, Rollout
-from calibration.services.calibrations import sampling_policy
+from calibration.services.calibrations import sampling_policy, thresholds_for
+from engine import stats
 from tests.calibration.scripted import import_scripted, scripted_model
 from tests.factories import import_tasks, math_task, rollouts_with
 
 pytestmark = pytest.mark.django_db
 
 ADAPTIVE = {"kind": "adaptive", "round_size": 8, "max_rollouts": 256, "confidence": 0.95}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_learning_cache():
+    """Learned tables are cached by environment id, and SQLite hands the same ids to the next
+    test's environments: each test learns afresh."""
+    from django.core.cache import cache
+
+    cache.clear()
 
 
 @pytest.fixture
@@ -85,6 +95,43 @@ def test_the_dashboard_shows_the_operating_characteristic_with_and_without_the_l
     # Tasks that never pass: decided sooner, still too_hard; the rule's curve is the same as before.
     assert learned["expected_rollouts"][never] < body["expected_rollouts"][never] == pytest.approx(72.0)
     assert learned["labels"]["too_hard"][never] > 0.99
+
+
+def test_the_dashboard_says_why_an_environment_keeps_the_rule(arithmetic, alice, settings, client):
+    """60 tasks that each passed 2 of 48: enough to learn from at a minimum of 50, but any table
+    learned could harm a population that evidence allows, so the rule is kept, and the page says
+    so with the engine's own reason."""
+    import_tasks(
+        arithmetic,
+        alice,
+        *[math_task(f"t{index}", question=f"What is {index} + 5?", answer=str(index + 5)) for index in range(60)],
+    )
+    model = ProbeModel.objects.create(name="probe", backend="openai", base_url="http://127.0.0.1:9/v1")
+    Calibration.objects.bulk_create(
+        Calibration(task_version=task.current_version, probe_model=model, attempts=48, successes=2, band="in_band")
+        for task in arithmetic.tasks.all()
+    )
+    Campaign.objects.create(
+        environment=arithmetic, probe_model=model, created_by=alice, seed=3, policy="adaptive", max_rollouts=256
+    )
+    settings.PASSBAND_LEARNED_MIN_TASKS = 50
+    expected = stats.learned_table_from_evidence(
+        evidence=[(2, 48)] * 60,
+        thresholds=thresholds_for(arithmetic),
+        policy=stats.SamplingPolicy(),
+        seed=arithmetic.pk,
+        min_tasks=50,
+    )
+    assert not expected.learned and "population the evidence allows" in expected.reason
+    client.force_login(alice)
+    body = client.get(reverse("operating_characteristic_data"), {"environment": arithmetic.name}).json()
+    assert body["learned"] is None
+    assert body["learning"] == {"probe_model": "probe", "rule_kept_because": expected.reason}
+    settings.PASSBAND_LEARNED_MIN_TASKS = 100  # too few tasks: nothing to say
+    assert (
+        client.get(reverse("operating_characteristic_data"), {"environment": arithmetic.name}).json()["learning"]
+        is None
+    )
 
 
 @pytest.mark.parametrize(("minimum", "rollouts"), [(0, 72), (50, 64)])
