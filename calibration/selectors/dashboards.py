@@ -37,8 +37,7 @@ from calibration.models import (
     Rollout,
 )
 from calibration.services.calibrations import (
-    environment_learned_table,
-    environment_learning_reason,
+    environment_learning,
     policy_for,
     sampling_policy,
     thresholds_for,
@@ -345,21 +344,17 @@ def operating_characteristic(*, environment: Environment) -> dict:
     curve = stats.operating_characteristic_curve(thresholds=thresholds, policy=policy)
     fixed = policy.kind == "fixed"
     learned = None
-    learning = None
+    kept = None
     probing = curve
     if campaign is not None and not fixed:
-        table = environment_learned_table(environment=environment, probe_model=campaign.probe_model, policy=policy)
-        if table is not None:
+        learning = environment_learning(environment=environment, probe_model=campaign.probe_model, policy=policy)
+        if learning is not None and learning.tables is not None:
             probing = stats.operating_characteristic_curve(
-                thresholds=thresholds, policy=policy, pass_rates=curve.pass_rates, table=table
+                thresholds=thresholds, policy=policy, pass_rates=curve.pass_rates, table=learning.tables.table
             )
             learned = {"probe_model": campaign.probe_model.name, **_curve_series(probing)}
-        else:
-            reason = environment_learning_reason(
-                environment=environment, probe_model=campaign.probe_model, policy=policy
-            )
-            if reason is not None:  # enough tasks to learn from, and the rule was kept: say why
-                learning = {"probe_model": campaign.probe_model.name, "rule_kept_because": reason}
+        elif learning is not None:  # enough tasks to learn from, and the rule was kept: say why
+            kept = {"probe_model": campaign.probe_model.name, "rule_kept_because": learning.reason}
     return {
         "environment": environment.name,
         "policy": {
@@ -382,7 +377,7 @@ def operating_characteristic(*, environment: Environment) -> dict:
         # latest campaign's probe model has one: what the rule becomes there.
         "learned": learned,
         # When the environment has enough tasks to learn from but the rule was kept: why.
-        "learning": learning,
+        "learning": kept,
         # Behind the item-response prior, when that model is a checkpoint re-profiled here.
         "prior": _reprofile_prior(environment=environment, campaign=campaign, curve=probing, thresholds=thresholds),
     }

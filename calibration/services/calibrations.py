@@ -125,46 +125,42 @@ def environment_learned_table(
     return None if learned is None else learned.table_for(task)
 
 
-def environment_learning_reason(
+def environment_learning(
     *, environment: Environment, probe_model: ProbeModel, policy: stats.SamplingPolicy
-) -> str | None:
-    """Why the environment probes under ``probe_model`` as it does, once it has enough tasks to learn
-    from: "learned", or why the calibrated rule was kept (stats.LearnedTable.reason: no table meets
-    the limits, or one could harm a population the evidence allows). None below the minimum, with
-    learning off, and for a fixed or non-calibrated policy."""
+) -> Learning | None:
+    """What the environment learned from its own probes under ``probe_model``, once it has enough tasks
+    to learn from: the tables it probes with, or none and why the calibrated rule was kept
+    (stats.LearnedTable.reason: no table meets the limits, or one could harm a population the
+    evidence allows). None below the minimum, with learning off, and for a fixed or non-calibrated
+    policy. With PASSBAND_LEARNED_MIXTURE the learned policy may be a mixture of two tables
+    (stats.search_prices); ``LearnedTables.table_for`` gives a task (by id) the one it follows."""
     entry = _learned_entry(environment=environment, probe_model=probe_model, policy=policy)
-    return None if entry is None else entry["reason"]
+    if entry is None:
+        return None
+    tables = None
+    if "table" in entry:
+        tables = LearnedTables(
+            table=stats.table_from_lists(entry["table"]),
+            cheaper=None if entry["cheaper"] is None else stats.table_from_lists(entry["cheaper"]),
+            share=entry["share"],
+        )
+    return Learning(tables=tables, reason=entry["reason"])
 
 
 def _environment_learned_tables(
     *, environment: Environment, probe_model: ProbeModel, policy: stats.SamplingPolicy
 ) -> LearnedTables | None:
-    """The stopping table learned from the environment's own probes under one model, or None.
-
-    None (the calibrated rule decides) for a fixed or non-calibrated policy, while fewer than
-    PASSBAND_LEARNED_MIN_TASKS current task versions have attempts (0 turns it off), and when
-    stats.learned_table keeps the rule. With PASSBAND_LEARNED_MIXTURE the learned policy may be a
-    mixture of two tables (stats.search_prices); ``LearnedTables.table_for`` gives a task (by id)
-    the one it follows (stats.follows_cheaper), and without an id the table that meets the limits
-    on its own. The fit and
-    the search take seconds, so the result is cached for LEARNED_TABLE_CACHE_SECONDS per
-    environment, model, thresholds and policy; "too few tasks" is not cached (a cheap count, so
-    learning starts as soon as the evidence is there).
-    """
-    hit = _learned_entry(environment=environment, probe_model=probe_model, policy=policy)
-    if hit is None or "table" not in hit:
-        return None
-    return LearnedTables(
-        table=stats.table_from_lists(hit["table"]),
-        cheaper=None if hit["cheaper"] is None else stats.table_from_lists(hit["cheaper"]),
-        share=hit["share"],
-    )
+    """The tables the environment probes with under one model, or None: the calibrated rule decides."""
+    learning = environment_learning(environment=environment, probe_model=probe_model, policy=policy)
+    return None if learning is None else learning.tables
 
 
 def _learned_entry(*, environment: Environment, probe_model: ProbeModel, policy: stats.SamplingPolicy) -> dict | None:
-    """The cached outcome of learning (see _environment_learned_tables): {"reason"} when the rule is
-    kept, with "table", "cheaper" and "share" when a table was learned; None when nothing is learned
-    (off, too few tasks, a policy that is not learned)."""
+    """The cached outcome of learning: {"reason"} when the rule is kept, with "table", "cheaper" and
+    "share" when a table was learned; None when nothing is learned (off, too few tasks, a policy
+    that is not learned). The fit and the search take seconds, so the outcome is cached for
+    LEARNED_TABLE_CACHE_SECONDS per environment, model, thresholds and policy; "too few tasks" is not
+    cached (a cheap count, so learning starts as soon as the evidence is there)."""
     minimum = settings.PASSBAND_LEARNED_MIN_TASKS
     if minimum <= 0 or policy.kind != "adaptive" or policy.rule != "calibrated":
         return None
@@ -203,6 +199,15 @@ def _learned_entry(*, environment: Environment, probe_model: ProbeModel, policy:
                 hit.update(cheaper=stats.table_to_lists(learned.cheaper), share=learned.cheaper_share)
         cache.set(key, hit, LEARNED_TABLE_CACHE_SECONDS)
     return hit
+
+
+@dataclass(frozen=True)
+class Learning:
+    """An environment's learning outcome under one model: ``tables`` when it probes with learned
+    tables, else None; ``reason``: "learned", or why the calibrated rule was kept."""
+
+    tables: LearnedTables | None
+    reason: str
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,26 @@ def _binomial_log_likelihood(successes: np.ndarray, attempts: np.ndarray, rates:
     return log_pass + log_fail
 
 
+def _pair_likelihood(pairs: np.ndarray, rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One row per distinct (passes, attempts) pair: its likelihood at each of ``rates``, scaled to a
+    maximum of 1 (no underflow at hundreds of attempts; EM and likelihood ratios are unchanged), and
+    how many tasks showed it."""
+    unique_pairs, multiplicity = np.unique(pairs, axis=0, return_counts=True)
+    log_likelihood = _binomial_log_likelihood(unique_pairs[:, 0], unique_pairs[:, 1], rates)
+    return np.exp(log_likelihood - log_likelihood.max(axis=1, keepdims=True)), multiplicity.astype(float)
+
+
+def _maximum_likelihood_weights(likelihood: np.ndarray, multiplicity: np.ndarray, iterations: int) -> np.ndarray:
+    """The mixture weights on the grid that maximise the likelihood of the pairs (NPMLE), by EM from
+    uniform weights."""
+    weights = np.full(likelihood.shape[1], 1.0 / likelihood.shape[1])
+    for _ in range(iterations):
+        weights = (
+            weights * ((multiplicity / np.maximum(likelihood @ weights, 1e-300)) @ likelihood) / multiplicity.sum()
+        )
+    return weights
+
+
 def fit_population(
     *,
     evidence: Sequence[tuple[int, int]],
@@ -160,13 +180,8 @@ def fit_population(
     if len(pairs) == 0:
         uniform = np.full(rates.size, 1.0 / rates.size)
         return Population(tuple(rates.tolist()), tuple(uniform.tolist()), 0)
-    unique_pairs, multiplicity = np.unique(pairs, axis=0, return_counts=True)
-    likelihood = np.exp(_binomial_log_likelihood(unique_pairs[:, 0], unique_pairs[:, 1], rates))
-    weights = np.full(rates.size, 1.0 / rates.size)
-    for _ in range(iterations):
-        joint = likelihood * weights[None, :]
-        responsibility = joint / np.maximum(joint.sum(axis=1, keepdims=True), 1e-300)
-        weights = multiplicity @ responsibility / multiplicity.sum()
+    likelihood, multiplicity = _pair_likelihood(pairs, rates)
+    weights = _maximum_likelihood_weights(likelihood, multiplicity, iterations)
     positive = rates > 0
     logits = special.logit(np.clip(rates[positive], 1e-6, 1 - 1e-6))
     kernel = np.exp(-0.5 * ((logits[:, None] - logits[None, :]) / smoothing) ** 2)
@@ -212,15 +227,10 @@ def plausible_region(
     if len(pairs) == 0:
         return None
     rates = population_support(thresholds)
-    unique_pairs, multiplicity = np.unique(pairs, axis=0, return_counts=True)
-    log_likelihood = _binomial_log_likelihood(unique_pairs[:, 0], unique_pairs[:, 1], rates)
-    likelihood = np.exp(log_likelihood - log_likelihood.max(axis=1, keepdims=True))
-    counts = multiplicity.astype(float)
-    weights = np.full(rates.size, 1.0 / rates.size)
-    for _ in range(iterations):
-        weights = weights * ((counts / (likelihood @ weights)) @ likelihood) / counts.sum()
-    region = PlausibleRegion(rates, likelihood, counts, weights, 0.0, nats)
-    return PlausibleRegion(rates, likelihood, counts, weights, region.log_likelihood(weights), nats)
+    likelihood, multiplicity = _pair_likelihood(pairs, rates)
+    weights = _maximum_likelihood_weights(likelihood, multiplicity, iterations)
+    best = float(multiplicity @ np.log(np.maximum(likelihood @ weights, 1e-300)))
+    return PlausibleRegion(rates, likelihood, multiplicity, weights, best, nats)
 
 
 def most_damaging(
@@ -322,6 +332,11 @@ def _wrong_matrix(rates: np.ndarray, thresholds: Thresholds) -> np.ndarray:
     )
 
 
+def _wrong_labels(label_mass: np.ndarray, rates: np.ndarray, thresholds: Thresholds) -> np.ndarray:
+    """From label probabilities per rate (``propagate``): the probability of a label that is wrong."""
+    return (label_mass * _wrong_matrix(rates, thresholds).T).sum(axis=1)
+
+
 @dataclass(frozen=True)
 class Performance:
     """A table's exact behaviour averaged over a population: mean rollouts, error outside the
@@ -349,7 +364,7 @@ def table_performance(*, table: StoppingTable, population: Population, threshold
     """Exact mean rollouts, error outside the zones and per-slice error of ``table`` on ``population``."""
     rates, weights = np.asarray(population.pass_rates), np.asarray(population.weights)
     label_mass, expected = propagate(schedule=table.attempts, codes=table.labels, pass_rates=rates)
-    wrong = (label_mass * _wrong_matrix(rates, thresholds).T).sum(axis=1)
+    wrong = _wrong_labels(label_mass, rates, thresholds)
     outside = _outside_zones(rates, thresholds)
     slices = []
     for mask in _slice_masks(rates, thresholds):
@@ -627,34 +642,28 @@ def follows_cheaper(key: int, share: float) -> bool:
 def _wrong_curve(table: StoppingTable, rates: np.ndarray, thresholds: Thresholds) -> np.ndarray:
     """P(a label that is not acceptable) at each of ``rates`` under ``table``, exactly."""
     label_mass, _ = propagate(schedule=table.attempts, codes=table.labels, pass_rates=rates)
-    return (label_mass * _wrong_matrix(rates, thresholds).T).sum(axis=1)
+    return _wrong_labels(label_mass, rates, thresholds)
 
 
-def _harmed_populations(
+def _harm(
     *, region: PlausibleRegion, table: StoppingTable, default_wrong: np.ndarray, thresholds: Thresholds
-) -> list[tuple[Population, float]]:
-    """Populations in ``region`` where ``table`` is wrong outside the zones more often than
-    max(PROMISED_ERROR, the calibrated rule's error there), with that bound: the one where it is
-    wrong most, and the one where it is wrong most beyond the rule (``most_damaging``)."""
+) -> tuple[float, float] | None:
+    """(error, bound) on a population in ``region`` where ``table`` is wrong outside the zones more
+    often than the bound, max(PROMISED_ERROR, the calibrated rule's error there), or None. Two are
+    tried (``most_damaging``): the one where it is wrong most, and the one where it is wrong most
+    beyond the rule."""
     wrong = _wrong_curve(table, region.rates, thresholds)
     outside = _outside_zones(region.rates, thresholds).astype(float)
-    harmed = []
     for objective in (outside * (wrong - PROMISED_ERROR), outside * (wrong - default_wrong)):
         weights = most_damaging(region, objective)
         mass = float(weights @ outside)
         if mass <= 0.0:
             continue
-        error, default_error = (
-            float(weights @ (outside * wrong)) / mass,
-            float(weights @ (outside * default_wrong)) / mass,
-        )
-        allowed = max(PROMISED_ERROR, default_error)
-        if error > allowed * (1.0 + 1e-6):
-            population = Population(
-                tuple(region.rates.tolist()), tuple(weights.tolist()), int(region.multiplicity.sum())
-            )
-            harmed.append((population, allowed))
-    return harmed
+        error = float(weights @ (outside * wrong)) / mass
+        bound = max(PROMISED_ERROR, float(weights @ (outside * default_wrong)) / mass)
+        if error > bound * (1.0 + 1e-6):
+            return error, bound
+    return None
 
 
 def learned_table(
@@ -721,13 +730,11 @@ def learned_table(
             return learned
         default_wrong = _wrong_curve(default, region.rates, thresholds)
         for table in [learned.table] + ([learned.cheaper] if learned.cheaper is not None else []):
-            for harmed, allowed in _harmed_populations(
-                region=region, table=table, default_wrong=default_wrong, thresholds=thresholds
-            ):
-                error = table_performance(table=table, population=harmed, thresholds=thresholds).error
+            harm = _harm(region=region, table=table, default_wrong=default_wrong, thresholds=thresholds)
+            if harm is not None:
                 return keep_default(
-                    f"the learned table could be {error:.2%} wrong outside the zones on a population the evidence "
-                    f"allows (within {plausible_nats:g} nats of the best fit), where the rule's bound is {allowed:.2%}"
+                    f"the learned table could be {harm[0]:.2%} wrong outside the zones on a population the evidence "
+                    f"allows (within {plausible_nats:g} nats of the best fit), where the rule's bound is {harm[1]:.2%}"
                 )
         return learned
 
