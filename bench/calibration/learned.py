@@ -1,6 +1,6 @@
 """Benchmark: the stopping table learned from an environment's own probes, against the calibrated rule.
 
-    .venv/bin/python bench/calibration/learned.py [--pilot 1000] [--seeds 3] [--harmful]
+    .venv/bin/python bench/calibration/learned.py [--pilot 1000] [--seeds 3] [--harmful] [--random 100]
 
 For each population of ``simulate.py`` and a few adversarial ones (mass piled against the floor
 zone's top edge), ``--seeds`` times: the first ``--pilot`` tasks of an environment are calibrated
@@ -9,7 +9,9 @@ population is fitted on their (passes, attempts) (``stats.fit_population``), the
 learned (``stats.learned_table``, given the evidence, as the service does: used only if it harms no
 population the evidence allows), and that table's exact operating characteristic is averaged over
 the true population (the tasks that come after the pilot). ``--harmful``: populations the pilots
-allow, built to harm the table learned without that check (``harmful``). Prints Markdown for
+allow, built to harm the table learned without that check (``harmful``). ``--random``: that many
+populations drawn at random (``random_populations``: populations nobody tuned the method to), one
+pilot each. Prints Markdown for
 docs/benchmarks-calibration.md. Bound B is the frontier table's (``simulate.py --frontier``).
 """
 
@@ -29,7 +31,11 @@ from simulate import (  # noqa: E402
     DEFAULT,
     GRID,
     POPULATIONS,
+    SLICE_NAMES,
+    SLICES,
     THRESHOLDS,
+    in_slice,
+    outside_zones,
     population_weights,
     run_tables,
     sample_population,
@@ -138,6 +144,73 @@ def harmful(pilot: int, seeds: int) -> None:
     )
 
 
+def random_population(rng: np.random.Generator) -> list[tuple]:
+    """One to three parts with random shares (Dirichlet(1)), each a point mass at 0 (one in five),
+    a Beta with both parameters log-uniform in [0.3, 20] (two in five) or a uniform piece of
+    log-uniform width in [0.5%, 50%] anywhere in [0, 1] (two in five)."""
+    parts = []
+    for share in rng.dirichlet(np.ones(int(rng.integers(1, 4)))):
+        kind = rng.random()
+        if kind < 0.2:
+            parts.append((float(share), "zero", 0, 0))
+        elif kind < 0.6:
+            a, b = np.exp(rng.uniform(np.log(0.3), np.log(20.0), 2))
+            parts.append((float(share), "beta", float(a), float(b)))
+        else:
+            width = float(np.exp(rng.uniform(np.log(0.005), np.log(0.5))))
+            low = float(rng.uniform(0.0, 1.0 - width))
+            parts.append((float(share), "uniform", low, low + width))
+    return parts
+
+
+def random_populations(count: int, pilot: int) -> None:
+    """``count`` random populations (``random_population``, seeded 10,000 + index), one pilot each
+    (seed: the index), learned with and without the check. A table harms a population when it is
+    wrong outside the zones more often than max(1%, the rule), and breaks a slice when it is wrong
+    there more often than max(5%, the rule); each break is listed with the slice's share of tasks."""
+    default_table = stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT)
+    outside = outside_zones(GRID)
+    tally = {"populations": 0, "learned": 0, "harmed": 0, "harmed unchecked": 0, "saved": []}
+    closest = (0.0, 0.0, 0.0, -1)  # the checked table's error over its bound, at its worst: ratio, error, bound, index
+    breaks = []
+    for index in range(count):
+        parts = random_population(np.random.default_rng(10_000 + index))
+        weights = population_weights(parts)
+        if weights[outside].sum() < 1e-9:
+            continue  # every task inside a zone: nothing to be wrong about
+        tally["populations"] += 1
+        default = on_population(default_table, weights)
+        rates = sample_population(parts, pilot, np.random.default_rng(index))
+        evidence = pilot_evidence(rates, np.random.default_rng(index))
+        for checked in (True, False):
+            learned = learned_from(evidence, checked=checked)
+            result = on_population(learned, weights)
+            harmed = result["error"] > max(0.01, default["error"]) * (1 + 1e-9)
+            tally["harmed" if checked else "harmed unchecked"] += harmed
+            if checked:
+                bound = max(0.01, default["error"])
+                closest = max(closest, (result["error"] / bound, result["error"], bound, index))
+                tally["learned"] += learned.learned
+                if learned.learned:
+                    tally["saved"].append(1.0 - result["rollouts"] / default["rollouts"])
+            for name, (low, high), value, rule in zip(SLICE_NAMES, SLICES, result["slices"], default["slices"]):
+                if value is not None and value > max(0.05, rule or 0.0) + 1e-9:
+                    share = float(weights[in_slice(GRID, low, high) & outside].sum())
+                    breaks.append((index, "checked" if checked else "unchecked", name, share, value, rule))
+    saved = tally["saved"]
+    print(
+        f"{tally['populations']} random populations with tasks outside the zones, a {pilot}-task pilot each: "
+        f"{tally['learned']} learned a table (saving {np.mean(saved) if saved else 0:.1%} of the rule's rollouts "
+        f"on average, {max(saved, default=0):.1%} at most); harmed (wrong outside the zones more often than "
+        f"max(1%, the rule)): {tally['harmed']} with the check, {tally['harmed unchecked']} without it; closest to "
+        f"its bound with the check: population {closest[3]}, {closest[1]:.2%} against {closest[2]:.2%}\n"
+    )
+    print("| population | table | slice | slice's share of tasks | wrong in the slice | the rule's |")
+    print("|---:|---|---|---:|---:|---:|")
+    for index, label, name, share, value, rule in breaks:
+        print(f"| {index} | {label} | {name} | {share:.3%} | {value:.1%} | {rule:.1%} |")
+
+
 def on_population(table: stats.StoppingTable | stats.LearnedTable, weights: np.ndarray) -> dict:
     """Exact performance on the population; a learned mixture as its share of tasks on each table."""
     parts = [(table, 1.0)]
@@ -160,6 +233,7 @@ def main() -> None:
     parser.add_argument("--error-target", type=float, help="learned_table's error_target (default: its own)")
     parser.add_argument("--slice-target", type=float, help="learned_table's slice_target (default: its own)")
     parser.add_argument("--harmful", action="store_true", help="populations the pilots allow, built to harm")
+    parser.add_argument("--random", type=int, default=0, help="this many random populations, one pilot each")
     arguments = parser.parse_args()
     if arguments.mixture:
         TARGETS["mixture"] = True
@@ -168,6 +242,10 @@ def main() -> None:
     if arguments.slice_target is not None:
         TARGETS["slice_target"] = arguments.slice_target
     started = time.perf_counter()
+    if arguments.random:
+        random_populations(arguments.random, arguments.pilot)
+        print(f"\nRan in {time.perf_counter() - started:.0f} s")
+        return
     if arguments.harmful:
         harmful(arguments.pilot, arguments.seeds)
         print(f"\nRan in {time.perf_counter() - started:.0f} s")

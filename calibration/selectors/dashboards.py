@@ -395,8 +395,9 @@ def _reprofile_prior(
     thresholds: stats.Thresholds,
 ) -> dict | None:
     """The operating characteristic of re-profiling the latest campaign's checkpoint (its bands predicted
-    by the item-response model where sure, the rest probed), at the prediction's typical uncertainty;
-    None unless that checkpoint was re-profiled in this environment."""
+    by the item-response model where sure, the rest probed): the mixture over its tasks' uncertainties
+    (``logit_sds``; a re-profile stored before them has only the median, ``logit_sd``); None unless
+    that checkpoint was re-profiled in this environment."""
     if campaign is None or not campaign.probe_model.run:
         return None
     policy = (
@@ -411,12 +412,14 @@ def _reprofile_prior(
     )
     if not policy or not policy.get("logit_sd"):
         return None
+    spreads = policy.get("logit_sds") or [policy["logit_sd"]]
     prior = stats.reprofile_characteristic(
-        curve=curve, thresholds=thresholds, sd=policy["logit_sd"], level=policy.get("level", 0.95)
+        curve=curve, thresholds=thresholds, sd=spreads, level=policy.get("level", 0.95)
     )
     return {
         "probe_model": campaign.probe_model.name,
         "logit_sd": policy["logit_sd"],
+        "logit_sd_range": [min(spreads), max(spreads)],
         "level": policy.get("level", 0.95),
         "checkpoints": policy.get("checkpoints", []),
         **_curve_series(prior),

@@ -265,7 +265,8 @@ def _predict_and_probe(
         if version.pk in probed_now:
             continue
         (uncertain if band.uncertain else predicted).append((version, band))
-    # The typical uncertainty of a prediction: the dashboard draws the re-profile's operating characteristic with it.
+    # Each prediction's uncertainty: the dashboard draws the re-profile's operating characteristic as the
+    # mixture over the tasks' uncertainties (ten of them, at the 5th, 15th, ..., 95th percentiles).
     spread = np.hypot(
         stats.predicted_logit_sd(response=response, counts=counts, ability_sd=ability_sd, penalty=PENALTY),
         check.misfit_sd,
@@ -278,6 +279,7 @@ def _predict_and_probe(
         "ability": round(ability, 4),
         "ability_sd": round(ability_sd, 4),
         "logit_sd": round(float(np.median(spread)), 4),
+        "logit_sds": [round(float(value), 4) for value in np.percentile(spread, np.arange(5, 100, 10))],
         "misfit_sd": round(check.misfit_sd, 4),
         "level": level,
     }

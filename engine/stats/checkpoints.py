@@ -60,7 +60,12 @@ def predicted_logit_sd(
 
 
 def reprofile_characteristic(
-    *, curve: OperatingCharacteristicCurve, thresholds: Thresholds, sd: float, level: float = 0.95, points: int = 801
+    *,
+    curve: OperatingCharacteristicCurve,
+    thresholds: Thresholds,
+    sd: float | Sequence[float],
+    level: float = 0.95,
+    points: int = 801,
 ) -> OperatingCharacteristicCurve:
     """The policy of ``curve`` behind the re-profile's prediction, at the same pass rates.
 
@@ -68,22 +73,26 @@ def reprofile_characteristic(
     the model's P(B | m) reaches ``level``, else it is probed and ends as ``curve`` says. Labels,
     ``wrong`` (the zones accept either neighbouring band) and mean rollouts per true pass rate. It
     is the item-response model's promise: it holds as far as that model fits.
+
+    ``sd``: one spread, or the spreads of the re-profile's tasks (each prediction has its own);
+    given several, the curve is their mixture, a task drawn at random from them.
     """
-    if sd <= 0:
+    spreads = np.atleast_1d(np.asarray(sd, dtype=float))
+    if spreads.size == 0 or np.any(spreads <= 0):
         raise ValueError(f"sd must be positive; got {sd}")
     rates = np.asarray(curve.pass_rates, dtype=float)
     logits = special.logit(np.clip(rates, 1e-6, 1 - 1e-6))
     noise = np.linspace(-8.0, 8.0, points)
     weights = scipy_stats.norm.pdf(noise)
     weights /= weights.sum()
-    predicted = logits[:, None] + sd * noise[None, :]
-    low = scipy_stats.norm.cdf((special.logit(thresholds.floor) - predicted) / sd)
-    high = scipy_stats.norm.sf((special.logit(thresholds.retire_at) - predicted) / sd)
-    kept = {
-        Band.TOO_HARD: (low >= level) @ weights,
-        Band.IN_BAND: ((1.0 - low - high) >= level) @ weights,
-        Band.RETIRE: (high >= level) @ weights,
-    }
+    kept = {Band.TOO_HARD: 0.0, Band.IN_BAND: 0.0, Band.RETIRE: 0.0}
+    for spread in spreads:
+        predicted = logits[:, None] + spread * noise[None, :]
+        low = scipy_stats.norm.cdf((special.logit(thresholds.floor) - predicted) / spread)
+        high = scipy_stats.norm.sf((special.logit(thresholds.retire_at) - predicted) / spread)
+        kept[Band.TOO_HARD] = kept[Band.TOO_HARD] + (low >= level) @ weights / spreads.size
+        kept[Band.IN_BAND] = kept[Band.IN_BAND] + ((1.0 - low - high) >= level) @ weights / spreads.size
+        kept[Band.RETIRE] = kept[Band.RETIRE] + (high >= level) @ weights / spreads.size
     probed = np.clip(1.0 - sum(kept.values()), 0.0, 1.0)
     labels = {
         str(label): kept.get(label, 0.0) + probed * np.asarray(curve.label_probabilities[str(label)])

@@ -209,8 +209,13 @@ async function drawOperatingCharacteristic(element) {
     (data.learning ? ` Under ${data.learning.probe_model} this environment has enough tasks to learn a table from, ` +
       `but keeps the rule: ${data.learning.rule_kept_because}.` : "") +
     (data.prior ? ` ${data.prior.probe_model} was re-profiled from ${data.prior.checkpoints.join(", ")} (green): a band the ` +
-      `item-response model gives at least ${100 * data.prior.level}% costs no rollouts (drawn at the typical prediction ` +
-      `uncertainty, ${data.prior.logit_sd} logits); the promise is that model's.` : "");
+      `item-response model gives at least ${100 * data.prior.level}% costs no rollouts (drawn over its tasks' prediction ` +
+      `uncertainties, ${priorSpread(data.prior)} logits); the promise is that model's.` : "");
+}
+
+function priorSpread(prior) {
+  const [low, high] = prior.logit_sd_range || [prior.logit_sd, prior.logit_sd];
+  return low === high ? `${low}` : `${low} to ${high}, median ${prior.logit_sd}`;
 }
 
 document.addEventListener("DOMContentLoaded", () => {

@@ -121,6 +121,9 @@ def test_a_new_checkpoint_probes_only_its_uncertain_tasks_and_the_dashboard_show
     for row in predicted.values():
         assert row.attempts == 0 and row.predicted_probability >= 0.95 and row.policy["kind"] == "predicted"
         assert row.policy["checkpoints"] == ["ckpt-1", "ckpt-2"]
+        # The tasks' own prediction uncertainties, for the dashboard's mixture: ten, around the median.
+        spreads = row.policy["logit_sds"]
+        assert len(spreads) == 10 and spreads == sorted(spreads) and spreads[0] <= row.policy["logit_sd"] <= spreads[-1]
     far = [key for key in predicted if far_from_thresholds(arithmetic, "ckpt-3", key)]
     assert far and all(predicted[key].band == true_band(arithmetic, "ckpt-3", key) for key in far)
     assert not Rollout.objects.filter(probe_model=third, task_version__task__key__in=list(predicted)).exists()

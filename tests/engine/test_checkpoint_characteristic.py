@@ -37,6 +37,21 @@ def test_a_vaguer_prior_probes_more_and_a_sharp_one_adds_little_error_anywhere()
         stats.reprofile_characteristic(curve=RULE, thresholds=THRESHOLDS, sd=0.0)
 
 
+def test_the_tasks_spreads_draw_their_mixture_not_the_median():
+    """Each prediction has its own uncertainty: given several, the curve is the average of each one's
+    curve, and a few vague predictions among sharp ones cost rollouts the median would not show."""
+    spreads = [0.3, 0.3, 0.3, 2.0]
+    mixture = stats.reprofile_characteristic(curve=RULE, thresholds=THRESHOLDS, sd=spreads)
+    each = [stats.reprofile_characteristic(curve=RULE, thresholds=THRESHOLDS, sd=spread) for spread in spreads]
+    assert np.allclose(mixture.expected_attempts, np.mean([curve.expected_attempts for curve in each], axis=0))
+    assert np.allclose(mixture.wrong, np.mean([curve.wrong for curve in each], axis=0), atol=1e-12)
+    median = stats.reprofile_characteristic(curve=RULE, thresholds=THRESHOLDS, sd=float(np.median(spreads)))
+    middle = RULE.pass_rates.index(0.2)
+    assert mixture.expected_attempts[middle] > median.expected_attempts[middle] + 1.0
+    with pytest.raises(ValueError, match="sd"):
+        stats.reprofile_characteristic(curve=RULE, thresholds=THRESHOLDS, sd=[0.3, -1.0])
+
+
 def ladder_counts(new_logit_of, *, tasks=300, sample=50, seed=0):
     """Two earlier checkpoints on a Rasch ladder (24 attempts each, binomial draws), and the new one's
     random sample drawn at `new_logit_of(task logit under checkpoint 1)` (also 24 attempts)."""

@@ -121,6 +121,16 @@ def test_the_operating_characteristic_with_and_without_the_checkpoint_prior(clie
     assert prior["expected_rollouts"][middle] < 1 < body["expected_rollouts"][middle]
     floor = body["pass_rates"].index(0.02)
     assert prior["expected_rollouts"][floor] == pytest.approx(body["expected_rollouts"][floor], rel=0.2)
+    assert prior["logit_sd_range"] == [0.4, 0.4]  # a re-profile stored before the spreads: the median alone
+    # With the tasks' spreads, the curve is their mixture: a tenth of the tasks too vague to predict
+    # are probed in the middle of the band too.
+    Calibration.objects.filter(probe_model=third).update(policy={**PREDICTED_POLICY, "logit_sds": [0.4] * 9 + [3.0]})
+    mixed = client.get(url, {"environment": "arithmetic"}).json()["prior"]
+    assert mixed["logit_sd_range"] == [0.4, 3.0]
+    assert (
+        mixed["expected_rollouts"][middle]
+        > prior["expected_rollouts"][middle] + 0.05 * body["expected_rollouts"][middle]
+    )
 
 
 def dashboard(client, model: str) -> str:
