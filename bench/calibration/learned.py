@@ -171,7 +171,7 @@ def random_populations(count: int, pilot: int) -> None:
     default_table = stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT)
     outside = outside_zones(GRID)
     tally = {"populations": 0, "learned": 0, "harmed": 0, "harmed unchecked": 0, "saved": []}
-    closest = (0.0, 0.0, 0.0, -1)  # the checked table's error over its bound, at its worst: ratio, error, bound, index
+    closest = (0.0, 0.0, 0.0, -1)  # a learned table's error over its bound, at its worst: ratio, error, bound, index
     breaks = []
     for index in range(count):
         parts = random_population(np.random.default_rng(10_000 + index))
@@ -189,7 +189,8 @@ def random_populations(count: int, pilot: int) -> None:
             tally["harmed" if checked else "harmed unchecked"] += harmed
             if checked:
                 bound = max(0.01, default["error"])
-                closest = max(closest, (result["error"] / bound, result["error"], bound, index))
+                if learned.learned:
+                    closest = max(closest, (result["error"] / bound, result["error"], bound, index))
                 tally["learned"] += learned.learned
                 if learned.learned:
                     tally["saved"].append(1.0 - result["rollouts"] / default["rollouts"])
@@ -203,7 +204,7 @@ def random_populations(count: int, pilot: int) -> None:
         f"{tally['learned']} learned a table (saving {np.mean(saved) if saved else 0:.1%} of the rule's rollouts "
         f"on average, {max(saved, default=0):.1%} at most); harmed (wrong outside the zones more often than "
         f"max(1%, the rule)): {tally['harmed']} with the check, {tally['harmed unchecked']} without it; closest to "
-        f"its bound with the check: population {closest[3]}, {closest[1]:.2%} against {closest[2]:.2%}\n"
+        f"its bound among the learned tables: population {closest[3]}, {closest[1]:.2%} against {closest[2]:.2%}\n"
     )
     print("| population | table | slice | slice's share of tasks | wrong in the slice | the rule's |")
     print("|---:|---|---|---:|---:|---:|")

@@ -36,8 +36,9 @@ from the real tasks: ``--tasks`` tasks are drawn with replacement from the real 
 true probe pass rate drawn from the Jeffreys posterior of its real probe counts (a task that never
 passed gets a small rate, not 0) and the real task's scores. Half calibrate (the pilot), the other
 half is banded exactly with the tables per stratum of score (``stats.stratified_tables``), the
-table learned without scores (``stats.learned_table``) and the default; bound B is computed for
-this population as in ``simulate.py --frontier``. Spearman: score against the true rate.
+table learned without scores (``stats.learned_table_from_evidence``; both checked against the
+populations the evidence allows) and the default; bound B is computed for this population as in
+``simulate.py --frontier``. Spearman: score against the true rate.
 """
 
 from __future__ import annotations
@@ -231,11 +232,8 @@ def measure(arguments: argparse.Namespace) -> None:
     _, attempts, passes = run_tables(default, rates[:half], rng)
     evidence = list(zip(passes.tolist(), attempts.tolist()))
     test = rates[half:]
-    learned = stats.learned_table(
-        population=stats.fit_population(evidence=evidence, thresholds=THRESHOLDS),
-        resamples=stats.population_resamples(evidence=evidence, thresholds=THRESHOLDS, seed=arguments.seed),
-        thresholds=THRESHOLDS,
-        policy=DEFAULT,
+    learned = stats.learned_table_from_evidence(
+        evidence=evidence, thresholds=THRESHOLDS, policy=DEFAULT, seed=arguments.seed
     )
     base, plain = exact([(default, test)]), exact([(learned, test)])
     print(f"\nBound B for this population: {bound:.1f}\n")
@@ -261,6 +259,30 @@ def measure(arguments: argparse.Namespace) -> None:
             f"| {against_bound} | {side['rollouts'] / plain['rollouts'] - 1:+.0%} |",
             flush=True,
         )
+    if arguments.strata_bound:
+        drawn_scores = {name: score[drawn] for name, score in scores.items()}
+        strata_bounds(rates, {**drawn_scores, "the true rate itself (a perfect score)": rates}, arguments)
+
+
+def strata_bounds(rates: np.ndarray, scores: dict[str, np.ndarray], arguments: argparse.Namespace) -> None:
+    """side_bound.py's lower bound on this environment: for each score, the fewest mean rollouts of any
+    policy that knows which quantile of score each task is in and each quantile's true population
+    (on side_bound's grid, with bound B recomputed on it as one stratum)."""
+    from side_bound import bound_with_strata, masses_by_stratum
+
+    rng = np.random.default_rng(arguments.seed)
+    bound_b = bound_with_strata(masses_by_stratum(rates, np.zeros(rates.size), 1, rng))["bound"]
+    columns = " | ".join(f"{count} strata: L, against B" for count in arguments.strata_bound)
+    print(f"\nBound B on side_bound.py's grid: {bound_b:.1f}\n")
+    print(f"| score | Spearman with the true rate | {columns} |")
+    print("|---|---:|" + "---:|" * len(arguments.strata_bound))
+    for name, score in scores.items():
+        cells = []
+        for count in arguments.strata_bound:
+            bound = bound_with_strata(masses_by_stratum(rates, score, count, rng))["bound"]
+            cells.append(f"{bound:.1f}, {bound / bound_b - 1:+.0%}")
+        rho = scipy_stats.spearmanr(score, rates).statistic
+        print(f"| {name} | {rho:.2f} | {' | '.join(cells)} |", flush=True)
 
 
 if __name__ == "__main__":
@@ -281,6 +303,13 @@ if __name__ == "__main__":
     measuring.add_argument("--tasks", type=int, default=4000, help="benchmark environment; half are the pilot")
     measuring.add_argument("--seed", type=int, default=0)
     measuring.add_argument("--bound-iterations", type=int, default=16)
+    measuring.add_argument(
+        "--strata-bound",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also the least any policy that knows each score stratum's population could spend (side_bound.py)",
+    )
     arguments = parser.parse_args()
     started = time.perf_counter()
     if arguments.command == "collect":

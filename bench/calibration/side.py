@@ -14,7 +14,8 @@ passes stays at 0). Procedure, as an environment would run it:
    its predicted logit under the probe model from the cheap model's results alone (a task's own
    probe-model results never enter its score, since a new task has none);
 4. the first half's evidence and scores give one learned table per quartile of score
-   (``stats.stratified_tables``), and the table learned on all of it (``stats.learned_table``);
+   (``stats.stratified_tables``), and the table learned on all of it
+   (``stats.learned_table_from_evidence``), both checked against the populations the evidence allows;
 5. the second half is banded with each, exactly (operating characteristic at each task's rate).
 
 Correlation: Spearman, between the score and the true pass rate, on the second half. The
@@ -107,11 +108,8 @@ def case(population: str, sigma: float, adversary: str | None, tasks: int, seed:
     stratified = stats.stratified_tables(
         evidence=evidence, scores=scores[:half], thresholds=THRESHOLDS, policy=DEFAULT, seed=seed
     )
-    unstratified = stats.learned_table(
-        population=stats.fit_population(evidence=evidence, thresholds=THRESHOLDS),
-        resamples=stats.population_resamples(evidence=evidence, thresholds=THRESHOLDS, seed=seed),
-        thresholds=THRESHOLDS,
-        policy=DEFAULT,
+    unstratified = stats.learned_table_from_evidence(
+        evidence=evidence, thresholds=THRESHOLDS, policy=DEFAULT, seed=seed
     )
     test_rates, test_scores = rates[half:], scores[half:]
     which = np.array([stratified.stratum(score) for score in test_scores])

@@ -268,44 +268,65 @@ def slice_masks() -> list[np.ndarray]:
 
 
 def lower_bound_with_slices(weights: np.ndarray, policy: stats.SamplingPolicy, iterations: int = 24) -> dict:
-    """The fewest mean rollouts of any policy with <= 1% error outside the zones and <= 5% in every slice.
+    """The fewest mean rollouts of any policy with <= 1% error outside the zones and <= 5% in every
+    slice: ``lower_bound_with_strata`` with one stratum, and its worst slice by name."""
+    best = lower_bound_with_strata(weights[None, :], policy, iterations)
+    if "slices" in best:
+        best["worst"] = max((value, SLICE_NAMES[index]) for index, value in best["slices"].items())
+    return best
+
+
+def lower_bound_with_strata(
+    masses: np.ndarray, policy: stats.SamplingPolicy, iterations: int = 24, grid: np.ndarray = GRID
+) -> dict:
+    """The fewest mean rollouts of any policy that knows each task's stratum, with <= 1% error outside
+    the zones and <= 5% in every slice over the whole environment. ``masses[k]``: stratum k's share
+    of the tasks at each ``grid`` rate (all strata together sum to 1); one stratum is bound B.
 
     Weak duality: for such a policy and any prices mu, lam_s >= 0, E[rollouts] >= V - mu * 1% -
     sum_s lam_s * 5%, where V is the least E[rollouts] + mu * error + sum_s lam_s * slice error
-    over all policies (the Bayes-optimal table with those error prices). The prices are raised
-    where the optimum breaks a limit and lowered where it keeps it (multiplicative subgradient
-    steps); the best bound found is a valid lower bound whatever the prices."""
-    outside, masks = outside_zones(GRID), slice_masks()
-    slice_mass = [weights[mask].sum() for mask in masks]
-    live = [index for index, mass in enumerate(slice_mass) if mass > 1e-9]
+    over all policies: with prices shared by every stratum it separates, each stratum's
+    Bayes-optimal table at those prices (``stats.priced_table`` with the environment's masses).
+    The prices are raised where the optimum breaks a limit and lowered where it keeps it
+    (multiplicative subgradient steps); the best bound found is a valid lower bound whatever the
+    prices. ``slices`` in the result: the error in each live slice (``stats.error_slices`` order)."""
+    outside = outside_zones(grid)
+    total = masses.sum(axis=0)
+    masks = [in_slice(grid, low, high) & outside for _, low, high in stats.error_slices(THRESHOLDS)]
+    live = [index for index, mask in enumerate(masks) if total[mask].sum() > 1e-9]
     error_price, slice_prices = 2000.0, {index: 200.0 for index in live}
-    best = {"bound": 0.0}
+    best: dict = {"bound": 0.0}
     for step in range(iterations):
-        table = stats.priced_table(
-            thresholds=THRESHOLDS,
-            policy=policy,
-            pass_rates=GRID,
-            weights=weights,
-            error_price=error_price,
-            slice_prices={index: (masks[index], price) for index, price in slice_prices.items()},
-            outside=outside,
-        )
-        curve = stats.operating_characteristic_curve(thresholds=THRESHOLDS, policy=policy, pass_rates=GRID, table=table)
-        result = summarise(GRID, weights, np.array(curve.wrong), np.array(curve.expected_attempts))
-        slice_errors = {index: result["slices"][index] for index in live}
-        value = (
-            result["rollouts"]
-            + error_price * result["error"]
-            + sum(slice_prices[index] * slice_errors[index] for index in live)
-        )
+        rollouts, wrong_mass = 0.0, np.zeros(grid.size)
+        for stratum in masses:
+            if stratum.sum() <= 0.0:
+                continue
+            table = stats.priced_table(
+                thresholds=THRESHOLDS,
+                policy=policy,
+                pass_rates=grid,
+                weights=stratum,
+                error_price=error_price,
+                slice_prices={index: (masks[index], price) for index, price in slice_prices.items()},
+                outside=outside,
+                masses=total,
+            )
+            curve = stats.operating_characteristic_curve(
+                thresholds=THRESHOLDS, policy=policy, pass_rates=grid, table=table
+            )
+            rollouts += float(stratum @ np.array(curve.expected_attempts))
+            wrong_mass += stratum * np.array(curve.wrong)
+        error = float(wrong_mass[outside].sum() / total[outside].sum())
+        slices = {index: float(wrong_mass[masks[index]].sum() / total[masks[index]].sum()) for index in live}
+        value = rollouts + error_price * error + sum(slice_prices[index] * slices[index] for index in live)
         bound = value - error_price * 0.01 - sum(price * 0.05 for price in slice_prices.values())
         if bound > best["bound"]:
-            best = {"bound": bound, "rollouts": result["rollouts"], "error": result["error"], "worst": result["worst"]}
+            best = {"bound": bound, "rollouts": rollouts, "error": error, "slices": slices}
         rate = 0.6 / (1.0 + step / 6.0)
-        error_price *= float(np.exp(rate * np.clip(result["error"] / 0.01 - 1.0, -1.0, 3.0)))
+        error_price *= float(np.exp(rate * np.clip(error / 0.01 - 1.0, -1.0, 3.0)))
         for index in live:
             slice_prices[index] = max(
-                1.0, slice_prices[index] * float(np.exp(rate * np.clip(slice_errors[index] / 0.05 - 1.0, -1.0, 3.0)))
+                1.0, slice_prices[index] * float(np.exp(rate * np.clip(slices[index] / 0.05 - 1.0, -1.0, 3.0)))
             )
     return best
 

@@ -77,6 +77,7 @@ __all__ = [
     "PriceSearch",
     "mixed_performance",
     "most_damaging",
+    "most_damaging_together",
     "plausible_region",
     "priced_table",
     "search_prices",
@@ -242,17 +243,33 @@ def most_damaging(
     For a multiplier lam, the weights maximising log-likelihood + lam * objective are found by
     multiplicative gradient steps (EM with a linear term); lam is bisected to the largest value
     whose maximiser stays within the region's nats, and that maximiser is returned."""
-    objective = np.asarray(objective, dtype=float)
-    scale = float(np.abs(objective).max())
-    floor = region.best_log_likelihood - region.nats
-    best = region.best
+    return most_damaging_together([region], [objective], steps=steps, bisections=bisections)[0]
+
+
+def most_damaging_together(
+    regions: Sequence[PlausibleRegion],
+    objectives: Sequence[np.ndarray],
+    *,
+    steps: int = 150,
+    bisections: int = 16,
+) -> list[np.ndarray]:
+    """``most_damaging`` for several pilots at once (the strata of one environment, each with its own
+    evidence): the weights, one population per region, that maximise the sum of ``objectives[k] @
+    weights[k]`` while the log-likelihoods together lose at most the first region's nats against their
+    best fits. One quantity is bounded (the environment's error), so the loss is shared, not granted to
+    each pilot in full. A common multiplier lam prices the objectives; each region's maximiser is
+    found on its own (the problem separates), and lam is bisected on the total loss."""
+    objectives = [np.asarray(objective, dtype=float) for objective in objectives]
+    scale = max(float(np.abs(objective).max()) for objective in objectives)
+    allowed = regions[0].nats
+    best = [region.best for region in regions]
     if scale <= 0.0:
         return best
-    total = float(region.multiplicity.sum())
 
-    def maximiser(lam: float, start: np.ndarray) -> np.ndarray:
+    def maximiser(region: PlausibleRegion, objective: np.ndarray, lam: float, start: np.ndarray) -> np.ndarray:
         # Multiplicative steps never revive a weight at 0, and the best fit is sparse: every rate
         # starts with a little weight (a loss of likelihood far under any region's nats).
+        total = float(region.multiplicity.sum())
         weights, shift = np.maximum(start, 1e-9), lam * scale
         weights /= weights.sum()
         for _ in range(steps):
@@ -262,12 +279,20 @@ def most_damaging(
             weights /= weights.sum()
         return weights
 
+    def loss(candidate: list[np.ndarray]) -> float:
+        return sum(
+            region.best_log_likelihood - region.log_likelihood(weights) for region, weights in zip(regions, candidate)
+        )
+
+    total = float(sum(region.multiplicity.sum() for region in regions))
     low, high, lam = 0.0, None, total / scale * 0.01
     for _ in range(bisections):
         trial = lam if high is None else (low + high) / 2.0
-        weights = maximiser(trial, best)
-        if region.log_likelihood(weights) >= floor:
-            low, best = trial, weights
+        candidate = [
+            maximiser(region, objective, trial, start) for region, objective, start in zip(regions, objectives, best)
+        ]
+        if loss(candidate) <= allowed:
+            low, best = trial, candidate
             lam = trial * 4.0
         else:
             high = trial
@@ -646,21 +671,40 @@ def _wrong_curve(table: StoppingTable, rates: np.ndarray, thresholds: Thresholds
 
 
 def _harm(
-    *, region: PlausibleRegion, table: StoppingTable, default_wrong: np.ndarray, thresholds: Thresholds
+    *,
+    regions: Sequence[PlausibleRegion],
+    tables: Sequence[StoppingTable],
+    default_wrongs: Sequence[np.ndarray],
+    shares: Sequence[float],
+    thresholds: Thresholds,
 ) -> tuple[float, float] | None:
-    """(error, bound) on a population in ``region`` where ``table`` is wrong outside the zones more
-    often than the bound, max(PROMISED_ERROR, the calibrated rule's error there), or None. Two are
-    tried (``most_damaging``): the one where it is wrong most, and the one where it is wrong most
-    beyond the rule."""
-    wrong = _wrong_curve(table, region.rates, thresholds)
-    outside = _outside_zones(region.rates, thresholds).astype(float)
-    for objective in (outside * (wrong - PROMISED_ERROR), outside * (wrong - default_wrong)):
-        weights = most_damaging(region, objective)
-        mass = float(weights @ outside)
+    """(error, bound) on populations the evidence allows where the environment is wrong outside the
+    zones more often than the bound, max(PROMISED_ERROR, the calibrated rule's error there), or None.
+    The environment is one pilot or several strata (a ``share`` of its tasks each, with its own
+    ``region``, ``table`` and the rule's wrong curve on its rates). Two are tried
+    (``most_damaging_together``): the populations where it is wrong most, and where it is wrong
+    most beyond the rule."""
+    wrongs = [_wrong_curve(table, region.rates, thresholds) for region, table in zip(regions, tables)]
+    outsides = [_outside_zones(region.rates, thresholds).astype(float) for region in regions]
+    for beyond_rule in (False, True):
+        objectives = [
+            share * outside * (wrong - (default_wrong if beyond_rule else PROMISED_ERROR))
+            for share, outside, wrong, default_wrong in zip(shares, outsides, wrongs, default_wrongs)
+        ]
+        populations = most_damaging_together(regions, objectives)
+        mass = sum(share * float(weights @ outside) for share, weights, outside in zip(shares, populations, outsides))
         if mass <= 0.0:
             continue
-        error = float(weights @ (outside * wrong)) / mass
-        bound = max(PROMISED_ERROR, float(weights @ (outside * default_wrong)) / mass)
+
+        def average(curves: Sequence[np.ndarray], populations: list[np.ndarray] = populations) -> float:
+            """``curves`` summed outside the zones over these populations, each weighted by its share."""
+            return sum(
+                share * float(weights @ (outside * curve))
+                for share, weights, outside, curve in zip(shares, populations, outsides, curves)
+            )
+
+        error = average(wrongs) / mass
+        bound = max(PROMISED_ERROR, average(default_wrongs) / mass)
         if error > bound * (1.0 + 1e-6):
             return error, bound
     return None
@@ -730,7 +774,9 @@ def learned_table(
             return learned
         default_wrong = _wrong_curve(default, region.rates, thresholds)
         for table in [learned.table] + ([learned.cheaper] if learned.cheaper is not None else []):
-            harm = _harm(region=region, table=table, default_wrong=default_wrong, thresholds=thresholds)
+            harm = _harm(
+                regions=[region], tables=[table], default_wrongs=[default_wrong], shares=[1.0], thresholds=thresholds
+            )
             if harm is not None:
                 return keep_default(
                     f"the learned table could be {harm[0]:.2%} wrong outside the zones on a population the evidence "

@@ -35,11 +35,14 @@ from engine.stats.learned import (
     LearnedTable,
     Performance,
     Population,
+    _harm,
     _outside_zones,
     _slice_masks,
+    _wrong_curve,
     fit_population,
     guarded_table,
     mixed_performance,
+    plausible_region,
     population_resamples,
     priced_table,
     search_prices,
@@ -216,6 +219,7 @@ def stratified_tables(
     guard_edge_errors: tuple[float, float, float, float] = GUARD_EDGE_ERRORS,
     iterations: int = 20,
     mixture: bool = False,
+    checked: bool = True,
 ) -> StratifiedTables:
     """One learned table per stratum of score, each fitted on its own tasks, all held to the limits together.
 
@@ -228,7 +232,12 @@ def stratified_tables(
     informative spends less. Every table is guarded as in ``learned_table``. If no set of tables
     meets the limits, or the calibrated rule is as cheap, every stratum keeps the rule.
     ``mixture``: as in ``learned_table`` (the same share of tasks in every stratum follows each
-    stratum's cheaper table).
+    stratum's cheaper table). ``checked``: as ``learned_table`` given the evidence, the tables are
+    used only if they harm no environment the strata's evidence allows: one population per stratum,
+    each in its own ``plausible_region``, their log-likelihoods together within ``PLAUSIBLE_NATS`` of
+    the best fits (``most_damaging_together``), where the environment would be wrong outside the
+    zones more often than max(1%, the rule). Otherwise every stratum keeps the rule (the tables were
+    found together, so one cannot be dropped alone).
     """
     pairs = list(evidence)
     values = np.asarray(list(scores), dtype=float)
@@ -247,8 +256,10 @@ def stratified_tables(
     strata = len(cuts) + 1
     which = np.searchsorted(np.asarray(cuts), values, side="right")
     fits: list[list[Population]] = []
+    stratum_evidence: list[list[tuple[int, int]]] = []
     for stratum in range(strata):
         own = [pair for pair, index in zip(pairs, which) if index == stratum]
+        stratum_evidence.append(own)
         fits.append(
             [
                 fit_population(evidence=own, thresholds=thresholds),
@@ -331,6 +342,24 @@ def stratified_tables(
     default_feasible = default_overall.error <= error_target and default_overall.worst_slice <= slice_target
     if default_feasible and overall.rollouts >= default_overall.rollouts:
         return keep_default("the calibrated rule is as cheap under the fitted strata")
+    if checked:
+        found = [plausible_region(evidence=own, thresholds=thresholds) for own in stratum_evidence]
+        regions = [region for region in found if region is not None]
+        if len(regions) == len(found):
+            default_wrongs = [_wrong_curve(default, region.rates, thresholds) for region in regions]
+            for candidates in [tables] + ([cheaper] if cheaper is not None else []):
+                harm = _harm(
+                    regions=regions,
+                    tables=candidates,
+                    default_wrongs=default_wrongs,
+                    shares=shares.tolist(),
+                    thresholds=thresholds,
+                )
+                if harm is not None:
+                    return keep_default(
+                        f"the tables could be {harm[0]:.2%} wrong outside the zones on populations the strata's "
+                        f"evidence allows, where the rule's bound is {harm[1]:.2%}"
+                    )
     per_stratum = [worst_performance(run) for run in stratum_runs(tables)]
     if cheaper is not None:
         cheaper_per_stratum = [worst_performance(run) for run in stratum_runs(cheaper)]

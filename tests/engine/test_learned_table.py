@@ -166,6 +166,31 @@ def test_a_population_the_evidence_allows_is_not_pushed_past_the_rule():
     assert error(checked.table) <= bound, checked.reason
 
 
+def test_several_pilots_share_one_margin_of_likelihood():
+    """``most_damaging_together`` (the strata of one environment): the populations it finds lose at
+    most the region's nats in total, not each, and do more damage than the best fits."""
+    rng = np.random.default_rng(3)
+    table = stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT)
+    regions = [
+        stats.plausible_region(evidence=probe(sample(parts, 400, rng), table, rng), thresholds=THRESHOLDS)
+        for parts in (POPULATIONS["uniform"], POPULATIONS["spike at 0 + near the floor"])
+    ]
+    objectives = [np.where((region.rates >= 0.04) & (region.rates < 0.06), 1.0, 0.0) for region in regions]
+    together = stats.most_damaging_together(regions, objectives)
+    lost = sum(
+        region.best_log_likelihood - region.log_likelihood(weights) for region, weights in zip(regions, together)
+    )
+    assert 0.5 * regions[0].nats < lost <= regions[0].nats + 1e-6
+    gained = sum(
+        objective @ (weights - region.best) for objective, weights, region in zip(objectives, together, regions)
+    )
+    assert gained > 0.01
+    alone = [stats.most_damaging(region, objective) for region, objective in zip(regions, objectives)]
+    assert gained < sum(
+        objective @ (weights - region.best) for objective, weights, region in zip(objectives, alone, regions)
+    )
+
+
 def test_learning_saves_rollouts_where_the_population_allows():
     """On the spike population, with 3,000 tasks' evidence, most pilots learn a table that saves
     rollouts; one that could harm a population its pilot allows keeps the rule instead."""

@@ -94,17 +94,30 @@ def test_one_score_per_task():
 
 
 def test_an_informative_score_saves_rollouts_at_the_same_limits():
+    """What strata of score buy under the fitted strata (``checked=False``), and that the check against
+    the populations the strata's evidence allows then keeps the rule on this uniform population, as it
+    does for the table learned without a score (docs/benchmarks-calibration.md, "Side information")."""
     rng = np.random.default_rng(5)
     rates = rng.uniform(0.0, 1.0, 1200)
     scores = special.logit(np.clip(rates, 1e-4, 1 - 1e-4)) + rng.normal(0.0, 0.5, rates.size)
     evidence = probe(rates, rng)
     informed = stats.stratified_tables(
-        evidence=evidence, scores=scores, thresholds=THRESHOLDS, policy=DEFAULT, min_tasks_per_stratum=300
+        evidence=evidence,
+        scores=scores,
+        thresholds=THRESHOLDS,
+        policy=DEFAULT,
+        min_tasks_per_stratum=300,
+        checked=False,
     )
     blind = stats.stratified_tables(
-        evidence=evidence, scores=np.zeros(rates.size), thresholds=THRESHOLDS, policy=DEFAULT, strata=1
+        evidence=evidence, scores=np.zeros(rates.size), thresholds=THRESHOLDS, policy=DEFAULT, strata=1, checked=False
     )
     assert len(informed.tables) == 4 and all(table.learned for table in informed.tables)
+    checked = stats.stratified_tables(
+        evidence=evidence, scores=scores, thresholds=THRESHOLDS, policy=DEFAULT, min_tasks_per_stratum=300
+    )
+    assert not any(table.learned for table in checked.tables)
+    assert "on populations the strata's evidence allows" in checked.tables[0].reason
     test_rates = np.linspace(0.0005, 0.9995, 400)
     test_scores = special.logit(test_rates) + rng.normal(0.0, 0.5, test_rates.size)
 
