@@ -5,6 +5,7 @@ The band rule itself lives in engine.stats; this module gathers the counts and s
 from __future__ import annotations
 
 import logging
+import zlib
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import cast
@@ -178,7 +179,9 @@ def _learned_entry(*, environment: Environment, probe_model: ProbeModel, policy:
             evidence=evidence,
             thresholds=thresholds,
             policy=policy,
-            seed=environment.pk,
+            # The bootstrap resamples' seed comes from the environment's name, not its id: the same
+            # evidence learns the same table on any database (ids depend on what was created first).
+            seed=zlib.crc32(environment.name.encode()),
             min_tasks=minimum,
             mixture=settings.PASSBAND_LEARNED_MIXTURE,
         )
