@@ -85,14 +85,17 @@ def reprofile_characteristic(
     noise = np.linspace(-8.0, 8.0, points)
     weights = scipy_stats.norm.pdf(noise)
     weights /= weights.sum()
-    kept = {Band.TOO_HARD: 0.0, Band.IN_BAND: 0.0, Band.RETIRE: 0.0}
-    for spread in spreads:
+
+    def kept_at(spread: float) -> np.ndarray:
+        """P(kept as too_hard, in_band, retire) per true rate, one spread (one row per band)."""
         predicted = logits[:, None] + spread * noise[None, :]
         low = scipy_stats.norm.cdf((special.logit(thresholds.floor) - predicted) / spread)
         high = scipy_stats.norm.sf((special.logit(thresholds.retire_at) - predicted) / spread)
-        kept[Band.TOO_HARD] = kept[Band.TOO_HARD] + (low >= level) @ weights / spreads.size
-        kept[Band.IN_BAND] = kept[Band.IN_BAND] + ((1.0 - low - high) >= level) @ weights / spreads.size
-        kept[Band.RETIRE] = kept[Band.RETIRE] + (high >= level) @ weights / spreads.size
+        return np.stack([(sure >= level) @ weights for sure in (low, 1.0 - low - high, high)])
+
+    # One spread at a time (a rate-by-noise grid each), averaged: the mixture over the tasks.
+    mixed = np.mean([kept_at(float(spread)) for spread in spreads], axis=0)
+    kept = dict(zip((Band.TOO_HARD, Band.IN_BAND, Band.RETIRE), mixed))
     probed = np.clip(1.0 - sum(kept.values()), 0.0, 1.0)
     labels = {
         str(label): kept.get(label, 0.0) + probed * np.asarray(curve.label_probabilities[str(label)])
