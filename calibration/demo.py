@@ -88,6 +88,7 @@ def arithmetic_tasks(*, per_level: int = 10, seed: int = 2026) -> Iterator[dict]
                 "domain": "math",
                 "metadata": {"level": level, "ladder": name, "generator_seed": seed},
                 "authoring_cost_usd": 5 * level,
+                "difficulty": level,
             }
 
 

@@ -183,6 +183,9 @@ class TaskVersion(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     domain = models.CharField(max_length=40)
     authoring_cost_usd = models.DecimalField(max_digits=10, decimal_places=2, default=Decimal("0"))
+    # The author's declared difficulty (the task format's `difficulty`; higher: harder), or None. Side
+    # information: only its order within the environment is used (calibration's tables per stratum).
+    declared_difficulty = models.FloatField(null=True, blank=True)
     content_hash = models.CharField(max_length=64, db_index=True)
     audit_passed = models.BooleanField(null=True)
     audit_problems = models.JSONField(default=list, blank=True)

@@ -144,6 +144,7 @@ def version_row(
         metadata=draft.metadata,
         domain=draft.domain,
         authoring_cost_usd=draft.authoring_cost_usd,
+        declared_difficulty=draft.difficulty,
         content_hash=draft.content_hash,
         audit_passed=None if audit_problems is None else not audit_problems,
         audit_problems=audit_problems or [],

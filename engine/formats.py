@@ -78,6 +78,7 @@ def native_row(record: dict) -> dict:
         "tools": record.get("tools") or [],
         "metadata": record.get("metadata") or {},
         "authoring_cost_usd": _cost_text(record.get("authoring_cost_usd")),
+        "difficulty": record.get("declared_difficulty"),
         "calibration": calibration_of(record),
     }
 
@@ -222,6 +223,7 @@ def arrow_schema(format: str):
             ("tools", text),
             ("metadata", text),
             ("authoring_cost_usd", text),
+            ("difficulty", pa.float64()),
             ("calibration", calibration),
         ],
         "trl": [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +29,10 @@ KEY_RULE = (
     "each starting with a letter or digit"
 )
 ROLES = {"system", "user", "assistant", "tool"}
-FIELDS = {"key", "prompt", "answer", "verifier", "domain", "metadata", "authoring_cost_usd", "tools"}
+FIELDS = {"key", "prompt", "answer", "verifier", "domain", "metadata", "authoring_cost_usd", "tools", "difficulty"}
+# The author's declared difficulty, word or number (higher: harder); only its order within an
+# environment is used (docs/prediction.md, "Side information").
+DIFFICULTY_WORDS = {"easy": 1.0, "medium": 2.0, "hard": 3.0}
 REQUIRED = ("prompt",)
 
 
@@ -62,6 +66,7 @@ class TaskDraft:
     metadata: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] = field(default_factory=list)
     authoring_cost_usd: Decimal = Decimal("0")
+    difficulty: float | None = None
 
     @property
     def content_hash(self) -> str:
@@ -151,6 +156,7 @@ def validate_task_object(
         _repository_tools(tools, problem)
 
     cost = _authoring_cost(obj, problem)
+    difficulty = _difficulty(obj, problem)
 
     if problems:
         return None, problems
@@ -164,6 +170,7 @@ def validate_task_object(
         metadata=metadata,
         tools=tools,
         authoring_cost_usd=cost.quantize(Decimal("0.01")),
+        difficulty=difficulty,
     )
     return draft, []
 
@@ -247,3 +254,37 @@ def _authoring_cost(obj: dict, problem: Problem) -> Decimal:
         problem("authoring_cost_usd", f"must be a number of dollars between 0 and 99,999,999, got {cost_value!r}")
         return Decimal("0")
     return cost
+
+
+def _difficulty(obj: dict, problem: Problem) -> float | None:
+    try:
+        return difficulty_value(obj.get("difficulty"))
+    except ValueError as error:
+        problem("difficulty", str(error))
+        return None
+
+
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+
+
+def difficulty_value(value: Any) -> float | None:
+    """A declared difficulty as a number: a word is its rank in DIFFICULTY_WORDS, a text holding one
+    number is that number ("Level 3", as MATH labels its problems, is 3); None or "" declares none.
+    Raises ValueError saying what is accepted."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    number: float | None = None
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in DIFFICULTY_WORDS:
+            return DIFFICULTY_WORDS[word]
+        numbers = _NUMBER.findall(word)
+        number = float(numbers[0]) if len(numbers) == 1 else None
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    if number is not None and math.isfinite(number) and abs(number) < 1e9:
+        return number
+    raise ValueError(
+        f"must be a number (higher is harder, e.g. a level 1-5, or a text with one number such as "
+        f"'Level 3') or one of {', '.join(DIFFICULTY_WORDS)}; got {value!r}"
+    )

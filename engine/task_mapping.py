@@ -21,7 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from engine import verifiers
-from engine.task_format import LineProblem
+from engine.task_format import LineProblem, difficulty_value
 from engine.verifiers.author_regex import compile_author_regex
 from engine.verifiers.text import boxed_contents
 
@@ -31,6 +31,16 @@ EXTRACTORS = {
     "last_boxed": "the contents of the last \\boxed{}",
     "regex": "a regular expression (RE2): its first group, or the whole match",
 }
+# The mapping's fields that are one string each (the rest: metadata_columns, verifier).
+TEXT_FIELDS = (
+    "prompt",
+    "answer_column",
+    "answer_extractor",
+    "answer_pattern",
+    "key_column",
+    "key_prefix",
+    "difficulty_column",
+)
 ROW_NUMBER = "#row"  # as the key column: the row's line or row number
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 
@@ -70,6 +80,7 @@ class ColumnMapping:
     key_prefix: str = ""
     metadata_columns: tuple[str, ...] = ()
     verifier: dict[str, Any] | None = None
+    difficulty_column: str = ""
     prompt_columns: tuple[str, ...] = field(default=(), init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -104,7 +115,7 @@ class ColumnMapping:
         """From its stored or posted form; MappingError names the field that is wrong."""
         if not isinstance(data, Mapping):
             raise MappingError("", "must be an object")
-        known = {"prompt", "answer_column", "answer_extractor", "answer_pattern", "key_column", "key_prefix"}
+        known = set(TEXT_FIELDS)
         unknown = sorted(set(data) - known - {"metadata_columns", "verifier"})
         if unknown:
             raise MappingError(unknown[0], f"is not a mapping field; expected some of {sorted(known)}")
@@ -129,6 +140,7 @@ class ColumnMapping:
             "key_prefix": self.key_prefix,
             "metadata_columns": list(self.metadata_columns),
             "verifier": self.verifier,
+            "difficulty_column": self.difficulty_column,
         }
 
     def column_problems(self, columns: Sequence[str], *, filename: str) -> list[LineProblem]:
@@ -139,6 +151,7 @@ class ColumnMapping:
         named += [("answer_column", self.answer_column)]
         named += [("key_column", self.key_column if self.key_column != ROW_NUMBER else "")]
         named += [("metadata_columns", name) for name in self.metadata_columns]
+        named += [("difficulty_column", self.difficulty_column)]
         return [
             LineProblem(filename, 0, f"mapping: {field_name}", f"the file has no column {name!r}; its columns: {shown}")
             for field_name, name in named
@@ -177,6 +190,11 @@ class ColumnMapping:
                 problem(column, str(error))
         if metadata:
             task["metadata"] = metadata
+        if self.difficulty_column:
+            try:
+                task["difficulty"] = difficulty_value(_json_value(row.get(self.difficulty_column)))
+            except ValueError as error:
+                problem(self.difficulty_column, f"as the declared difficulty: {error}")
         if self.verifier is not None:
             task["verifier"] = self.verifier
         return (None, problems) if problems else (task, [])

@@ -50,7 +50,16 @@ VERSION_FIELDS = {
     "version": F("number"),
     "version_hash": F("content_hash"),
 }
-CONTENT_FIELDS = ("prompt", "answer", "verifier", "tools", "metadata", "domain", "authoring_cost_usd")
+CONTENT_FIELDS = (
+    "prompt",
+    "answer",
+    "verifier",
+    "tools",
+    "metadata",
+    "domain",
+    "authoring_cost_usd",
+    "declared_difficulty",
+)
 # predicted_probability: set when the item-response model predicted the band (no rollouts): rows say band_predicted.
 CALIBRATION_FIELDS = (
     "attempts",

@@ -20,7 +20,17 @@ ROW_FIELDS = (
     "current_version",
 ) + tuple(
     f"current_version__{name}"
-    for name in ("number", "content_hash", "domain", "prompt", "answer", "verifier", "metadata", "authoring_cost_usd")
+    for name in (
+        "number",
+        "content_hash",
+        "domain",
+        "prompt",
+        "answer",
+        "verifier",
+        "metadata",
+        "authoring_cost_usd",
+        "declared_difficulty",
+    )
 )
 
 
@@ -37,6 +47,11 @@ class TaskSerializer(serializers.Serializer):
     metadata = serializers.JSONField(source="current_version.metadata")
     authoring_cost_usd = serializers.DecimalField(
         source="current_version.authoring_cost_usd", max_digits=10, decimal_places=2, coerce_to_string=False
+    )
+    difficulty = serializers.FloatField(
+        source="current_version.declared_difficulty",
+        allow_null=True,
+        help_text="The author's declared difficulty (higher: harder), or null.",
     )
     calibration = serializers.SerializerMethodField()
 
@@ -57,6 +72,7 @@ class TaskSerializer(serializers.Serializer):
             "verifier": version.verifier,
             "metadata": version.metadata,
             "authoring_cost_usd": None if cost is None else self.fields["authoring_cost_usd"].quantize(cost),
+            "difficulty": version.declared_difficulty,
             "calibration": self.get_calibration(task),
         }
 

@@ -197,7 +197,15 @@ def scores_of(real: dict, calibrated: np.ndarray) -> dict[str, np.ndarray]:
     rates = (probe[:, 0] + 0.5) / (probe[:, 1] + 1.0)
     neighbours = special.logit(rates[nearest].mean(axis=1))
     standard = [(score - score.mean()) / max(score.std(), 1e-9) for score in (rung, neighbours)]
-    return {"other rung (item response)": rung, "embedding neighbours": neighbours, "both": standard[0] + standard[1]}
+    # Declared difficulty: the ladder level its generator wrote (higher: harder), as an author would
+    # declare it; HumanEval's problems declare none (NaN: they follow the table without a score).
+    declared = np.array([-real[key]["level"] if real[key].get("level") else np.nan for key in keys], dtype=float)
+    return {
+        "other rung (item response)": rung,
+        "embedding neighbours": neighbours,
+        "both": standard[0] + standard[1],
+        "declared difficulty (the ladder's level)": declared,
+    }
 
 
 def measure(arguments: argparse.Namespace) -> None:
@@ -219,7 +227,7 @@ def measure(arguments: argparse.Namespace) -> None:
         f"always passed {np.mean(probe[:, 0] == probe[:, 1]):.0%}"
     )
     for name, score in scores.items():
-        rho = scipy_stats.spearmanr(score[~calibrated], observed[~calibrated]).statistic
+        rho = scipy_stats.spearmanr(score[~calibrated], observed[~calibrated], nan_policy="omit").statistic
         print(f"Spearman, {name} against the observed probe pass rate (uncalibrated real tasks): {rho:.2f}")
     # The benchmark environment: real tasks drawn with replacement, true rate from the Jeffreys
     # posterior of the task's real probe counts, scores the real task's.
@@ -244,12 +252,23 @@ def measure(arguments: argparse.Namespace) -> None:
     print("|---|---:|---|---|---|---:|---:|")
     for name, score in scores.items():
         task_scores = score[drawn] + rng.normal(0.0, 1e-6, drawn.size)  # copies of one task: no exact ties
+        # A task without a score follows the table learned without one, as in the service.
+        scored = ~np.isnan(task_scores)
         stratified = stats.stratified_tables(
-            evidence=evidence, scores=task_scores[:half], thresholds=THRESHOLDS, policy=DEFAULT, seed=arguments.seed
+            evidence=[pair for pair, has in zip(evidence, scored[:half]) if has],
+            scores=task_scores[:half][scored[:half]],
+            thresholds=THRESHOLDS,
+            policy=DEFAULT,
+            seed=arguments.seed,
         )
-        which = np.array([stratified.stratum(value) for value in task_scores[half:]])
-        side = exact([(stratified.tables[index], test[which == index]) for index in range(len(stratified.tables))])
-        rho = scipy_stats.spearmanr(task_scores[half:], test).statistic
+        which = np.array(
+            [stratified.stratum(value) if has else -1 for value, has in zip(task_scores[half:], scored[half:])]
+        )
+        side = exact(
+            [(stratified.tables[index], test[which == index]) for index in range(len(stratified.tables))]
+            + [(learned, test[which == -1])]
+        )
+        rho = scipy_stats.spearmanr(task_scores[half:], test, nan_policy="omit").statistic
         against_bound = f"{side['rollouts'] / bound - 1:+.0%}" if bound > 0 else "–"
         print(
             f"| {name} | {rho:.2f} | {base['rollouts']:.1f}, {base['error']:.2%} "
@@ -260,7 +279,8 @@ def measure(arguments: argparse.Namespace) -> None:
             flush=True,
         )
     if arguments.strata_bound:
-        drawn_scores = {name: score[drawn] for name, score in scores.items()}
+        # A task without a score is put below every score (its own group at the bottom).
+        drawn_scores = {name: np.nan_to_num(score[drawn], nan=-1e9) for name, score in scores.items()}
         strata_bounds(rates, {**drawn_scores, "the true rate itself (a perfect score)": rates}, arguments)
 
 

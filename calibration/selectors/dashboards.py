@@ -345,16 +345,25 @@ def operating_characteristic(*, environment: Environment) -> dict:
     fixed = policy.kind == "fixed"
     learned = None
     kept = None
+    strata = None
     probing = curve
     if campaign is not None and not fixed:
         learning = environment_learning(environment=environment, probe_model=campaign.probe_model, policy=policy)
-        if learning is not None and learning.tables is not None:
+        tables = None if learning is None else learning.tables
+        if tables is not None and tables.table is not None:
             probing = stats.operating_characteristic_curve(
-                thresholds=thresholds, policy=policy, pass_rates=curve.pass_rates, table=learning.tables.table
+                thresholds=thresholds, policy=policy, pass_rates=curve.pass_rates, table=tables.table
             )
             learned = {"probe_model": campaign.probe_model.name, **_curve_series(probing)}
         elif learning is not None:  # enough tasks to learn from, and the rule was kept: say why
             kept = {"probe_model": campaign.probe_model.name, "rule_kept_because": learning.reason}
+        if learning is not None and learning.strata_reason is not None:
+            strata = {
+                "probe_model": campaign.probe_model.name,
+                "outcome": learning.strata_reason,
+                "tables": len(tables.strata) if tables is not None else 0,
+                "cuts": list(tables.cuts) if tables is not None else [],
+            }
     return {
         "environment": environment.name,
         "policy": {
@@ -378,6 +387,9 @@ def operating_characteristic(*, environment: Environment) -> dict:
         "learned": learned,
         # When the environment has enough tasks to learn from but the rule was kept: why.
         "learning": kept,
+        # Tables per stratum of declared difficulty (side information), once enough calibrated tasks
+        # declare one: how many (0: the strata kept the rule, and "outcome" says why) and where they split.
+        "strata": strata,
         # Behind the item-response prior, when that model is a checkpoint re-profiled here.
         "prior": _reprofile_prior(environment=environment, campaign=campaign, curve=probing, thresholds=thresholds),
     }

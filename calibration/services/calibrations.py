@@ -102,28 +102,50 @@ def environment_prior(*, environment: Environment, probe_model: ProbeModel, cach
     )
 
 
+def _evidence_calibrations(*, environment: Environment, probe_model: ProbeModel):
+    """The calibrations under the model of the environment's current task versions with attempts."""
+    return Calibration.objects.filter(
+        probe_model=probe_model,
+        task_version__task__environment=environment,
+        task_version__task__current_version=F("task_version"),
+        attempts__gt=0,
+    )
+
+
 def _environment_evidence(*, environment: Environment, probe_model: ProbeModel) -> list[tuple[int, int]]:
     """(successes, attempts) of each current task version of the environment with attempts under the model."""
     return list(
-        Calibration.objects.filter(
-            probe_model=probe_model,
-            task_version__task__environment=environment,
-            task_version__task__current_version=F("task_version"),
-            attempts__gt=0,
-        ).values_list("successes", "attempts")
+        _evidence_calibrations(environment=environment, probe_model=probe_model).values_list("successes", "attempts")
     )
 
 
 LEARNED_TABLE_CACHE_SECONDS = 3600
 
 
+def _environment_evidence_with_difficulty(
+    *, environment: Environment, probe_model: ProbeModel
+) -> list[tuple[int, int, float | None]]:
+    """(successes, attempts, declared difficulty or None) of each current task version with attempts."""
+    return list(
+        _evidence_calibrations(environment=environment, probe_model=probe_model).values_list(
+            "successes", "attempts", "task_version__declared_difficulty"
+        )
+    )
+
+
 def environment_learned_table(
-    *, environment: Environment, probe_model: ProbeModel, policy: stats.SamplingPolicy, task: int | None = None
+    *,
+    environment: Environment,
+    probe_model: ProbeModel,
+    policy: stats.SamplingPolicy,
+    task: int | None = None,
+    difficulty: float | None = None,
 ) -> stats.StoppingTable | None:
-    """The stopping table learned from the environment's own probes under one model, or None: the
-    table task ``task`` (an id) follows; see ``_environment_learned_tables``."""
+    """The stopping table learned from the environment's own probes under one model, or None (the
+    calibrated rule): the table task ``task`` (an id) with declared ``difficulty`` follows; see
+    ``environment_learning``."""
     learned = _environment_learned_tables(environment=environment, probe_model=probe_model, policy=policy)
-    return None if learned is None else learned.table_for(task)
+    return None if learned is None else learned.table_for(task, difficulty)
 
 
 def environment_learning(
@@ -134,18 +156,26 @@ def environment_learning(
     (stats.LearnedTable.reason: no table meets the limits, or one could harm a population the
     evidence allows). None below the minimum, with learning off, and for a fixed or non-calibrated
     policy. With PASSBAND_LEARNED_MIXTURE the learned policy may be a mixture of two tables
-    (stats.search_prices); ``LearnedTables.table_for`` gives a task (by id) the one it follows."""
+    (stats.search_prices); ``LearnedTables.table_for`` gives a task (by id) the one it follows.
+
+    Side information: once the minimum of calibrated tasks declare a difficulty, one table per
+    stratum of declared difficulty is learned too (stats.stratified_tables, held to the same check),
+    and a task that declares one follows its stratum's table; ``strata_reason`` says why not when
+    the strata keep the rule, and is None when too few tasks declare a difficulty."""
     entry = _learned_entry(environment=environment, probe_model=probe_model, policy=policy)
     if entry is None:
         return None
+    strata: dict = entry.get("strata") or {}
     tables = None
-    if "table" in entry:
+    if "table" in entry or "tables" in strata:
         tables = LearnedTables(
-            table=stats.table_from_lists(entry["table"]),
-            cheaper=None if entry["cheaper"] is None else stats.table_from_lists(entry["cheaper"]),
-            share=entry["share"],
+            table=stats.table_from_lists(entry["table"]) if "table" in entry else None,
+            cheaper=None if entry.get("cheaper") is None else stats.table_from_lists(entry["cheaper"]),
+            share=entry.get("share", 0.0),
+            cuts=tuple(strata.get("cuts", ())),
+            strata=tuple(stats.table_from_lists(rows) for rows in strata.get("tables", ())),
         )
-    return Learning(tables=tables, reason=entry["reason"])
+    return Learning(tables=tables, reason=entry["reason"], strata_reason=strata.get("reason"))
 
 
 def _environment_learned_tables(
@@ -167,21 +197,23 @@ def _learned_entry(*, environment: Environment, probe_model: ProbeModel, policy:
         return None
     thresholds = thresholds_for(environment)
     key = (
-        f"passband:learned-table:v4:{environment.pk}:{probe_model.pk}:{thresholds.floor}:{thresholds.retire_at}:"
+        f"passband:learned-table:v5:{environment.pk}:{probe_model.pk}:{thresholds.floor}:{thresholds.retire_at}:"
         f"{policy.round_size}:{policy.cap}:{minimum}:{int(settings.PASSBAND_LEARNED_MIXTURE)}"
     )
     hit = cache.get(key)
     if hit is None:
-        evidence = _environment_evidence(environment=environment, probe_model=probe_model)
-        if len(evidence) < minimum:
+        rows = _environment_evidence_with_difficulty(environment=environment, probe_model=probe_model)
+        if len(rows) < minimum:
             return None
+        evidence = [(successes, attempts) for successes, attempts, _ in rows]
+        # The bootstrap resamples' seed comes from the environment's name, not its id: the same
+        # evidence learns the same table on any database (ids depend on what was created first).
+        seed = zlib.crc32(environment.name.encode())
         learned = stats.learned_table_from_evidence(
             evidence=evidence,
             thresholds=thresholds,
             policy=policy,
-            # The bootstrap resamples' seed comes from the environment's name, not its id: the same
-            # evidence learns the same table on any database (ids depend on what was created first).
-            seed=zlib.crc32(environment.name.encode()),
+            seed=seed,
             min_tasks=minimum,
             mixture=settings.PASSBAND_LEARNED_MIXTURE,
         )
@@ -200,28 +232,82 @@ def _learned_entry(*, environment: Environment, probe_model: ProbeModel, policy:
             hit.update(table=stats.table_to_lists(learned.table), cheaper=None, share=0.0)
             if learned.cheaper is not None:
                 hit.update(cheaper=stats.table_to_lists(learned.cheaper), share=learned.cheaper_share)
+        declared = [
+            (successes, attempts, difficulty) for successes, attempts, difficulty in rows if difficulty is not None
+        ]
+        if len(declared) >= minimum:
+            hit["strata"] = _strata_entry(
+                declared=declared,
+                thresholds=thresholds,
+                policy=policy,
+                seed=seed,
+                minimum=minimum,
+                name=environment.name,
+            )
         cache.set(key, hit, LEARNED_TABLE_CACHE_SECONDS)
     return hit
+
+
+def _strata_entry(
+    *,
+    declared: list[tuple[int, int, float]],
+    thresholds: stats.Thresholds,
+    policy: stats.SamplingPolicy,
+    seed: int,
+    minimum: int,
+    name: str,
+) -> dict:
+    """The cached outcome of learning one table per stratum of declared difficulty (the score is its
+    negative: higher is easier): {"reason"}, with "cuts" (in difficulty, descending) and "tables" (from
+    the hardest stratum to the easiest, as the score orders them) when the strata learned."""
+    stratified = stats.stratified_tables(
+        evidence=[(successes, attempts) for successes, attempts, _ in declared],
+        scores=[-difficulty for _, _, difficulty in declared],
+        thresholds=thresholds,
+        policy=policy,
+        seed=seed,
+        min_tasks=minimum,
+        min_tasks_per_stratum=max(1, minimum // 4),
+    )
+    reason = stratified.tables[0].reason
+    logger.info("tables per stratum of declared difficulty for %s: %s", name, reason)
+    if not all(table.learned for table in stratified.tables):
+        return {"reason": reason}
+    return {
+        "reason": reason,
+        "cuts": [-cut for cut in stratified.cuts],
+        "tables": [stats.table_to_lists(table.table) for table in stratified.tables],
+    }
 
 
 @dataclass(frozen=True)
 class Learning:
     """An environment's learning outcome under one model: ``tables`` when it probes with learned
-    tables, else None; ``reason``: "learned", or why the calibrated rule was kept."""
+    tables, else None; ``reason``: "learned", or why the calibrated rule was kept for the table
+    without side information; ``strata_reason``: the same for the tables per stratum of declared
+    difficulty (None: too few calibrated tasks declare one)."""
 
     tables: LearnedTables | None
     reason: str
+    strata_reason: str | None = None
 
 
 @dataclass(frozen=True)
 class LearnedTables:
-    """An environment's learned policy: ``table``, and a ``cheaper`` one a ``share`` of tasks follow."""
+    """An environment's learned policy: ``table`` (None: the rule), and a ``cheaper`` one a ``share`` of
+    tasks follow; with side information, ``strata``: one table per stratum of declared difficulty,
+    split at ``cuts`` (descending difficulty; the first table is the hardest stratum's)."""
 
-    table: stats.StoppingTable
+    table: stats.StoppingTable | None
     cheaper: stats.StoppingTable | None
     share: float
+    cuts: tuple[float, ...] = ()
+    strata: tuple[stats.StoppingTable, ...] = ()
 
-    def table_for(self, task: int | None) -> stats.StoppingTable:
+    def table_for(self, task: int | None, difficulty: float | None = None) -> stats.StoppingTable | None:
+        if self.strata and difficulty is not None:
+            # The stratum stats.StratifiedTables.stratum gives the score -difficulty: the cuts at or above it.
+            return self.strata[sum(difficulty <= cut for cut in self.cuts)]
         if task is not None and self.cheaper is not None and stats.follows_cheaper(task, self.share):
             return self.cheaper
         return self.table
@@ -301,7 +387,9 @@ def calibrations_refresh(
     fitted: dict[int, stats.Beta | None] = {}
     learned: dict[tuple, LearnedTables | None] = {}
 
-    def learned_table(environment: Environment, policy: dict, task: int) -> stats.StoppingTable | None:
+    def learned_table(
+        environment: Environment, policy: dict, task: int, difficulty: float | None
+    ) -> stats.StoppingTable | None:
         if policy.get("prior") or policy.get("kind") != Campaign.Policy.ADAPTIVE:
             return None  # a ladder prior's campaign, or fixed N: the rule, as stored
         sampling = sampling_policy(policy, attempts=0)
@@ -311,7 +399,7 @@ def calibrations_refresh(
                 environment=environment, probe_model=probe_model, policy=sampling
             )
         tables = learned[key]
-        return None if tables is None else tables.table_for(task)
+        return None if tables is None else tables.table_for(task, difficulty)
 
     def population(environment: Environment) -> stats.Beta | None:
         if population_prior is not _POPULATION_PRIOR:
@@ -336,7 +424,7 @@ def calibrations_refresh(
                 policy=policy,
                 prior=prior,
                 now=now,
-                table=learned_table(version.task.environment, policy, version.task_id),
+                table=learned_table(version.task.environment, policy, version.task_id, version.declared_difficulty),
             )
         )
     # Where bands are assigned, so a too_hard task's diagnosis changes with its band.

@@ -213,6 +213,7 @@ def stratified_tables(
     policy: SamplingPolicy,
     strata: int = 4,
     min_tasks_per_stratum: int = 250,
+    min_tasks: int = MIN_TASKS,
     seed: int = 0,
     error_target: float = 0.009,
     slice_target: float = 0.045,
@@ -224,7 +225,8 @@ def stratified_tables(
     """One learned table per stratum of score, each fitted on its own tasks, all held to the limits together.
 
     ``evidence`` and ``scores`` are per calibrated task; strata are quantiles of the scores (fewer
-    when the tasks would not give each ``min_tasks_per_stratum``). Each stratum's population is
+    when the tasks would not give each ``min_tasks_per_stratum``); below ``min_tasks`` tasks every
+    stratum keeps the rule. Each stratum's population is
     fitted on its own tasks (``fit_population``, with bootstrap resamples); the tables are found
     by one Lagrangian search with prices shared by every stratum, so the limits (``error_target``
     outside the zones, ``slice_target`` in every slice) hold for the environment as a whole,
@@ -323,8 +325,8 @@ def stratified_tables(
             ),
         )
 
-    if len(pairs) < MIN_TASKS or policy.kind != "adaptive" or policy.rule != "calibrated":
-        return keep_default(f"{len(pairs)} tasks with evidence, fewer than {MIN_TASKS}")
+    if len(pairs) < min_tasks or policy.kind != "adaptive" or policy.rule != "calibrated":
+        return keep_default(f"{len(pairs)} tasks with evidence, fewer than {min_tasks}")
     search = search_prices(
         table_at=table_at,
         runs=runs,

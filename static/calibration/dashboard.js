@@ -208,9 +208,18 @@ async function drawOperatingCharacteristic(element) {
       "it spends fewer rollouts where its population allows and is held to 1% wrong on average, not per task." : "") +
     (data.learning ? ` Under ${data.learning.probe_model} this environment has enough tasks to learn a table from, ` +
       `but keeps the rule: ${data.learning.rule_kept_because}.` : "") +
+    (data.strata ? strataSentence(data.strata) : "") +
     (data.prior ? ` ${data.prior.probe_model} was re-profiled from ${data.prior.checkpoints.join(", ")} (green): a band the ` +
       `item-response model gives at least ${100 * data.prior.level}% costs no rollouts (drawn over its tasks' prediction ` +
       `uncertainties, ${priorSpread(data.prior)} logits); the promise is that model's.` : "");
+}
+
+function strataSentence(strata) {
+  if (!strata.tables) return ` Enough of its tasks declare a difficulty to learn tables by it under ${strata.probe_model}, ` +
+    `but they keep the rule: ${strata.outcome}.`;
+  const cuts = strata.cuts.map((cut) => `${cut}`).join(", ");
+  return ` Tasks that declare a difficulty follow one of ${strata.tables} tables learned per stratum of it under ` +
+    `${strata.probe_model} (split at ${cuts}), held to the same 1% together.`;
 }
 
 function priorSpread(prior) {

@@ -50,7 +50,9 @@ def test_each_row_is_what_the_declared_fields_give(client, token, alice, arithme
     import_tasks(arithmetic, alice, math_task("easy"), math_task("costly", question="What is 91 * 17?", answer="1547"))
     arithmetic.tasks.update(status=TaskStatus.APPROVED)
     version = arithmetic.tasks.get(key="costly").current_version
-    TaskVersion.objects.filter(pk=version.pk).update(authoring_cost_usd="1234.5", metadata={"tags": ["a"]})
+    TaskVersion.objects.filter(pk=version.pk).update(
+        authoring_cost_usd="1234.5", metadata={"tags": ["a"]}, declared_difficulty=3.0
+    )
     model = ProbeModel.objects.create(name="m", backend="transformers")
     Calibration.objects.create(
         task_version=version,
@@ -75,6 +77,7 @@ def test_each_row_is_what_the_declared_fields_give(client, token, alice, arithme
         assert serializer.to_representation(task) == serializers.Serializer.to_representation(serializer, task)
     costly = next(row for row in rows if row["key"] == "costly")
     assert costly["authoring_cost_usd"] == 1234.5 and costly["calibration"]["flags"] == ["zero_variance"]
+    assert costly["difficulty"] == 3.0 and next(row for row in rows if row["key"] == "easy")["difficulty"] is None
 
 
 def test_token_is_stored_hashed(charlie):

@@ -7,6 +7,7 @@ from django.urls import reverse
 from calibration import services
 from calibration.models import Calibration, Campaign, ProbeModel, Rollout
 from calibration.services.calibrations import sampling_policy, thresholds_for
+from curation.models import TaskVersion
 from engine import stats
 from tests.calibration.scripted import import_scripted, scripted_model
 from tests.factories import import_tasks, math_task, rollouts_with
@@ -25,6 +26,22 @@ def _fresh_learning_cache():
     cache.clear()
 
 
+def calibrate_extremes(tasks, model):
+    """Calibrations of ``tasks``: the first half never passed in 72, the second passed 40 of 48."""
+    half = len(tasks) // 2
+    Calibration.objects.bulk_create(
+        Calibration(
+            task_version=task.current_version,
+            probe_model=model,
+            attempts=72 if index < half else 48,
+            successes=0 if index < half else 40,
+            band="too_hard" if index < half else "retire",
+            decided=True,
+        )
+        for index, task in enumerate(tasks)
+    )
+
+
 @pytest.fixture
 def environment_of_extremes(arithmetic, alice):
     """61 tasks: t0 has failed 64 times; of the rest half never passed in 72, half passed 40 of 48."""
@@ -36,17 +53,7 @@ def environment_of_extremes(arithmetic, alice):
     tasks = {task.key: task for task in arithmetic.tasks.all()}
     rollouts_with(tasks["t0"], alice, ["fail"] * 64)
     model = ProbeModel.objects.get(name="probe")
-    Calibration.objects.bulk_create(
-        Calibration(
-            task_version=tasks[f"t{index}"].current_version,
-            probe_model=model,
-            attempts=72 if index <= 30 else 48,
-            successes=0 if index <= 30 else 40,
-            band="too_hard" if index <= 30 else "retire",
-            decided=True,
-        )
-        for index in range(1, 61)
-    )
+    calibrate_extremes([tasks[f"t{index}"] for index in range(1, 61)], model)
     return tasks["t0"], model
 
 
@@ -143,17 +150,7 @@ def test_a_campaign_stops_where_the_learned_table_does(arithmetic, alice, settin
     keys = ["never"] + [f"background-{index}" for index in range(60)]
     import_scripted(arithmetic, alice, keys)
     with scripted_model("scripted", dict.fromkeys(keys, 0.0)) as (model, _server):
-        Calibration.objects.bulk_create(
-            Calibration(
-                task_version=arithmetic.tasks.get(key=f"background-{index}").current_version,
-                probe_model=model,
-                attempts=72 if index < 30 else 48,
-                successes=0 if index < 30 else 40,
-                band="too_hard" if index < 30 else "retire",
-                decided=True,
-            )
-            for index in range(60)
-        )
+        calibrate_extremes([arithmetic.tasks.get(key=f"background-{index}") for index in range(60)], model)
         never = arithmetic.tasks.get(key="never").current_version
         campaign = services.campaign_start(
             environment=arithmetic,
@@ -202,3 +199,90 @@ def test_a_learned_mixture_gives_each_task_its_own_table(environment_of_extremes
     calibration = services.calibration_refresh(task_version=task.current_version, probe_model=model, policy=ADAPTIVE)
     verdict = stats.assess(successes=0, attempts=64, thresholds=stats.Thresholds(), policy=policy, table=own)
     assert calibration.decided == verdict.decided
+
+
+@pytest.fixture
+def environment_with_declared_difficulty(arithmetic, alice):
+    """60 calibrated tasks: 30 declared hard that never passed in 72, 30 declared easy that passed 40 of
+    48; and three that have each failed 48 times: declared hard, declared easy, and declaring nothing."""
+    import_tasks(
+        arithmetic,
+        alice,
+        *[
+            math_task(f"t{index}", question=f"What is {index} + 3?", answer=str(index + 3), difficulty=difficulty)
+            for index, difficulty in enumerate(["hard"] * 30 + ["easy"] * 30)
+        ],
+        math_task("declared-hard", question="What is 7 * 8?", answer="56", difficulty="hard"),
+        math_task("declared-easy", question="What is 7 * 9?", answer="63", difficulty=1),
+        math_task("undeclared", question="What is 7 * 7?", answer="49"),
+    )
+    model = ProbeModel.objects.get_or_create(
+        name="probe", defaults={"backend": "openai", "base_url": "http://127.0.0.1:9/v1"}
+    )[0]
+    calibrate_extremes([arithmetic.tasks.get(key=f"t{index}") for index in range(60)], model)
+    probes = {key: arithmetic.tasks.get(key=key) for key in ("declared-hard", "declared-easy", "undeclared")}
+    for task in probes.values():
+        rollouts_with(task, alice, ["fail"] * 48)
+    return probes, model
+
+
+def test_a_task_follows_the_table_of_its_declared_difficulty(environment_with_declared_difficulty, settings):
+    """Side information in the service: 48 failures in 48 band a task declared hard too_hard (its
+    stratum never passes); the same counts stay undecided for a task declared easy (none of its
+    stratum fails like that) and for one that declares nothing (the table learned without side
+    information wants 64, the rule 72)."""
+    probes, model = environment_with_declared_difficulty
+    settings.PASSBAND_LEARNED_MIN_TASKS = 50
+    calibrations = services.calibrations_refresh(
+        task_versions=[task.current_version for task in probes.values()],
+        probe_model=model,
+        policies={task.current_version_id: ADAPTIVE for task in probes.values()},
+    )
+    band = {key: calibrations[task.current_version_id] for key, task in probes.items()}
+    assert (band["declared-hard"].band, band["declared-hard"].decided) == ("too_hard", True)
+    assert band["declared-easy"].band == "undecided" and band["undeclared"].band == "undecided"
+    learning = services.environment_learning(
+        environment=probes["undeclared"].environment, probe_model=model, policy=sampling_policy(ADAPTIVE, attempts=0)
+    )
+    assert learning is not None and learning.tables is not None
+    assert learning.strata_reason == "learned" and learning.tables.cuts == (2.0,) and len(learning.tables.strata) == 2
+    # Without learning the same task declared hard waits for the rule's 72.
+    settings.PASSBAND_LEARNED_MIN_TASKS = 0
+    again = services.calibration_refresh(
+        task_version=probes["declared-hard"].current_version, probe_model=model, policy=ADAPTIVE
+    )
+    assert again.band == "undecided"
+
+
+def test_too_few_declared_difficulties_learn_no_strata(environment_with_declared_difficulty, settings):
+    """40 of the 60 calibrated tasks declare a difficulty, under a minimum of 50: the environment learns
+    its table without side information, no strata, and the task declared hard follows that table."""
+    probes, model = environment_with_declared_difficulty
+    settings.PASSBAND_LEARNED_MIN_TASKS = 50
+    TaskVersion.objects.filter(
+        task__key__in=[f"t{index}" for index in range(10)] + [f"t{index}" for index in range(30, 40)]
+    ).update(declared_difficulty=None)
+    learning = services.environment_learning(
+        environment=probes["undeclared"].environment, probe_model=model, policy=sampling_policy(ADAPTIVE, attempts=0)
+    )
+    assert learning is not None and learning.reason == "learned" and learning.strata_reason is None
+    assert learning.tables is not None and learning.tables.strata == ()
+    calibration = services.calibration_refresh(
+        task_version=probes["declared-hard"].current_version, probe_model=model, policy=ADAPTIVE
+    )
+    assert calibration.band == "undecided"
+
+
+def test_the_dashboard_says_which_tables_the_declared_difficulty_picks(
+    environment_with_declared_difficulty, settings, client, alice
+):
+    probes, model = environment_with_declared_difficulty
+    environment = probes["undeclared"].environment
+    Campaign.objects.create(
+        environment=environment, probe_model=model, created_by=alice, seed=3, policy="adaptive", max_rollouts=256
+    )
+    settings.PASSBAND_LEARNED_MIN_TASKS = 50
+    client.force_login(alice)
+    body = client.get(reverse("operating_characteristic_data"), {"environment": environment.name}).json()
+    assert body["strata"] == {"probe_model": "probe", "outcome": "learned", "tables": 2, "cuts": [2.0]}
+    assert body["learned"] is not None  # the tasks that declare nothing follow the table learned without it

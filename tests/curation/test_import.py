@@ -58,6 +58,29 @@ def test_missing_field_and_wrong_type_are_named(arithmetic, alice):
     assert TaskVersion.objects.count() == 0
 
 
+def test_declared_difficulty_is_a_word_or_a_number_and_anything_else_is_named(arithmetic, alice):
+    import_tasks(
+        arithmetic,
+        alice,
+        math_task("word", difficulty="Hard"),
+        math_task("level", question="What is 4 + 4?", answer="8", difficulty=4),
+        math_task("none", question="What is 5 + 5?", answer="10"),
+    )
+    declared = dict(TaskVersion.objects.values_list("task__key", "declared_difficulty"))
+    assert declared == {"word": 3.0, "level": 4.0, "none": None}
+    problems = rejected_problems(
+        arithmetic,
+        alice,
+        jsonl(
+            math_task("bad-word", question="What is 6 + 6?", answer="12", difficulty="impossible"),
+            math_task("bad-bool", question="What is 7 + 7?", answer="14", difficulty=True),
+        ),
+    )
+    assert [(line, field) for line, field, _ in problems] == [(1, "difficulty"), (2, "difficulty")]
+    assert "easy, medium, hard" in problems[0][2]
+    assert TaskVersion.objects.count() == 3
+
+
 def test_prompt_of_wrong_type_and_unknown_verifier(arithmetic, alice):
     problems = rejected_problems(
         arithmetic, alice, jsonl({"prompt": 5, "answer": "1"}, math_task("v", verifier={"kind": "telepathy"}))
@@ -122,9 +145,13 @@ def test_empty_file_is_an_error(arithmetic, alice):
 
 
 def test_csv_import(arithmetic, alice):
-    data = b'key,prompt,answer,verifier\nc-1,"What is 1 + 1?",2,"{""kind"": ""math""}"\n'
+    data = (
+        b'key,prompt,answer,verifier,difficulty\nc-1,"What is 1 + 1?",2,"{""kind"": ""math""}",2.5\n'
+        b'c-2,"What is 1 + 2?",3,"{""kind"": ""math""}",\n'
+    )
     report = tasks_import(environment=arithmetic, owner=alice, data=data, filename="tasks.csv", run_audits=False)
-    assert report.created == ["c-1"]
+    assert report.created == ["c-1", "c-2"]
+    assert dict(TaskVersion.objects.values_list("task__key", "declared_difficulty")) == {"c-1": 2.5, "c-2": None}
 
 
 def test_audits_run_at_import_and_flag_a_wrong_reference(arithmetic, alice):

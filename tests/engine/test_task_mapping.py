@@ -6,6 +6,7 @@ from decimal import Decimal
 import pytest
 
 from engine import task_files
+from engine.task_format import validate_task_object
 from engine.task_mapping import ColumnMapping, MappingError, extract_answer, suggest_mapping, template_columns
 from engine.task_sources import TaskSource
 from tests.factories import gsm8k_rows, jsonl, write_parquet
@@ -94,6 +95,27 @@ def test_a_bad_mapping_names_its_field(fields, field, reason):
     with pytest.raises(MappingError, match=reason) as caught:
         ColumnMapping.from_dict(fields)
     assert caught.value.field == field
+
+
+def test_a_level_column_becomes_the_declared_difficulty_and_a_bad_cell_is_named_by_its_column():
+    """MATH labels its problems "Level 1" to "Level 5"; a number or a word works too."""
+    mapping = ColumnMapping(prompt="{problem}", answer_column="solution", difficulty_column="level")
+    cells = ["Level 3", 4, "hard", None, ""]
+    tasks = [
+        mapping.task_object({"problem": "p", "solution": "1", "level": cell}, number=1, filename="m.parquet")[0]
+        for cell in cells
+    ]
+    assert [task["difficulty"] for task in tasks] == [3.0, 4.0, 3.0, None, None]
+    draft, problems = validate_task_object(
+        tasks[0], filename="m.parquet", line=1, default_verifier={"kind": "math"}, default_domain="math"
+    )
+    assert problems == [] and draft is not None and draft.difficulty == 3.0
+    task, problems = mapping.task_object(
+        {"problem": "p", "solution": "1", "level": "Level 3 of 5"}, number=7, filename="m.parquet", unit="row"
+    )
+    assert task is None and [(p.line, p.field) for p in problems] == [(7, "level")]
+    assert "declared difficulty" in problems[0].reason
+    assert ColumnMapping.from_dict(mapping.as_dict()) == mapping
 
 
 def test_a_mapping_survives_its_stored_form():

@@ -16,7 +16,13 @@ def calibrated_environment(environment, owner) -> ProbeModel:
         environment,
         owner,
         math_task("sum", question="What is 2 + 3?", answer="5"),
-        math_task("product", question="What is 91 * 17?", answer="1547", metadata={"source": "textbook", "page": 3}),
+        math_task(
+            "product",
+            question="What is 91 * 17?",
+            answer="1547",
+            metadata={"source": "textbook", "page": 3},
+            difficulty="medium",
+        ),
         {
             "key": "capital",
             "prompt": [

@@ -117,7 +117,8 @@ def test_formats_put_fields_where_each_trainer_expects_them(records):
     assert nemo["verifier"] == {"kind": "numeric", "abs_tol": 0.5} and nemo["expected_answer"] == "4"
     assert "tools" not in formats.nemo_gym_row(by_key["sum"])["responses_create_params"]
     native = formats.native_row(by_key["sum"])
-    assert native["key"] == "sum" and native["authoring_cost_usd"] == "250.00"
+    assert native["key"] == "sum" and native["authoring_cost_usd"] == "250.00" and native["difficulty"] is None
+    assert formats.native_row(by_key["product"])["difficulty"] == 2.0
 
 
 def test_native_jsonl_imports_back(records, tmp_path, alice):
@@ -136,6 +137,8 @@ def test_native_jsonl_imports_back(records, tmp_path, alice):
     assert sorted(copy.tasks.values_list("current_version__content_hash", flat=True)) == sorted(
         r["version_hash"] for r in records
     )
+    # the declared difficulty comes back with the task
+    assert copy.tasks.get(key="product").current_version.declared_difficulty == 2.0
 
 
 def test_filters_and_unknown_values(arithmetic, alice):

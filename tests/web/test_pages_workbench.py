@@ -84,6 +84,21 @@ def test_editor_saves_a_new_audited_version_and_keeps_the_old(client, alice, ari
     assert task.versions.get(number=1).prompt[0]["content"] == "What is 2 + 3?"
 
 
+def test_editor_shows_and_keeps_the_declared_difficulty(client, alice, arithmetic):
+    import_tasks(arithmetic, alice, math_task("t-1", difficulty=4))
+    client.force_login(alice)
+    page = client.get(reverse("task_edit", args=["arithmetic", "t-1"])).content.decode()
+    assert 'name="difficulty" value="4"' in page
+    edit = {"prompt_format": "text", "prompt": "What is 3 + 3?", "answer": "6", "verifier": '{"kind": "math"}'}
+    client.post(reverse("task_edit", args=["arithmetic", "t-1"]), {**edit, "difficulty": "hard"})
+    assert arithmetic.tasks.get().current_version.declared_difficulty == 3.0
+    response = client.post(
+        reverse("task_edit", args=["arithmetic", "t-1"]), {**edit, "answer": "7", "difficulty": "very"}
+    )
+    assert response.status_code == 400 and b"difficulty" in response.content
+    assert arithmetic.tasks.get().versions.count() == 2
+
+
 def test_editor_reports_a_bad_field_and_saves_nothing(client, alice, arithmetic):
     import_tasks(arithmetic, alice, math_task("t-1"))
     client.force_login(alice)

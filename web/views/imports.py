@@ -12,10 +12,10 @@ from accounts.errors import ServiceError
 from curation import files, import_jobs, import_mappings, policy
 from curation.models import ImportJob
 from engine import input_rules, verifiers
-from engine.task_mapping import EXTRACTORS, ROW_NUMBER, ColumnMapping, MappingError, suggest_mapping
+from engine.task_mapping import EXTRACTORS, ROW_NUMBER, TEXT_FIELDS, ColumnMapping, MappingError, suggest_mapping
 from engine.task_sources import TaskSource
 
-FORM_FIELDS = ("prompt", "answer_column", "answer_extractor", "answer_pattern", "key_column", "key_prefix")
+FORM_FIELDS = TEXT_FIELDS
 PREVIEW_CELL_CHARS = 300
 
 

@@ -241,6 +241,8 @@ def _editor_content(post) -> tuple[dict, list[str]]:
         content["domain"] = post["domain"].strip()
     if post.get("authoring_cost_usd", "").strip():
         content["authoring_cost_usd"] = post["authoring_cost_usd"].strip()
+    if post.get("difficulty", "").strip():
+        content["difficulty"] = post["difficulty"].strip()
     if content.get("verifier") == {}:
         content.pop("verifier")
     return content, problems
@@ -260,6 +262,7 @@ def task_edit(request, environment_name: str, key: str):
         "metadata": json.dumps(version.metadata, indent=2) if version.metadata else "",
         "domain": version.domain,
         "authoring_cost_usd": str(version.authoring_cost_usd),
+        "difficulty": "" if version.declared_difficulty is None else f"{version.declared_difficulty:g}",
     }
     status = 200
     if request.method == "POST":
