@@ -36,6 +36,7 @@ from calibration.models import (
     ProbeModel,
     Rollout,
 )
+from calibration.services import side_information
 from calibration.services.calibrations import (
     environment_learning,
     policy_for,
@@ -358,11 +359,14 @@ def operating_characteristic(*, environment: Environment) -> dict:
         elif learning is not None:  # enough tasks to learn from, and the rule was kept: say why
             kept = {"probe_model": campaign.probe_model.name, "rule_kept_because": learning.reason}
         if learning is not None and learning.strata_reason is not None:
+            cuts = list(tables.cuts) if tables is not None else []
             strata = {
                 "probe_model": campaign.probe_model.name,
+                "source": learning.strata_source,
                 "outcome": learning.strata_reason,
                 "tables": len(tables.strata) if tables is not None else 0,
-                "cuts": list(tables.cuts) if tables is not None else [],
+                # In the source's own terms: declared difficulties (higher: harder), or fitted logits.
+                "cuts": sorted(-cut for cut in cuts) if learning.strata_source == side_information.DECLARED else cuts,
             }
     return {
         "environment": environment.name,
@@ -387,8 +391,9 @@ def operating_characteristic(*, environment: Environment) -> dict:
         "learned": learned,
         # When the environment has enough tasks to learn from but the rule was kept: why.
         "learning": kept,
-        # Tables per stratum of declared difficulty (side information), once enough calibrated tasks
-        # declare one: how many (0: the strata kept the rule, and "outcome" says why) and where they split.
+        # Tables per stratum of a score from side information (calibration.services.side_information),
+        # once enough calibrated tasks have one: its source, how many tables (0: the strata kept the
+        # rule, and "outcome" says why) and where they split.
         "strata": strata,
         # Behind the item-response prior, when that model is a checkpoint re-profiled here.
         "prior": _reprofile_prior(environment=environment, campaign=campaign, curve=probing, thresholds=thresholds),

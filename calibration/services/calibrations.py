@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import cast
 
@@ -28,6 +28,7 @@ from calibration.models import (
     Rollout,
     outcome_count_aggregates,
 )
+from calibration.services import side_information
 from calibration.services.diagnosis import calibrations_diagnose_rows
 from curation.models import Environment, TaskVersion
 from curation.thresholds import thresholds_validate
@@ -122,13 +123,13 @@ def _environment_evidence(*, environment: Environment, probe_model: ProbeModel) 
 LEARNED_TABLE_CACHE_SECONDS = 3600
 
 
-def _environment_evidence_with_difficulty(
+def _environment_evidence_by_version(
     *, environment: Environment, probe_model: ProbeModel
-) -> list[tuple[int, int, float | None]]:
-    """(successes, attempts, declared difficulty or None) of each current task version with attempts."""
+) -> list[tuple[int, int, int]]:
+    """(version id, successes, attempts) of each current task version with attempts under the model."""
     return list(
         _evidence_calibrations(environment=environment, probe_model=probe_model).values_list(
-            "successes", "attempts", "task_version__declared_difficulty"
+            "task_version_id", "successes", "attempts"
         )
     )
 
@@ -139,13 +140,13 @@ def environment_learned_table(
     probe_model: ProbeModel,
     policy: stats.SamplingPolicy,
     task: int | None = None,
-    difficulty: float | None = None,
+    version: TaskVersion | None = None,
 ) -> stats.StoppingTable | None:
     """The stopping table learned from the environment's own probes under one model, or None (the
-    calibrated rule): the table task ``task`` (an id) with declared ``difficulty`` follows; see
+    calibrated rule): the table task ``task`` (an id), at ``version``, follows; see
     ``environment_learning``."""
     learned = _environment_learned_tables(environment=environment, probe_model=probe_model, policy=policy)
-    return None if learned is None else learned.table_for(task, difficulty)
+    return None if learned is None else learned.table_for(task, version)
 
 
 def environment_learning(
@@ -158,10 +159,11 @@ def environment_learning(
     policy. With PASSBAND_LEARNED_MIXTURE the learned policy may be a mixture of two tables
     (stats.search_prices); ``LearnedTables.table_for`` gives a task (by id) the one it follows.
 
-    Side information: once the minimum of calibrated tasks declare a difficulty, one table per
-    stratum of declared difficulty is learned too (stats.stratified_tables, held to the same check),
-    and a task that declares one follows its stratum's table; ``strata_reason`` says why not when
-    the strata keep the rule, and is None when too few tasks declare a difficulty."""
+    Side information (calibration.services.side_information): once the minimum of calibrated tasks
+    have a score from a source (the declared difficulty, or the other probe models' results), one
+    table per stratum of score is learned too, held to the same check, and a task with a score
+    follows its stratum's table; ``strata_reason`` says why not when the strata keep the rule, and is
+    None when too few tasks have a score."""
     entry = _learned_entry(environment=environment, probe_model=probe_model, policy=policy)
     if entry is None:
         return None
@@ -174,8 +176,12 @@ def environment_learning(
             share=entry.get("share", 0.0),
             cuts=tuple(strata.get("cuts", ())),
             strata=tuple(stats.table_from_lists(rows) for rows in strata.get("tables", ())),
+            source=strata.get("source", ""),
+            scores=strata.get("scores", {}),
         )
-    return Learning(tables=tables, reason=entry["reason"], strata_reason=strata.get("reason"))
+    return Learning(
+        tables=tables, reason=entry["reason"], strata_reason=strata.get("reason"), strata_source=strata.get("source")
+    )
 
 
 def _environment_learned_tables(
@@ -197,15 +203,15 @@ def _learned_entry(*, environment: Environment, probe_model: ProbeModel, policy:
         return None
     thresholds = thresholds_for(environment)
     key = (
-        f"passband:learned-table:v5:{environment.pk}:{probe_model.pk}:{thresholds.floor}:{thresholds.retire_at}:"
+        f"passband:learned-table:v6:{environment.pk}:{probe_model.pk}:{thresholds.floor}:{thresholds.retire_at}:"
         f"{policy.round_size}:{policy.cap}:{minimum}:{int(settings.PASSBAND_LEARNED_MIXTURE)}"
     )
     hit = cache.get(key)
     if hit is None:
-        rows = _environment_evidence_with_difficulty(environment=environment, probe_model=probe_model)
+        rows = _environment_evidence_by_version(environment=environment, probe_model=probe_model)
         if len(rows) < minimum:
             return None
-        evidence = [(successes, attempts) for successes, attempts, _ in rows]
+        evidence = [(successes, attempts) for _, successes, attempts in rows]
         # The bootstrap resamples' seed comes from the environment's name, not its id: the same
         # evidence learns the same table on any database (ids depend on what was created first).
         seed = zlib.crc32(environment.name.encode())
@@ -232,52 +238,20 @@ def _learned_entry(*, environment: Environment, probe_model: ProbeModel, policy:
             hit.update(table=stats.table_to_lists(learned.table), cheaper=None, share=0.0)
             if learned.cheaper is not None:
                 hit.update(cheaper=stats.table_to_lists(learned.cheaper), share=learned.cheaper_share)
-        declared = [
-            (successes, attempts, difficulty) for successes, attempts, difficulty in rows if difficulty is not None
-        ]
-        if len(declared) >= minimum:
-            hit["strata"] = _strata_entry(
-                declared=declared,
-                thresholds=thresholds,
-                policy=policy,
-                seed=seed,
-                minimum=minimum,
-                name=environment.name,
-            )
+        strata = side_information.strata_entry(
+            rows=rows,
+            scores=side_information.task_scores(environment=environment, probe_model=probe_model),
+            thresholds=thresholds,
+            policy=policy,
+            seed=seed,
+            minimum=minimum,
+            name=environment.name,
+            baseline=(learned.predicted if learned.learned else learned.default_predicted).rollouts,
+        )
+        if strata is not None:
+            hit["strata"] = strata
         cache.set(key, hit, LEARNED_TABLE_CACHE_SECONDS)
     return hit
-
-
-def _strata_entry(
-    *,
-    declared: list[tuple[int, int, float]],
-    thresholds: stats.Thresholds,
-    policy: stats.SamplingPolicy,
-    seed: int,
-    minimum: int,
-    name: str,
-) -> dict:
-    """The cached outcome of learning one table per stratum of declared difficulty (the score is its
-    negative: higher is easier): {"reason"}, with "cuts" (in difficulty, descending) and "tables" (from
-    the hardest stratum to the easiest, as the score orders them) when the strata learned."""
-    stratified = stats.stratified_tables(
-        evidence=[(successes, attempts) for successes, attempts, _ in declared],
-        scores=[-difficulty for _, _, difficulty in declared],
-        thresholds=thresholds,
-        policy=policy,
-        seed=seed,
-        min_tasks=minimum,
-        min_tasks_per_stratum=max(1, minimum // 4),
-    )
-    reason = stratified.tables[0].reason
-    logger.info("tables per stratum of declared difficulty for %s: %s", name, reason)
-    if not all(table.learned for table in stratified.tables):
-        return {"reason": reason}
-    return {
-        "reason": reason,
-        "cuts": [-cut for cut in stratified.cuts],
-        "tables": [stats.table_to_lists(table.table) for table in stratified.tables],
-    }
 
 
 @dataclass(frozen=True)
@@ -290,24 +264,35 @@ class Learning:
     tables: LearnedTables | None
     reason: str
     strata_reason: str | None = None
+    strata_source: str | None = None
 
 
 @dataclass(frozen=True)
 class LearnedTables:
     """An environment's learned policy: ``table`` (None: the rule), and a ``cheaper`` one a ``share`` of
-    tasks follow; with side information, ``strata``: one table per stratum of declared difficulty,
-    split at ``cuts`` (descending difficulty; the first table is the hardest stratum's)."""
+    tasks follow; with side information, ``strata``: one table per stratum of the ``source``'s score,
+    split at ``cuts`` (ascending scores; the first table is the lowest, hardest, stratum's), and
+    ``scores``: the source's score of each version id (the declared difficulty is read off the
+    version itself, so a task imported since still finds its stratum)."""
 
     table: stats.StoppingTable | None
     cheaper: stats.StoppingTable | None
     share: float
     cuts: tuple[float, ...] = ()
     strata: tuple[stats.StoppingTable, ...] = ()
+    source: str = ""
+    scores: dict[int, float] = field(default_factory=dict)
 
-    def table_for(self, task: int | None, difficulty: float | None = None) -> stats.StoppingTable | None:
-        if self.strata and difficulty is not None:
-            # The stratum stats.StratifiedTables.stratum gives the score -difficulty: the cuts at or above it.
-            return self.strata[sum(difficulty <= cut for cut in self.cuts)]
+    def score_of(self, version: TaskVersion) -> float | None:
+        if self.source == side_information.DECLARED:
+            return None if version.declared_difficulty is None else -version.declared_difficulty
+        return self.scores.get(version.pk)
+
+    def table_for(self, task: int | None, version: TaskVersion | None = None) -> stats.StoppingTable | None:
+        score = None if version is None or not self.strata else self.score_of(version)
+        if score is not None:
+            # The stratum stats.StratifiedTables.stratum gives: the cuts at or below the score.
+            return self.strata[sum(cut <= score for cut in self.cuts)]
         if task is not None and self.cheaper is not None and stats.follows_cheaper(task, self.share):
             return self.cheaper
         return self.table
@@ -387,9 +372,7 @@ def calibrations_refresh(
     fitted: dict[int, stats.Beta | None] = {}
     learned: dict[tuple, LearnedTables | None] = {}
 
-    def learned_table(
-        environment: Environment, policy: dict, task: int, difficulty: float | None
-    ) -> stats.StoppingTable | None:
+    def learned_table(environment: Environment, policy: dict, version: TaskVersion) -> stats.StoppingTable | None:
         if policy.get("prior") or policy.get("kind") != Campaign.Policy.ADAPTIVE:
             return None  # a ladder prior's campaign, or fixed N: the rule, as stored
         sampling = sampling_policy(policy, attempts=0)
@@ -399,7 +382,7 @@ def calibrations_refresh(
                 environment=environment, probe_model=probe_model, policy=sampling
             )
         tables = learned[key]
-        return None if tables is None else tables.table_for(task, difficulty)
+        return None if tables is None else tables.table_for(version.task_id, version)
 
     def population(environment: Environment) -> stats.Beta | None:
         if population_prior is not _POPULATION_PRIOR:
@@ -424,7 +407,7 @@ def calibrations_refresh(
                 policy=policy,
                 prior=prior,
                 now=now,
-                table=learned_table(version.task.environment, policy, version.task_id, version.declared_difficulty),
+                table=learned_table(version.task.environment, policy, version),
             )
         )
     # Where bands are assigned, so a too_hard task's diagnosis changes with its band.

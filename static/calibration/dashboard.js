@@ -215,11 +215,15 @@ async function drawOperatingCharacteristic(element) {
 }
 
 function strataSentence(strata) {
-  if (!strata.tables) return ` Enough of its tasks declare a difficulty to learn tables by it under ${strata.probe_model}, ` +
-    `but they keep the rule: ${strata.outcome}.`;
-  const cuts = strata.cuts.map((cut) => `${cut}`).join(", ");
-  return ` Tasks that declare a difficulty follow one of ${strata.tables} tables learned per stratum of it under ` +
-    `${strata.probe_model} (split at ${cuts}), held to the same 1% together.`;
+  const declared = strata.source === "declared difficulty";
+  const which = declared ? "Enough of its tasks declare a difficulty" : "Enough of its tasks have results under other probe models";
+  if (!strata.tables) return ` ${which} to learn tables by it under ${strata.probe_model}, but they keep the rule: ${strata.outcome}.`;
+  const split = declared ? ` (split at ${strata.cuts.map((cut) => `${Number(cut.toPrecision(3))}`).join(", ")})` : "";
+  const who = declared ? "Tasks that declare a difficulty follow" :
+    "Tasks with results under other probe models follow";
+  const what = declared ? "of it" : "of the difficulty those results give them";
+  return ` ${who} one of ${strata.tables} tables learned per stratum ${what} under ${strata.probe_model}${split}, ` +
+    "held to the same 1% together.";
 }
 
 function priorSpread(prior) {

@@ -245,7 +245,8 @@ def test_a_task_follows_the_table_of_its_declared_difficulty(environment_with_de
         environment=probes["undeclared"].environment, probe_model=model, policy=sampling_policy(ADAPTIVE, attempts=0)
     )
     assert learning is not None and learning.tables is not None
-    assert learning.strata_reason == "learned" and learning.tables.cuts == (2.0,) and len(learning.tables.strata) == 2
+    assert learning.strata_reason == "learned" and learning.strata_source == "declared difficulty"
+    assert learning.tables.cuts == (-2.0,) and len(learning.tables.strata) == 2
     # Without learning the same task declared hard waits for the rule's 72.
     settings.PASSBAND_LEARNED_MIN_TASKS = 0
     again = services.calibration_refresh(
@@ -284,5 +285,78 @@ def test_the_dashboard_says_which_tables_the_declared_difficulty_picks(
     settings.PASSBAND_LEARNED_MIN_TASKS = 50
     client.force_login(alice)
     body = client.get(reverse("operating_characteristic_data"), {"environment": environment.name}).json()
-    assert body["strata"] == {"probe_model": "probe", "outcome": "learned", "tables": 2, "cuts": [2.0]}
+    assert body["strata"] == {
+        "probe_model": "probe",
+        "source": "declared difficulty",
+        "outcome": "learned",
+        "tables": 2,
+        "cuts": [2.0],
+    }
     assert body["learned"] is not None  # the tasks that declare nothing follow the table learned without it
+
+
+def test_a_task_follows_the_table_its_results_under_another_model_pick(arithmetic, alice, settings):
+    """Side information from another probe model (the item-response model on its counts): 48 failures
+    band too_hard a task that never passed under the earlier model, and leave undecided one that
+    nearly always did and one it never probed. The task's own results under the probe model never
+    enter its score."""
+    import_tasks(
+        arithmetic,
+        alice,
+        *[math_task(f"t{index}", question=f"What is {index} + 3?", answer=str(index + 3)) for index in range(60)],
+        *[math_task(key, question=f"What is 7 * {index}?", answer=str(7 * index)) for index, key in enumerate(PROBES)],
+    )
+    tasks = {task.key: task for task in arithmetic.tasks.all()}
+    earlier = ProbeModel.objects.create(name="earlier", backend="openai", base_url="http://127.0.0.1:9/v1")
+    probe = ProbeModel.objects.get_or_create(
+        name="probe", defaults={"backend": "openai", "base_url": "http://127.0.0.1:9/v1"}
+    )[0]
+    background = [tasks[f"t{index}"] for index in range(60)]
+    calibrate_extremes(background, probe)
+    calibrate_extremes(
+        [*background[:30], tasks["never-before"], *background[30:], tasks["nearly-always-before"]], earlier
+    )
+    for key in PROBES:
+        rollouts_with(tasks[key], alice, ["fail"] * 48)
+    settings.PASSBAND_LEARNED_MIN_TASKS = 50
+    calibrations = services.calibrations_refresh(
+        task_versions=[tasks[key].current_version for key in PROBES],
+        probe_model=probe,
+        policies={tasks[key].current_version_id: ADAPTIVE for key in PROBES},
+    )
+    band = {key: calibrations[tasks[key].current_version_id] for key in PROBES}
+    assert (band["never-before"].band, band["never-before"].decided) == ("too_hard", True)
+    assert band["nearly-always-before"].band == "undecided" and band["not-probed-before"].band == "undecided"
+    learning = services.environment_learning(
+        environment=arithmetic, probe_model=probe, policy=sampling_policy(ADAPTIVE, attempts=0)
+    )
+    assert learning is not None and learning.strata_source == "other probe models"
+    assert learning.tables is not None and tasks["not-probed-before"].current_version_id not in learning.tables.scores
+
+
+PROBES = ("never-before", "nearly-always-before", "not-probed-before")
+
+
+def test_strata_are_kept_only_where_they_are_predicted_cheaper_than_the_table_without_them():
+    """The same strata that learn against the rule's cost are refused against a cheaper baseline, and
+    the entry says what each was predicted to spend."""
+    from calibration.services import side_information
+
+    rows = [(index, 0, 72) if index < 30 else (index, 40, 48) for index in range(60)]
+    scores = {side_information.DECLARED: {index: -3.0 if index < 30 else -1.0 for index in range(60)}}
+    arguments = {
+        "rows": rows,
+        "scores": scores,
+        "thresholds": stats.Thresholds.with_default_zones(floor=0.02, retire_at=0.7),
+        "policy": sampling_policy(ADAPTIVE, attempts=0),
+        "seed": 1,
+        "minimum": 50,
+        "name": "extremes",
+    }
+    kept = side_information.strata_entry(**arguments, baseline=72.0)
+    assert kept is not None and kept["reason"] == "learned" and len(kept["tables"]) == 2
+    refused = side_information.strata_entry(**arguments, baseline=20.0)
+    assert refused is not None and "tables" not in refused
+    assert refused["reason"].startswith("the tables per stratum are predicted to spend")
+    assert refused["reason"].endswith("no fewer than the 20.0 without side information")
+    assert side_information.strata_entry(**{**arguments, "minimum": 61}, baseline=72.0) is None
