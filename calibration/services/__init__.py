@@ -4,6 +4,8 @@
 - campaigns: start, queue, reconcile, pause, resume, cancel
 - rounds: the round pipeline (round_generate, round_score, round_run) and the inline runner
 - calibrations: priors, sampling policy, thresholds, refreshing stored calibrations
+- side_information: each task's score before it is probed (declared difficulty, other probe models)
+  and the learned tables per stratum of it
 - diagnosis: why a too_hard task is too hard (suspect_verifier, truncated, hard), stored with its band
 - feedback: trainer reports, drift, automatic retirement, re-probing
 - ladder: a cheap model's pass rates as the prior for a stronger one
