@@ -103,24 +103,12 @@ def environment_prior(*, environment: Environment, probe_model: ProbeModel, cach
     )
 
 
-def _evidence_calibrations(*, environment: Environment, probe_model: ProbeModel):
-    """The calibrations under the model of the environment's current task versions with attempts."""
-    return Calibration.objects.filter(
-        probe_model=probe_model,
-        task_version__task__environment=environment,
-        task_version__task__current_version=F("task_version"),
-        attempts__gt=0,
-    )
-
-
 def _environment_evidence(*, environment: Environment, probe_model: ProbeModel) -> list[tuple[int, int]]:
     """(successes, attempts) of each current task version of the environment with attempts under the model."""
-    return list(
-        _evidence_calibrations(environment=environment, probe_model=probe_model).values_list("successes", "attempts")
-    )
-
-
-LEARNED_TABLE_CACHE_SECONDS = 3600
+    return [
+        (successes, attempts)
+        for _, successes, attempts in _environment_evidence_by_version(environment=environment, probe_model=probe_model)
+    ]
 
 
 def _environment_evidence_by_version(
@@ -128,10 +116,16 @@ def _environment_evidence_by_version(
 ) -> list[tuple[int, int, int]]:
     """(version id, successes, attempts) of each current task version with attempts under the model."""
     return list(
-        _evidence_calibrations(environment=environment, probe_model=probe_model).values_list(
-            "task_version_id", "successes", "attempts"
-        )
+        Calibration.objects.filter(
+            probe_model=probe_model,
+            task_version__task__environment=environment,
+            task_version__task__current_version=F("task_version"),
+            attempts__gt=0,
+        ).values_list("task_version_id", "successes", "attempts")
     )
+
+
+LEARNED_TABLE_CACHE_SECONDS = 3600
 
 
 def environment_learned_table(
@@ -258,8 +252,9 @@ def _learned_entry(*, environment: Environment, probe_model: ProbeModel, policy:
 class Learning:
     """An environment's learning outcome under one model: ``tables`` when it probes with learned
     tables, else None; ``reason``: "learned", or why the calibrated rule was kept for the table
-    without side information; ``strata_reason``: the same for the tables per stratum of declared
-    difficulty (None: too few calibrated tasks declare one)."""
+    without side information; ``strata_reason``: the same for the tables per stratum of score, and
+    ``strata_source``: the source of that score (None for both: no source scores enough calibrated
+    tasks; calibration.services.side_information)."""
 
     tables: LearnedTables | None
     reason: str
