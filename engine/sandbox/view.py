@@ -68,6 +68,15 @@ class SandboxView:
         return sorted(entries)
 
 
+TEST_RUNNER = ("pytest",)
+
+
+def repository_view(dependencies: tuple[str, ...] = ()) -> SandboxView:
+    """What a repository's tests see (grading and the repository world): the standard library, pytest and
+    the repository's declared dependencies."""
+    return SandboxView.of(distributions=(*TEST_RUNNER, *dependencies))
+
+
 def top_level_modules(distributions: tuple[str, ...]) -> set[str]:
     """The importable top-level names that these distributions (and their requirements) provide."""
     names = set()
