@@ -2,7 +2,8 @@
 
 An upload is a JSON Lines task file and one or more snapshots: a ``.tar.gz`` (``.tgz``) of the repository's
 work tree, or a git ``.bundle`` (its HEAD's tree becomes the snapshot, built the same deterministic way as
-every snapshot). A row's ``verifier.snapshot`` names its repository either by digest (``sha256:<hex>`` of a
+every snapshot; the bundle is read in the sandbox, ``engine.repo_tasks.bundles``). A row's
+``verifier.snapshot`` names its repository either by digest (``sha256:<hex>`` of a
 snapshot uploaded now or stored before) or by the file name of a snapshot uploaded with it, which the
 import replaces with that snapshot's digest: the digest stays in the verifier config, so the task version's
 content hash covers the repository.
@@ -17,12 +18,8 @@ stored are removed again. Each problem names the file, the line and the field.
 
 from __future__ import annotations
 
-import io
 import json
 import re
-import subprocess
-import tarfile
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,13 +29,12 @@ from django.db import transaction
 
 from curation import imports, repo_snapshots
 from curation.models import Environment, TaskVersion
-from engine.repo_tasks import snapshots
+from engine.repo_tasks import bundles, snapshots
 from engine.task_format import LineProblem
 from engine.verifiers.kinds import repo_tests
 
 TARBALL_SUFFIXES = (".tar.gz", ".tgz")
 BUNDLE_SUFFIX = ".bundle"
-GIT_TIMEOUT_S = 120
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
@@ -52,59 +48,10 @@ def snapshot_from_upload(upload: SnapshotUpload) -> bytes:
     """The snapshot (tar.gz bytes) an uploaded file gives; SnapshotError names the file."""
     name = upload.filename
     if name.endswith(BUNDLE_SUFFIX):
-        return _snapshot_from_bundle(upload.data, filename=name)
+        return bundles.snapshot_from_bundle(upload.data, filename=name)
     if not name.endswith(TARBALL_SUFFIXES):
         raise snapshots.SnapshotError(f"{name}: a snapshot is a .tar.gz (or .tgz) of the work tree or a git .bundle")
     return upload.data
-
-
-def _git(*args: str, cwd: Path, filename: str) -> bytes:
-    # Only git's own code runs: a clone from a bundle runs no hook and reads no configuration of the bundle.
-    environment = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd), "GIT_TERMINAL_PROMPT": "0", "PATH": "/usr/bin:/bin"}
-    try:
-        result = subprocess.run(
-            ["git", "-c", "core.hooksPath=/dev/null", *args],
-            cwd=cwd,
-            env=environment,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise snapshots.SnapshotError(f"{filename}: git could not read the bundle ({error})") from error
-    if result.returncode != 0:
-        message = result.stderr.decode(errors="replace").strip()[-500:]
-        raise snapshots.SnapshotError(f"{filename}: not a git bundle git can read ({message})")
-    return result.stdout
-
-
-def _snapshot_from_bundle(data: bytes, *, filename: str) -> bytes:
-    """The bundle's HEAD tree as a snapshot. Sizes are checked from the tree listing before any file is read."""
-    with tempfile.TemporaryDirectory(prefix="passband-bundle-") as folder:
-        work = Path(folder)
-        (work / "upload.bundle").write_bytes(data)
-        _git("clone", "--quiet", "--bare", "upload.bundle", "repository.git", cwd=work, filename=filename)
-        repository = work / "repository.git"
-        listing = _git("ls-tree", "-r", "-l", "-z", "HEAD", cwd=repository, filename=filename)
-        entries = [entry for entry in listing.split(b"\0") if entry]
-        sizes = [entry.split(b"\t", 1)[0].split()[-1] for entry in entries]
-        total = sum(int(size) for size in sizes if size.isdigit())
-        if len(entries) > snapshots.MAX_SNAPSHOT_FILES or total > snapshots.MAX_UNPACKED_BYTES:
-            raise snapshots.SnapshotError(
-                f"{filename}: more than {snapshots.MAX_SNAPSHOT_FILES} files or "
-                f"{snapshots.MAX_UNPACKED_BYTES >> 20} MiB at HEAD"
-            )
-        archive = _git("archive", "--format=tar", "HEAD", cwd=repository, filename=filename)
-    files: dict[str, bytes] = {}
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
-        for member in tar.getmembers():
-            if member.isdir() or member.name == "pax_global_header":
-                continue
-            if not member.isfile():
-                raise snapshots.SnapshotError(f"{filename}: {member.name}: only regular files and directories allowed")
-            extracted = tar.extractfile(member)
-            assert extracted is not None
-            files[member.name] = extracted.read()
-    return snapshots.build_from_files(files)
 
 
 def _rejected(filename: str, problems: list[LineProblem]) -> imports.ImportRejected:

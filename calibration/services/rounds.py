@@ -130,7 +130,7 @@ def _episodes_generate(
                 seed=seed,
                 params=params,
                 limits=limits,
-                world=RepoWorld(snapshot=repository),
+                world=RepoWorld(snapshot=repository, dependencies=tuple(version.verifier.get("dependencies") or ())),
             )
             generations.append(episode.generation)
             episodes.append(episode.transcript)

@@ -28,6 +28,8 @@ from typing import Any
 
 import jsonschema
 
+from engine.sandbox.view import MissingDistribution, SandboxView, top_level_modules
+
 GROUP = "passband.environments"
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,79}$")
 TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -59,6 +61,7 @@ class Plugin:
     tables: tuple[str, ...]
     state_checks: tuple[str, ...] = ()
     source_files: tuple[Path, ...] = field(default=(), compare=False)
+    dependencies: tuple[str, ...] = ()  # distributions its tool calls' sandbox mounts (DEPENDENCIES)
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -186,8 +189,16 @@ def source_files(module: ModuleType) -> list[tuple[str, Path]]:
     return files
 
 
-def _foreign_imports(name: str, path: Path, *, package: str, single: bool = False) -> list[str]:
-    """Imports of anything but the standard library and the package itself, as "file:line imports x"."""
+DYNAMIC_IMPORTS = frozenset({"__import__", "import_module"})
+
+
+def _foreign_imports(
+    name: str, path: Path, *, package: str, single: bool = False, provided: frozenset[str] = frozenset()
+) -> list[str]:
+    """Imports of anything but the standard library, the package itself and ``provided`` (the top-level
+    modules of its declared dependencies), as "file:line imports x". A dynamic import (``__import__``,
+    ``importlib.import_module``) counts by its literal argument and is refused without one. A help for
+    authors, not the boundary: what the sandbox does not mount cannot be imported however it is named."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except SyntaxError as error:
@@ -201,13 +212,41 @@ def _foreign_imports(name: str, path: Path, *, package: str, single: bool = Fals
         elif isinstance(node, ast.ImportFrom) and node.level > 0 and single:
             found.append(f"{name} ({path.name}:{node.lineno}) imports relatively, but it is a module, not a package")
             continue
+        elif isinstance(node, ast.Call) and _called_name(node.func) in DYNAMIC_IMPORTS:
+            argument = node.args[0] if node.args else None
+            if not (isinstance(argument, ast.Constant) and isinstance(argument.value, str)):
+                found.append(
+                    f"{name} ({path.name}:{node.lineno}) imports a module named at run time; import it by name"
+                )
+                continue
+            targets = [argument.value]
         else:
             continue
         for target in targets:
             own = target == package or target.startswith(package + ".")
-            if not own and target.split(".")[0] not in sys.stdlib_module_names:
+            top = target.split(".")[0]
+            if not own and top not in sys.stdlib_module_names and top not in provided:
                 found.append(f"{name} ({path.name}:{node.lineno}) imports {target}")
     return found
+
+
+def _called_name(function: ast.expr) -> str:
+    if isinstance(function, ast.Name):
+        return function.id
+    return function.attr if isinstance(function, ast.Attribute) else ""
+
+
+def _declared_dependencies(module: ModuleType) -> tuple[str, ...]:
+    """The module's DEPENDENCIES (distribution names the sandbox mounts for its tools); PluginError when
+    malformed or not installed."""
+    declared = getattr(module, "DEPENDENCIES", ())
+    if not isinstance(declared, (list, tuple)) or not all(isinstance(item, str) and item for item in declared):
+        raise PluginError(f"{module.__name__}.DEPENDENCIES must be a tuple of distribution names, e.g. ('numpy',)")
+    try:
+        SandboxView.of(distributions=tuple(declared)).entries()
+    except MissingDistribution as error:
+        raise PluginError(f"{module.__name__}.DEPENDENCIES: {error}; install it beside the plug-in") from None
+    return tuple(declared)
 
 
 # -- validation and discovery ------------------------------------------------------------------------
@@ -267,16 +306,21 @@ def plugin_from_module(
         )
     files = source_files(module)
     single = not (hasattr(module, "__path__"))
+    dependencies = _declared_dependencies(module)
     if check_imports:
+        provided = frozenset(top_level_modules(dependencies)) if dependencies else frozenset()
         foreign = [
             problem
             for module_name, path in files
-            for problem in _foreign_imports(module_name, path, package=module.__name__, single=single)
+            for problem in _foreign_imports(
+                module_name, path, package=module.__name__, single=single, provided=provided
+            )
         ]
         if foreign:
             raise PluginError(
-                "the tool package must be self-contained (the standard library and its own modules), because its "
-                "source is what runs in the sandbox: " + "; ".join(foreign[:5])
+                "the tool package must be self-contained (the standard library, its own modules and the "
+                "distributions it names in DEPENDENCIES), because only these exist in its sandbox: "
+                + "; ".join(foreign[:5])
             )
     return Plugin(
         name=name,
@@ -288,6 +332,7 @@ def plugin_from_module(
         tables=tuple(tables),
         state_checks=tuple(checks),
         source_files=tuple(path for _, path in files),
+        dependencies=dependencies,
     )
 
 

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.episodes import plugin_runtime, plugins
-from engine.sandbox import SandboxLimits, default_sandbox
+from engine.sandbox import SandboxLimits
+from engine.sandbox.view import SandboxView, sandbox_for
 
 
 class _Installed(Mapping[str, Any]):
@@ -198,7 +199,8 @@ class SandboxedWorld:
     def __init__(self, *, environment: str, seed: int, tool_seconds: float = 5.0, sandbox: Any = None) -> None:
         self.environment = environment
         self.seed = seed
-        self._sandbox = sandbox or default_sandbox()
+        # The plug-in's own view: the standard library and the distributions it declares, nothing of Passband's.
+        self._sandbox = sandbox or sandbox_for(SandboxView.of(distributions=plugins.get(environment).dependencies))
         self._limits = SandboxLimits(
             wall_seconds=tool_seconds, cpu_seconds=tool_seconds, memory_bytes=512 << 20, max_output_bytes=8 << 20
         )

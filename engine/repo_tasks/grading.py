@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.repo_tasks.patches import filter_patch, is_test_path
-from engine.sandbox import Sandbox, SandboxLimits, SandboxRun, default_sandbox
+from engine.sandbox import Sandbox, SandboxLimits, SandboxRun
+from engine.sandbox.view import MissingDistribution, repository_view, sandbox_for
 
 RUNNER_SOURCE = Path(__file__).with_name("runner_program.py").read_text(encoding="utf-8")
 CHILD_SOURCE = Path(__file__).with_name("pytest_child.py").read_text(encoding="utf-8")
@@ -48,6 +49,7 @@ class RepoTaskSpec:
     memory_mb: int = 2048
     max_processes: int = 16
     extra_test_files: tuple[str, ...] = ()  # run these whole too (building a task: every test)
+    dependencies: tuple[str, ...] = ()  # distributions the tests may import besides pytest (the sandbox's view)
 
     @property
     def test_ids(self) -> tuple[str, ...]:
@@ -106,7 +108,13 @@ def grade(*, task: RepoTaskSpec, snapshot: bytes, patch: str, sandbox: Sandbox |
 def run_in_sandbox(
     *, task: RepoTaskSpec, snapshot: bytes, patch: str, sandbox: Sandbox | None = None
 ) -> tuple[SandboxRun, dict[str, Any] | None]:
-    """One run of runner_program.py; the result it printed with this run's nonce, if any."""
+    """One run of runner_program.py; the result it printed with this run's nonce, if any. Without a given
+    sandbox, the tests run in the view of pytest and the task's declared dependencies only."""
+    if sandbox is None:
+        try:
+            sandbox = sandbox_for(repository_view(task.dependencies))
+        except MissingDistribution as error:
+            return SandboxRun(status="error", error=f"a declared dependency: {error}"), None
     nonce = secrets.token_hex(16)
     child_nonce = secrets.token_hex(16)
     guarded = sorted(set(task.hidden_tests) | {path for path in task.test_files if is_test_path(path)})
@@ -134,7 +142,7 @@ def run_in_sandbox(
         tmp_bytes=256 << 20,
         max_output_bytes=16 << 20,
     )
-    run = (sandbox or default_sandbox()).run_script(program=RUNNER_SOURCE, stdin=json.dumps(request), limits=limits)
+    run = sandbox.run_script(program=RUNNER_SOURCE, stdin=json.dumps(request), limits=limits)
     result = None
     for line in run.stdout.splitlines():
         if line.startswith(RESULT_PREFIX + nonce + " "):
@@ -149,7 +157,7 @@ def run_in_sandbox(
 
 
 def sandbox_python(sandbox: Sandbox | None) -> str:
-    return (sandbox or default_sandbox()).python
+    return (sandbox or sandbox_for(repository_view())).python
 
 
 def judge(*, task: RepoTaskSpec, result: dict[str, Any], dropped: tuple[str, ...], patch_kept: bool) -> GradeResult:

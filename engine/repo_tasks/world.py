@@ -30,7 +30,8 @@ from typing import Any
 from engine.episodes.world import ToolResult
 from engine.repo_tasks.patches import diff_files
 from engine.repo_tasks.snapshots import read_files
-from engine.sandbox import Sandbox, SandboxLimits, default_sandbox
+from engine.sandbox import Sandbox, SandboxLimits
+from engine.sandbox.view import repository_view, sandbox_for
 
 PROGRAM = Path(__file__).with_name("world_program.py").read_text(encoding="utf-8")
 ENVIRONMENT = "repository"
@@ -92,6 +93,11 @@ class RepoWorld:
     seed: int = 0
     overlay: dict[str, str | None] = field(default_factory=dict)
     tool_seconds_used: float = 0.0
+    dependencies: tuple[str, ...] = ()
+
+    def _sandbox(self) -> Sandbox:
+        # The view the grader's tests get: pytest and the declared dependencies, nothing of Passband's.
+        return self.sandbox or sandbox_for(repository_view(self.dependencies))
 
     def reset(self) -> None:
         """A fresh copy of the snapshot."""
@@ -116,7 +122,7 @@ class RepoWorld:
             # The command inside stops first, so its output still comes back.
             "command_seconds": max(MIN_CALL_SECONDS / 2, min(self.limits.call_seconds, remaining) - 2.0),
             "output_chars": self.limits.output_chars,
-            "python": os.path.realpath((self.sandbox or default_sandbox()).python),
+            "python": os.path.realpath(self._sandbox().python),
         }
         seconds = min(self.limits.call_seconds, remaining)
         limits = SandboxLimits(
@@ -129,7 +135,7 @@ class RepoWorld:
             tmp_bytes=256 << 20,
             max_output_bytes=self.limits.max_overlay_bytes * 2 + 65536,
         )
-        run = (self.sandbox or default_sandbox()).run_script(program=PROGRAM, stdin=json.dumps(request), limits=limits)
+        run = self._sandbox().run_script(program=PROGRAM, stdin=json.dumps(request), limits=limits)
         elapsed = time.perf_counter() - started
         self.tool_seconds_used += elapsed
         latency_ms = elapsed * 1000

@@ -70,17 +70,26 @@ class Sandbox:
 
     isolation: "auto" (namespaces when the kernel allows, else the fallback), "namespaces"
     (fail with SandboxUnavailable rather than run weaker) or "fallback" (force the weak mode;
-    for tests and for platforms known to forbid namespaces).
+    for tests and for platforms known to forbid namespaces). view: an ``engine.sandbox.view.SandboxView``
+    (which Python the runs see; None: the interpreter's installed packages); raises its
+    MissingDistribution when it names a distribution that is not installed.
     """
 
     def __init__(
-        self, *, isolation: str = "auto", python: str | None = None, maxima: SandboxMaxima | None = None
+        self,
+        *,
+        isolation: str = "auto",
+        python: str | None = None,
+        maxima: SandboxMaxima | None = None,
+        view: Any = None,
     ) -> None:
         if isolation not in ISOLATION_CHOICES:
             raise ValueError(f"isolation must be one of {ISOLATION_CHOICES}, got {isolation!r}")
         self.requested_isolation = isolation
         self.maxima = maxima or SandboxMaxima.from_environment()
         self.python = python or sys.executable or "python3"
+        restricted = view is not None and not view.installed_packages
+        self.view_options = {"restricted": restricted, "packages": view.entries() if restricted else []}
         self._lock = threading.Lock()
         self._server: _Server | None = None
 
@@ -161,7 +170,7 @@ class Sandbox:
     def _start(self) -> _Server:
         if self.requested_isolation in ("auto", "namespaces"):
             try:
-                server = _start_server(self.python, namespaces=True, maxima=self.maxima)
+                server = _start_server(self.python, namespaces=True, maxima=self.maxima, view=self.view_options)
                 _self_test(server)
                 return server
             except SandboxUnavailable as error:
@@ -171,7 +180,7 @@ class Sandbox:
                 reason = str(error)
         else:
             reason = "fallback requested"
-        server = _start_server(self.python, namespaces=False, maxima=self.maxima)
+        server = _start_server(self.python, namespaces=False, maxima=self.maxima, view=self.view_options)
         server.isolation["fallback_reason"] = reason
         _self_test(server)
         return server
@@ -264,14 +273,15 @@ os.register_at_fork(after_in_child=_forget_default_after_fork)
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _start_server(python: str, *, namespaces: bool, maxima: SandboxMaxima) -> _Server:
+def _start_server(python: str, *, namespaces: bool, maxima: SandboxMaxima, view: dict[str, Any]) -> _Server:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     options = json.dumps(
         {
             "control_fd": theirs.fileno(),
             "namespaces": namespaces,
-            "site_packages": _site_packages(python),
+            "site_packages": [] if view["restricted"] else _site_packages(python),
             "maxima": maxima.as_options(),
+            "view": view,
         }
     )
     try:
@@ -302,6 +312,11 @@ def _start_server(python: str, *, namespaces: bool, maxima: SandboxMaxima) -> _S
         reason = ready.get("error") or f"server did not start (output {line[:200]!r})"
         raise SandboxUnavailable(reason)
     isolation = _describe_isolation(namespaces=namespaces, user=str(ready.get("user", "")))
+    isolation["python"] = (
+        f"standard library and {len(view['packages'])} package entries only"
+        if view["restricted"]
+        else "installed packages"
+    )
     return _Server(process=process, control=ours, isolation=isolation)
 
 
@@ -363,7 +378,10 @@ def _describe_isolation(*, namespaces: bool, user: str) -> dict[str, Any]:
     if namespaces:
         return {
             "mode": "namespaces",
-            "user": f"{user}; each run gets its own user namespace (uid {1000} inside, no capabilities, no_new_privs)",
+            "user": (
+                f"{user}; each run gets its own user namespace (uid {1000} inside, no capabilities, no_new_privs, "
+                "no nested user namespace)"
+            ),
             "network": "new network namespace per run with no interface up: no network at all, not even 127.0.0.1",
             "filesystem": (
                 "read-only view of system and Python directories only; private tmpfs /tmp (the cwd) and /dev/shm"

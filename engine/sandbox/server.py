@@ -56,7 +56,7 @@ import socket
 import sys
 
 RUNTIME = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
-RUNTIME_MODULES = ("wire", "isolation", "program", "judge", "supervisor")
+RUNTIME_MODULES = ("wire", "views", "isolation", "program", "judge", "supervisor")
 
 # Modules model-written programs import most (HumanEval: typing, math, random, copy, string,
 # collections, re, hashlib). Loading them once here makes every run cheaper; heavier ones
@@ -175,6 +175,10 @@ def main() -> None:
     maxima = dict(options.get("maxima") or {})
     try:
         load_runtime()
+        view = options.get("view") or {}
+        sys.modules["passband_sandbox.views"].configure(
+            restricted=bool(view.get("restricted")), packages=list(view.get("packages") or []), namespaced=namespaced
+        )
         sys.modules["passband_sandbox.isolation"].name_process("pb-server")
         if namespaced:
             report["user"] = sys.modules["passband_sandbox.isolation"].enter_server_namespaces()

@@ -1,5 +1,5 @@
 """Repository snapshots uploaded with their task rows, on the upload page and over the API: stored once by
-content hash, a git bundle read by git itself, every problem naming file, line and field, a snapshot
+content hash, a git bundle read by git in the sandbox, every problem naming file, line and field, a snapshot
 whose tests cannot run here refused with the failing output, and nothing written by a refused upload."""
 
 import json
@@ -41,6 +41,19 @@ def stored_snapshots(media) -> list[str]:
     return sorted(path.name for path in folder.iterdir()) if folder.exists() else []
 
 
+def git_repository(folder, files, *, commits=1) -> list[str]:
+    """A real git repository of ``files`` with ``commits`` commits; the git command line that works in it."""
+    for path, text in files.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(text)
+    git = ["git", "-c", "user.name=a", "-c", "user.email=a@example.org", "-C", str(folder)]
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    for number in range(commits):
+        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", f"commit {number}"], check=True)
+    return git
+
+
 def page_upload(client, *, tasks: bytes, snapshots_: dict[str, bytes], filename="tasks.jsonl"):
     files = [SimpleUploadedFile(name, data) for name, data in snapshots_.items()]
     return client.post(
@@ -67,14 +80,7 @@ def test_a_snapshot_uploaded_on_the_page_with_its_rows_is_stored_once_and_named_
 
 
 def test_a_git_bundle_becomes_the_snapshot_of_its_head(client, alice, repositories, media, tmp_path):
-    repository = tmp_path / "calc"
-    for path, text in FILES.items():
-        (repository / path).parent.mkdir(parents=True, exist_ok=True)
-        (repository / path).write_text(text)
-    git = ["git", "-c", "user.name=a", "-c", "user.email=a@example.org", "-C", str(repository)]
-    subprocess.run(["git", "init", "-q", str(repository)], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "calc"], check=True)
+    git = git_repository(tmp_path / "calc", FILES)
     subprocess.run([*git, "bundle", "create", "-q", str(tmp_path / "calc.bundle"), "HEAD", "--all"], check=True)
     client.force_login(alice)
     response = page_upload(
@@ -87,7 +93,7 @@ def test_a_git_bundle_becomes_the_snapshot_of_its_head(client, alice, repositori
     assert Task.objects.get().versions.get().verifier["snapshot"] == snapshots.digest_of(SNAPSHOT)
     not_a_bundle = page_upload(client, tasks=jsonl(tiny_row("x.bundle")), snapshots_={"x.bundle": b"garbage"})
     assert not_a_bundle.status_code == 400
-    assert "x.bundle: not a git bundle git can read" in not_a_bundle.content.decode()
+    assert "x.bundle: not a git bundle Passband reads" in not_a_bundle.content.decode()
 
 
 def test_bad_uploads_name_file_line_and_field_and_write_nothing(client, alice, repositories, media):

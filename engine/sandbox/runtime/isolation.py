@@ -11,6 +11,8 @@ import resource
 import signal
 import sys
 
+from . import views
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
@@ -114,7 +116,7 @@ def _bind_sources() -> list[str]:
     """Directories the sandboxed interpreter needs: system libraries and the Python install."""
     candidates = list(SYSTEM_DIRECTORIES)
     # The prefixes hold the standard library; sys.path adds the site-packages the caller passed.
-    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path}:
+    for prefix in set(views.python_prefixes()):
         if prefix and os.path.isdir(prefix):
             candidates += [prefix, os.path.realpath(prefix)]
     executable = os.path.realpath(sys.executable)
@@ -166,6 +168,7 @@ def build_root(new_root: str, *, sources: list[str] | None = None, old_tmp: int 
             continue
         os.makedirs(target, exist_ok=True)
         mount(origin, target, None, MS_BIND | MS_REC)
+    views.apply(new_root, mount)
     # Every mount under the new root (the binds and whatever sits below them) becomes read-only.
     with open("/proc/self/mountinfo") as mountinfo:
         mount_points = [line.split()[4] for line in mountinfo]

@@ -33,7 +33,7 @@ import tempfile
 import time
 from typing import NoReturn
 
-from . import isolation
+from . import isolation, views
 from .isolation import SetupError
 
 DEFAULT_TMP_BYTES = 64 << 20
@@ -69,6 +69,7 @@ def prepare_spare(channel: socket.socket, namespaced: bool, maxima: dict) -> Non
         os.setsid()
         if namespaced:
             isolation.unshare_user_namespace(isolation.SANDBOX_UID)
+            views.refuse_nested_user_namespaces()
             flags = isolation.CLONE_NEWNET | isolation.CLONE_NEWNS | isolation.CLONE_NEWPID
             isolation._check(
                 isolation.libc.unshare(flags | isolation.CLONE_NEWIPC | isolation.CLONE_NEWUTS), "unshare namespaces"

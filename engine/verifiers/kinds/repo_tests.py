@@ -31,6 +31,7 @@ KIND = "repo_tests"
 TEST_COMMANDS = ("pytest",)
 AUDIT_OUTPUT_CHARS = 1500
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_DISTRIBUTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
 def parse_config(raw: dict[str, Any]) -> RepoTaskSpec:
@@ -54,6 +55,10 @@ def parse_config(raw: dict[str, Any]) -> RepoTaskSpec:
     reader.string("test_command", "pytest", choices=TEST_COMMANDS)
     timeout = reader.number("timeout_seconds", 60, minimum=1, maximum=300)
     memory_mb = reader.integer("memory_mb", 2048, minimum=256, maximum=4096)
+    dependencies = reader.string_list("dependencies", [])
+    for index, name in enumerate(dependencies):
+        if not _DISTRIBUTION.match(name):
+            raise VerifierConfigError(f"dependencies[{index}]", f"must be a distribution name (as pip), got {name!r}")
     reader.finish()
     return RepoTaskSpec(
         snapshot=snapshot,
@@ -62,6 +67,7 @@ def parse_config(raw: dict[str, Any]) -> RepoTaskSpec:
         hidden_tests=dict(hidden_tests),
         timeout_seconds=timeout,
         memory_mb=memory_mb,
+        dependencies=tuple(dependencies),
     )
 
 

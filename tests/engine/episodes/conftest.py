@@ -3,7 +3,12 @@ sandbox in the isolation the rest of the suite uses."""
 
 import os
 import sys
+from importlib import metadata
 from pathlib import Path
+
+import pytest
+
+from engine.episodes import plugins
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -11,3 +16,22 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 _REPOSITORY_ROOT = str(Path(__file__).resolve().parents[3])
 if _REPOSITORY_ROOT not in sys.path:
     sys.path.insert(0, _REPOSITORY_ROOT)
+
+BROKEN = "tests.engine.episodes.broken_plugins"
+
+
+def entry_point(name, module):
+    return metadata.EntryPoint(name=name, value=f"{BROKEN}.{module}", group=plugins.GROUP)
+
+
+@pytest.fixture
+def with_plugins(monkeypatch):
+    """Discovery over the installed plug-ins plus these test modules (real EntryPoint objects)."""
+
+    def install(**modules):
+        points = [*metadata.entry_points(group=plugins.GROUP), *(entry_point(n, m) for n, m in modules.items())]
+        found = plugins.discover_from(points)
+        monkeypatch.setattr(plugins, "discover", lambda: found)
+        return found
+
+    yield install

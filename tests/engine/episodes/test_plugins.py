@@ -2,7 +2,6 @@
 
 import json
 import socket
-from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -13,24 +12,6 @@ from engine.sandbox import default_sandbox
 from engine.verifiers import VerifierConfigError, audit, validate_config, verify
 
 ROOT = Path(__file__).resolve().parents[3]
-BROKEN = "tests.engine.episodes.broken_plugins"
-
-
-def entry_point(name, module):
-    return metadata.EntryPoint(name=name, value=f"{BROKEN}.{module}", group=plugins.GROUP)
-
-
-@pytest.fixture
-def with_plugins(monkeypatch):
-    """Discovery over the installed plug-ins plus these test modules (real EntryPoint objects)."""
-
-    def install(**modules):
-        points = [*metadata.entry_points(group=plugins.GROUP), *(entry_point(n, m) for n, m in modules.items())]
-        found = plugins.discover_from(points)
-        monkeypatch.setattr(plugins, "discover", lambda: found)
-        return found
-
-    yield install
 
 
 def test_installed_plugins_are_discovered_with_their_origin():
