@@ -21,6 +21,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -89,6 +90,9 @@ def _said(text: str) -> object:
 
 
 def _from_regions(text: str, regions: list[tuple[int, int]], source: str, offset: int) -> Span:
+    if len(regions) > 1:  # a box or answer taken back ("\\boxed{6} is wrong") is not one of the answers
+        kept = [region for region in regions if not _context_problem(text, Span("", *region, source)).startswith("negated")]
+        regions = kept or regions[-1:]
     start, end = _trim(text, *regions[-1])
     hedge = "" if _same_texts([text[a:b] for a, b in regions]) else f"{len(regions)} {source} answers that differ"
     return Span(text[start:end], offset + start, offset + end, source, hedge)
@@ -111,8 +115,13 @@ def _phrase_regions(text: str) -> list[tuple[int, int]]:
     return regions
 
 
+_DISPLAY_CLOSER = re.compile(r"\s*(?:\\\]|\$\$)\s*")
+
+
 def _last_line(text: str, offset: int) -> Span | None:
     lines = [(match.start(), match.end()) for match in re.finditer(r"[^\n]*\S[^\n]*", text)]
+    while lines and _DISPLAY_CLOSER.fullmatch(text, *lines[-1]):  # "\\]" or "$$" ending a display
+        lines.pop()
     if not lines:
         return None
     start, end = lines[-1]
@@ -245,7 +254,8 @@ def taken_back(completion: str) -> str:
         return ""
     if answer_value.negated(span.text, len(span.text), len(span.text)):
         return "negated: the answer says what the value is not"
-    return _context_problem(completion, span)
+    problem = _context_problem(completion, span)
+    return problem if problem.startswith("negated") else ""
 
 
 def committed(completion: str) -> answer_value.Reading:
@@ -255,9 +265,10 @@ def committed(completion: str) -> answer_value.Reading:
     if span is None:
         return answer_value.Reading(None, "no final answer")
     if span.hedge:
-        return answer_value.Reading(None, f"hedged: {span.hedge}")
+        return answer_value.Reading(None, f"hedged: {span.hedge}", span.text)
     problem = _context_problem(completion, span)
-    return answer_value.Reading(None, problem) if problem else answer_value.read_statement(span.text)
+    reading = answer_value.Reading(None, problem) if problem else answer_value.read_statement(span.text)
+    return dataclasses.replace(reading, stated=span.text)
 
 
 def written_like(reference: str, span: Span, completion: str) -> str:

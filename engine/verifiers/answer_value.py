@@ -53,13 +53,17 @@ class Reading:
 
     quantity: Quantity | None
     refusal: str = ""
+    stated: str = ""
 
 
 # Text cleaning: LaTeX and typography to plain text ------------------------------------------------
 
-_TEXT_COMMAND = re.compile(r"\\(?:text|mathrm|textbf|mathbf|textit|mbox|operatorname|rm)\s*\{([^{}]*)\}")
+_TEXT_COMMAND = re.compile(
+    r"\\(?:text|textnormal|textrm|textsf|textit|textbf|mathrm|mathbf|mathit|mbox|operatorname|rm)\s*\{([^{}]*)\}"
+)
 _FRACTION = re.compile(r"(-?)\\[dtc]?frac\s*(?:\{\s*(\d+)\s*\}|(\d))\s*(?:\{\s*(\d+)\s*\}|(\d))")
-_NOISE = re.compile(r"\\[,!;: ]|\\left|\\right|\\displaystyle|\\quad|\\qquad|\\boxed|\\fbox")
+_NOISE = re.compile(r"\\[,!;:](?![A-Za-z])|\\left|\\right|\\displaystyle|\\boxed|\\fbox")  # thin spaces join digits
+_SPACES = re.compile(r"\\ |\\q?quad")
 _DELIMITERS = re.compile(r"\$\$?|\\[()\[\]]")
 _REPLACEMENTS = (
     ("\u2212", "-"),
@@ -85,7 +89,7 @@ def clean(text: str) -> str:
     LaTeX fractions as ``p/q``, multiplication and division signs as ``*`` and ``/``."""
     for old, new in _REPLACEMENTS:
         text = text.replace(old, new)
-    text = _TEXT_COMMAND.sub(r" \1", _NOISE.sub(" ", text))
+    text = _TEXT_COMMAND.sub(r" \1", _SPACES.sub(" ", _NOISE.sub("", text)))
     text = _FRACTION.sub(lambda m: f"{m[1]}{m[2] or m[3]}/{m[4] or m[5]}", text)
     text = _DELIMITERS.sub(" ", text)
     return re.sub(r"[ \t\u00a0]+", " ", text).strip()
@@ -94,8 +98,8 @@ def clean(text: str) -> str:
 # Numbers ------------------------------------------------------------------------------------------
 
 _DECIMAL = (
-    r"(?:[1-9]\d{0,2}(?:,\d{3})+(?!\d)(?:\.\d+)?|(?:0|\d+(?=,(?:\d{1,2}|\d{4,})(?![\d,]))),\d+(?![\d,])"
-    r"|\d+(?:\.\d+)?|\.\d+)"
+    r"(?:[1-9]\d{0,2}(?:,\d{3}){1,130}(?!\d)(?:\.\d{1,400})?|(?:0|\d{1,400}(?=,(?:\d{1,2}|\d{4,400})(?![\d,])))"
+    r",\d{1,400}(?![\d,])|\d{1,400}(?:\.\d{1,400})?|\.\d{1,400})"
 )
 _LITERAL = rf"{_DECIMAL}(?:[eE][-+]?\d{{1,4}})?(?:/{_DECIMAL})?"
 _TOKEN = re.compile(rf"(?<![\w.,/])(?P<sign>(?<![\w)\]}}])-)?[$€£¥]?(?P<literal>{_LITERAL})(?![\w.,/]*\d)")
@@ -229,7 +233,7 @@ def read_quantity(text: str) -> Quantity | None:
     """The Quantity a whole text states (``-1,000.5``, ``\\frac{3}{4}``, ``$5``, ``12 km``, ``45%``,
     "eight"), or None: ``41 or 42``, ``6*7``, ``16/2`` and ``1, 2`` are not one number."""
     plain = clean(text).strip().rstrip(".!")
-    while plain.startswith("(") and plain.endswith(")"):
+    while plain.startswith("(") and plain.endswith(")") and "," not in plain:  # (7,6) is a pair
         plain = plain[1:-1].strip()
     plain = re.sub(r"^[$€£¥]\s*", "", plain)
     spaced = re.match(r"[-+]?[1-9]\d{0,2}(?:[ \u202f]\d{3})+(?:\.\d+)?(?!\S*\d)", plain)
@@ -276,12 +280,18 @@ _CLAUSE_END = re.compile(
 _POST_NEGATION = re.compile(
     r"[\s})$*\\\]]*(?:[A-Za-z]+\s+){0,2}?(?:is|was|would\s+be)\s*(?:n[’']t|not)\s+(?:the\s+|a\s+|my\s+|our\s+)?"
     r"(?:final\s+)?(?:answer|right|correct|solution|result)\b"
+    r"|[\s})$*\\\]]*[:,?]\s*(?:no|nope|wrong|incorrect)\b"
     r"|[\s})$*\\\]]*(?:[A-Za-z]+\s+){0,2}?(?:is|was|would\s+be)\s+(?:wrong|incorrect|false|a\s+mistake)\b",
     re.IGNORECASE,
 )
 _HEDGE = re.compile(
     r"\b(?:maybe|perhaps|possibly|probably|likely|might|guess|unsure|either|or|not\s+sure|uncertain)\b|\?",
     re.IGNORECASE,
+)
+# Operators that join or bound values: "x = 2 \\lor x = 3", "1 \\le x \\le 100", "41 \\cup 42".
+_JOINED = re.compile(
+    r"\\(?:lor|land|vee|wedge|mid|cup|cap|setminus|implies|iff|Rightarrow|rightarrow|to|pm|mp|le|ge|leq|geq|lt|gt"
+    r"|neq|ne|in|notin|subset|subseteq)(?![A-Za-z])|\\\\|[<>\u2264\u2265\u00b1]|\+-"
 )
 _OPERATOR_BEFORE = re.compile(
     r"(?:[\w)\]}]\s*(?:[-+*/^]|\bx\b)|\b(?:plus|minus|times|over|divided\s+by|multiplied\s+by|of)"
@@ -353,6 +363,9 @@ def read_statement(text: str) -> Reading:
     Out: Reading(quantity) or Reading(None, why): negated, hedged, unworked expression, several values,
     not one number, no number."""
     plain = clean(text)
+    joined = _JOINED.search(plain)
+    if joined:
+        return Reading(None, f"several values: joined or bounded with {joined.group(0)}; one value is asked")
     offset, sentence = _statement_sentence(plain)
     if not sentence:
         return Reading(None, "no number in the answer")

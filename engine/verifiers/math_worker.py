@@ -156,13 +156,13 @@ def _compare_number(request: dict, math_verify, expected) -> dict:
     reading = answer_span.committed(request["completion"])
     if reading.quantity is None:
         return {"outcome": "fail", "detail": f"no committed value: {reading.refusal}"}
-    got, shown = reading.quantity, _shorten(reading.quantity.shown())
+    got, shown = reading.quantity, _shorten(reading.stated or reading.quantity.shown())
     if answer_value.same_quantity(got, expected, units):
         return {"outcome": "pass", "detail": f"answer {shown!r} matches {expected.shown()!r}"}
     plain = not (got.percent or expected.percent or got.unit or expected.unit)
     if plain and got.number != 0 and _rounded_equal(request, math_verify, got.number, expected.number):
         return {"outcome": "pass", "detail": f"answer {shown!r} matches {expected.shown()!r} when rounded"}
-    return {"outcome": "fail", "detail": answer_span.difference(got, expected, units)}
+    return {"outcome": "fail", "detail": f"answer {shown!r}: {answer_span.difference(got, expected, units)}"}
 
 
 def _rounded_equal(request: dict, math_verify, got, expected) -> bool:
