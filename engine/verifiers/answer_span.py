@@ -91,7 +91,9 @@ def _said(text: str) -> object:
 
 def _from_regions(text: str, regions: list[tuple[int, int]], source: str, offset: int) -> Span:
     if len(regions) > 1:  # a box or answer taken back ("\\boxed{6} is wrong") is not one of the answers
-        kept = [region for region in regions if not _context_problem(text, Span("", *region, source)).startswith("negated")]
+        kept = [
+            region for region in regions if not _context_problem(text, Span("", *region, source)).startswith("negated")
+        ]
         regions = kept or regions[-1:]
     start, end = _trim(text, *regions[-1])
     hedge = "" if _same_texts([text[a:b] for a, b in regions]) else f"{len(regions)} {source} answers that differ"

@@ -291,7 +291,7 @@ _HEDGE = re.compile(
 # Operators that join or bound values: "x = 2 \\lor x = 3", "1 \\le x \\le 100", "41 \\cup 42".
 _JOINED = re.compile(
     r"\\(?:lor|land|vee|wedge|mid|cup|cap|setminus|implies|iff|Rightarrow|rightarrow|to|pm|mp|le|ge|leq|geq|lt|gt"
-    r"|neq|ne|in|notin|subset|subseteq)(?![A-Za-z])|\\\\|[<>\u2264\u2265\u00b1]|\+-"
+    r"|neq|ne|in|notin|subset|subseteq)(?![A-Za-z])|\\\\|(?<=[\w)\s])[<>\u2264\u2265](?=[\s\w(-])|\u00b1|\+-"
 )
 _OPERATOR_BEFORE = re.compile(
     r"(?:[\w)\]}]\s*(?:[-+*/^]|\bx\b)|\b(?:plus|minus|times|over|divided\s+by|multiplied\s+by|of)"
@@ -363,12 +363,12 @@ def read_statement(text: str) -> Reading:
     Out: Reading(quantity) or Reading(None, why): negated, hedged, unworked expression, several values,
     not one number, no number."""
     plain = clean(text)
-    joined = _JOINED.search(plain)
-    if joined:
-        return Reading(None, f"several values: joined or bounded with {joined.group(0)}; one value is asked")
     offset, sentence = _statement_sentence(plain)
     if not sentence:
         return Reading(None, "no number in the answer")
+    joined = _JOINED.search(sentence)
+    if joined:
+        return Reading(None, f"several values: joined or bounded with {joined.group(0)}; one value is asked")
     side_start = _last_side(sentence)
     side = sentence[side_start:]
     approx = side.find("\u2248")
