@@ -89,6 +89,10 @@ def _said(text: str) -> object:
     return (quantity.number, quantity.percent, quantity.unit) if quantity else normal_text(text)
 
 
+def _taken_back_at(text: str, region: tuple[int, int], source: str) -> bool:
+    return _context_problem(text, Span("", *region, source)).startswith("negated")
+
+
 def _from_regions(text: str, regions: list[tuple[int, int]], source: str, offset: int) -> Span:
     if len(regions) > 1:  # a box or answer taken back ("\\boxed{6} is wrong") is not one of the answers
         kept = [
