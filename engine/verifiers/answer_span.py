@@ -21,11 +21,17 @@ Standard library only.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from engine.verifiers.text import boxed_spans, tag_spans
+if __package__:  # imported as engine.verifiers.answer_span
+    from engine.verifiers import answer_value
+    from engine.verifiers.text import boxed_spans, tag_spans
+else:  # a sibling file of math_worker's helper script (python -I)
+    import answer_value  # type: ignore[no-redef]
+    from text import boxed_spans, tag_spans  # type: ignore[no-redef]
 
 BOXED, ANSWER_TAG, PHRASE, LAST_LINE = "boxed", "answer_tag", "phrase", "last_line"
 # Only the tail is read: a final answer is at the end, and no completion makes this slow.
@@ -74,10 +80,25 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _same_texts(texts: list[str]) -> bool:
-    return len({normal_text(text) for text in texts}) <= 1
+    """Whether several answers say the same thing: the same stated value, or the same text."""
+    return len({_said(text) for text in texts}) <= 1
+
+
+def _said(text: str) -> object:
+    quantity = answer_value.read_statement(text).quantity
+    return (quantity.number, quantity.percent, quantity.unit) if quantity else normal_text(text)
+
+
+def _taken_back_at(text: str, region: tuple[int, int], source: str) -> bool:
+    return _context_problem(text, Span("", *region, source)).startswith("negated")
 
 
 def _from_regions(text: str, regions: list[tuple[int, int]], source: str, offset: int) -> Span:
+    if len(regions) > 1:  # a box or answer taken back ("\\boxed{6} is wrong") is not one of the answers
+        kept = [
+            region for region in regions if not _context_problem(text, Span("", *region, source)).startswith("negated")
+        ]
+        regions = kept or regions[-1:]
     start, end = _trim(text, *regions[-1])
     hedge = "" if _same_texts([text[a:b] for a, b in regions]) else f"{len(regions)} {source} answers that differ"
     return Span(text[start:end], offset + start, offset + end, source, hedge)
@@ -100,8 +121,13 @@ def _phrase_regions(text: str) -> list[tuple[int, int]]:
     return regions
 
 
+_DISPLAY_CLOSER = re.compile(r"\s*(?:\\\]|\$\$)\s*")
+
+
 def _last_line(text: str, offset: int) -> Span | None:
     lines = [(match.start(), match.end()) for match in re.finditer(r"[^\n]*\S[^\n]*", text)]
+    while lines and _DISPLAY_CLOSER.fullmatch(text, *lines[-1]):  # "\\]" or "$$" ending a display
+        lines.pop()
     if not lines:
         return None
     start, end = lines[-1]
@@ -138,16 +164,7 @@ def final_answer(completion: str) -> Span | None:
 # Numbers ----------------------------------------------------------------------------------------
 
 _LATEX_NOISE = re.compile(r"\\[,!;: ]|\\left|\\right|\\displaystyle|\{,\}")
-_LATEX_FRACTION = re.compile(r"^\\[dt]?frac\s*\{\s*([^{}]*?)\s*\}\s*\{\s*([^{}]*?)\s*\}$")
 _TEXT_COMMAND = re.compile(r"\\(?:text|mathrm|textbf|mathbf|operatorname)\s*\{([^{}]*)\}")
-_DIGITS = r"(?:\d{1,3}(?:,\d{3})+|\d{1,400})(?:\.\d{1,400})?|\.\d{1,400}"
-_NUMBER = re.compile(
-    rf"^[$€£¥]?\s*(?P<sign>[-+]?)\s*[$€£¥]?\s*(?P<numerator>{_DIGITS})"
-    rf"(?:\s*/\s*(?P<denominator>{_DIGITS}))?"
-    r"\s*(?P<unit>%|[A-Za-z][A-Za-z.]*(?:\s+[A-Za-z][A-Za-z.]*){0,2})?$"
-)
-# Words after a number that make it a range or a sum, not a unit: "42 or more", "42 to 50".
-_NOT_UNITS = {"or", "and", "to", "plus", "minus", "times", "over", "by", "more", "less", "than", "either", "maybe"}
 
 
 def _clean(text: str) -> str:
@@ -158,25 +175,11 @@ def _clean(text: str) -> str:
 
 
 def read_number(text: str) -> Fraction | None:
-    """The exact value of a text that is one number as a whole (``-1,000.5``, ``3/4``, ``\\frac{3}{4}``,
-    ``$5``, ``12 km``, ``45%`` reads 45), or None: ``41 or 42``, ``6*7`` and ``1, 2`` are not one number."""
-    cleaned = _clean(text)
-    fraction = _LATEX_FRACTION.match(cleaned)
-    if fraction:
-        numerator, denominator = read_number(fraction.group(1)), read_number(fraction.group(2))
-        if numerator is None or denominator is None or denominator == 0:
-            return None
-        return numerator / denominator
-    match = _NUMBER.match(cleaned)
-    if match is None or _NOT_UNITS & set((match.group("unit") or "").lower().split()):
-        return None
-    value = Fraction(match.group("numerator").replace(",", ""))
-    if match.group("denominator"):
-        denominator = Fraction(match.group("denominator").replace(",", ""))
-        if denominator == 0:
-            return None
-        value /= denominator
-    return -value if match.group("sign") == "-" else value
+    """The number a text that is one number as a whole states, as written (``-1,000.5``, ``3/4``,
+    ``\\frac{3}{4}``, ``$5``, ``12 km``, "eight"; ``45%`` reads 45), or None: ``41 or 42``, ``6*7``,
+    ``1, 2`` and ``16/2`` are not one number (answer_value.py's rules)."""
+    quantity = answer_value.read_quantity(text)
+    return quantity.number if quantity else None
 
 
 def normal_text(text: str) -> str:
@@ -203,22 +206,75 @@ class Match:
     how: str
 
 
-def same_value(answer: str, reference: str) -> Match:
-    """Compare a committed answer with a reference: exactly as numbers when the reference is a number;
-    as text when the reference is words (an answer joining several with ``or`` or ``,`` that the reference
-    does not is never equal); otherwise ``Match(None, ...)``: the caller must compare them as math."""
-    expected = read_number(reference)
+def same_value(answer: str, reference: str, units: str = "strict") -> Match:
+    """Compare a committed answer with a reference: as numbers when the reference is a number (the answer
+    must commit to one value: answer_value.read_statement; ``units`` "strict" or "ignore"); as text when
+    the reference is words (an answer joining several with ``or`` or ``,`` that the reference does not is
+    never equal); otherwise ``Match(None, ...)``: the caller must compare them as math."""
+    expected = answer_value.read_quantity(reference)
     if expected is not None:
-        got = read_number(answer)
-        if got is None:
-            return Match(False, "not one number")
-        return Match(got == expected, "equal as numbers" if got == expected else "a different number")
+        reading = answer_value.read_statement(answer)
+        if reading.quantity is None:
+            return Match(False, reading.refusal)
+        equal = answer_value.same_quantity(reading.quantity, expected, units)
+        return Match(equal, "equal as numbers" if equal else difference(reading.quantity, expected, units))
     if is_text_answer(reference):
         if _SEVERAL.search(answer) and not _SEVERAL.search(reference):
             return Match(False, "several answers")
         equal = normal_text(answer) == normal_text(reference)
         return Match(equal, "equal as text" if equal else "different text")
     return Match(None, "needs a math comparison")
+
+
+def difference(answer: answer_value.Quantity, expected: answer_value.Quantity, units: str) -> str:
+    """Why a stated quantity is not the reference's, for a verdict's detail."""
+    if units == "strict" and answer.unit != expected.unit:
+        unit, reference_unit = answer.unit or "no unit", expected.unit or "none"
+        return f"{answer.shown()!r} is in {unit}, the reference {expected.shown()!r} in {reference_unit}"
+    return f"{answer.shown()!r} is not {expected.shown()!r}"
+
+
+# The sentence around a span: what comes before it in its clause can negate or hedge it.
+_SENTENCE_BREAK = re.compile(r"[.!?](?=\s|$)|\n\s*\n")
+
+
+def _context_problem(completion: str, span: Span) -> str:
+    """Why the words around a committed answer take it back ("The answer is not \\boxed{8}", "maybe
+    \\boxed{8}", "\\boxed{8} is wrong"), or ""."""
+    before_start = max((match.end() for match in _SENTENCE_BREAK.finditer(completion, 0, span.start)), default=0)
+    after = _SENTENCE_BREAK.search(completion, span.end)
+    sentence = completion[before_start : after.end() if after else len(completion)]
+    start, end = span.start - before_start, span.end - before_start
+    if answer_value.negated(sentence, start, end):
+        return "negated: the answer says what the value is not"
+    if answer_value.hedged(sentence, start, end):
+        return "hedged: the answer is not committed to one value"
+    return ""
+
+
+def taken_back(completion: str) -> str:
+    """Why a completion's final answer, whatever its value, is not stated as the answer: its words
+    negate or hedge it ("The answer is not \\boxed{x+1}"), or ""."""
+    span = final_answer(completion)
+    if span is None:
+        return ""
+    if answer_value.negated(span.text, len(span.text), len(span.text)):
+        return "negated: the answer says what the value is not"
+    problem = _context_problem(completion, span)
+    return problem if problem.startswith("negated") else ""
+
+
+def committed(completion: str) -> answer_value.Reading:
+    """The value a completion's committed final answer states (final_answer's span read by
+    answer_value.read_statement, with the words around it), or Reading(None, why not)."""
+    span = final_answer(completion)
+    if span is None:
+        return answer_value.Reading(None, "no final answer")
+    if span.hedge:
+        return answer_value.Reading(None, f"hedged: {span.hedge}", span.text)
+    problem = _context_problem(completion, span)
+    reading = answer_value.Reading(None, problem) if problem else answer_value.read_statement(span.text)
+    return dataclasses.replace(reading, stated=span.text)
 
 
 def written_like(reference: str, span: Span, completion: str) -> str:

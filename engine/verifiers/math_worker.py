@@ -10,7 +10,7 @@ reaches, the caller kills the process. The module imports only the standard libr
 
 Request:  {"answer": str, "completion": str, "prompt": str, "timeout_seconds": float,
            "float_rounding": int, "numeric_precision": int, "strict": bool, "boxed_first": bool,
-           "extraction": ["latex", "expr"], "allow_set_relation_comp": bool}
+           "extraction": ["latex", "expr"], "allow_set_relation_comp": bool, "units": "strict" | "ignore"}
 Response: {"outcome": "pass" | "fail" | "error" | "timeout", "detail": str}
 """
 
@@ -19,11 +19,14 @@ from __future__ import annotations
 import os
 import re
 import sys
+from decimal import Decimal, localcontext
 
 if __package__:  # imported as engine.verifiers.math_worker
-    from engine.verifiers import helper_loop, math_answer
+    from engine.verifiers import answer_span, answer_value, helper_loop, math_answer
 else:  # the helper script (python -I): its sibling files, never another installed copy of the package
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import answer_span  # type: ignore[no-redef]
+    import answer_value  # type: ignore[no-redef]
     import helper_loop  # type: ignore[no-redef]
     import math_answer  # type: ignore[no-redef]
 
@@ -112,6 +115,12 @@ def _reference(answer: str, parse) -> list:
 
 
 def _compare(request: dict, math_verify) -> dict:
+    expected = answer_value.read_quantity(request["answer"])
+    if expected is not None:  # a number: the committed answer must state it (answer_span's rules)
+        return _compare_number(request, math_verify, expected)
+    taken_back = answer_span.taken_back(request["completion"])
+    if taken_back:
+        return {"outcome": "fail", "detail": taken_back}
     parse = math_verify.parse
     answer = _UPRIGHT_E.sub("e", request["answer"])
     gold = _reference(answer, parse)
@@ -138,6 +147,41 @@ def _compare(request: dict, math_verify) -> dict:
         if problem:
             return {"outcome": "fail", "detail": problem}
     return _verdict(request, math_verify, gold, predicted)
+
+
+def _compare_number(request: dict, math_verify, expected) -> dict:
+    """A number reference: the completion's committed value (answer_span.committed), equal exactly or,
+    for two plain numbers, under math-verify's float rounding (``0.3333`` for 1/3 at 4 decimals)."""
+    units = request.get("units", "strict")
+    reading = answer_span.committed(request["completion"])
+    if reading.quantity is None:
+        return {"outcome": "fail", "detail": f"no committed value: {reading.refusal}"}
+    got, shown = reading.quantity, _shorten(reading.stated or reading.quantity.shown())
+    if answer_value.same_quantity(got, expected, units):
+        return {"outcome": "pass", "detail": f"answer {shown!r} matches {expected.shown()!r}"}
+    plain = not (got.percent or expected.percent or got.unit or expected.unit)
+    if plain and got.number != 0 and _rounded_equal(request, math_verify, got.number, expected.number):
+        return {"outcome": "pass", "detail": f"answer {shown!r} matches {expected.shown()!r} when rounded"}
+    return {"outcome": "fail", "detail": f"answer {shown!r}: {answer_span.difference(got, expected, units)}"}
+
+
+def _rounded_equal(request: dict, math_verify, got, expected) -> bool:
+    gold = math_verify.parse(f"${_written(expected)}$", parsing_timeout=None)
+    predicted = math_verify.parse(f"${_written(got)}$", parsing_timeout=None)
+    return bool(gold and predicted) and _verdict(request, math_verify, gold, predicted)["outcome"] == "pass"
+
+
+def _written(value) -> str:
+    """A Fraction as math-verify reads it: its exact decimal when it has one, else ``\\frac{p}{q}``."""
+    denominator = value.denominator
+    for factor in (2, 5):
+        while denominator % factor == 0:
+            denominator //= factor
+    if denominator != 1:
+        return f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
+    with localcontext() as context:
+        context.prec = 1000
+        return format(Decimal(value.numerator) / Decimal(value.denominator), "f")
 
 
 def _hedge(stated: str, answer: str, value: object, *, one_value: bool) -> str:

@@ -81,13 +81,14 @@ def test_the_task_prompt_is_passed_to_the_verifier(client, verify_token, alice, 
     arithmetic.tasks.update(status="approved")
     # As the probe scores it: an answer that only restates the question is no answer.
     restated = post(client, verify_token, {"task": "add", "completion": "17 + 25"}).json()
-    assert restated["outcome"] == "fail" and "restates" in restated["detail"]
+    assert restated["outcome"] == "fail" and "unworked" in restated["detail"]
     assert post(client, verify_token, {"task": "add", "completion": "17 + 25 = 42"}).json()["outcome"] == "pass"
 
 
 def test_an_inline_prompt_is_text_or_messages_and_only_with_a_verifier(client, verify_token, alice, arithmetic):
     inline = {"verifier": {"kind": "math"}, "answer": "42", "completion": "17 + 25"}
-    assert post(client, verify_token, inline).json()["outcome"] == "pass"  # no prompt: nothing to restate
+    # An unworked expression is not its value, with or without the prompt (docs/verifiers.md).
+    assert post(client, verify_token, inline).json()["outcome"] == "fail"
     messages = [{"role": "user", "content": "What is 17 + 25?"}]
     assert post(client, verify_token, inline | {"prompt": messages}).json()["outcome"] == "fail"
     response = post(client, verify_token, inline | {"prompt": {"text": "What is 17 + 25?"}})

@@ -12,6 +12,7 @@ Config (all optional)::
      "boxed_first": true,            # prefer the last \\boxed{} over other answer patterns
      "extraction": ["latex", "expr"], # where answers are looked for: LaTeX, plain expressions
      "allow_set_relation_comp": false, # math-verify: a set reference matches an inequality answer
+     "units": "strict",              # "strict": a unit or percent sign is part of the value; "ignore"
      "isolation": "process"}         # "process" ("auto", its former default, is read as "process")
 
 The reference answer is the task's answer, LaTeX or plain (``\\frac{3}{4}``, ``0.75``,
@@ -31,6 +32,12 @@ a value; a value that joins values with an operator the reference does not use (
 ``\\vee``, ``|``...) fails, since math-verify would read it as its last value; set operators are
 fine in a set (``\\{1\\}\\cup\\{2\\}``); and when the reference is one value, an answer giving several
 (``x=2 or x=3``) or a range (``1 \\le x \\le 100``) fails.
+
+When the reference is a number, the completion's committed answer (answer_span.committed: a box, an
+answer tag, "the answer is", the last line) must state it: not negated, not hedged, not an unworked
+expression (``6*7``, ``12 + 22``), a number word counting as its number, and a unit or percent sign
+part of the value unless ``units`` is ``"ignore"``. Other references are read by math-verify, after the
+same check that the answer is not negated or hedged.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.sandbox.worker_pool import HelperScript, WorkerFailed, WorkerPool, WorkerTimeout
+from engine.verifiers.answer_value import UNIT_MODES
 from engine.verifiers.base import (
     Check,
     ConfigReader,
@@ -87,6 +95,7 @@ class MathConfig:
     isolation: str
     extraction: tuple[str, ...]
     allow_set_relation_comp: bool
+    units: str
 
 
 def parse_config(raw: dict[str, Any]) -> MathConfig:
@@ -101,6 +110,7 @@ def parse_config(raw: dict[str, Any]) -> MathConfig:
         isolation=reader.string("isolation", "process", choices=ISOLATION_MODES),
         extraction=_extraction_targets(reader),
         allow_set_relation_comp=reader.boolean("allow_set_relation_comp", False),
+        units=reader.string("units", "strict", choices=UNIT_MODES),
     )
     reader.finish()
     return config
@@ -148,6 +158,7 @@ def check(config: MathConfig, *, completion: Any, answer: str | None, prompt: An
         "boxed_first": config.boxed_first,
         "extraction": list(config.extraction),
         "allow_set_relation_comp": config.allow_set_relation_comp,
+        "units": config.units,
     }
     result = _in_helper_process(request, config)
     if truncated and result.outcome in ("pass", "fail"):

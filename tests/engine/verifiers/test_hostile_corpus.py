@@ -254,7 +254,7 @@ def test_math_attack_never_passes(completion, answer, prompt):
 
 def test_math_still_passes_honest_answers_around_the_guards():
     assert verdict_of(MATH, "2 + 6 = 8, so \\boxed{8}", "8", "What is 2 + 6?").outcome == "pass"
-    assert verdict_of(MATH, "\\boxed{|-3|}", "3").outcome == "pass"
+    assert verdict_of(MATH, "\\boxed{|x|}", "|x|").outcome == "pass"
     assert verdict_of(MATH, "\\boxed{[0, 1) \\cup (2, 3]}", "[0, 1) \\cup (2, 3]").outcome == "pass"
 
 

@@ -66,13 +66,20 @@ def test_regex(config, completion, expected):
     [
         ("The answer is 1,000.", "1000", "pass"),
         ("1000", "1,000", "pass"),
-        ("It is 1e3 metres", "1000", "pass"),
+        ("It is 1e3", "1000", "pass"),
+        ("It is 1e3 metres", "1000", "fail"),  # a unit is part of the value (units: strict)
+        ("It is 1e3 metres", "1000 m", "pass"),
         ("so 3/4 of the cake", "0.75", "pass"),
         ("$\\boxed{\\frac{3}{4}}$", "3/4", "pass"),
         ("It costs $5.50 in total", "$5.50", "pass"),
         ("12 km", "12 km", "pass"),
-        ("Growth was 45%", "45", "pass"),
-        ("\u22127 degrees", "-7", "pass"),
+        ("Growth was 45%", "45", "fail"),  # 45% is 0.45
+        ("Growth was 45%", "0.45", "pass"),
+        ("Growth was 45%", "45%", "pass"),
+        ("\u22127 degrees", "-7°", "pass"),
+        ("The answer is not 7.", "7", "fail"),
+        ("6*7", "42", "fail"),
+        ("forty-two", "42", "pass"),
         ("#### 72", "72", "pass"),
         ("First 3 apples, then 4, so 7 in total.", "7", "pass"),
         ("First 3 apples, then 4, so 7 in total.", "3", "fail"),
@@ -101,8 +108,14 @@ def test_numeric_whole_mode_needs_a_single_number():
     assert outcome({"kind": "numeric", "extract": "whole"}, "It is 1000", "1000") == "fail"
 
 
+def test_numeric_units_may_be_ignored():
+    assert outcome({"kind": "numeric", "units": "ignore"}, "Growth was 45%", "45") == "pass"
+    assert outcome({"kind": "numeric", "units": "ignore"}, "It is 1e3 metres", "1000") == "pass"
+    assert outcome({"kind": "numeric", "units": "ignore"}, "6*7", "42") == "fail"
+
+
 def test_numeric_reference_that_is_not_a_number_is_an_error():
-    verdict = verify(verifier={"kind": "numeric"}, completion="3", answer="three")
+    verdict = verify(verifier={"kind": "numeric"}, completion="3", answer="a few")
     assert verdict.outcome == "error"
     assert "not a number" in verdict.detail
 
