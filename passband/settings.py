@@ -329,17 +329,18 @@ PASSBAND_ESTIMATE_TOKENS_PER_SECOND = float(os.environ.get("PASSBAND_ESTIMATE_TO
 # Where converted model weights are cached (see engine/backends).
 PASSBAND_MODEL_CACHE = os.environ.get("PASSBAND_MODEL_CACHE", "")
 
-# Celery. Unset broker: kombu's filesystem transport under var/, which needs no server.
+# Celery. Unset broker: a filesystem transport under var/, which needs no server: kombu's, made safe for several
+# processes (passband/broker.py: messages written whole, and kept in flight until acknowledged).
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
-if CELERY_BROKER_URL == "filesystem://":
+if CELERY_BROKER_URL in ("filesystem://", "passband-filesystem://"):
+    CELERY_BROKER_URL = "passband-filesystem://"
     _broker_dir = VAR_DIR / "broker"
-    for _folder in ("queue", "processed", "control"):
+    for _folder in ("queue", "control", "in-flight"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "control_folder": str(_broker_dir / "control"),  # kombu's default is ./control, in the working directory
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
-        "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
         # kombu polls the folder once a second by default, and a worker waits a poll between jobs.
         "polling_interval": 0.1,
