@@ -425,13 +425,15 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
 
-# Beat: re-queue campaign rounds that stalled. The database, not the broker, knows what is left to do:
-# a worker killed between committing a round and queueing the next, or while Redis was handing it a
-# message (BRPOP had taken it, the worker had not yet recorded it as unacknowledged), leaves a round
-# that no message will ever run. Every PASSBAND_RECONCILE_EVERY seconds, items idle for
-# PASSBAND_STALLED_AFTER seconds are queued again (a duplicate job finds its work done).
+# Beat: re-queue campaign rounds that stalled. The database, not the broker, knows what is left to do, and the
+# workers say what they are at: a worker holds a lease on the round it works on, renewed by a heartbeat thread
+# every third of PASSBAND_ROUND_LEASE_S while the job runs, however long a generation takes. Every
+# PASSBAND_RECONCILE_EVERY seconds, rounds whose lease ran out (their worker died) are queued again, once each;
+# so are rounds queued PASSBAND_STALLED_AFTER seconds ago with no lease, when no lease is live anywhere (no worker
+# is at work, so their message was lost). A round waiting behind others, or generating slowly, is never re-queued.
 PASSBAND_RECONCILE_EVERY = env_float("PASSBAND_RECONCILE_EVERY", 60.0)
 PASSBAND_STALLED_AFTER = env_float("PASSBAND_STALLED_AFTER", 300.0)
+PASSBAND_ROUND_LEASE_S = env_float("PASSBAND_ROUND_LEASE_S", 90.0)
 CELERY_BEAT_SCHEDULE = {
     "reconcile-campaigns": {"task": "calibration.tasks.reconcile_campaigns", "schedule": PASSBAND_RECONCILE_EVERY},
     # Some too-hard and retired tasks revive: re-probe a small random share of them once a day.
