@@ -93,6 +93,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Last, so that it sees a view's exceptions first: a locked database becomes a 503 with Retry-After.
+    "web.busy.DatabaseBusyMiddleware",
 ]
 
 # Debug pages (DEBUG=1, as `make run` sets) go to loopback clients only; others get the plain pages.
