@@ -1,3 +1,6 @@
+from django.db import OperationalError
+
+
 class ServiceError(Exception):
     """A problem the user caused and can fix; views and commands show its message.
 
@@ -13,3 +16,14 @@ def api_error_document(*, detail: str, code: str, fields: dict[str, list[str]] |
     is about the request as a whole. It lives here, below web and api, because the input middleware
     (which refuses before any view runs) answers API requests in it too."""
     return {"detail": detail, "code": code, "fields": fields or {}}
+
+
+# A write that found the database locked after the busy timeout (SQLite, the embedded default): the request is
+# answered 503 with Retry-After (web/busy.py, api/errors.py), a command with this message.
+DATABASE_BUSY = "The database is busy with another write; try again in a few seconds."
+RETRY_AFTER_S = 5
+
+
+def is_database_locked(error: BaseException) -> bool:
+    """Whether `error` is SQLite's "database is locked" (or "database table is locked")."""
+    return isinstance(error, OperationalError) and "is locked" in str(error)

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from accounts.errors import api_error_document
+from accounts.errors import DATABASE_BUSY, RETRY_AFTER_S, api_error_document, is_database_locked
 
 logger = logging.getLogger(__name__)
 NON_FIELD = ("non_field_errors", "detail")
@@ -66,6 +66,13 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     form; an unexpected exception is logged with its view and answered as a JSON 500, never as
     Django's HTML page."""
     response = drf_exception_handler(exc, context)
+    if response is None and is_database_locked(exc):
+        set_rollback()
+        return Response(
+            api_error_document(detail=DATABASE_BUSY, code="database_busy"),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+        )
     if response is None:
         view = context.get("view")
         logger.exception("API view %s failed", type(view).__name__ if view else "?", exc_info=exc)

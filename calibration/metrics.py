@@ -136,7 +136,7 @@ class ScrapeTimeCollector(Collector):
         try:
             if url.startswith(("redis://", "rediss://")):
                 depths = _redis_depths(url)
-            elif url.startswith("filesystem://"):
+            elif url.startswith(("filesystem://", "passband-filesystem://")):
                 depths = filesystem_depths(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
             else:
                 help_text += f" Not read for the {url.partition(':')[0]} broker: only Redis and the filesystem broker."

@@ -146,6 +146,9 @@ class CampaignItem(models.Model):
     queued_at = models.DateTimeField(null=True, blank=True)
     # Beta prior [alpha, beta] for this task, e.g. from a cheaper model (model ladder); null: the default.
     prior = models.JSONField(null=True, blank=True)
+    # While a worker holds the round: renewed by its heartbeat (calibration/services/leases.py). A lease that
+    # ran out means the worker stopped; null: no worker holds it (queued, or between generate and verify).
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -2,6 +2,7 @@
 
 import logging
 import random
+from contextlib import nullcontext
 from datetime import timedelta
 
 from celery import shared_task
@@ -25,9 +26,10 @@ def generate_rollouts(self, campaign_id: int, task_version_ids: int | list[int],
     that grows to PASSBAND_SERVER_RETRY_MAX_S), for as long as the campaign runs: the campaign page
     says it is waiting for its server. Beat's reconcile re-queues the job if that message is lost."""
     try:
-        stored = services.round_generate(
-            campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index
-        )
+        with _leased(self, campaign_id, task_version_ids, round_index):
+            stored = services.round_generate(
+                campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index
+            )
     except ServerUnavailable as error:
         if self.request.is_eager:
             raise
@@ -39,18 +41,27 @@ def generate_rollouts(self, campaign_id: int, task_version_ids: int | list[int],
     return stored
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=300, time_limit=330)
-def verify_rollouts(campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, soft_time_limit=300, time_limit=330)
+def verify_rollouts(self, campaign_id: int, task_version_ids: int | list[int], round_index: int) -> int:
     """Queue `verify`: score the round, refresh the calibrations, and open the next round where needed."""
-    return services.round_score_and_continue(
-        campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index
-    )
+    with _leased(self, campaign_id, task_version_ids, round_index):
+        return services.round_score_and_continue(
+            campaign_id=campaign_id, task_version_ids=task_version_ids, round_index=round_index
+        )
+
+
+def _leased(task, campaign_id: int, task_version_ids: int | list[int], round_index: int):
+    """The round's lease, renewed while the job runs, so beat knows this worker is at it (none when eager)."""
+    if task.request.is_eager:
+        return nullcontext()
+    ids = [task_version_ids] if isinstance(task_version_ids, int) else task_version_ids
+    return services.round_leased(campaign_id=campaign_id, task_version_ids=ids, round_index=round_index)
 
 
 @shared_task(soft_time_limit=60, time_limit=90)
 def reconcile_campaigns() -> int:
-    """Beat: re-queue rounds that stalled (a worker died between committing and queueing, or a
-    message was lost while Redis was handing it over)."""
+    """Beat: re-queue rounds that stalled: a worker's lease ran out (it died), or a message was lost while
+    no worker was at work (calibration/services/leases.py)."""
     return services.campaigns_reconcile()
 
 

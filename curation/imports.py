@@ -123,6 +123,7 @@ def tasks_import(
     run_audits: bool = True,
     on_line: Callable[[int, int], None] | None = None,
     on_writing: Callable[[], None] | None = None,
+    refuse_audit_failures: bool = False,
 ) -> ImportReport:
     """Import a task file (`data` in memory, or the file or `datasets` folder at `path`) into an
     environment, all or nothing. Without a `mapping` the file is in Passband's format (JSONL,
@@ -133,7 +134,8 @@ def tasks_import(
     listed as a duplicate; a known key with new content becomes a new version of that task.
     The file is read twice, a line at a time (engine.task_files): memory holds its keys and
     hashes, never its content. `on_line(line, bytes_read)` is called as the first pass reads, and
-    `on_writing()` once the file is known good, before the write.
+    `on_writing()` once the file is known good, before the write. With `refuse_audit_failures`, a draft
+    whose reference answer fails its audit rejects the whole file (ImportRejected), nothing written.
     """
     source = TaskSource(filename=filename, data=data, path=Path(path) if path is not None else None)
     report = ImportReport(filename=filename, unit=source.unit)
@@ -160,6 +162,15 @@ def tasks_import(
     if report.problems:
         raise ImportRejected(report)
 
+    # The audits run verifiers (a repository's tests take seconds): before the write, outside its transaction,
+    # which on SQLite holds the one write lock every other writer waits for.
+    audits, failures = (
+        _drafts_audit(source, to_write=to_write, options=options, environment=environment) if run_audits else ({}, [])
+    )
+    if refuse_audit_failures and failures:
+        report.audit_failures = failures
+        report.problems = [LineProblem(report.filename, 0, "verifier", failure) for failure in failures]
+        raise ImportRejected(report)
     if on_writing is not None:
         on_writing()
     with transaction.atomic():
@@ -171,9 +182,30 @@ def tasks_import(
             environment=environment,
             owner=owner,
             owners_by_key=owners_by_key,
-            run_audits=run_audits,
+            audits=audits,
         )
     return report
+
+
+def _drafts_audit(
+    source: TaskSource, *, to_write: set[int], options: dict, environment: Environment
+) -> tuple[dict[int, DraftAudit], list[str]]:
+    """The audit of every draft to write, by line, and the reference-answer failures among them (a pass over
+    the file of its own, with no transaction open)."""
+    fixtures = environment.verifier_fixtures or None
+    audits: dict[int, DraftAudit] = {}
+    failures: list[str] = []
+    for draft in task_files.iter_task_drafts(source, **options):
+        if draft.line not in to_write:
+            continue
+        audits[draft.line] = audit = draft_audit(draft, fixtures=fixtures)
+        if audit.problems:
+            failures.append(f"{_where(source, draft)}: " + "; ".join(audit.problems))
+    return audits, failures
+
+
+def _where(source: TaskSource, draft: TaskDraft) -> str:
+    return f"{source.unit} {draft.line} ({draft.key or f'{source.unit} {draft.line}'})"
 
 
 def _existing_hashes(*, environment: Environment, hashes: list[str]) -> dict[str, str]:
@@ -253,14 +285,14 @@ def _drafts_write(
     environment: Environment,
     owner: AbstractBaseUser,
     owners_by_key: dict[str, tuple[int, int]],
-    run_audits: bool,
+    audits: dict[int, DraftAudit],
 ) -> None:
-    """Audit and write the drafts: new keys as new tasks (in batches), known keys as new versions."""
+    """Write the drafts with their audits (by line; none when audits were not run): new keys as new tasks
+    (in batches), known keys as new versions."""
     batch: list[tuple[TaskDraft, DraftAudit | None]] = []
-    fixtures = environment.verifier_fixtures or None
     for draft in drafts:
-        audit = draft_audit(draft, fixtures=fixtures) if run_audits else None
-        where = f"{source.unit} {draft.line} ({draft.key or f'{source.unit} {draft.line}'})"
+        audit = audits.get(draft.line)
+        where = _where(source, draft)
         if audit is not None and audit.problems:
             report.audit_failures.append(f"{where}: " + "; ".join(audit.problems))
         if audit is not None and audit.gameable:

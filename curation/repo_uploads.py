@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
 
 from curation import imports, repo_snapshots
 from curation.models import Environment, TaskVersion
@@ -148,13 +147,16 @@ def repo_upload(
             if not repo_snapshots.snapshot_exists(digest=digest):
                 repo_snapshots.snapshot_store(data=data)
                 stored_now.append(digest)
-        with transaction.atomic():
-            report = imports.tasks_import(
-                environment=environment, owner=owner, filename=tasks_filename, data=resolved, run_audits=True
-            )
-            if report.audit_failures:  # a snapshot whose tests cannot run here: refused, with the output
-                report.problems = [LineProblem(tasks_filename, 0, "verifier", f) for f in report.audit_failures]
-                raise imports.ImportRejected(report)
+        # A snapshot whose tests cannot run here is refused, with the output; the audits run before the write
+        # transaction opens (the tests take seconds, and on SQLite a transaction holds the one write lock).
+        report = imports.tasks_import(
+            environment=environment,
+            owner=owner,
+            filename=tasks_filename,
+            data=resolved,
+            run_audits=True,
+            refuse_audit_failures=True,
+        )
     except BaseException:
         for digest in stored_now:
             if not TaskVersion.objects.filter(verifier__snapshot=digest).exists():

@@ -3,6 +3,8 @@ import os
 from celery import Celery
 from celery.signals import worker_init
 
+from passband import broker  # noqa: F401  (registers the embedded default's transport with kombu)
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "passband.settings")
 
 app = Celery("passband")

@@ -93,6 +93,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Last, so that it sees a view's exceptions first: a locked database becomes a 503 with Retry-After.
+    "web.busy.DatabaseBusyMiddleware",
 ]
 
 # Debug pages (DEBUG=1, as `make run` sets) go to loopback clients only; others get the plain pages.
@@ -329,17 +331,18 @@ PASSBAND_ESTIMATE_TOKENS_PER_SECOND = float(os.environ.get("PASSBAND_ESTIMATE_TO
 # Where converted model weights are cached (see engine/backends).
 PASSBAND_MODEL_CACHE = os.environ.get("PASSBAND_MODEL_CACHE", "")
 
-# Celery. Unset broker: kombu's filesystem transport under var/, which needs no server.
+# Celery. Unset broker: a filesystem transport under var/, which needs no server: kombu's, made safe for several
+# processes (passband/broker.py: messages written whole, and kept in flight until acknowledged).
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
-if CELERY_BROKER_URL == "filesystem://":
+if CELERY_BROKER_URL in ("filesystem://", "passband-filesystem://"):
+    CELERY_BROKER_URL = "passband-filesystem://"
     _broker_dir = VAR_DIR / "broker"
-    for _folder in ("queue", "processed", "control"):
+    for _folder in ("queue", "control", "in-flight"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "control_folder": str(_broker_dir / "control"),  # kombu's default is ./control, in the working directory
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
-        "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
         # kombu polls the folder once a second by default, and a worker waits a poll between jobs.
         "polling_interval": 0.1,
@@ -424,13 +427,15 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
 
-# Beat: re-queue campaign rounds that stalled. The database, not the broker, knows what is left to do:
-# a worker killed between committing a round and queueing the next, or while Redis was handing it a
-# message (BRPOP had taken it, the worker had not yet recorded it as unacknowledged), leaves a round
-# that no message will ever run. Every PASSBAND_RECONCILE_EVERY seconds, items idle for
-# PASSBAND_STALLED_AFTER seconds are queued again (a duplicate job finds its work done).
+# Beat: re-queue campaign rounds that stalled. The database, not the broker, knows what is left to do, and the
+# workers say what they are at: a worker holds a lease on the round it works on, renewed by a heartbeat thread
+# every third of PASSBAND_ROUND_LEASE_S while the job runs, however long a generation takes. Every
+# PASSBAND_RECONCILE_EVERY seconds, rounds whose lease ran out (their worker died) are queued again, once each;
+# so are rounds queued PASSBAND_STALLED_AFTER seconds ago with no lease, when no lease is live anywhere (no worker
+# is at work, so their message was lost). A round waiting behind others, or generating slowly, is never re-queued.
 PASSBAND_RECONCILE_EVERY = env_float("PASSBAND_RECONCILE_EVERY", 60.0)
 PASSBAND_STALLED_AFTER = env_float("PASSBAND_STALLED_AFTER", 300.0)
+PASSBAND_ROUND_LEASE_S = env_float("PASSBAND_ROUND_LEASE_S", 90.0)
 CELERY_BEAT_SCHEDULE = {
     "reconcile-campaigns": {"task": "calibration.tasks.reconcile_campaigns", "schedule": PASSBAND_RECONCILE_EVERY},
     # Some too-hard and retired tasks revive: re-probe a small random share of them once a day.

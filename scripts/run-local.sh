@@ -3,6 +3,7 @@
 # As in docker-compose.yml: one model process on `generate` (an in-process model uses every core;
 # two would fight over them), CPU workers for `verify` and `default`, one process for `similarity` (one
 # copy of the sentence model), and beat, which re-queues rounds that stalled (a lost message, a killed worker).
+# Each is started again if it exits.
 set -euo pipefail
 PY=${1:-.venv/bin/python}
 PORT=${PORT:-8000}
@@ -15,16 +16,39 @@ mkdir -p var
 export PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-${PASSBAND_VAR_DIR:-$PWD/var}/metrics}"
 mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
 find "$PROMETHEUS_MULTIPROC_DIR" -maxdepth 1 -name '*.db' -delete
-# Each worker in a session of its own: Ctrl-C then reaches only this script, which stops the main
-# processes in order. A signal sent to a worker's pool processes directly can leave its main process
-# waiting for a child that is gone, ignoring SIGTERM.
-setsid "$PY" -m celery -A passband worker -Q generate --concurrency 1 --hostname "generate@%h" --loglevel INFO &
+# A worker or beat that exits (a crash, an out-of-memory kill) is started again, saying so, as compose's restart
+# policy does. Each runs in a session of its own under a small supervisor: Ctrl-C then reaches only this script,
+# which stops the supervisors in order (a signal sent to a worker's pool processes directly can leave its main
+# process waiting for a child that is gone, ignoring SIGTERM). A supervisor passes SIGTERM on as a warm shutdown
+# and SIGUSR1 as a cold one (SIGQUIT), and does not start its process again once told to stop.
+supervise() {
+  local name=$1
+  shift
+  (
+    stopping=
+    child=
+    trap 'stopping=1; [ -z "$child" ] || kill -TERM "$child" 2>/dev/null' TERM
+    trap 'stopping=1; [ -z "$child" ] || kill -QUIT "$child" 2>/dev/null' USR1
+    while :; do
+      setsid "$@" &
+      child=$!
+      status=0
+      while kill -0 "$child" 2>/dev/null; do
+        wait "$child" && status=0 || status=$?
+      done
+      [ -z "$stopping" ] || exit 0
+      echo "run-local: $name exited (status $status); starting it again" >&2
+      sleep 1
+    done
+  ) &
+}
+supervise "the generate worker" "$PY" -m celery -A passband worker -Q generate --concurrency 1 --hostname "generate@%h" --loglevel INFO
 generate_worker=$!
-setsid "$PY" -m celery -A passband worker -Q verify,default --concurrency 2 --hostname "cpu@%h" --loglevel INFO &
+supervise "the CPU worker" "$PY" -m celery -A passband worker -Q verify,default --concurrency 2 --hostname "cpu@%h" --loglevel INFO
 cpu_worker=$!
-setsid "$PY" -m celery -A passband worker -Q similarity --concurrency 1 --hostname "similarity@%h" --loglevel INFO &
+supervise "the similarity worker" "$PY" -m celery -A passband worker -Q similarity --concurrency 1 --hostname "similarity@%h" --loglevel INFO
 similarity_worker=$!
-setsid "$PY" -m celery -A passband beat --schedule var/celerybeat-schedule --loglevel INFO &
+supervise "beat" "$PY" -m celery -A passband beat --schedule var/celerybeat-schedule --loglevel INFO
 beat=$!
 # Alive and not a zombie (an exited child stays one until `wait`, and kill -0 still finds it).
 running() { ps -o stat= -p "$1" 2>/dev/null | grep -qv Z; }
@@ -36,7 +60,7 @@ stop() {
     running $generate_worker || running $cpu_worker || running $similarity_worker || break
     sleep 0.5
   done
-  kill -QUIT $generate_worker $cpu_worker $similarity_worker 2>/dev/null || true
+  kill -USR1 $generate_worker $cpu_worker $similarity_worker 2>/dev/null || true
   wait ${server:-} $generate_worker $cpu_worker $similarity_worker $beat 2>/dev/null || true
 }
 trap stop EXIT INT TERM

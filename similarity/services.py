@@ -157,13 +157,29 @@ def versions_index(*, environment_id: int | None = None, recheck: bool = False) 
     check_ids = list(to_check.order_by("task_version_id").values_list("task_version_id", flat=True))
     for start in range(0, len(check_ids), INDEX_BATCH):
         batch = check_ids[start : start + INDEX_BATCH]
-        with transaction.atomic():
-            _versions_check(batch, result)
-            VersionSignature.objects.filter(task_version_id__in=batch).update(checked=True)
+        # The comparisons run with no transaction open; only their flags are written in one, a few versions at
+        # a time (on SQLite a transaction holds the one write lock that sign-ins and uploads wait for).
+        decisions = _versions_check(batch, result)
+        for write_start in range(0, len(batch), WRITE_BATCH):
+            written = batch[write_start : write_start + WRITE_BATCH]
+            with transaction.atomic():
+                for version_id in written:
+                    for kind, values in decisions.get(version_id, {}).items():
+                        if values is None:
+                            _flag_clear(version_id, kind)
+                        else:
+                            _flag_set(version_id, kind, **values)
+                VersionSignature.objects.filter(task_version_id__in=written).update(checked=True)
     return result
 
 
-def _versions_check(version_ids: list[int], result: IndexResult) -> None:
+# Versions whose flags are written per transaction.
+WRITE_BATCH = 32
+
+
+def _versions_check(version_ids: list[int], result: IndexResult) -> dict[int, dict[str, dict | None]]:
+    """Compare the versions with the index and the reference corpus; returns, per version and flag kind, the
+    flag's values, or None to clear it. Reads only."""
     index = index_current()
     rows = list(
         VersionSignature.objects.filter(task_version_id__in=version_ids)
@@ -173,7 +189,7 @@ def _versions_check(version_ids: list[int], result: IndexResult) -> None:
         )
     )
     if not rows:
-        return
+        return {}
     embeddings = np.stack([similarity.embedding_from_bytes(row[4]) for row in rows])
     pairs = index.nearest(
         signatures=np.stack([similarity.minhash_from_bytes(row[3]) for row in rows]),
@@ -183,21 +199,20 @@ def _versions_check(version_ids: list[int], result: IndexResult) -> None:
     )
     corpus = similarity.reference_corpus()
     thresholds = dict(jaccard_at=settings.PASSBAND_DUPLICATE_JACCARD, cosine_at=settings.PASSBAND_DUPLICATE_COSINE)
+    decisions: dict[int, dict[str, dict | None]] = {}
     for row, pair, embedding in zip(rows, pairs, embeddings):
         version_id = row[0]
         result.checked += 1
+        flags: dict[str, dict | None] = {
+            SimilarityFlag.Kind.NEAR_DUPLICATE: None,
+            SimilarityFlag.Kind.CONTAMINATED: None,
+        }
         neighbour = similarity.best_neighbour(pair, **thresholds)
         if neighbour is not None:
             result.near_duplicates += 1
-            _flag_set(
-                version_id,
-                SimilarityFlag.Kind.NEAR_DUPLICATE,
-                neighbour_id=neighbour.id,
-                jaccard=neighbour.jaccard,
-                cosine=neighbour.cosine,
+            flags[SimilarityFlag.Kind.NEAR_DUPLICATE] = dict(
+                neighbour_id=neighbour.id, jaccard=neighbour.jaccard, cosine=neighbour.cosine
             )
-        else:
-            _flag_clear(version_id, SimilarityFlag.Kind.NEAR_DUPLICATE)
         match = corpus.match(text=similarity.prompt_text(row[5]), embedding=embedding)
         if similarity.is_contaminated(
             match,
@@ -205,9 +220,7 @@ def _versions_check(version_ids: list[int], result: IndexResult) -> None:
             cosine_at=settings.PASSBAND_CONTAMINATION_COSINE,
         ):
             result.contaminated += 1
-            _flag_set(
-                version_id,
-                SimilarityFlag.Kind.CONTAMINATED,
+            flags[SimilarityFlag.Kind.CONTAMINATED] = dict(
                 reference_source=match.item.source,
                 reference_item=match.item.item_id,
                 reference_text=match.item.text,
@@ -216,8 +229,8 @@ def _versions_check(version_ids: list[int], result: IndexResult) -> None:
                 task_ngrams=match.task_ngrams,
                 reference_ngrams=match.item_ngrams,
             )
-        else:
-            _flag_clear(version_id, SimilarityFlag.Kind.CONTAMINATED)
+        decisions[version_id] = flags
+    return decisions
 
 
 def _flag_set(version_id: int, kind: str, **values) -> None:

@@ -36,14 +36,14 @@ def test_production_refuses_to_start_without_a_secret_key():
 def test_debug_is_off_unless_asked_and_embedded_defaults_need_no_server():
     debug, floor, retire, engine, broker = run_settings({"SECRET_KEY": "x"}).stdout.split()
     assert (debug, floor, retire) == ("False", "0.02", "0.7")
-    assert engine.endswith("sqlite3") and broker == "filesystem://"
+    assert engine.endswith("sqlite3") and broker == "passband-filesystem://"
 
 
 def test_embedded_defaults_create_their_folders(tmp_path):
     # A worker on a fresh machine must find the SQLite folder and the filesystem broker's queues.
     result = run_settings({"SECRET_KEY": "x", "PASSBAND_VAR_DIR": str(tmp_path / "var")})
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "var" / "broker" / "queue").is_dir() and (tmp_path / "var" / "broker" / "processed").is_dir()
+    assert (tmp_path / "var" / "broker" / "queue").is_dir() and (tmp_path / "var" / "broker" / "in-flight").is_dir()
 
 
 def test_thresholds_and_servers_come_from_the_environment():

@@ -2,6 +2,7 @@
 
 - probe_models: register a model, its backend and sampling parameters, the price of a rollout
 - campaigns: start, queue, reconcile, pause, resume, cancel
+- leases: a worker's lease on the round it works on, renewed by a heartbeat; what counts as stalled
 - rounds: the round pipeline (round_generate, round_score, round_run) and the inline runner
 - calibrations: priors, sampling policy, thresholds, refreshing stored calibrations
 - side_information: each task's score before it is probed (declared difficulty, other probe models)
@@ -59,6 +60,7 @@ from calibration.services.ladder import (
     campaign_start_ladder,
     ladder_fit,
 )
+from calibration.services.leases import round_lease_release, round_lease_renew, round_leased
 from calibration.services.probe_models import (
     backend_for_probe_model,
     probe_model_add,
@@ -103,6 +105,9 @@ __all__ = [
     "checkpoint_reprofile",
     "checkpoint_reprofile_continue",
     "campaigns_reconcile",
+    "round_lease_release",
+    "round_lease_renew",
+    "round_leased",
     "environment_calibrations_refresh",
     "environment_learned_table",
     "environment_learning",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import math
 import secrets
-from datetime import timedelta
 
 from celery import current_app
 from django.conf import settings
@@ -26,6 +25,7 @@ from calibration.models import (
     ProbeModel,
     Reprofile,
 )
+from calibration.services.leases import stalled_items_claim
 from curation.models import Environment, Task, TaskStatus, TaskVersion
 
 logger = logging.getLogger(__name__)
@@ -104,33 +104,19 @@ def round_enqueue(*, campaign_id: int, task_version_ids: list[int], round_index:
 def campaign_enqueue_pending(*, campaign_id: int, stalled_for_seconds: float | None = None) -> int:
     """Keep the campaign's window of jobs in the broker; returns how many items this call queued.
 
-    With `stalled_for_seconds`, first queue again the rounds of queued items idle that long (a lost
-    message or a dead worker). Then fill the window: items not yet queued go out, in order, until
-    the campaign has `PASSBAND_JOBS_PER_CAMPAIGN` jobs out. Items at the same round go out
-    together, up to `tasks_per_job` per job. Safe to call at any time: a round that is already
-    generated or verified is skipped by the workers, and a campaign that is not running queues
-    nothing.
+    With `stalled_for_seconds`, first queue again the rounds that stalled (calibration/services/leases.py:
+    a worker's lease that ran out, or a message lost while nothing was at work), once each. Then fill the window:
+    items not yet queued go out, in order, until the campaign has `PASSBAND_JOBS_PER_CAMPAIGN` jobs out. Items at
+    the same round go out together, up to `tasks_per_job` per job. Safe to call at any time: a round that is
+    already generated or verified is skipped by the workers, and a campaign that is not running queues nothing.
     """
     campaign = Campaign.objects.select_related("probe_model").get(pk=campaign_id)
     if campaign.status != Campaign.Status.RUNNING:
         return 0
     queued = 0
     if stalled_for_seconds is not None:
-        stalled = list(
-            CampaignItem.objects.filter(
-                campaign_id=campaign_id,
-                done=False,
-                queued_at__isnull=False,
-                updated_at__lt=timezone.now() - timedelta(seconds=stalled_for_seconds),
-            )
-            .order_by("round", "task_version_id")
-            .values_list("task_version_id", "round", "task_version__verifier", "task_version__tools")
-        )
+        stalled = stalled_items_claim(campaign_id=campaign_id, stalled_for_seconds=stalled_for_seconds)
         for round_index, version_ids in _jobs(campaign.probe_model, stalled):
-            # Touched, so the next reconcile gives this message its own stall time before another.
-            CampaignItem.objects.filter(campaign_id=campaign_id, task_version_id__in=version_ids).update(
-                updated_at=timezone.now()
-            )
             round_enqueue(campaign_id=campaign_id, task_version_ids=version_ids, round_index=round_index)
             queued += len(version_ids)
         if stalled:

@@ -222,19 +222,19 @@ def test_calibrations_refresh_in_bulk_matches_one_at_a_time(arithmetic, alice, s
 
 
 @pytest.mark.django_db
-def test_reconcile_requeues_rounds_idle_past_the_stall_time_only(arithmetic, alice, server_url, settings):
+def test_reconcile_requeues_rounds_whose_lease_ran_out_only(arithmetic, alice, server_url, settings):
     settings.PASSBAND_STALLED_AFTER = 60
     import_tasks(arithmetic, alice, *word_tasks(4))
     campaign = services.campaign_start(
         environment=arithmetic, probe_model=openai_model(server_url), created_by=alice, enqueue=False
     )
     items = list(CampaignItem.objects.filter(campaign=campaign).order_by("task_version_id"))
-    # Two rounds whose message was lost an hour ago, one still moving, one done.
-    CampaignItem.objects.filter(campaign=campaign).update(queued_at=timezone.now() - timedelta(hours=1))
-    CampaignItem.objects.filter(pk__in=[items[0].pk, items[1].pk]).update(
-        updated_at=timezone.now() - timedelta(hours=1)
-    )
-    CampaignItem.objects.filter(pk=items[3].pk).update(done=True, updated_at=timezone.now() - timedelta(hours=1))
+    # Two rounds whose worker stopped renewing its lease, one a worker still holds, one done.
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    CampaignItem.objects.filter(campaign=campaign).update(queued_at=an_hour_ago)
+    CampaignItem.objects.filter(pk__in=[items[0].pk, items[1].pk]).update(lease_expires_at=an_hour_ago)
+    CampaignItem.objects.filter(pk=items[2].pk).update(lease_expires_at=timezone.now() + timedelta(minutes=1))
+    CampaignItem.objects.filter(pk=items[3].pk).update(done=True, lease_expires_at=an_hour_ago)
     with mock.patch("calibration.tasks.generate_rollouts.delay") as delay:
         assert services.campaigns_reconcile() == 2
     [call] = delay.call_args_list
@@ -243,7 +243,7 @@ def test_reconcile_requeues_rounds_idle_past_the_stall_time_only(arithmetic, ali
     campaign.refresh_from_db()
     assert campaign.stalled_rounds == 2 and campaign.last_stall_at is not None
     with mock.patch("calibration.tasks.generate_rollouts.delay"):
-        assert services.campaigns_reconcile() == 0  # just re-queued: not stalled again yet
+        assert services.campaigns_reconcile() == 0  # re-queued once: not stalled again while item 2 is held
     campaign.refresh_from_db()
     assert campaign.stalled_rounds == 2
 

@@ -3,8 +3,9 @@ import time
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db import OperationalError
 
-from accounts.errors import ServiceError
+from accounts.errors import DATABASE_BUSY, ServiceError, is_database_locked
 from calibration import selectors, services
 from calibration.models import Campaign, ProbeModel
 from curation.models import Environment
@@ -52,6 +53,15 @@ class Command(BaseCommand):
         mode.add_argument("--inline", action="store_true", help="Run in this process, with no broker.")
 
     def handle(self, *args, **options):
+        try:
+            self._handle(options)
+        except OperationalError as error:
+            if not is_database_locked(error):
+                raise
+            # Each round commits on its own: what was stored stays stored.
+            raise CommandError(f"{DATABASE_BUSY} What was stored stays stored; run the command again.") from None
+
+    def _handle(self, options):
         environment = Environment.objects.filter(name=options["environment"]).first()
         if environment is None:
             raise CommandError(f"No environment {options['environment']!r}.")
