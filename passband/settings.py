@@ -393,7 +393,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.StrictCursorPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Keyed by API token (see accounts.authentication.TokenRateThrottle): each token gets its own budget.
