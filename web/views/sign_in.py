@@ -16,7 +16,9 @@ GENERIC_FAILURE = "The sign-in could not be completed (it was started in another
 class OidcCallback(OIDCAuthenticationCallbackView):
     """mozilla-django-oidc's callback; every failure (a replayed or invalid code, a token from another
     issuer or for another audience, a provider that does not answer) is the sign-in error page, a 400
-    saying why, never a 500 or a silent redirect."""
+    saying why, never a 500 or a silent redirect. Public: the provider's answer is its credential."""
+
+    policy_route = "oidc_authentication_callback"
 
     def get(self, request):
         try:
