@@ -24,7 +24,9 @@ def provider(live_server, tmp_path, settings):
         "dora": {"email": "dora@example.org", "email_verified": False, "groups": ["reviewers"]},
         "bob": {"email": "bob@example.org", "email_verified": True, "groups": ["leads"]},
     }
-    with provider_running(folder=tmp_path, people=people, redirect_uris=[live_server.url + "/oidc/callback/"]) as issuer:
+    with provider_running(
+        folder=tmp_path, people=people, redirect_uris=[live_server.url + "/oidc/callback/"]
+    ) as issuer:
         point_passband_at(settings, issuer)
         yield {"people": tmp_path / "people.json"}
 

@@ -43,7 +43,11 @@ def provider_running(*, folder: Path, people: dict, redirect_uris: list[str]):
         "OIDC_PROVIDER_PORT": str(port),
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.oidc_provider.serve"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "tests.support.oidc_provider.serve"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert process.stdout.readline().strip() == "ready", "the OIDC provider did not start"
