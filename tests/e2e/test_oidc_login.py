@@ -87,6 +87,7 @@ def test_roles_come_from_the_groups_claim_and_follow_the_provider(
     sign_in(other, "bob")
     other.goto(live_server.url + "/tokens/")
     other.click("#oidc-link")
+    other.click("#oidc-continue")
     other.wait_for_url(lambda url: url.startswith(live_server.url + "/tokens/"))
     assert OidcIdentity.objects.filter(user=bob).exists()
     sign_out(other)

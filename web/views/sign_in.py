@@ -39,6 +39,7 @@ def sign_in_failed(request, reason: str):
 @require_POST
 @policy.page("oidc_link")
 def oidc_link(request):
-    """Start linking the signed-in account to the organisation identity the person signs in with next."""
+    """Start linking the signed-in account to the organisation identity the person signs in with next; the
+    tokens page then offers the way to the provider (a link: the page's CSP lets forms post only here)."""
     oidc.link_start(request)
-    return redirect(reverse("oidc_authentication_init") + "?next=" + reverse("token_list"))
+    return redirect(reverse("token_list"))
