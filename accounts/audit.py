@@ -2,7 +2,9 @@
 
 Services record an event as they act (`audit_record`): review decisions and every other task status
 change (curation.services.task_transition), fixes, token creation and revocation, release builds,
-role changes, claims and adjudications. Staff read it on the History page, filtered by object,
+role changes, claims and adjudications. Changes of who may do what and of secret-bearing records
+(users' flags, groups and permissions, tokens, OIDC identities, remote servers, probe models) are
+recorded whichever path made them, by accounts.audit_changes. Staff read it on the History page, filtered by object,
 action, person and date (`audit_events`).
 """
 
@@ -90,5 +92,10 @@ def roles_change_record(
         action="role_change",
         obj=user,
         label=user.get_username(),
-        detail={"added": sorted(after - before), "removed": sorted(before - after)},
+        detail={
+            "added": sorted(after - before),
+            "removed": sorted(before - after),
+            "before": sorted(before),
+            "after": sorted(after),
+        },
     )

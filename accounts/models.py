@@ -56,11 +56,17 @@ class AuditEvent(models.Model):
 
 
 class OidcIdentity(models.Model):
-    """The organisation's identity (issuer and subject) a Passband user signs in with (accounts.oidc)."""
+    """The organisation's identity a Passband user signs in with (accounts.oidc): the provider (`issuer`,
+    the ID token's `iss`) and its `subject` (`sub`), unique together. Nothing else links an identity to
+    an account: never the email, which the provider's users may set."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identity")
-    subject = models.CharField(max_length=255, unique=True, help_text="The provider's `sub` claim.")
+    issuer = models.CharField(max_length=500, help_text="The provider's `iss` (PASSBAND_OIDC_ISSUER).")
+    subject = models.CharField(max_length=255, help_text="The provider's `sub` claim.")
     last_login_at = models.DateTimeField(auto_now=True)
 
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="oidc_identity_issuer_subject")]
+
     def __str__(self) -> str:
-        return f"{self.user} as {self.subject}"
+        return f"{self.user} as {self.subject} at {self.issuer}"

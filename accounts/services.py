@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.audit import audit_record, roles_change_record
+from accounts.audit_changes import acting_as, recorded_elsewhere
 from accounts.errors import ServiceError
 from accounts.models import ApiToken
 from accounts.permissions import ROLES, SCOPE_ROLES, scopes_allowed
@@ -29,15 +30,18 @@ def api_token_create(
         who = ", ".join(f"{scope} ({' or '.join(SCOPE_ROLES[scope] or ())} and staff)" for scope in refused)
         raise ServiceError(f"Scopes: your role may not hold {who}. You may choose: {', '.join(allowed) or 'none'}.")
     secret = "pb_" + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(
-        user=user,
-        name=name,
-        prefix=secret[:10],
-        token_hash=hashlib.sha256(secret.encode()).hexdigest(),
-        scopes=sorted(set(scopes)),
-        expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
-    )
-    audit_record(actor=user, action="token_create", obj=token, detail={"scopes": token.scopes, "name": name})
+    with recorded_elsewhere():
+        token = ApiToken.objects.create(
+            user=user,
+            name=name,
+            prefix=secret[:10],
+            token_hash=hashlib.sha256(secret.encode()).hexdigest(),
+            scopes=sorted(set(scopes)),
+            expires_at=timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None,
+        )
+    expires = token.expires_at.isoformat() if token.expires_at else None
+    detail = {"scopes": token.scopes, "name": name, "expires_at": expires}
+    audit_record(actor=user, action="token_create", obj=token, detail=detail)
     return token, secret
 
 
@@ -45,8 +49,11 @@ def api_token_revoke(*, token: ApiToken, by: AbstractBaseUser | None = None) -> 
     """Revoke a token (`by`: who revokes, its owner when not given); revoking twice keeps the first time."""
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
-        audit_record(actor=by or token.user, action="token_revoke", obj=token, detail={"name": token.name})
+        with recorded_elsewhere():
+            token.save(update_fields=["revoked_at"])
+        after = {"revoked_at": token.revoked_at.isoformat()}
+        detail = {"name": token.name, "before": {"revoked_at": None}, "after": after}
+        audit_record(actor=by or token.user, action="token_revoke", obj=token, detail=detail)
     return token
 
 
@@ -63,9 +70,11 @@ def roles_sync(
     if unknown:
         raise ServiceError(f"Unknown roles: {', '.join(sorted(unknown))}; roles are {', '.join(ROLES)}.")
     before = set(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
-    user.groups.remove(*Group.objects.filter(name__in=before - roles))
-    user.groups.add(*(Group.objects.get_or_create(name=name)[0] for name in roles - before))
-    roles_change_record(user=user, by=by, before=before, after=roles)
+    with recorded_elsewhere():  # one event for the whole change, below
+        user.groups.remove(*Group.objects.filter(name__in=before - roles))
+        user.groups.add(*(Group.objects.get_or_create(name=name)[0] for name in roles - before))
+    with acting_as(by):
+        roles_change_record(user=user, by=by, before=before, after=roles)
     allowed = set(scopes_allowed(user))
     for token in ApiToken.objects.filter(user=user, revoked_at__isnull=True):
         kept = [scope for scope in token.scopes if scope in allowed]
@@ -79,6 +88,7 @@ def roles_sync(
                 detail={"removed": sorted(set(token.scopes) - set(kept)), "source": source},
             )
             token.scopes = kept
-            token.save(update_fields=["scopes"])
+            with recorded_elsewhere():
+                token.save(update_fields=["scopes"])
         else:
             api_token_revoke(token=token, by=by)

@@ -11,8 +11,8 @@ from engine import input_rules
 
 class BoundedJSONParser(BaseParser):
     """JSON bodies up to settings.PASSBAND_API_MAX_BODY_BYTES, nested at most
-    input_rules.MAX_JSON_DEPTH levels, without NUL or lone surrogates; anything else is a 400 that
-    names the field.
+    input_rules.MAX_JSON_DEPTH levels, without NUL, lone surrogates or whole numbers beyond 64 bits;
+    anything else is a 400 that names the field.
 
     Not a subclass of DRF's JSONParser: DRF hands that one `request.body`, which Django refuses
     over DATA_UPLOAD_MAX_MEMORY_SIZE (4 MB) with its own HTML page; this one reads the stream itself
@@ -33,7 +33,7 @@ class BoundedJSONParser(BaseParser):
             raise ParseError(
                 f"The body is not valid JSON (or nests deeper than {input_rules.MAX_JSON_DEPTH} levels): {error}"
             ) from None
-        problem = input_rules.value_problem(data)
+        problem = input_rules.value_problem(data, bounded_integers=True)
         if problem is not None:
             raise ValidationError({problem.field or "body": [problem.reason]})
         return data

@@ -14,3 +14,9 @@ class CurationConfig(AppConfig):
 
         # The repo_tests verifier reads repository snapshots through Django's storage.
         snapshots.configure_store(snapshot_read)
+        # Registering a remote server, and every change of where it is or which secret it is sent, is in the
+        # audit log with before and after, whatever path made it (accounts.audit_changes).
+        from accounts.audit_changes import watch
+        from curation.models import McpServer
+
+        watch(McpServer, exclude=("tools", "checked_at", "created_at"))

@@ -42,6 +42,7 @@ ROUTES: dict[str, Route] = {
     "oidc_authentication_init": Route(PUBLIC),
     "oidc_authentication_callback": Route(PUBLIC),
     "oidc_logout": Route(PUBLIC, methods=POST),
+    "oidc_link": Route(SIGNED_IN, methods=POST),  # the signed-in person links their own account
     # Tasks
     "environment_list": Route(BROWSER),
     "task_list": Route(BROWSER),

@@ -5,6 +5,10 @@ surrogate (a JSON escape such as "\\ud800") cannot be encoded as UTF-8. Decoded 
 MAX_JSON_DEPTH levels: the verifiers, jsonschema and the ORM walk values recursively, and a deeper
 value would exhaust the stack. Bodies and uploads are bounded by the size limits in settings.
 
+Addresses and API bodies name records: a whole number in a query parameter, an API body or a
+path's id fits 64 signed bits (SQLite cannot bind a larger one, PostgreSQL's bigint cannot hold
+it), and a query parameter is at most MAX_QUERY_VALUE characters.
+
 Pure functions, no Django: each returns a sentence naming where the problem is, or None, and the
 caller refuses the input with a 400 that names the field.
 """
@@ -22,6 +26,10 @@ from typing import Any
 # interpreter's recursion limit.
 MAX_JSON_DEPTH = 64
 _BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")
+# What a database integer column (and an id) can hold: signed 64 bits.
+INTEGER_MIN, INTEGER_MAX = -(2**63), 2**63 - 1
+# Longer than any filter, search or cursor Passband writes into a query string.
+MAX_QUERY_VALUE = 2000
 
 
 @dataclass(frozen=True)
@@ -51,15 +59,30 @@ def text_problem(text: str, *, where: str = "") -> str | None:
     return f"holds a lone surrogate {at}: not valid Unicode text; fix the escape"
 
 
-def value_problem(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> InputProblem | None:
-    """The first problem in a decoded JSON value: a bad character in a string or a name, or nesting
-    deeper than `max_depth` levels; None when there is none. Walks without recursion, so any depth
-    is safe to check."""
+def integer_problem(number: int, *, where: str = "") -> str | None:
+    """Why `number` cannot name a record or fill an integer column (beyond 64 signed bits), or None."""
+    if INTEGER_MIN <= number <= INTEGER_MAX:
+        return None
+    subject = f"{_shown(where)} is" if where else "is"
+    return f"{subject} a whole number beyond 64 bits: use one from {INTEGER_MIN} to {INTEGER_MAX}"
+
+
+def value_problem(
+    value: Any, *, max_depth: int = MAX_JSON_DEPTH, bounded_integers: bool = False
+) -> InputProblem | None:
+    """The first problem in a decoded JSON value: a bad character in a string or a name, nesting deeper
+    than `max_depth` levels, or (with `bounded_integers`, for API bodies) a whole number beyond 64 bits;
+    None when there is none. Walks without recursion, so any depth is safe to check."""
     pending: list[tuple[Any, str, int]] = [(value, "", 0)]
     while pending:
         item, path, depth = pending.pop()
         if isinstance(item, str):
             reason = text_problem(item, where=path)
+            if reason is not None:
+                return InputProblem(path, reason)
+            continue
+        if bounded_integers and isinstance(item, int) and not isinstance(item, bool):
+            reason = integer_problem(item, where=path)
             if reason is not None:
                 return InputProblem(path, reason)
             continue
@@ -91,6 +114,32 @@ def fields_problem(fields: Iterable[tuple[str, list[str]]]) -> InputProblem | No
             if reason is not None:
                 return InputProblem(name.replace("\x00", "\\u0000"), reason)
     return None
+
+
+def query_problem(fields: Iterable[tuple[str, list[str]]]) -> InputProblem | None:
+    """The first problem among query parameters given as (name, values): the text rule, a value over
+    MAX_QUERY_VALUE characters, or a whole number (as int() reads it: signs, spaces, any digits)
+    beyond 64 bits; None when there is none."""
+    fields = list(fields)
+    problem = fields_problem(fields)
+    if problem is not None:
+        return problem
+    for name, values in fields:
+        for text in values:
+            if len(text) > MAX_QUERY_VALUE:
+                return InputProblem(name, f"is {len(text):,} characters long: at most {MAX_QUERY_VALUE:,}")
+            number = _whole_number(text)
+            reason = integer_problem(number) if number is not None else None
+            if reason is not None:
+                return InputProblem(name, reason)
+    return None
+
+
+def _whole_number(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 class InputError(ValueError):

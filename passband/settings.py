@@ -90,6 +90,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "accounts.audit_changes.AuditRequestMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -303,6 +304,14 @@ OIDC_OP_JWKS_ENDPOINT = os.environ.get("PASSBAND_OIDC_JWKS_ENDPOINT", "")
 OIDC_RP_SIGN_ALGO = "RS256"
 OIDC_RP_SCOPES = "openid email profile groups"
 OIDC_USE_PKCE = True
+# The ID token must come from this issuer (its `iss`, e.g. https://login.example.org/realms/staff) for this
+# audience (its `aud`; default: the client id). Every call to the provider gives up after OIDC_TIMEOUT s.
+PASSBAND_OIDC_ISSUER = os.environ.get("PASSBAND_OIDC_ISSUER", "")
+PASSBAND_OIDC_AUDIENCE = os.environ.get("PASSBAND_OIDC_AUDIENCE", "")
+OIDC_TIMEOUT = env_float("PASSBAND_OIDC_TIMEOUT", 10.0)
+if OIDC_RP_CLIENT_ID and not PASSBAND_OIDC_ISSUER:
+    raise ImproperlyConfigured("PASSBAND_OIDC_ISSUER must be set with PASSBAND_OIDC_CLIENT_ID (the ID token's `iss`).")
+OIDC_CALLBACK_CLASS = "web.views.sign_in.OidcCallback"
 PASSBAND_OIDC_GROUPS_CLAIM = os.environ.get("PASSBAND_OIDC_GROUPS_CLAIM", "groups")
 PASSBAND_OIDC_ROLE_CLAIMS = json.loads(os.environ.get("PASSBAND_OIDC_ROLE_CLAIMS", "{}") or "{}")
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "accounts.oidc.PassbandOIDCBackend"]
@@ -396,7 +405,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.StrictCursorPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Keyed by API token (see accounts.authentication.TokenRateThrottle): each token gets its own budget.

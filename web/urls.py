@@ -18,6 +18,7 @@ from web.views import ops as ops_views
 from web.views import probes as probe_views
 from web.views import releases as release_views
 from web.views import review as review_views
+from web.views import sign_in as sign_in_views
 from web.views import tasks as task_views
 from web.views import team as team_views
 from web.views import tokens as token_views
@@ -31,6 +32,7 @@ urlpatterns = [
     path("", task_views.environment_list, name="environment_list"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("oidc/link/", sign_in_views.oidc_link, name="oidc_link"),
     path("oidc/", include("mozilla_django_oidc.urls")),
     path("tasks/", task_views.task_list, name="task_list"),
     path("tasks/bulk/", bulk_views.task_bulk, name="task_bulk"),

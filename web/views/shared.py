@@ -10,6 +10,7 @@ from calibration import services as calibration_services
 from calibration.models import Campaign
 from curation import policy
 from curation.models import Task
+from engine import input_rules
 from releases import task_filters
 
 
@@ -45,9 +46,12 @@ def query_without(request, *names: str) -> str:
 def page_of(request, items, *, size: int, by_ids: bool = False) -> tuple[list, int, bool]:
     """The `?page=` slice of `items` (1-based): (rows, page number, whether a next page exists).
 
-    Fetches one row more than the page instead of counting the whole set.
+    Fetches one row more than the page instead of counting the whole set. A page whose rows would start
+    beyond what a database offset holds (64 bits) is a 404.
     """
     page = max(int(request.GET["page"]) if request.GET.get("page", "").isdigit() else 1, 1)
+    if input_rules.integer_problem(page * size + 1) is not None:
+        raise Http404(f"No page {page}.")
     if by_ids:
         rows = rows_by_ids(items, (page - 1) * size, page * size + 1)
     else:

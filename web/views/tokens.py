@@ -6,7 +6,8 @@ from django.views.decorators.http import require_POST
 
 from accounts import services
 from accounts.errors import ServiceError
-from accounts.models import ApiToken
+from accounts.models import ApiToken, OidcIdentity
+from accounts.oidc import LINK_SESSION_KEY
 from accounts.permissions import scopes_allowed
 from curation import policy
 
@@ -38,7 +39,14 @@ def token_list(request):
     return render(
         request,
         "curation/tokens.html",
-        {"tokens": tokens, "secret": secret, "scopes": scopes_allowed(request.user), "expiry_choices": EXPIRY_CHOICES},
+        {
+            "tokens": tokens,
+            "secret": secret,
+            "scopes": scopes_allowed(request.user),
+            "expiry_choices": EXPIRY_CHOICES,
+            "identity": OidcIdentity.objects.filter(user=request.user).first(),
+            "link_pending": LINK_SESSION_KEY in request.session,
+        },
     )
 
 
