@@ -13,6 +13,7 @@ import httpx
 import orjson
 
 from engine.backends.openai_servers import says_prompt_too_long
+from engine.outbound import OutboundRefused
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +106,8 @@ def post_raw(client: httpx.Client, *, url: str, body: dict[str, Any]) -> bytes:
         response = client.post(url, content=orjson.dumps(body))
     except httpx.TransportError as error:  # timeouts, refused and dropped connections
         raise RetryableError(f"{type(error).__name__}: {error}", reason="transport") from error
+    except OutboundRefused as error:  # the outbound policy: another try would be refused again
+        raise FinalError(f"refused by the outbound policy: {error}") from error
     if response.status_code in RETRY_STATUSES:
         raise RetryableError(
             f"HTTP {response.status_code}: {_error_text(response)}",
