@@ -114,6 +114,10 @@ def post_raw(client: httpx.Client, *, url: str, body: dict[str, Any]) -> bytes:
             retry_after_s=_retry_after_s(response),
             reason=f"http_{response.status_code}",
         )
+    if response.is_redirect:  # never followed: the outbound policy checked this address, not the next
+        raise FinalError(
+            f"HTTP {response.status_code}: a redirect to {response.headers.get('location', '')!r}, not followed"
+        )
     if response.status_code >= 400:
         message = f"HTTP {response.status_code}: {_error_text(response)}"
         if response.status_code in (400, 413, 422) and says_prompt_too_long(response.text[:2000]):
