@@ -54,7 +54,7 @@ def literal_address(host: str) -> IPAddress | None:
     """The address a URL host names without any lookup: dotted, IPv6 (brackets stripped), and the
     forms C's inet_aton takes (decimal 2130706433, hex 0x7f000001, octal 0177.0.0.1, 127.1); None for
     a name."""
-    host = host.strip("[]")
+    host = host.strip("[]").rstrip(".")
     try:
         return ipaddress.ip_address(host)
     except ValueError:

@@ -191,9 +191,14 @@ def url_problem(url: str, *, policy: OutboundPolicy | None = None, schemes: tupl
     address = literal_address(parts.hostname)
     if address is not None and (problem := address_problem(address)):
         return f"the host {parts.hostname} is refused: {problem} (see PASSBAND_OUTBOUND_ALLOW_HOSTS)"
-    if parts.hostname.rstrip(".").lower().split(".")[-1] == "localhost":
+    if names_this_machine(parts.hostname):
         return f"the host {parts.hostname} is refused: it names this machine (see PASSBAND_OUTBOUND_ALLOW_HOSTS)"
     return ""
+
+
+def names_this_machine(host: str) -> bool:
+    """`localhost` and `*.localhost` (RFC 6761), in any case, with or without the final dot."""
+    return host.rstrip(".").lower().split(".")[-1] == "localhost"
 
 
 def resolve(host: str, port: int, *, policy: OutboundPolicy | None = None) -> list[IPAddress]:
@@ -202,12 +207,19 @@ def resolve(host: str, port: int, *, policy: OutboundPolicy | None = None) -> li
     the operator allows skips the check. Raises OutboundRefused, or OSError when the name does not
     resolve."""
     policy = policy or current_policy()
-    found = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
-    addresses: list[IPAddress] = []
-    for _family, _type, _proto, _name, sockaddr in found:
-        address = ip_address(sockaddr[0])
-        if address not in addresses:
-            addresses.append(address)
+    if not policy.host_allowed(host, port) and names_this_machine(host):
+        raise OutboundRefused(
+            f"{host} is refused: it names this machine (see PASSBAND_OUTBOUND_ALLOW_HOSTS)", reason="address"
+        )
+    literal = literal_address(host)
+    addresses: list[IPAddress] = [literal] if literal is not None else []
+    if literal is None:
+        for _family, _type, _proto, _name, sockaddr in socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM
+        ):
+            address = ip_address(sockaddr[0])
+            if address not in addresses:
+                addresses.append(address)
     if not policy.host_allowed(host, port):
         for address in addresses:
             if problem := address_problem(address):

@@ -30,6 +30,8 @@ LOOPBACK_FORMS = [
     "[2002:7f00:1::]",
     "[::127.0.0.1]",
     "localhost",
+    "127.0.0.1.",
+    "LocalHost.",
 ]
 # httpx itself refuses some spellings (0177.0.0.1) as invalid URLs: refused either way, nothing connects.
 REFUSED = (outbound.OutboundRefused, httpx.InvalidURL)
