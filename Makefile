@@ -22,6 +22,7 @@ TEST_PROCESSES ?= 2
 # PostgreSQL pass only: they need a database file shared across processes, and SQLite's test database lives
 # in memory.
 SQLITE_TESTS ?= tests/web tests/api tests/curation tests/accounts tests/releases tests/similarity tests/calibration/test_rollout_store_contract.py tests/calibration/test_judge_samples.py \
+	tests/calibration/test_probe_model_endpoints.py \
 	tests/e2e/test_team_review.py tests/e2e/test_fix_and_diff.py tests/e2e/test_oidc_login.py
 
 .PHONY: install run test services clean

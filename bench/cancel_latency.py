@@ -37,6 +37,8 @@ def main() -> None:
         LOG_LEVEL="WARNING",
         DJANGO_SETTINGS_MODULE="passband.settings",
     )
+    # The benchmark's own servers listen on 127.0.0.1: allowed as an operator allows a deployment's own (docs/operations.md).
+    os.environ.setdefault("PASSBAND_OUTBOUND_ALLOW_HOSTS", "127.0.0.1")
     os.environ.setdefault("SECRET_KEY", "passband-bench-only")
     if os.environ.get("DATABASE_URL", "").startswith("postgres"):
         from bench.database import fresh_database

@@ -33,6 +33,8 @@ def django_in_fresh_database(*, suffix: str, reuse: bool = False) -> None:
         os.environ["DATABASE_URL"] = urlunsplit(parts._replace(path=parts.path + suffix))
     else:
         os.environ["DATABASE_URL"] = fresh_database(url, suffix=suffix)
+    # The benchmark's own servers listen on 127.0.0.1: allowed as an operator allows a deployment's own (docs/operations.md).
+    os.environ.setdefault("PASSBAND_OUTBOUND_ALLOW_HOSTS", "127.0.0.1")
     os.environ.setdefault("SECRET_KEY", "passband-bench-only")
     os.environ["DJANGO_SETTINGS_MODULE"] = "passband.settings"
     os.environ["LOG_LEVEL"] = "WARNING"

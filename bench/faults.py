@@ -308,9 +308,20 @@ def main() -> None:
             "PASSBAND_RECONCILE_EVERY": "2",
             "PASSBAND_STALLED_AFTER": "8",
             "PASSBAND_VISIBILITY_TIMEOUT": "5",
+            # The benchmark's own servers listen on 127.0.0.1: allowed as an operator allows a deployment's own.
+            "PASSBAND_OUTBOUND_ALLOW_HOSTS": os.environ.get("PASSBAND_OUTBOUND_ALLOW_HOSTS", "127.0.0.1"),
         }
         os.environ.update(
-            {key: env[key] for key in ("DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY", "PASSBAND_VAR_DIR")}
+            {
+                key: env[key]
+                for key in (
+                    "DATABASE_URL",
+                    "CELERY_BROKER_URL",
+                    "SECRET_KEY",
+                    "PASSBAND_VAR_DIR",
+                    "PASSBAND_OUTBOUND_ALLOW_HOSTS",
+                )
+            }
         )
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "passband.settings")
         import django

@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine.episodes.remote_mcp import McpServerConfig, McpWorld  # noqa: E402
 from tests.support.mcp_kv_server import serve_mcp_kv  # noqa: E402
+from tests.support.outbound import TEST_ALLOWED_HOSTS  # noqa: E402,F401 - allows 127.0.0.1, the benchmark\'s own server
 
 
 def call_arguments(index: int) -> tuple[str, dict]:

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine.episodes.remote_openenv import OpenEnvServerConfig, OpenEnvWorld  # noqa: E402
 from tests.support.openenv_template_server import serve_openenv_template, word_for  # noqa: E402
+from tests.support.outbound import TEST_ALLOWED_HOSTS  # noqa: E402,F401 - allows 127.0.0.1, the benchmark\'s own server
 
 SEED = 5
 

@@ -6,6 +6,9 @@ from calibration.models import Calibration, Campaign, ProbeModel, Reprofile
 @admin.register(ProbeModel)
 class ProbeModelAdmin(admin.ModelAdmin):
     list_display = ("name", "backend", "model", "base_url", "temperature", "max_new_tokens")
+    # Where a model is reached and with which key change only through the service
+    # (calibration.services.probe_models), which holds them to the outbound policy.
+    readonly_fields = ("base_url", "api_key_env")
 
 
 @admin.register(Campaign)

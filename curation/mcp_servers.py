@@ -4,10 +4,13 @@ one command for both; `protocol` says which. See docs/environments.md, "MCP serv
 servers".
 
 The rules of judge endpoints hold: a task never carries a URL, a command or a secret. Staff register
-a server by its streamable HTTP URL (checked: an http(s) address without credentials in it, that
-answers, and whose tools all have usable inputSchemas), or by the name of a stdio server that the
-operator wrote in settings (PASSBAND_MCP_STDIO_SERVERS). A bearer token is named by an environment
-variable (`api_key_env`), read on the worker when a session opens.
+a server by its streamable HTTP URL (held to the outbound policy, engine/outbound: an http(s) address
+without credentials in it, never a non-global address unless the operator allows the host), or by the
+name of a stdio server that the operator wrote in settings (PASSBAND_MCP_STDIO_SERVERS). A bearer
+token is named by a variable the operator declared for the server's origin (`api_key_env`,
+PASSBAND_OUTBOUND_SECRETS), read on the worker when a session opens. Whether the server answers and
+its tools all have usable inputSchemas is checked by a worker (`mcp_server_check_later`), never
+inside a web request; the page shows the answer.
 
 The session cap (`max_sessions`) holds over every worker when the broker is Redis: a sorted set per
 server of leases (token -> start time) taken and released by Lua scripts, so a worker that dies
@@ -18,8 +21,8 @@ is a per-process semaphore.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
-import os
 import threading
 import time
 import uuid
@@ -28,18 +31,19 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 from django.utils import timezone
 
 from curation.errors import CurationError
 from curation.models import Environment, McpServer
 from curation.services import ENVIRONMENT_NAME
+from engine import outbound
 from engine.episodes import remote_openenv
 from engine.episodes.remote_mcp import (
     DEFAULT_REWARD_TOOL,
     McpSchemaError,
     McpServerConfig,
     McpUnavailable,
-    outbound_url_problem,
     server_tools,
 )
 from engine.episodes.remote_openenv import OpenEnvServerConfig
@@ -91,15 +95,18 @@ def mcp_server_register(
         reward_tool = ""
     if bool(url) == bool(stdio):
         raise CurationError("url: give the server's streamable HTTP URL, or the name of a stdio server in settings.")
-    if url and (problem := outbound_url_problem(url)):
+    if url and (problem := outbound.url_problem(url)):
         raise CurationError(f"url: {problem}.")
     if stdio and stdio not in settings.PASSBAND_MCP_STDIO_SERVERS:
         known = ", ".join(sorted(settings.PASSBAND_MCP_STDIO_SERVERS)) or "none are configured"
         raise CurationError(
             f"stdio: {stdio!r} is not in PASSBAND_MCP_STDIO_SERVERS ({known}); an operator adds commands there."
         )
-    if api_key_env and not api_key_env.replace("_", "a").isalnum():
-        raise CurationError("api key env: the name of an environment variable, such as TOOLS_API_KEY.")
+    api_key_env = (api_key_env or "").strip()
+    if api_key_env and stdio:
+        raise CurationError("api key env: a stdio server takes its environment from PASSBAND_MCP_STDIO_SERVERS.")
+    if api_key_env and (problem := outbound.secret_problem(api_key_env, url=url)):
+        raise CurationError(f"api key env: {problem}.")
     if not 1 <= max_sessions <= 1024:
         raise CurationError(f"max sessions: must lie between 1 and 1024; got {max_sessions}.")
     if not 0 < timeout_s <= 600:
@@ -118,21 +125,46 @@ def mcp_server_register(
     if check:
         server.tools = _tools_of(server)
         server.checked_at = timezone.now()
+        server.check_status = McpServer.CheckStatus.OK
     server.save()
     return server
 
 
 def mcp_server_check(*, server: McpServer) -> McpServer:
-    """Connect to a registered server and store the tools it lists now. Raises CurationError when
-    it cannot be reached or a tool's inputSchema is invalid (the stored list is then kept)."""
-    server.tools = _tools_of(server)
-    server.checked_at = timezone.now()
-    server.save(update_fields=["tools", "checked_at"])
+    """Connect to a registered server and store the tools it lists now (what a worker runs; the
+    command runs it in process). Raises CurationError when it cannot be reached, the outbound policy
+    refuses it, or a tool's inputSchema is invalid: the stored list is then kept, and the error is
+    stored as the check's answer."""
+    try:
+        tools = _tools_of(server)
+    except CurationError as error:
+        server.check_status, server.check_error = McpServer.CheckStatus.FAILED, str(error)
+        server.save(update_fields=["check_status", "check_error"])
+        raise
+    server.tools, server.checked_at = tools, timezone.now()
+    server.check_status, server.check_error = McpServer.CheckStatus.OK, ""
+    server.save(update_fields=["tools", "checked_at", "check_status", "check_error"])
+    return server
+
+
+def mcp_server_check_later(*, server: McpServer) -> McpServer:
+    """Mark the server's check pending and queue it for a worker (after the transaction commits):
+    a web request never waits on an outside server. The page shows the answer when it comes."""
+    from curation import tasks
+
+    server.check_status, server.check_error = McpServer.CheckStatus.PENDING, ""
+    server.save(update_fields=["check_status", "check_error"])
+    transaction.on_commit(lambda: tasks.check_remote_server.delay(server.pk))
     return server
 
 
 def _tools_of(server: McpServer) -> list[dict[str, Any]]:
-    config = client_config(server)
+    try:
+        config = client_config(server)
+    except McpUnavailable as error:
+        raise CurationError(f"url: {error}") from None
+    # A check waits at most the operator's check timeout, whatever the server's own timeout is.
+    config = dataclasses.replace(config, timeout_s=min(config.timeout_s, outbound.current_policy().check_timeout_s))
     try:
         if isinstance(config, OpenEnvServerConfig):
             return remote_openenv.server_tools(config)
@@ -141,6 +173,8 @@ def _tools_of(server: McpServer) -> list[dict[str, Any]]:
         what = "the action's JSON Schema" if server.protocol == McpServer.Protocol.OPENENV else "the tool's inputSchema"
         raise CurationError(f"tools: {error}. Fix {what} on the server, then check again.") from None
     except McpUnavailable as error:
+        if error.reason == "refused":
+            raise CurationError(f"url: refused by the outbound policy: {error}") from None
         raise CurationError(f"url: the server did not answer: {error}") from None
 
 
@@ -160,13 +194,15 @@ def environment_use_mcp_server(*, environment: Environment, server: McpServer | 
 
 def client_config(server: McpServer) -> McpServerConfig | OpenEnvServerConfig:
     """How this process reaches `server`: the URL or the settings' stdio command, and the bearer
-    token read from the environment variable the registration names."""
+    token read from the variable the registration names, which the operator must have declared for
+    the server's origin. Raises McpUnavailable (reason "refused") when the declaration does not
+    allow it (an old registration, a declaration withdrawn since)."""
     headers = {}
     if server.api_key_env:
-        token = os.environ.get(server.api_key_env, "")
-        if not token:
-            logger.warning("server %s: environment variable %s is not set", server.name, server.api_key_env)
-        headers["Authorization"] = f"Bearer {token}"
+        try:
+            headers = outbound.bearer_headers(server.api_key_env, url=server.url)
+        except outbound.OutboundRefused as error:
+            raise McpUnavailable(f"server {server.name}: its API key is refused: {error}", reason="refused") from None
     if server.protocol == McpServer.Protocol.OPENENV:
         return OpenEnvServerConfig(name=server.name, url=server.url, headers=headers, timeout_s=server.timeout_s)
     if server.stdio:

@@ -23,12 +23,19 @@ def default_retire_at() -> float:
 class McpServer(models.Model):
     """A remote environment server registered by staff (curation/mcp_servers.py): an MCP tool server
     or an OpenEnv environment server (`protocol`), where it is and how it is used. Secrets are never
-    stored here: `api_key_env` names the environment variable that holds the bearer token, and a
-    stdio server is a command in settings (PASSBAND_MCP_STDIO_SERVERS)."""
+    stored here: `api_key_env` names a variable the operator declared for the server's origin
+    (PASSBAND_OUTBOUND_SECRETS) that holds the bearer token, and a stdio server is a command in
+    settings (PASSBAND_MCP_STDIO_SERVERS)."""
 
     class Protocol(models.TextChoices):
         MCP = "mcp", "MCP server"
         OPENENV = "openenv", "OpenEnv server"
+
+    class CheckStatus(models.TextChoices):
+        UNCHECKED = "unchecked", "Not checked"
+        PENDING = "pending", "Checking"
+        OK = "ok", "Answers"
+        FAILED = "failed", "Check failed"
 
     name = models.SlugField(max_length=80, unique=True)
     protocol = models.CharField(max_length=20, choices=Protocol.choices, default=Protocol.MCP)
@@ -41,7 +48,9 @@ class McpServer(models.Model):
         max_length=80, blank=True, help_text="Or: the name of a stdio server in PASSBAND_MCP_STDIO_SERVERS."
     )
     api_key_env = models.CharField(
-        max_length=100, blank=True, help_text="Environment variable holding a bearer token for the server."
+        max_length=100,
+        blank=True,
+        help_text="A variable declared in PASSBAND_OUTBOUND_SECRETS for the server's origin, holding its bearer token.",
     )
     max_sessions = models.PositiveIntegerField(
         default=8, help_text="Rollouts in session with the server at once, over every worker."
@@ -52,6 +61,9 @@ class McpServer(models.Model):
     )
     tools = models.JSONField(default=list, blank=True, help_text="The tools the last check listed.")
     checked_at = models.DateTimeField(null=True, blank=True)
+    # The last check, run by a worker (never inside a web request): its state and, when it failed, why.
+    check_status = models.CharField(max_length=20, choices=CheckStatus.choices, default=CheckStatus.UNCHECKED)
+    check_error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

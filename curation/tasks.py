@@ -2,7 +2,9 @@
 
 from celery import shared_task
 
-from curation import import_jobs
+from curation import import_jobs, mcp_servers
+from curation.errors import CurationError
+from curation.models import McpServer
 
 
 @shared_task(
@@ -17,3 +19,17 @@ def import_tasks(self, job_id: int) -> str:
             raise self.retry(exc=error, countdown=10) from error
         import_jobs.import_job_mark_failed(job_id=job_id, reason=f"the import could not run: {error}")
         raise
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=120, time_limit=150)
+def check_remote_server(server_id: int) -> str:
+    """Check a registered MCP or OpenEnv server (curation.mcp_servers.mcp_server_check); the answer is
+    stored on the server for its page. Safe to run twice."""
+    server = McpServer.objects.filter(pk=server_id).first()
+    if server is None:
+        return "gone"
+    try:
+        mcp_servers.mcp_server_check(server=server)
+    except CurationError:
+        return McpServer.CheckStatus.FAILED
+    return McpServer.CheckStatus.OK

@@ -261,6 +261,27 @@ PASSBAND_TASKS_PER_JOB = int(os.environ.get("PASSBAND_TASKS_PER_JOB", "32"))
 # generate worker processes.
 PASSBAND_JOBS_PER_CAMPAIGN = int(os.environ.get("PASSBAND_JOBS_PER_CAMPAIGN", "16"))
 
+# Connections that leave the server (engine/outbound, docs/operations.md "Outbound connections"): only to
+# global addresses, unless a host is allowed here as written (a compose deployment's own services:
+# "tools,judge:8000"); secrets for outside services only from variables declared here, each bound to
+# the origins it may be sent to: JSON {"TOOLS_API_KEY": ["https://tools.example.com"]}.
+try:
+    from engine import outbound as _outbound
+
+    PASSBAND_OUTBOUND_ALLOW_HOSTS = os.environ.get("PASSBAND_OUTBOUND_ALLOW_HOSTS", "")
+    PASSBAND_OUTBOUND_SECRETS = _outbound.parse_secrets(os.environ.get("PASSBAND_OUTBOUND_SECRETS", ""))
+    # Seconds to connect; and the most a registration check waits for a server's answer.
+    PASSBAND_OUTBOUND_CONNECT_TIMEOUT_S = env_float("PASSBAND_OUTBOUND_CONNECT_TIMEOUT_S", 5.0)
+    PASSBAND_OUTBOUND_CHECK_TIMEOUT_S = env_float("PASSBAND_OUTBOUND_CHECK_TIMEOUT_S", 10.0)
+    _outbound.configure(
+        allowed_hosts=PASSBAND_OUTBOUND_ALLOW_HOSTS,
+        secrets=os.environ.get("PASSBAND_OUTBOUND_SECRETS", ""),
+        connect_timeout_s=PASSBAND_OUTBOUND_CONNECT_TIMEOUT_S,
+        check_timeout_s=PASSBAND_OUTBOUND_CHECK_TIMEOUT_S,
+    )
+except ValueError as _error:
+    raise ImproperlyConfigured(f"Outbound settings: {_error}") from None
+
 # LLM judges that llm_judge tasks may name (a task names one, never a URL or a key variable):
 # JSON {"name": {"base_url": "http://judge:8000/v1", "model": "...", "api_key_env": "JUDGE_API_KEY"}}.
 # Completions longer than PASSBAND_MAX_COMPLETION_CHARS fail without being parsed.
@@ -271,6 +292,11 @@ try:
     PASSBAND_JUDGES = _parse_judges(os.environ.get("PASSBAND_JUDGES", ""))
     PASSBAND_MAX_COMPLETION_CHARS = int(os.environ.get("PASSBAND_MAX_COMPLETION_CHARS", "1000000"))
     _configure_verifiers(judges=PASSBAND_JUDGES, max_completion_chars=PASSBAND_MAX_COMPLETION_CHARS)
+    for _name, _judge in PASSBAND_JUDGES.items():
+        if _judge.get("api_key_env") and (
+            _problem := _outbound.secret_problem(_judge["api_key_env"], url=_judge["base_url"])
+        ):
+            raise ValueError(f"judge {_name}: api_key_env {_problem}")
 except ValueError as _error:
     raise ImproperlyConfigured(f"Verifier settings: {_error}") from None
 

@@ -129,3 +129,37 @@ def test_yes_no_settings_take_every_accepted_spelling_in_any_case(value, shown):
     result = run_settings({"SECRET_KEY": "x", "DEBUG": value})
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[0] == shown
+
+
+@pytest.mark.parametrize(
+    ("env", "problem"),
+    [
+        (
+            {"PASSBAND_OUTBOUND_SECRETS": '{"SECRET_KEY": ["https://tools.example.com"]}'},
+            "SECRET_KEY configures Passband itself",
+        ),
+        (
+            {"PASSBAND_OUTBOUND_SECRETS": '{"DATABASE_URL": ["https://tools.example.com"]}'},
+            "DATABASE_URL configures Passband itself",
+        ),
+        ({"PASSBAND_OUTBOUND_SECRETS": '{"TOOLS_KEY": ["ftp://tools"]}'}, "is not an origin like https://host:port"),
+        ({"PASSBAND_OUTBOUND_ALLOW_HOSTS": "tools:port"}, "'tools:port' is not host or host:port"),
+        (
+            {
+                "PASSBAND_JUDGES": '{"grader": {"base_url": "https://judge.example.com/v1", "model": "m", "api_key_env": "SECRET_KEY"}}'
+            },
+            "judge grader: api_key_env 'SECRET_KEY' is not a declared outbound secret",
+        ),
+        (
+            {
+                "PASSBAND_JUDGES": '{"grader": {"base_url": "https://judge.example.com/v1", "model": "m", "api_key_env": "JUDGE_KEY"}}',
+                "PASSBAND_OUTBOUND_SECRETS": '{"JUDGE_KEY": ["https://other.example.com"]}',
+            },
+            "judge grader: api_key_env JUDGE_KEY may be sent only to https://other.example.com:443",
+        ),
+    ],
+)
+def test_outbound_settings_that_would_send_a_secret_astray_stop_the_start(env, problem):
+    result = run_settings({"SECRET_KEY": "x", **env})
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and problem in result.stderr

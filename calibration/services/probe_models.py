@@ -9,7 +9,7 @@ from calibration.errors import CalibrationError
 from calibration.models import (
     ProbeModel,
 )
-from engine import backends
+from engine import backends, outbound
 from engine.backends.openai_servers import SERVER_KINDS, TOOL_MODES, profile_for
 
 logger = logging.getLogger(__name__)
@@ -53,6 +53,7 @@ def probe_model_add(
         raise CalibrationError(f"Unknown backend {backend!r}; use one of {', '.join(ProbeModel.Backend.values)}.")
     if backend == ProbeModel.Backend.OPENAI and not (base_url and model):
         raise CalibrationError("The openai backend needs --base-url and --model.")
+    probe_model_endpoint_check(base_url=base_url, api_key_env=api_key_env)
     if ProbeModel.objects.filter(name=name).exists():
         raise CalibrationError(f"A probe model named {name!r} already exists.")
     if not 0 <= temperature <= 5 or not 0 < top_p <= 1 or max_new_tokens < 1:
@@ -114,6 +115,19 @@ def probe_model_update(*, probe_model: ProbeModel, max_new_tokens: int, temperat
     probe_model.temperature = temperature
     probe_model.save(update_fields=["max_new_tokens", "temperature"])
     return probe_model
+
+
+def probe_model_endpoint_check(*, base_url: str, api_key_env: str) -> None:
+    """Hold a probe model's endpoint to the outbound policy (engine/outbound): the base URL is no
+    non-global address unless the operator allows its host, and the key variable is one the operator
+    declared for the URL's origin, never the process's own configuration. Raises CalibrationError.
+    Sampling enforces the same rules again on the worker, so a record edited another way gains nothing."""
+    if base_url and (problem := outbound.url_problem(base_url)):
+        raise CalibrationError(f"base url: {problem}.")
+    if api_key_env and not base_url:
+        raise CalibrationError("api key env: only a model reached by URL (the openai backend) takes a key.")
+    if api_key_env and (problem := outbound.secret_problem(api_key_env, url=base_url)):
+        raise CalibrationError(f"api key env: {problem}.")
 
 
 def backend_for_probe_model(probe_model: ProbeModel) -> backends.Backend:

@@ -23,7 +23,6 @@ author.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
+from engine import outbound
 from engine.backends import openai_transport
 from engine.backends.base import Generation, SamplingParams
 from engine.backends.openai_parsing import decode_choices
@@ -69,7 +69,9 @@ class OpenAIBackend:
     ) -> None:
         """Talk to `base_url` (e.g. "http://gpu-1:8000/v1"; a bare host gets "/v1") about `model`.
 
-        The API key is read from the environment variable named `api_key_env` (none when empty).
+        The API key is read from the variable named `api_key_env` (none when empty), which the
+        operator must have declared for `base_url`'s origin (engine/outbound); every connection goes
+        through the outbound policy.
         `endpoint` is "chat" (/chat/completions, messages in) or "completions" (/completions, the one
         message's content in as a raw prompt). `max_retries` counts tries after the first.
         `samples_per_request` caps `n`: above 1, consecutive seeds share a request (see the module).
@@ -99,15 +101,13 @@ class OpenAIBackend:
         self.backoff_max_s = backoff_max_s
         self.max_concurrency = max_concurrency
         self.samples_per_request = samples_per_request
-        headers = {"Content-Type": "application/json"}
-        if api_key_env:
-            api_key = os.environ.get(api_key_env, "")
-            if not api_key:
-                raise ValueError(f"environment variable {api_key_env} (the API key) is empty or unset")
-            headers["Authorization"] = f"Bearer {api_key}"
-        self._client = httpx.Client(
+        if problem := outbound.url_problem(self.base_url):
+            raise ValueError(f"base_url: {problem}")
+        # The key only from a variable declared for this server's origin (raises OutboundRefused, a ValueError).
+        headers = {"Content-Type": "application/json", **outbound.bearer_headers(api_key_env, url=self.base_url)}
+        self._client = outbound.http_client(
             headers=headers,
-            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
+            timeout_s=timeout_s,
             limits=httpx.Limits(max_connections=max_concurrency, max_keepalive_connections=max_concurrency),
         )
         # One pool per backend bounds the requests in flight across all threads of the worker.

@@ -13,6 +13,7 @@ import httpx
 import orjson
 
 from engine.backends.openai_servers import says_prompt_too_long
+from engine.outbound import OutboundRefused
 
 logger = logging.getLogger(__name__)
 
@@ -105,11 +106,17 @@ def post_raw(client: httpx.Client, *, url: str, body: dict[str, Any]) -> bytes:
         response = client.post(url, content=orjson.dumps(body))
     except httpx.TransportError as error:  # timeouts, refused and dropped connections
         raise RetryableError(f"{type(error).__name__}: {error}", reason="transport") from error
+    except OutboundRefused as error:  # the outbound policy: another try would be refused again
+        raise FinalError(f"refused by the outbound policy: {error}") from error
     if response.status_code in RETRY_STATUSES:
         raise RetryableError(
             f"HTTP {response.status_code}: {_error_text(response)}",
             retry_after_s=_retry_after_s(response),
             reason=f"http_{response.status_code}",
+        )
+    if response.is_redirect:  # never followed: the outbound policy checked this address, not the next
+        raise FinalError(
+            f"HTTP {response.status_code}: a redirect to {response.headers.get('location', '')!r}, not followed"
         )
     if response.status_code >= 400:
         message = f"HTTP {response.status_code}: {_error_text(response)}"

@@ -34,21 +34,20 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
+from engine import outbound
 from engine.episodes.world import ToolResult
 
 DEFAULT_REWARD_TOOL = "grade"
 # OpenAI's rule for function names; a server's tool named otherwise cannot be offered to the model.
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_SECRET_PARAMETERS = {"key", "api_key", "apikey", "token", "access_token", "secret", "password", "auth"}
 
 
 class RemoteUnavailable(Exception):
     """A remote environment server (MCP or OpenEnv) failed the rollout (unreachable, timeout, protocol
     error, disconnect): an infrastructure outcome, never the model's wrong answer. `reason`:
-    unreachable, timeout, server_error, disconnected, busy (every session of the cap in use) or
-    bad_schema."""
+    unreachable, timeout, server_error, disconnected, busy (every session of the cap in use),
+    bad_schema or refused (the outbound policy refused the address or the secret)."""
 
     def __init__(self, message: str, *, reason: str) -> None:
         super().__init__(message)
@@ -77,31 +76,6 @@ class McpServerConfig:
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout_s: float = 30.0
     reward_tool: str = DEFAULT_REWARD_TOOL
-
-
-def outbound_url_problem(url: str) -> str:
-    """What is wrong with `url` as an MCP server's address ("" when nothing), by the rules of judge
-    endpoints: an http(s) URL with a host, registered by staff; no credentials in it (user:password@
-    or a key in the query string): secrets live in settings, named by an environment variable."""
-    if not isinstance(url, str) or not url.strip():
-        return "the URL is empty; give the server's streamable HTTP endpoint, such as http://tools:8000/mcp"
-    try:
-        parts = urlsplit(url.strip())
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError as error:
-        return f"the URL {url!r} cannot be parsed ({error})"
-    if parts.scheme not in ("http", "https"):
-        return f"the URL must start with http:// or https://, got {url!r}"
-    if not parts.hostname:
-        return f"the URL {url!r} has no host"
-    if parts.username is not None or parts.password is not None:
-        return "the URL carries credentials (user:password@): name an environment variable holding the key instead"
-    secret = [name for name, _ in parse_qsl(parts.query, keep_blank_values=True) if name.lower() in _SECRET_PARAMETERS]
-    if secret:
-        return f"the URL's query carries a secret ({secret[0]}=...): name an environment variable holding it instead"
-    if parts.fragment:
-        return f"the URL {url!r} has a fragment (#...); an endpoint has none"
-    return ""
 
 
 def openai_tool_schema(tool: Any) -> dict[str, Any]:
@@ -271,9 +245,11 @@ class McpWorld:
             else:
                 import httpx2
                 from mcp.client.streamable_http import streamable_http_client
-                from mcp.shared._httpx_utils import create_mcp_http_client
 
-                client = create_mcp_http_client(headers=dict(config.headers), timeout=httpx2.Timeout(config.timeout_s))
+                # Through the outbound policy: checked addresses only, no redirects (the SDK's own client follows them).
+                client = outbound.mcp_http_client(
+                    headers=dict(config.headers), timeout=httpx2.Timeout(config.timeout_s)
+                )
                 await stack.enter_async_context(client)
                 read, write = await stack.enter_async_context(streamable_http_client(config.url, http_client=client))
             session = await stack.enter_async_context(ClientSession(read, write))
@@ -309,7 +285,9 @@ class McpWorld:
 
         leaves = _leaf_errors(error)
         codes = {leaf.code for leaf in leaves if isinstance(leaf, MCPError)}
-        if any(isinstance(leaf, TimeoutError) for leaf in leaves) or REQUEST_TIMEOUT in codes:
+        if any(isinstance(leaf, outbound.OutboundRefused) for leaf in leaves):
+            reason = "refused"
+        elif any(isinstance(leaf, TimeoutError) for leaf in leaves) or REQUEST_TIMEOUT in codes:
             reason = "timeout"
         elif CONNECTION_CLOSED in codes:
             reason = "disconnected"

@@ -35,12 +35,11 @@ import contextlib
 import json
 import math
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine import outbound
 from engine.episodes.remote_mcp import RemoteSchemaError, RemoteUnavailable, openai_tool_schema
 from engine.episodes.world import ToolResult
 
@@ -178,19 +177,23 @@ class OpenEnvWorld:
         return tool, validator
 
     def _schema(self) -> dict[str, Any]:
-        request = urllib.request.Request(
-            self.config.url.rstrip("/") + "/schema", headers={"Accept": "application/json", **self.config.headers}
-        )
+        import httpx
+
+        url = self.config.url.rstrip("/") + "/schema"
+        headers = {"Accept": "application/json", **self.config.headers}
         try:
-            with urllib.request.urlopen(request, timeout=self.config.timeout_s) as response:  # noqa: S310 - http(s) checked at registration
-                body = json.loads(response.read(_MAX_MESSAGE_BYTES))
-        except urllib.error.HTTPError as error:
-            raise RemoteUnavailable(
-                f"{self._where()} failed reading /schema: HTTP {error.code}", reason="server_error"
-            ) from None
-        except (TimeoutError, urllib.error.URLError, OSError, ValueError) as error:
-            reason = _transport_reason(getattr(error, "reason", error))
+            # Through the outbound policy: a checked address, no redirect followed.
+            with outbound.http_client(timeout_s=self.config.timeout_s, headers=headers) as client:
+                response = client.get(url)
+                body = json.loads(response.read()[:_MAX_MESSAGE_BYTES]) if response.status_code == 200 else None
+        except outbound.OutboundRefused as error:
+            raise RemoteUnavailable(f"{self._where()} is refused: {error}", reason="refused") from None
+        except (httpx.HTTPError, OSError, ValueError) as error:
+            reason = _transport_reason(error)
             raise RemoteUnavailable(f"{self._where()} failed reading /schema: {error}", reason=reason) from None
+        if response.status_code != 200:
+            what = "a redirect, not followed" if response.is_redirect else f"HTTP {response.status_code}"
+            raise RemoteUnavailable(f"{self._where()} failed reading /schema: {what}", reason="server_error")
         if not isinstance(body, Mapping) or not isinstance(body.get("action"), Mapping):
             raise RemoteUnavailable(
                 f"{self._where()}: /schema holds no action schema; is this an OpenEnv server?", reason="server_error"
@@ -198,20 +201,30 @@ class OpenEnvWorld:
         return dict(body)
 
     def _connect(self) -> None:
+        from urllib.parse import urlsplit
+
         from websockets.exceptions import InvalidHandshake, InvalidURI
         from websockets.sync.client import connect
 
+        parts = urlsplit(self.config.url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
+            # The socket comes from the outbound policy; websockets follows no redirect on a socket it was given.
+            sock = outbound.open_socket(parts.hostname or "", port, timeout=self.config.timeout_s)
             self._socket = self._stack.enter_context(
                 connect(
                     ws_url(self.config.url),
+                    sock=sock,
                     additional_headers=dict(self.config.headers) or None,
                     open_timeout=self.config.timeout_s,
                     close_timeout=1,
                     max_size=_MAX_MESSAGE_BYTES,
                     compression=None,
+                    proxy=None,
                 )
             )
+        except outbound.OutboundRefused as error:
+            raise RemoteUnavailable(f"{self._where()} is refused: {error}", reason="refused") from None
         except (InvalidHandshake, InvalidURI) as error:
             raise RemoteUnavailable(
                 f"{self._where()} refused the /ws session: {error}", reason="server_error"
@@ -322,7 +335,8 @@ def _validation_message(data: Mapping[str, Any]) -> str:
 
 
 def _transport_reason(error: Any) -> str:
-    return "timeout" if isinstance(error, TimeoutError) or "timed out" in str(error) else "unreachable"
+    timed_out = isinstance(error, TimeoutError) or type(error).__name__.endswith("Timeout") or "timed out" in str(error)
+    return "timeout" if timed_out else "unreachable"
 
 
 def server_tools(config: OpenEnvServerConfig) -> list[dict[str, Any]]:

@@ -12,8 +12,10 @@ from django.core.management import CommandError, call_command
 from curation.errors import CurationError
 from curation.mcp_servers import client_config, mcp_server_register, session_slot, sessions_in_use
 from curation.models import Environment, McpServer
+from curation.tasks import check_remote_server
 from engine.episodes.remote_mcp import McpUnavailable
 from tests.support.mcp_kv_server import free_port, serve_mcp_kv
+from tests.support.outbound import outbound_policy
 
 SERVER_SCRIPT = str(Path(__file__).resolve().parents[1] / "support" / "mcp_kv_server.py")
 KV_TOOLS = {"add": False, "multiply": False, "put": False, "get": False, "grade": True}
@@ -79,7 +81,10 @@ def test_an_invalid_input_schema_is_a_clear_registration_error():
         ({"url": "http://tools/mcp", "stdio": "kv"}, "url: give the server's streamable HTTP URL, or the name"),
         ({"url": "http://tools/mcp", "max_sessions": 0}, "max sessions: must lie between 1 and 1024"),
         ({"url": "http://tools/mcp", "timeout_s": 0}, "timeout: must lie between 0 and 600"),
-        ({"url": "http://tools/mcp", "api_key_env": "MY KEY"}, "api key env: the name of an environment variable"),
+        (
+            {"url": "http://tools/mcp", "api_key_env": "MY KEY"},
+            "api key env: 'MY KEY' is not a declared outbound secret",
+        ),
         ({"stdio": "python -m tools"}, "stdio: 'python -m tools' is not in PASSBAND_MCP_STDIO_SERVERS"),
     ],
 )
@@ -107,8 +112,13 @@ def test_a_stdio_server_is_a_command_in_settings_only(settings):
 def test_the_token_is_read_from_the_named_variable_on_the_worker(monkeypatch):
     server = McpServer.objects.create(name="kv", url="http://tools/mcp", api_key_env="KV_TOKEN")
     monkeypatch.setenv("KV_TOKEN", "s3cret")
-    assert client_config(server).headers == {"Authorization": "Bearer s3cret"}
+    with outbound_policy(secrets={"KV_TOKEN": ["http://tools"]}):
+        assert client_config(server).headers == {"Authorization": "Bearer s3cret"}
     assert "s3cret" not in str(McpServer.objects.filter(name="kv").values().get())
+    # The operator withdrew the declaration: the worker refuses to send it (an infrastructure outcome).
+    with pytest.raises(McpUnavailable, match="not a declared outbound secret") as refused:
+        client_config(server)
+    assert refused.value.reason == "refused"
 
 
 @pytest.mark.django_db
@@ -162,17 +172,25 @@ def test_a_waiting_session_gets_the_slot_another_releases(settings):
 
 
 @pytest.mark.django_db
-def test_staff_register_and_check_a_server_on_the_page(client, staff, kv_url, arithmetic):
+def test_staff_register_and_check_a_server_on_the_page(
+    client, staff, kv_url, arithmetic, django_capture_on_commit_callbacks
+):
     client.force_login(staff)
     page = client.get("/mcp-servers/")
     assert page.status_code == 200 and "No MCP server registered yet." in page.content.decode()
     form = {"name": "kv", "url": kv_url, "max_sessions": 4, "timeout_s": 10, "reward_tool": "grade"}
-    response = client.post("/mcp-servers/", form, follow=True)
-    text = response.content.decode()
-    assert "Registered kv: add, multiply, put, get, grade (reward, hidden)." in text
-    assert McpServer.objects.get(name="kv").max_sessions == 4
-    checked = client.post("/mcp-servers/kv/check/", follow=True).content.decode()
-    assert "kv answers: add, multiply, put, get, grade (reward, hidden)." in checked
+    # The request only queues the check (after its transaction commits); a worker runs it.
+    with django_capture_on_commit_callbacks() as queued:
+        text = client.post("/mcp-servers/", form, follow=True).content.decode()
+    assert "Registered kv; a worker is checking it" in text and "Checking" in text
+    server = McpServer.objects.get(name="kv")
+    assert server.max_sessions == 4 and server.check_status == "pending" and server.tools == [] and len(queued) == 1
+    assert check_remote_server(server.pk) == "ok"  # what the worker runs
+    checked = client.get("/mcp-servers/").content.decode()
+    assert "Answers" in checked and "<code>grade</code> (reward, hidden)" in checked
+    with django_capture_on_commit_callbacks() as queued:
+        again = client.post("/mcp-servers/kv/check/", follow=True).content.decode()
+    assert "A worker is checking kv" in again and len(queued) == 1
     used = client.post("/mcp-servers/kv/use/", {"environment": "arithmetic"}, follow=True).content.decode()
     assert "Episodes of arithmetic now run on kv." in used
     environment = Environment.objects.get(name="arithmetic")

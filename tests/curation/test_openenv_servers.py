@@ -9,6 +9,7 @@ from django.core.management import call_command
 from curation.errors import CurationError
 from curation.mcp_servers import client_config, environment_use_mcp_server, mcp_server_register
 from curation.models import Environment, McpServer
+from curation.tasks import check_remote_server
 from engine.episodes.remote_openenv import OpenEnvServerConfig
 from tests.support.mcp_kv_server import free_port
 from tests.support.openenv_template_server import serve_openenv_template
@@ -65,7 +66,9 @@ def test_staff_register_one_on_the_page_and_the_command(client, staff, echo_url,
     client.force_login(staff)
     form = {"name": "echo", "protocol": "openenv", "url": echo_url, "max_sessions": 4, "timeout_s": 10}
     text = client.post("/mcp-servers/", form, follow=True).content.decode()
-    assert "Registered echo: step." in text and "OpenEnv server" in text
+    assert "Registered echo; a worker is checking it" in text and "OpenEnv server" in text
+    assert check_remote_server(McpServer.objects.get(name="echo").pk) == "ok"  # what the worker runs
+    assert "<code>step</code>" in client.get("/mcp-servers/").content.decode()
     out = StringIO()
     call_command(
         "add_mcp_server", "echo2", "--protocol", "openenv", "--url", echo_url, "--environment", "arithmetic", stdout=out

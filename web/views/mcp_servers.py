@@ -4,6 +4,7 @@ one (the tools it lists now) and give an environment's episodes to one. The serv
 
 from django import forms
 from django.contrib import messages
+from django.db import transaction
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -24,7 +25,10 @@ class McpServerForm(forms.Form):
         max_length=80, required=False, label="Stdio server", help_text="Or: a name in PASSBAND_MCP_STDIO_SERVERS."
     )
     api_key_env = forms.CharField(
-        max_length=100, required=False, label="API key variable", help_text="Environment variable holding a token."
+        max_length=100,
+        required=False,
+        label="API key variable",
+        help_text="A variable declared in PASSBAND_OUTBOUND_SECRETS for this server's origin.",
     )
     max_sessions = forms.IntegerField(min_value=1, max_value=1024, initial=8, help_text="Rollouts at once.")
     timeout_s = forms.FloatField(min_value=0.1, max_value=600, initial=30, label="Timeout (s)")
@@ -36,15 +40,18 @@ class McpServerForm(forms.Form):
 
 @policy.page("mcp_server_list")
 def mcp_server_list(request):
-    """The registered servers and their tools; POST registers one (after checking it answers)."""
+    """The registered servers, their tools and their last check; POST registers one, and a worker
+    checks that it answers (never this request: an outside server may stall)."""
     form = McpServerForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            server = mcp_servers.mcp_server_register(**form.cleaned_data, created_by=request.user)
+            with transaction.atomic():
+                server = mcp_servers.mcp_server_register(**form.cleaned_data, created_by=request.user, check=False)
+                mcp_servers.mcp_server_check_later(server=server)
         except ServiceError as error:
             form.add_error(None, str(error))
         else:
-            messages.success(request, f"Registered {server.name}: {_tool_names(server)}.")
+            messages.success(request, f"Registered {server.name}; a worker is checking it: its answer shows here.")
             return redirect("mcp_server_list")
     servers = McpServer.objects.prefetch_related("environments")
     environments = Environment.objects.order_by("name")
@@ -56,12 +63,10 @@ def mcp_server_list(request):
 @require_POST
 @policy.page("mcp_server_check")
 def mcp_server_check(request, name: str):
+    """Queue a new check of the server for a worker; the page shows its answer."""
     server = policy.get_for(request.user, policy.CHANGE, McpServer.objects.all(), name=name)
-    try:
-        mcp_servers.mcp_server_check(server=server)
-        messages.success(request, f"{server.name} answers: {_tool_names(server)}.")
-    except ServiceError as error:
-        messages.error(request, f"Check of {server.name} failed: {error}")
+    mcp_servers.mcp_server_check_later(server=server)
+    messages.success(request, f"A worker is checking {server.name}: its answer shows here.")
     return redirect("mcp_server_list")
 
 
@@ -76,8 +81,3 @@ def mcp_server_use(request, name: str):
     mcp_servers.environment_use_mcp_server(environment=environment, server=server)
     messages.success(request, f"Episodes of {environment.name} now run on {server.name}.")
     return redirect("mcp_server_list")
-
-
-def _tool_names(server: McpServer) -> str:
-    names = [tool["name"] + (" (reward, hidden)" if tool.get("hidden") else "") for tool in server.tools]
-    return ", ".join(names) or "no tools"

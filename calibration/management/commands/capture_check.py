@@ -1,10 +1,10 @@
 """Check a campaign's captured tokens against its llama.cpp server: every rollout's stored completion
 ids, detokenised by the server itself, read as the stored text, with one logprob per id."""
 
-import httpx
 from django.core.management.base import BaseCommand, CommandError
 
 from calibration.models import Campaign, Outcome, Rollout
+from engine import outbound
 from engine.packing import unpack_logprobs, unpack_tokens
 
 
@@ -25,7 +25,8 @@ class Command(BaseCommand):
                 "capture_check needs a campaign probed through a llama.cpp server (it detokenises there)."
             )
         root = probe_model.base_url.rstrip("/").removesuffix("/v1")
-        with httpx.Client(timeout=60) as client:
+        # The probe model's staff-set URL: through the outbound policy, like sampling from it.
+        with outbound.http_client(timeout_s=60) as client:
             end_token = client.get(f"{root}/props").json().get("eos_token") or ""
             checked, problems = 0, []
             rollouts = Rollout.objects.filter(campaign=found).exclude(

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import secrets
 import time
@@ -36,6 +35,7 @@ from typing import Any
 
 import httpx
 
+from engine import outbound
 from engine.verifiers.base import (
     Check,
     ConfigReader,
@@ -160,28 +160,30 @@ def prompt_version(raw: Mapping[str, Any]) -> str:
 
 
 def check(config: JudgeConfig, *, completion: Any, answer: str | None, prompt: Any = None) -> Check:
-    headers = {"Content-Type": "application/json"}
-    if config.api_key_env:
-        key = os.environ.get(config.api_key_env)
-        if not key:
-            return errored(f"judge {config.judge}: its API key variable {config.api_key_env} is not set")
-        headers["Authorization"] = f"Bearer {key}"
+    url = f"{config.base_url}/chat/completions"
+    try:
+        # The key only from a variable the operator declared for the judge's origin (engine/outbound).
+        headers = {"Content-Type": "application/json", **outbound.bearer_headers(config.api_key_env, url=url)}
+    except outbound.OutboundRefused as error:
+        return errored(f"judge {config.judge}: its API key is refused: {error}")
     body = {
         "model": config.model,
         "messages": judge_messages(config, completion=completion_text(completion), answer=answer, prompt=prompt),
         "temperature": 0,
         "max_tokens": config.max_tokens,
     }
-    url = f"{config.base_url}/chat/completions"
     problem = ""
     for attempt in range(config.retries + 1):
         if attempt:
             time.sleep(min(2.0, 0.25 * 2**attempt))
         try:
-            response = httpx.post(url, json=body, headers=headers, timeout=config.timeout_seconds)
+            with outbound.http_client(timeout_s=config.timeout_seconds, headers=headers) as client:
+                response = client.post(url, json=body)
         except httpx.HTTPError as error:
             problem = f"judge {config.judge} unreachable: {type(error).__name__}"
             continue
+        except outbound.OutboundRefused as error:
+            return errored(f"judge {config.judge}: refused by the outbound policy: {error}")
         if response.status_code >= 500:
             problem = f"judge {config.judge} answered HTTP {response.status_code} ({len(response.content)} bytes)"
             continue

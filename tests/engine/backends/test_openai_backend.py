@@ -13,6 +13,7 @@ from tests.support.openai_server import (
     fake_encode,
     render_chat_prompt,
 )
+from tests.support.outbound import outbound_policy
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2 + 3?"}]
 PARAMS = SamplingParams(temperature=0.7, top_p=0.95, max_new_tokens=64)
@@ -236,9 +237,10 @@ def test_max_tokens_gives_length_and_stop_strings_cut_the_text():
 def test_the_api_key_comes_from_the_named_environment_variable(monkeypatch):
     monkeypatch.setenv("PROBE_API_KEY", "sekret")
     with OpenAITestServer(api_key="sekret") as server:
-        [generation] = make_backend(server.base_url, api_key_env="PROBE_API_KEY").generate(
-            messages=MESSAGES, seeds=[1], params=PARAMS
-        )
+        # The operator declared the variable for this server's origin (tests/engine/test_outbound.py: otherwise refused).
+        with outbound_policy(secrets={"PROBE_API_KEY": [server.base_url.removesuffix("/v1")]}):
+            backend = make_backend(server.base_url, api_key_env="PROBE_API_KEY")
+        [generation] = backend.generate(messages=MESSAGES, seeds=[1], params=PARAMS)
         [refused] = make_backend(server.base_url).generate(messages=MESSAGES, seeds=[1], params=PARAMS)
     assert generation.error is None
     assert server.requests[0].authorization == "Bearer sekret"

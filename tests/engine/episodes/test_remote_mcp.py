@@ -12,11 +12,11 @@ from engine.episodes.remote_mcp import (
     McpUnavailable,
     McpWorld,
     openai_tool_schema,
-    outbound_url_problem,
     parse_stdio_servers,
     reward_value,
     server_tools,
 )
+from engine.outbound import url_problem
 from tests.support.mcp_kv_server import free_port, serve_mcp_kv
 
 SERVER_SCRIPT = str(Path(__file__).resolve().parents[2] / "support" / "mcp_kv_server.py")
@@ -89,7 +89,7 @@ def test_an_unusable_input_schema_is_refused_naming_the_tool_and_where(tool, mes
     ],
 )
 def test_outbound_url_rules(url, problem):
-    found = outbound_url_problem(url)
+    found = url_problem(url)
     assert (problem in found and bool(found)) if problem else found == ""
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from engine.verifiers import VerifierConfigError, audit, configure, verify
 from engine.verifiers.judges import judge_names, parse_judges
+from tests.support.outbound import outbound_policy
 
 
 class JudgeServer(ThreadingHTTPServer):
@@ -95,6 +96,9 @@ def judge():
     server = JudgeServer()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    # The operator declares the keyed judge's variable for the judge's origin.
+    declared = outbound_policy(secrets={"JUDGE_KEY": [server.base_url.removesuffix("/v1")]})
+    declared.__enter__()
     configure(
         judges={
             "local": {"base_url": server.base_url, "model": "judge-model-7b@rev1"},
@@ -104,6 +108,7 @@ def judge():
     )
     yield server
     configure(judges={})
+    declared.__exit__(None, None, None)
     server.shutdown()
     server.server_close()
 
