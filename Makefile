@@ -24,7 +24,7 @@ TEST_PROCESSES ?= 2
 SQLITE_TESTS ?= tests/web tests/api tests/curation tests/accounts tests/releases tests/similarity tests/calibration/test_rollout_store_contract.py tests/calibration/test_judge_samples.py \
 	tests/e2e/test_team_review.py tests/e2e/test_fix_and_diff.py tests/e2e/test_oidc_login.py
 
-.PHONY: install run test services clean
+.PHONY: install run check test services clean
 
 $(INSTALLED): pyproject.toml $(EXAMPLE_PLUGIN_FILES) $(EXAMPLE_TASKSET_FILES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -55,7 +55,12 @@ TEST_ENV = CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
 	PASSBAND_TEST_LLAMA_SERVER=http://127.0.0.1:$(LLAMA_SERVER_PORT) PASSBAND_REQUIRE_LLAMA_SERVER=1
 
-test: install services
+# The checks that read the code rather than run it (ruff, import-linter, mypy, the engine's wheel): a step of
+# `make test` of their own, before the suite (scripts/check.sh).
+check: install
+	PY=$(PY) scripts/check.sh
+
+test: install services check
 	LLAMA_SERVER_PORT=$(LLAMA_SERVER_PORT) PY=$(PY) scripts/llama-server.sh start
 	# NeMo Gym and Harbor need Python 3.12: their side virtualenvs are built once, cached outside the clone
 	# (scripts/side-env.sh; about 6.5 minutes the first time). Exit 3: no 3.12 here, and their tests skip.
