@@ -16,8 +16,11 @@ INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml $(EXAMPLE_PLUGIN_FILE
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/passband
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
 # Parallel test processes (pytest-xdist): each has its own test database, Redis database and var folder
-# (tests/support/parallel.py); a test file stays in one process. TEST_PROCESSES=0 runs in this process.
+# (tests/support/parallel.py). TEST_PROCESSES=0 runs in this process. Tests are shared out by work stealing,
+# not a file to a process: a process that runs out takes tests from the other's queue, so a heavy file no
+# longer keeps one process busy while the other waits.
 TEST_PROCESSES ?= 2
+TEST_DIST ?= worksteal
 # Pages and API tests, also run on SQLite. Tests with real worker processes (marker `workers`) run in the
 # PostgreSQL pass only: they need a database file shared across processes, and SQLite's test database lives
 # in memory.
@@ -67,10 +70,10 @@ test: install services check
 	for side in nemo-gym harbor; do scripts/side-env.sh build $$side || [ $$? = 3 ]; done
 	status=0; \
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(TEST_ENV) \
-	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile $(PYTEST_ARGS) || status=$$?; \
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist $(TEST_DIST) $(PYTEST_ARGS) || status=$$?; \
 	if [ $$status = 0 ]; then \
 	  DATABASE_URL=sqlite:///var/test-embedded.sqlite3 $(TEST_ENV) \
-	  $(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile -m "not workers" $(SQLITE_TESTS) $(PYTEST_ARGS) || status=$$?; \
+	  $(PY) -m pytest -n $(TEST_PROCESSES) --dist $(TEST_DIST) -m "not workers" $(SQLITE_TESTS) $(PYTEST_ARGS) || status=$$?; \
 	fi; \
 	LLAMA_SERVER_PORT=$(LLAMA_SERVER_PORT) scripts/llama-server.sh stop; \
 	exit $$status
