@@ -11,13 +11,11 @@ from curation.mcp_servers import client_config, environment_use_mcp_server, mcp_
 from curation.models import Environment, McpServer
 from engine.episodes.remote_openenv import OpenEnvServerConfig
 from tests.support.mcp_kv_server import free_port
-from tests.support.openenv_template_server import serve_openenv_template
 
 
-@pytest.fixture(scope="module")
-def echo_url(tmp_path_factory):
-    with serve_openenv_template(tmp_path_factory.mktemp("openenv")) as url:
-        yield url
+@pytest.fixture
+def echo_url(openenv_echo_url):
+    return openenv_echo_url
 
 
 @pytest.mark.django_db
