@@ -16,8 +16,11 @@ INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml $(EXAMPLE_PLUGIN_FILE
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/passband
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
 # Parallel test processes (pytest-xdist): each has its own test database, Redis database and var folder
-# (tests/support/parallel.py); a test file stays in one process. TEST_PROCESSES=0 runs in this process.
+# (tests/support/parallel.py). TEST_PROCESSES=0 runs in this process. Tests are shared out by work stealing,
+# not a file to a process: a process that runs out takes tests from the other's queue, so a heavy file no
+# longer keeps one process busy while the other waits.
 TEST_PROCESSES ?= 2
+TEST_DIST ?= worksteal
 # Pages and API tests, also run on SQLite. Tests with real worker processes (marker `workers`) run in the
 # PostgreSQL pass only: they need a database file shared across processes, and SQLite's test database lives
 # in memory.
@@ -25,7 +28,7 @@ SQLITE_TESTS ?= tests/web tests/api tests/curation tests/accounts tests/releases
 	tests/calibration/test_probe_model_endpoints.py \
 	tests/e2e/test_team_review.py tests/e2e/test_fix_and_diff.py tests/e2e/test_oidc_login.py
 
-.PHONY: install run test services clean
+.PHONY: install run check test services clean
 
 $(INSTALLED): pyproject.toml $(EXAMPLE_PLUGIN_FILES) $(EXAMPLE_TASKSET_FILES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -56,17 +59,22 @@ TEST_ENV = CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(TEST_BROKER_URL)} \
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
 	PASSBAND_TEST_LLAMA_SERVER=http://127.0.0.1:$(LLAMA_SERVER_PORT) PASSBAND_REQUIRE_LLAMA_SERVER=1
 
-test: install services
+# The checks that read the code rather than run it (ruff, import-linter, mypy, the engine's wheel): a step of
+# `make test` of their own, before the suite (scripts/check.sh).
+check: install
+	PY=$(PY) scripts/check.sh
+
+test: install services check
 	LLAMA_SERVER_PORT=$(LLAMA_SERVER_PORT) PY=$(PY) scripts/llama-server.sh start
 	# NeMo Gym and Harbor need Python 3.12: their side virtualenvs are built once, cached outside the clone
 	# (scripts/side-env.sh; about 6.5 minutes the first time). Exit 3: no 3.12 here, and their tests skip.
 	for side in nemo-gym harbor; do scripts/side-env.sh build $$side || [ $$? = 3 ]; done
 	status=0; \
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(TEST_ENV) \
-	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile $(PYTEST_ARGS) || status=$$?; \
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist $(TEST_DIST) $(PYTEST_ARGS) || status=$$?; \
 	if [ $$status = 0 ]; then \
 	  DATABASE_URL=sqlite:///var/test-embedded.sqlite3 $(TEST_ENV) \
-	  $(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile -m "not workers" $(SQLITE_TESTS) $(PYTEST_ARGS) || status=$$?; \
+	  $(PY) -m pytest -n $(TEST_PROCESSES) --dist $(TEST_DIST) -m "not workers" $(SQLITE_TESTS) $(PYTEST_ARGS) || status=$$?; \
 	fi; \
 	LLAMA_SERVER_PORT=$(LLAMA_SERVER_PORT) scripts/llama-server.sh stop; \
 	exit $$status

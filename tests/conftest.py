@@ -91,3 +91,37 @@ def llama_server() -> str:
     from tests.support.llama_server import shared_server_url
 
     return shared_server_url()
+
+
+# Real servers the tests of several files talk to: one of each per test process, started when a test first asks
+# for it. Safe to share: the MCP server keeps one store per MCP session, and the OpenEnv server one environment
+# per /ws session, so no test sees another's state.
+
+
+@pytest.fixture(scope="session")
+def mcp_kv_url():
+    """The URL of a real MCP tool server process (tests/support/mcp_kv_server.py)."""
+    from tests.support.mcp_kv_server import serve_mcp_kv
+
+    with serve_mcp_kv() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def openenv_template_root(tmp_path_factory):
+    """The echo environment `openenv init` generates (tests/support/openenv_template_server.py)."""
+    from tests.support.openenv_template_server import generate
+
+    return generate(tmp_path_factory.mktemp("openenv"))
+
+
+@pytest.fixture(scope="session")
+def openenv_echo_url(openenv_template_root):
+    """The base URL of that environment served by a real process."""
+    from tests.support.openenv_template_server import start_process, stop_process
+
+    process, url = start_process(root=openenv_template_root)
+    try:
+        yield url
+    finally:
+        stop_process(process)

@@ -18,7 +18,7 @@ from curation.services import environment_create
 from tests.calibration.openenv_tasks import SEEDS, null_policy, openenv_task, oracle, says_word_does_not_step
 from tests.factories import import_tasks
 from tests.support.mcp_kv_server import free_port, stop_process
-from tests.support.openenv_template_server import generate, serve_openenv_template, start_process, word_for
+from tests.support.openenv_template_server import generate, start_process, word_for
 from tests.support.server_campaigns import (
     assert_each_passes_flagged_as_disagreeing,
     probe_inline,
@@ -26,10 +26,9 @@ from tests.support.server_campaigns import (
 )
 
 
-@pytest.fixture(scope="module")
-def echo_url(tmp_path_factory):
-    with serve_openenv_template(tmp_path_factory.mktemp("openenv")) as url:
-        yield url
+@pytest.fixture
+def echo_url(openenv_echo_url):
+    return openenv_echo_url
 
 
 def openenv_environment(url, alice, *, reward="environment"):

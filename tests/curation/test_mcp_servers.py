@@ -21,10 +21,9 @@ SERVER_SCRIPT = str(Path(__file__).resolve().parents[1] / "support" / "mcp_kv_se
 KV_TOOLS = {"add": False, "multiply": False, "put": False, "get": False, "grade": True}
 
 
-@pytest.fixture(scope="module")
-def kv_url():
-    with serve_mcp_kv() as url:
-        yield url
+@pytest.fixture
+def kv_url(mcp_kv_url):
+    return mcp_kv_url
 
 
 @pytest.mark.django_db

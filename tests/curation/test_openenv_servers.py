@@ -12,13 +12,11 @@ from curation.models import Environment, McpServer
 from curation.tasks import check_remote_server
 from engine.episodes.remote_openenv import OpenEnvServerConfig
 from tests.support.mcp_kv_server import free_port
-from tests.support.openenv_template_server import serve_openenv_template
 
 
-@pytest.fixture(scope="module")
-def echo_url(tmp_path_factory):
-    with serve_openenv_template(tmp_path_factory.mktemp("openenv")) as url:
-        yield url
+@pytest.fixture
+def echo_url(openenv_echo_url):
+    return openenv_echo_url
 
 
 @pytest.mark.django_db

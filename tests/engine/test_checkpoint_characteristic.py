@@ -72,7 +72,7 @@ def expit(value):
     return 1.0 / (1.0 + np.exp(-value))
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", [0])  # one ladder draw: each draw builds three item-response fits
 def test_the_sample_trusts_a_model_that_holds_and_not_one_that_reorders_the_tasks(seed):
     holds = stats.prediction_check(
         counts=ladder_counts(lambda logits: logits + 1.0, seed=seed), tasks=300, models=3, new_model=2

@@ -12,7 +12,7 @@ RATES = np.unique(np.concatenate([[0.0], np.linspace(0.0005, 0.12, 160), np.lins
 OUTSIDE = ~(((RATES >= 0.01) & (RATES < 0.04)) | ((RATES >= 0.60) & (RATES < 0.80)))
 
 # (share, pass rates drawn uniformly in [low, high); low == high is a point mass)
-RANDOM_POPULATIONS = 5
+RANDOM_POPULATIONS = 2  # 97 of them: bench/calibration/learned.py --random 100
 POPULATIONS = {
     "spike at 0 + near the floor": [(0.4, 0.0, 0.0), (0.3, 0.0, 0.10), (0.3, 0.10, 1.0)],
     "bimodal-like": [(0.5, 0.0, 0.08), (0.5, 0.55, 1.0)],
@@ -81,7 +81,12 @@ def learn_from(evidence, seed, checked=True):
     )
 
 
-@pytest.mark.parametrize("name", list(POPULATIONS))
+# A population that learns a table and one piled against each edge; every population of this family, and more,
+# in bench/calibration/learned.py (docs/benchmarks-calibration.md, "Learned tables").
+REPRESENTATIVE = ["spike at 0 + near the floor", "piled just above the floor zone", "piled just under the retire zone"]
+
+
+@pytest.mark.parametrize("name", REPRESENTATIVE)
 def test_the_learned_table_never_pushes_a_population_past_one_percent(name):
     """Learned on the population's own probes: at most 1% wrong outside the zones, or (where the
     default itself is above 1%, on populations piled against an edge) no worse than the default."""
@@ -189,20 +194,6 @@ def test_several_pilots_share_one_margin_of_likelihood():
     assert gained < sum(
         objective @ (weights - region.best) for objective, weights, region in zip(objectives, alone, regions)
     )
-
-
-def test_learning_saves_rollouts_where_the_population_allows():
-    """On the spike population, with 3,000 tasks' evidence, most pilots learn a table that saves
-    rollouts; one that could harm a population its pilot allows keeps the rule instead."""
-    weights = weights_on_grid(POPULATIONS["spike at 0 + near the floor"])
-    _, default_rollouts = error_outside_zones(stats.stopping_table(thresholds=THRESHOLDS, policy=DEFAULT), weights)
-    saved = 0
-    for seed in range(4):
-        learned = learn(POPULATIONS["spike at 0 + near the floor"], seed=seed, tasks=3000)
-        error, rollouts = error_outside_zones(learned.table, weights)
-        assert error <= 0.01
-        saved += learned.learned and rollouts < 0.95 * default_rollouts
-    assert saved >= 2
 
 
 def test_a_table_learned_on_one_population_stays_guarded_on_another():

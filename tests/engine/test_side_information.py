@@ -93,47 +93,20 @@ def test_one_score_per_task():
         stats.stratified_tables(evidence=[(0, 8)], scores=[], thresholds=THRESHOLDS, policy=DEFAULT)
 
 
-def test_an_informative_score_saves_rollouts_at_the_same_limits():
-    """What strata of score buy under the fitted strata (``checked=False``), and that the check against
-    the populations the strata's evidence allows then keeps the rule on this uniform population, as it
-    does for the table learned without a score (docs/benchmarks-calibration.md, "Side information")."""
+def test_an_informative_score_learns_per_stratum_and_the_check_keeps_the_rule_on_a_uniform_population():
+    """Strata of an informative score each learn a table under the fitted strata (``checked=False``), and the
+    check against the populations the strata's evidence allows then keeps the rule on this uniform population,
+    as it does for the table learned without a score. What the strata save: bench/calibration/savings.py."""
     rng = np.random.default_rng(5)
     rates = rng.uniform(0.0, 1.0, 1200)
     scores = special.logit(np.clip(rates, 1e-4, 1 - 1e-4)) + rng.normal(0.0, 0.5, rates.size)
     evidence = probe(rates, rng)
-    informed = stats.stratified_tables(
-        evidence=evidence,
-        scores=scores,
-        thresholds=THRESHOLDS,
-        policy=DEFAULT,
-        min_tasks_per_stratum=300,
-        checked=False,
-    )
-    blind = stats.stratified_tables(
-        evidence=evidence, scores=np.zeros(rates.size), thresholds=THRESHOLDS, policy=DEFAULT, strata=1, checked=False
-    )
+    common = {"evidence": evidence, "scores": scores, "thresholds": THRESHOLDS, "policy": DEFAULT}
+    informed = stats.stratified_tables(min_tasks_per_stratum=300, checked=False, **common)
     assert len(informed.tables) == 4 and all(table.learned for table in informed.tables)
-    checked = stats.stratified_tables(
-        evidence=evidence, scores=scores, thresholds=THRESHOLDS, policy=DEFAULT, min_tasks_per_stratum=300
-    )
+    checked = stats.stratified_tables(min_tasks_per_stratum=300, **common)
     assert not any(table.learned for table in checked.tables)
     assert "on populations the strata's evidence allows" in checked.tables[0].reason
-    test_rates = np.linspace(0.0005, 0.9995, 400)
-    test_scores = special.logit(test_rates) + rng.normal(0.0, 0.5, test_rates.size)
-
-    def exact(tables):
-        curve = [
-            stats.operating_characteristic_curve(
-                thresholds=THRESHOLDS, policy=DEFAULT, pass_rates=[rate], table=tables.table_for(score).table
-            )
-            for rate, score in zip(test_rates, test_scores)
-        ]
-        return np.mean([c.expected_attempts[0] for c in curve]), np.mean([c.wrong[0] for c in curve])
-
-    informed_rollouts, informed_wrong = exact(informed)
-    blind_rollouts, _ = exact(blind)
-    assert informed_rollouts < 0.92 * blind_rollouts
-    assert informed_wrong <= 0.02  # zones included; outside them the limit is 1%
 
 
 def test_a_new_checkpoint_reprofiles_only_the_tasks_whose_band_is_uncertain():

@@ -22,10 +22,9 @@ from tests.support.mcp_kv_server import free_port, serve_mcp_kv
 SERVER_SCRIPT = str(Path(__file__).resolve().parents[2] / "support" / "mcp_kv_server.py")
 
 
-@pytest.fixture(scope="module")
-def kv_url():
-    with serve_mcp_kv() as url:
-        yield url
+@pytest.fixture
+def kv_url(mcp_kv_url):
+    return mcp_kv_url
 
 
 def config(url, **options):

@@ -19,18 +19,14 @@ from tests.support.mcp_kv_server import free_port, stop_process
 from tests.support.openenv_template_server import generate, start_process, word_for
 
 
-@pytest.fixture(scope="module")
-def template_root(tmp_path_factory):
-    return generate(tmp_path_factory.mktemp("openenv"))
+@pytest.fixture
+def template_root(openenv_template_root):
+    return openenv_template_root
 
 
-@pytest.fixture(scope="module")
-def echo_url(template_root):
-    process, url = start_process(root=template_root)
-    try:
-        yield url
-    finally:
-        stop_process(process)
+@pytest.fixture
+def echo_url(openenv_echo_url):
+    return openenv_echo_url
 
 
 def config(url, **options):

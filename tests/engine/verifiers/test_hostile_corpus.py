@@ -30,14 +30,20 @@ def verdict_of(verifier, completion, answer=None, prompt=None):
 
 # -- code: the verdict is decided outside the program's interpreter ---------------------------
 
+# Short limits: a stall ends as a timeout whatever the limit, and the stalls (a sleep, a loop, a stopped judge)
+# wait them out in every style and isolation here and in tests/engine/integrations/test_harbor_code.py. The
+# honest solution needs milliseconds of either.
+LIMIT_SECONDS = 2
+CPU_SECONDS = 1
+
 ADD = {
     "kind": "code",
     "style": "humaneval",
     "code_prefix": 'def add(a, b):\n    """Return a + b."""\n',
     "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-5, 5) == 0\n",
     "entry_point": "add",
-    "timeout_seconds": 5,
-    "cpu_seconds": 3,
+    "timeout_seconds": LIMIT_SECONDS,
+    "cpu_seconds": CPU_SECONDS,
     "memory_mb": 256,
 }
 ASSERTS = {
@@ -45,8 +51,8 @@ ASSERTS = {
     "style": "asserts",
     "setup": "import math",
     "asserts": ["assert add(1, 2) == 3", "assert math.isclose(add(0.5, 0.25), 0.75)", "assert add(2, 2)"],
-    "timeout_seconds": 5,
-    "cpu_seconds": 3,
+    "timeout_seconds": LIMIT_SECONDS,
+    "cpu_seconds": CPU_SECONDS,
     "memory_mb": 256,
 }
 

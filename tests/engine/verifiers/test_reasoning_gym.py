@@ -6,28 +6,40 @@ import pytest
 import reasoning_gym
 from reasoning_gym.factory import DATASETS
 
+from bench.verifiers.reasoning_gym_sweep import (
+    NEEDS_CONFIG,
+    NO_REFERENCE,
+    PAYS_ANY_ANSWER,
+    generator_problems,
+    task_of,
+    verdict,
+    with_reference,
+)
 from engine.integrations import reasoning_gym_tasks
 from engine.integrations.reasoning_gym_tasks import GeneratorError
-from engine.verifiers import VerifierConfigError, audit, validate_config, verify
+from engine.verifiers import VerifierConfigError, audit, validate_config
 from engine.verifiers.gameability import gameability_check
 
-# Generators whose tasks have no single reference answer (any valid solution scores 1, so there is
-# nothing to put in a task's answer) or whose metadata does not survive JSON (numpy grids): the task
-# audit refuses their tasks at import, which the last test shows.
-NO_REFERENCE = {"boxnet", "graph_color", "propositional_logic", "rubiks_cube", "rush_hour", "arc_agi", "rearc"}
-NEEDS_CONFIG = {"composite"}
-# game_of_life_halting's scorer compares bool(answer) with bool(reference): every non-empty answer pays.
-PAYS_ANY_ANSWER = {"game_of_life_halting"}
-
-
-def task_of(name, seed=3, index=0, **config):
-    return reasoning_gym_tasks.generated_tasks(name, config=config, seed=seed, size=index + 1)[index]
-
-
-def verdict(task, completion):
-    # The row as stored: everything through JSON, as the probe, the API and a trainer read it.
-    task = json.loads(json.dumps(task))
-    return verify(verifier=task["verifier"], completion=completion, answer=task["answer"], prompt=task["prompt"])
+# A generator of each family of reasoning-gym's registry, their scorers' kinds apart: exact strings, sorted
+# lists, numbers with a tolerance, sympy expressions, grids, programs, and the scorer that pays any answer.
+# Every generator, by the same check: bench/verifiers/reasoning_gym_sweep.py.
+REPRESENTATIVE = (
+    "arc_1d",  # arc
+    "basic_arithmetic",  # arithmetic
+    "bf",  # code
+    "coin_flip",  # probability
+    "countdown",  # games: an expression the scorer evaluates
+    "game_of_life_halting",  # algorithmic: pays any answer
+    "knights_knaves",  # logic
+    "list_functions",  # induction
+    "mini_sudoku",  # games: a grid
+    "number_sequence",  # cognition
+    "polynomial_multiplication",  # algebra: sympy
+    "prime_factorization",  # arithmetic: a scorer that raises on words
+    "shortest_path",  # graphs
+    "simple_geometry",  # geometry
+    "word_sorting",  # algorithmic: a list
+)
 
 
 def test_the_reference_in_answer_tags_passes_and_other_answers_fail():
@@ -55,15 +67,21 @@ def test_partial_credit_does_not_pass_and_the_score_is_kept():
     assert f"scored {score:.3g}" in result.detail and "partial credit" in result.detail
 
 
-@pytest.mark.parametrize("name", sorted(set(DATASETS) - NO_REFERENCE - NEEDS_CONFIG))
-def test_every_generator_with_a_reference_passes_its_own_answer_and_refuses_nonsense(name):
-    for index in range(2):
-        task = task_of(name, index=index)
-        assert verdict(task, f"<answer>{task['answer']}</answer>").outcome == "pass", (name, index)
-        nonsense = verdict(task, "<answer>I do not know</answer>").outcome
-        # Some scorers raise on an answer they cannot parse (prime_factorization): an error, never a pass.
-        assert (nonsense == "pass") == (name in PAYS_ANY_ANSWER) and nonsense != "timeout", (name, index)
-        assert verdict(task, "").outcome == "fail"
+@pytest.mark.parametrize("name", REPRESENTATIVE)
+def test_a_generator_with_a_reference_passes_its_own_answer_and_refuses_nonsense(name):
+    assert generator_problems(name) == []
+
+
+def test_every_registered_generator_is_a_valid_config_and_sorted_into_the_sweep():
+    """The registry's contract: every generator reasoning-gym registers is a dataset the verifier kind accepts,
+    and is swept (bench/verifiers/reasoning_gym_sweep.py) unless it has no single reference answer."""
+    for name in DATASETS:
+        validate_config({"kind": "reasoning_gym", "dataset": name})
+    assert NO_REFERENCE | NEEDS_CONFIG | PAYS_ANY_ANSWER <= set(DATASETS)
+    assert set(with_reference()) == set(DATASETS) - NO_REFERENCE - NEEDS_CONFIG
+    assert set(REPRESENTATIVE) <= set(with_reference())
+    families = {DATASETS[name][0].__module__.split(".")[1] for name in with_reference()}
+    assert families == {DATASETS[name][0].__module__.split(".")[1] for name in REPRESENTATIVE}
 
 
 def findings_of(task):

@@ -1,0 +1,31 @@
+"""The benchmarks that took over the suite's sweeps and cost claims still run: each moved script at a tiny
+size, through its own command line, ends cleanly and prints its result (docs/benchmarks.md, "The suite":
+what moved where). The full sizes and their figures are in docs/benchmarks*.md."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# script, tiny arguments, a line its output must hold
+MOVED = {
+    "harbor_humaneval": ("bench/harbor_humaneval.py", ["--problems", "1", "--threads", "1"], "oracle earned 1: 1 of 1"),
+    "reasoning_gym_sweep": ("bench/verifiers/reasoning_gym_sweep.py", ["--generators", "2"], "2 of 2 generators keep"),
+    "savings": (
+        "bench/calibration/savings.py",
+        ["--pilot", "300", "--seeds", "1", "--score-tasks", "300"],
+        "| per stratum of score |",
+    ),
+    "learned": ("bench/calibration/learned.py", ["--pilot", "200", "--seeds", "1"], "| uniform |"),
+}
+
+
+@pytest.mark.parametrize("name", MOVED)
+def test_a_moved_benchmark_runs_at_a_tiny_size(name):
+    script, arguments, expected = MOVED[name]
+    result = subprocess.run([sys.executable, script, *arguments], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert expected in result.stdout, result.stdout[-3000:]
