@@ -52,6 +52,11 @@ class McpServer(models.Model):
     )
     tools = models.JSONField(default=list, blank=True, help_text="The tools the last check listed.")
     checked_at = models.DateTimeField(null=True, blank=True)
+    # A session offered tools other than the accepted `tools` (curation/server_schemas.py): what changed,
+    # and since when; rollouts wait until staff accept the new schema (then tools_accepted_at is set).
+    tools_changed = models.TextField(blank=True)
+    tools_changed_at = models.DateTimeField(null=True, blank=True)
+    tools_accepted_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
