@@ -19,13 +19,16 @@ from curation.models import McpServer
 
 def server_tools_changed_record(*, server: McpServer, changes: list[str]) -> str:
     """Record that a session of `server` offered tools other than the accepted ones; returns the message
-    (what changed, and what staff must do), which the rollout's infrastructure error carries too."""
+    (what changed, and what staff must do), which the rollout's infrastructure error carries too. Nothing is
+    recorded when staff accepted tools since `server` was read (its `tools_accepted_at`)."""
     message = (
         f"the tools of server {server.name} changed since they were accepted: {'; '.join(changes)}. "
         "Rollouts wait (nothing is counted) until staff accept the new schema on the MCP servers page."
     )[:2000]
-    updated = McpServer.objects.filter(pk=server.pk).exclude(tools_changed=message)
-    updated.update(tools_changed=message, tools_changed_at=timezone.now())
+    updated = McpServer.objects.filter(pk=server.pk, tools_accepted_at=server.tools_accepted_at)
+    if server.tools_accepted_at is None:
+        updated = McpServer.objects.filter(pk=server.pk, tools_accepted_at__isnull=True)
+    updated.exclude(tools_changed=message).update(tools_changed=message, tools_changed_at=timezone.now())
     return message
 
 

@@ -49,4 +49,9 @@ def remote_tools_guard(*, server: McpServer, offered: list, allowed: tuple[str, 
     the accepted ones (recorded on the server for its page and the campaign page); else nothing."""
     changes = tool_schema_changes(accepted=server.tools or [], offered=offered, allowed=allowed)
     if changes:
-        raise RemoteUnavailable(server_tools_changed_record(server=server, changes=changes), reason="schema_changed")
+        # The job read the server before staff may have accepted the new tools: compare with what is accepted now.
+        fresh = McpServer.objects.only("tools", "tools_accepted_at").get(pk=server.pk)
+        changes = tool_schema_changes(accepted=fresh.tools or [], offered=offered, allowed=allowed)
+    if changes:
+        message = server_tools_changed_record(server=fresh, changes=changes)
+        raise RemoteUnavailable(message, reason="schema_changed")
