@@ -69,7 +69,7 @@ def test_check_catches_a_world_that_changes_between_calls(monkeypatch, name):
 
 
 @pytest.mark.django_db
-def test_the_check_resets_the_tasks_own_seeds(alice, with_plugins):
+def test_the_check_resets_the_tasks_own_seeds(alice, with_plugins):  # noqa: F811
     """A plug-in that resets from seed 0 but not from the seed a task names fails the check, naming the task."""
     from curation.models import TaskVersion
     from curation.services import environment_create

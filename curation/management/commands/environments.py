@@ -2,8 +2,8 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from engine.episodes import plugins
 from curation.selectors import plugin_task_seeds
+from engine.episodes import plugins
 from engine.episodes.plugin_check import plugin_check, plugin_seeds_check
 
 
