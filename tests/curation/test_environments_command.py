@@ -60,6 +60,7 @@ def test_an_unknown_name_lists_the_installed_ones():
     )
 
 
+@pytest.mark.django_db
 @pytest.mark.parametrize("name", ["backoffice", "inventory"])
 def test_check_catches_a_world_that_changes_between_calls(monkeypatch, name):
     module = plugins.get(name).module
