@@ -166,6 +166,10 @@ class Outcome(models.TextChoices):
     GENERATION_ERROR = "generation_error"
     # The prompt does not fit the model's context: the task's fault, shown to its author; never evidence.
     PROMPT_TOO_LONG = "prompt_too_long"
+    # The task's world failed (a plug-in that cannot reset from the task's seed after a bounded retry, a
+    # tool past its time limit): the world's outcome, never evidence and never the verifier's error. The
+    # detail starts with what failed ("world", "tool", "server").
+    WORLD_ERROR = "world_error"
 
 
 class Rollout(models.Model):
@@ -416,4 +420,5 @@ def outcome_count_aggregates() -> dict:
         "verifier_errors": Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
         "generation_errors": Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
         "prompts_too_long": Count("id", filter=Q(outcome=Outcome.PROMPT_TOO_LONG)),
+        "world_errors": Count("id", filter=Q(outcome=Outcome.WORLD_ERROR)),
     }

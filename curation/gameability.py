@@ -64,7 +64,11 @@ def environment_gameability_check(
     ).select_related("task")
     for version in versions.order_by("task__key_order", "task__key").iterator(chunk_size=200):
         result = gameability_audit(
-            verifier=version.verifier, answer=version.answer, prompt=version.prompt, fixtures=fixtures
+            verifier=version.verifier,
+            answer=version.answer,
+            prompt=version.prompt,
+            fixtures=fixtures,
+            tools=version.tools,
         )
         report.checked += 1
         if result["gameable"] is None:

@@ -64,6 +64,11 @@ class McpServer(models.Model):
     # The last check, run by a worker (never inside a web request): its state and, when it failed, why.
     check_status = models.CharField(max_length=20, choices=CheckStatus.choices, default=CheckStatus.UNCHECKED)
     check_error = models.TextField(blank=True)
+    # A session offered tools other than the accepted `tools` (curation/server_schemas.py): what changed,
+    # and since when; rollouts wait until staff accept the new schema (then tools_accepted_at is set).
+    tools_changed = models.TextField(blank=True)
+    tools_changed_at = models.DateTimeField(null=True, blank=True)
+    tools_accepted_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

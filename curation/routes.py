@@ -95,6 +95,7 @@ ROUTES: dict[str, Route] = {
     "mcp_server_list": Route(STAFF, methods=("GET", "POST")),
     "mcp_server_check": Route(STAFF, "mcpserver", "change", methods=POST),
     "mcp_server_use": Route(STAFF, "mcpserver", "change", methods=POST),
+    "mcp_server_schema_accept": Route(STAFF, "mcpserver", "change", methods=POST),
     "pass_rate_histogram_data": Route(BROWSER),
     "bands_over_time_data": Route(BROWSER),
     "cost_data": Route(BROWSER),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
@@ -150,3 +150,15 @@ def task_repository(*, task_version) -> dict | None:
         "pass_to_pass": verifier.get("pass_to_pass") or [],
         "hidden_tests": sorted(verifier.get("hidden_tests") or {}),
     }
+
+
+def plugin_task_seeds(*, environment: str) -> dict[int, list[str]]:
+    """The world seeds the current versions of tasks name for plug-in `environment` (their verifier's
+    `environment` and `seed`, 0 when none), each with those tasks' keys: what `environments --check` resets."""
+    seeds: dict[int, list[str]] = {}
+    versions = TaskVersion.objects.filter(task__current_version=F("pk"), verifier__environment=environment)
+    for key, verifier in versions.values_list("task__key", "verifier").order_by("task__key"):
+        seed = (verifier or {}).get("seed", 0)
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            seeds.setdefault(seed, []).append(key)
+    return seeds

@@ -171,22 +171,30 @@ class DraftAudit:
 def draft_audit(draft: TaskDraft, *, fixtures: list[dict[str, str]] | None = None) -> DraftAudit:
     """The reference-answer audit and the gameability audit of a draft (environment fixtures included)."""
     try:
-        problems = verifiers.audit(verifier=draft.verifier, answer=draft.answer, prompt=draft.prompt)
+        problems = verifiers.audit(verifier=draft.verifier, answer=draft.answer, prompt=draft.prompt, tools=draft.tools)
     except Exception as error:  # an audit that crashes is a flag on the task, never a failed import
         logger.exception("audit crashed for task line %s", draft.line)
         return DraftAudit(problems=[f"audit could not run: {error}"])
     return DraftAudit(
         problems=problems,
-        **gameability_audit(verifier=draft.verifier, answer=draft.answer, prompt=draft.prompt, fixtures=fixtures),
+        **gameability_audit(
+            verifier=draft.verifier, answer=draft.answer, prompt=draft.prompt, fixtures=fixtures, tools=draft.tools
+        ),
     )
 
 
 def gameability_audit(
-    *, verifier: dict[str, Any], answer: str | None, prompt: Any, fixtures: list[dict[str, str]] | None
+    *,
+    verifier: dict[str, Any],
+    answer: str | None,
+    prompt: Any,
+    fixtures: list[dict[str, str]] | None,
+    tools: list[Any] | None = None,
 ) -> dict[str, Any]:
-    """{"gameable": ..., "findings": [...]} of one task's verifier; gameable None when it cannot run."""
+    """{"gameable": ..., "findings": [...]} of one task's verifier (`tools`: what the task offers); gameable
+    None when it cannot run."""
     try:
-        findings = gameability_check(verifier=verifier, answer=answer, prompt=prompt, fixtures=fixtures)
+        findings = gameability_check(verifier=verifier, answer=answer, prompt=prompt, fixtures=fixtures, tools=tools)
     except VerifierConfigError:
         return {"gameable": None, "findings": []}
     except Exception:

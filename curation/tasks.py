@@ -1,8 +1,9 @@
 """Celery tasks for curation: thin wrappers that load by id, call one service and are safe to run twice."""
 
 from celery import shared_task
+from django.contrib.auth import get_user_model
 
-from curation import import_jobs, mcp_servers
+from curation import import_jobs, mcp_servers, server_schemas
 from curation.errors import CurationError
 from curation.models import McpServer
 
@@ -30,6 +31,20 @@ def check_remote_server(server_id: int) -> str:
         return "gone"
     try:
         mcp_servers.mcp_server_check(server=server)
+    except CurationError:
+        return McpServer.CheckStatus.FAILED
+    return McpServer.CheckStatus.OK
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=120, time_limit=150)
+def accept_remote_server_tools(server_id: int, user_id: int) -> str:
+    """Accept a remote server's tools as it lists them now (curation.server_schemas); safe to run twice."""
+    server = McpServer.objects.filter(pk=server_id).first()
+    user = get_user_model().objects.filter(pk=user_id).first()
+    if server is None or user is None:
+        return "gone"
+    try:
+        server_schemas.mcp_server_schema_accept(server=server, accepted_by=user)
     except CurationError:
         return McpServer.CheckStatus.FAILED
     return McpServer.CheckStatus.OK

@@ -7,6 +7,7 @@ engine.task_files reads whole files with it. A file with any problem imports not
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -155,6 +156,8 @@ def validate_task_object(
     elif tools and verifier.get("kind") == "repo_tests":
         _repository_tools(tools, problem)
 
+    if not problems and isinstance(verifier.get("environment"), str):
+        _world_resets(verifier, problem)
     cost = _authoring_cost(obj, problem)
     difficulty = _difficulty(obj, problem)
 
@@ -223,6 +226,38 @@ def _environment_tools(tools: list[dict], environment: str, problem: Problem) ->
         fix=": copy their schemas from the environment's page or `manage.py environments`",
         problem=problem,
     )
+
+
+def _world_resets(verifier: dict, problem: Problem) -> None:
+    """A plug-in task's world resets from its seed (in the sandbox, as rollouts reset it): a world that
+    cannot is refused here, naming the seed, rather than imported to fail every rollout."""
+    seed = verifier.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        return  # the verifier's own check says so
+    failure = world_reset_problem(environment=verifier["environment"], seed=seed)
+    if failure:
+        problem("verifier.seed", f"{failure}; fix the plug-in's reset or choose a seed it can reset from")
+
+
+def world_reset_problem(*, environment: str, seed: int) -> str:
+    """Why a plug-in world of (environment, seed) cannot reset in the sandbox ("" when it can, or when no
+    such plug-in is installed: the verifier's check says so). Remembered per plug-in version and seed."""
+    try:
+        plugin = plugins.get(environment)
+    except plugins.UnknownEnvironment:
+        return ""
+    return _reset_problem(environment, seed, plugin.distribution, plugin.version)
+
+
+@functools.lru_cache(maxsize=4096)
+def _reset_problem(environment: str, seed: int, distribution: str, version: str) -> str:
+    from engine.episodes.world import SandboxedWorld, WorldResetError
+
+    try:
+        SandboxedWorld(environment=environment, seed=seed).reset()
+    except WorldResetError as failure:
+        return str(failure)
+    return ""
 
 
 def _repository_tools(tools: list[dict], problem: Problem) -> None:

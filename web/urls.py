@@ -83,6 +83,11 @@ urlpatterns = [
     path("mcp-servers/", mcp_server_views.mcp_server_list, name="mcp_server_list"),
     path("mcp-servers/<slug:name>/check/", mcp_server_views.mcp_server_check, name="mcp_server_check"),
     path("mcp-servers/<slug:name>/use/", mcp_server_views.mcp_server_use, name="mcp_server_use"),
+    path(
+        "mcp-servers/<slug:name>/accept-tools/",
+        mcp_server_views.mcp_server_schema_accept,
+        name="mcp_server_schema_accept",
+    ),
     path("dashboard/", campaign_views.dashboard, name="dashboard"),
     path("models/compare/", campaign_views.model_compare, name="model_compare"),
     path("models/<slug:name>/edit/", campaign_views.probe_model_edit, name="probe_model_edit"),

@@ -66,7 +66,11 @@ def _one_verifier(data: dict) -> dict:
         raise ValidationError({"fixtures": [str(error)]}) from None
     try:
         findings = gameability_check(
-            verifier=data["verifier"], answer=data.get("answer"), prompt=data.get("prompt"), fixtures=fixtures
+            verifier=data["verifier"],
+            answer=data.get("answer"),
+            prompt=data.get("prompt"),
+            fixtures=fixtures,
+            tools=data.get("tools"),
         )
     except VerifierConfigError as error:
         raise ValidationError({"verifier": [str(error)]}) from None

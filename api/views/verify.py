@@ -22,6 +22,12 @@ class VerifyRequest(serializers.Serializer):
         allow_null=True,
         help_text="With 'verifier': the task's prompt (text or chat messages). With 'task', its own prompt is used.",
     )
+    tools = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="With 'verifier': the tools the task offers; a completion calling another one fails. With 'task', "
+        "its own tools are used.",
+    )
     completion = serializers.JSONField(help_text="The text to grade, a chat message, or a list of messages.")
 
     def validate(self, data):
@@ -63,12 +69,16 @@ class Verify(APIView):
             if len(matches) > 1:
                 raise ValidationError({"environment": ["That key exists in several environments; add 'environment'."]})
             version = matches[0].current_version
-            verifier, answer, prompt = version.verifier, version.answer, version.prompt
+            verifier, answer, prompt, tools = version.verifier, version.answer, version.prompt, version.tools
         else:
             verifier, answer, prompt = data["verifier"], data.get("answer"), data.get("prompt")
+            tools = data.get("tools")
         try:
-            # The prompt as the probe passes it: the math verifier refuses an answer that restates it.
-            verdict = verifiers.verify(verifier=verifier, completion=data["completion"], answer=answer, prompt=prompt)
+            # The prompt as the probe passes it (the math verifier refuses an answer that restates it), and the
+            # tools: only offered tools run, in a replay too.
+            verdict = verifiers.verify(
+                verifier=verifier, completion=data["completion"], answer=answer, prompt=prompt, tools=tools
+            )
         except verifiers.VerifierConfigError as error:
             raise ValidationError({"verifier": [str(error)]}) from None
         return Response(verdict.to_dict())

@@ -43,6 +43,7 @@ def campaign_progress(*, campaign: Campaign) -> dict:
         failed=Count("id", filter=Q(outcome=Outcome.FAIL)),
         verifier_errors=Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
         generation_errors=Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
+        world_errors=Count("id", filter=Q(outcome=Outcome.WORLD_ERROR)),
         unverified=Count("id", filter=Q(outcome__isnull=True)),
         truncated=Count("id", filter=Q(truncated=True)),
         prompts_too_long=Count("id", filter=Q(outcome=Outcome.PROMPT_TOO_LONG)),
@@ -69,7 +70,19 @@ def campaign_progress(*, campaign: Campaign) -> dict:
         "truncated_share": truncated_share,
         "truncated_percent": None if truncated_share is None else round(100 * truncated_share, 1),
         "truncation_warning": truncated_share is not None and truncated_share > settings.PASSBAND_TRUNCATION_WARN_SHARE,
+        "world_failure": _last_world_failure(campaign=campaign) if rollouts["world_errors"] else "",
     }
+
+
+def _last_world_failure(*, campaign: Campaign) -> str:
+    """The detail of the campaign's latest world failure (what failed, and why)."""
+    return (
+        Rollout.objects.filter(campaign=campaign, outcome=Outcome.WORLD_ERROR)
+        .order_by("-pk")
+        .values_list("detail", flat=True)
+        .first()
+        or ""
+    )
 
 
 def truncation_by_model(*, task_version) -> dict[int, dict]:
@@ -124,16 +137,16 @@ def campaign_band_table(*, campaign: Campaign) -> list[tuple[str, int]]:
         .annotate(
             **outcome_count_aggregates(),
         )
-        .values_list("successes", "failures", "verifier_errors", "generation_errors")
+        .values_list("successes", "failures", "verifier_errors", "generation_errors", "world_errors")
         .order_by()
     )
     thresholds, policy = thresholds_for(campaign.environment), policy_for(campaign)
-    bands: dict[tuple[int, int, int, int], str] = {}
+    bands: dict[tuple[int, int, int, int, int], str] = {}
     tally: dict[str, int] = {}
     for row in counts:
         if row not in bands:
-            successes, failures, verifier_errors, generation_errors = row
-            if successes + failures + verifier_errors == 0:
+            successes, failures, verifier_errors, generation_errors, world_errors = row
+            if successes + failures + verifier_errors + world_errors == 0:
                 bands[row] = NOT_PROBED
             else:
                 bands[row] = stats.calibration_verdict(
@@ -141,6 +154,7 @@ def campaign_band_table(*, campaign: Campaign) -> list[tuple[str, int]]:
                     attempts=successes + failures,
                     verifier_errors=verifier_errors,
                     generation_errors=generation_errors,
+                    world_errors=world_errors,
                     thresholds=thresholds,
                     policy=sampling_policy(policy, attempts=successes + failures),
                     verifier_trouble_share=settings.PASSBAND_VERIFIER_TROUBLE_SHARE,

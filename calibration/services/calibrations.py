@@ -356,7 +356,14 @@ def calibrations_refresh(
     if not task_versions:
         return {}
     ids = [version.pk for version in task_versions]
-    zero = {"successes": 0, "failures": 0, "verifier_errors": 0, "generation_errors": 0, "cost": None}
+    zero = {
+        "successes": 0,
+        "failures": 0,
+        "verifier_errors": 0,
+        "generation_errors": 0,
+        "world_errors": 0,
+        "cost": None,
+    }
     counts = _rollout_counts(ids=ids, probe_model=probe_model)
     policies = _policies_with_stored(ids=ids, probe_model=probe_model, policies=policies or {})
     # A predicted band has no rollouts to recompute it from: it stays as predicted until probed.
@@ -500,6 +507,7 @@ def _calibration_row(
         attempts=attempts,
         verifier_errors=counts["verifier_errors"],
         generation_errors=counts["generation_errors"],
+        world_errors=counts.get("world_errors", 0),
         thresholds=thresholds_for(version.task.environment),
         policy=sampling_policy(policy, attempts=attempts),
         prior=prior,

@@ -19,8 +19,8 @@ from engine.verifiers.base import shorten
 
 logger = logging.getLogger(__name__)
 
-# Rollouts that are attempts: a failed generation or a prompt too long for the model is not one.
-NOT_ATTEMPTS = (Outcome.GENERATION_ERROR, Outcome.PROMPT_TOO_LONG)
+# Rollouts that are attempts: a failed generation, a prompt too long for the model or a failed world is not one.
+NOT_ATTEMPTS = (Outcome.GENERATION_ERROR, Outcome.PROMPT_TOO_LONG, Outcome.WORLD_ERROR)
 
 
 def _attempts(*, version_ids: list[int], probe_model: ProbeModel):

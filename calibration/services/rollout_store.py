@@ -20,6 +20,7 @@ from calibration.models import (
 )
 from curation.models import TaskVersion
 from engine import backends
+from engine.episodes.runner import world_failure
 from engine.packing import pack_logprobs, pack_tokens
 
 logger = logging.getLogger(__name__)
@@ -112,12 +113,21 @@ def rollout_row(
     device_ms: float,
 ) -> dict:
     """The columns of one sampled rollout (not saved): what the backend produced, its cost, and for a
-    failed generation the outcome `generation_error` (an infrastructure error, never a verdict) or
-    `prompt_too_long` (the task's prompt does not fit the model's context).
+    failed generation the outcome `generation_error` (an infrastructure error, never a verdict),
+    `prompt_too_long` (the task's prompt does not fit the model's context) or `world_error` (the task's
+    world failed: it could not reset, or the episode's tool ran past its time limit; the detail names it).
     A dict rather than a Rollout: building 500 model instances a job cost more than inserting them."""
     probe_model = campaign.probe_model
     failed = generation.error is not None
-    failed_outcome = Outcome.PROMPT_TOO_LONG if generation.error_kind == "prompt_too_long" else Outcome.GENERATION_ERROR
+    # The world failed (it could not reset, or a tool ran past its limit): stored as the world's outcome.
+    world = (generation.error or "") if generation.error_kind == "world" else world_failure(episode)
+    if world:
+        outcome, detail = Outcome.WORLD_ERROR, world
+    elif failed:
+        outcome = Outcome.PROMPT_TOO_LONG if generation.error_kind == "prompt_too_long" else Outcome.GENERATION_ERROR
+        detail = f"generation failed: {generation.error}"
+    else:
+        outcome, detail = None, ""
     return {
         "campaign_id": campaign.pk,
         "task_version_id": version.pk,
@@ -138,8 +148,8 @@ def rollout_row(
         "input_tokens": generation.input_tokens,
         "output_tokens": generation.output_tokens,
         "generation_ms": generation.latency_ms,
-        "outcome": failed_outcome if failed else None,
-        "detail": f"generation failed: {generation.error}" if failed else "",
+        "outcome": outcome,
+        "detail": detail,
         "episode": episode,
         "device_ms": device_ms,
         "cost_usd": costs.rollout_cost(

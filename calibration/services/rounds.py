@@ -36,6 +36,7 @@ from calibration.services.probe_models import (
     sampling_params,
 )
 from calibration.services.rollout_store import rollout_row, rollouts_insert, verdicts_save
+from calibration.services.worlds import plugin_world_ready, remote_tools_guard
 from curation import mcp_servers
 from curation.models import TaskVersion
 from engine import backends, stats, verifiers
@@ -118,6 +119,7 @@ def _episodes_generate(
     generations: list[backends.Generation] = []
     episodes: list[dict | None] = []
     attempts: list[EpisodeAttempt] = []
+    reset_failures: dict[tuple[str, int], str] = {}
     for seed in seeds:
         if repository is not None:
             # A fresh copy of the repository per rollout: the world is the rollout's own overlay.
@@ -138,16 +140,17 @@ def _episodes_generate(
             continue
         if server is None:
             world_seed = int(version.verifier.get("seed", 0))
-            world = episode_world.SandboxedWorld(
-                environment=version.verifier["environment"], seed=world_seed, tool_seconds=limits.tool_seconds
+            world = plugin_world_ready(
+                environment=version.verifier["environment"],
+                seed=world_seed,
+                tool_seconds=limits.tool_seconds,
+                failures=reset_failures,
             )
-            try:
-                world.reset()
-            except episode_world.WorldResetError as failure:
-                # The plug-in's failure, not the model's: the sample waits like one whose server is down.
-                generations.append(backends.Generation.failed(seed=seed, error=str(failure), kind="infrastructure"))
+            if isinstance(world, str):
+                # The plug-in's failure after a bounded retry, not the model's: the world's outcome (stored).
+                generations.append(backends.Generation.failed(seed=seed, error=world, kind="world"))
                 episodes.append(None)
-                attempts.append(EpisodeAttempt(failure=str(failure)))
+                attempts.append(EpisodeAttempt(failure=world))
                 continue
             episode = run_episode(
                 backend=backend,
@@ -206,6 +209,7 @@ def _remote_episode(*, server, version: TaskVersion, backend, seed: int, params,
         try:
             world = _remote_world(server=server, version=version)
             with world:
+                remote_tools_guard(server=server, offered=world.tool_schemas, allowed=getattr(world, "allowed", ()))
                 return run_episode(
                     backend=backend,
                     messages=[*version.prompt, *world.opening_messages],
@@ -289,7 +293,7 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
         for index, seed, generation, episode, device_ms in zip(
             indices, seeds, generations, episodes, device_times, strict=True
         ):
-            if generation.error is not None and generation.error_kind != "prompt_too_long":
+            if generation.error is not None and generation.error_kind not in ("prompt_too_long", "world"):
                 # The server's fault, not an attempt: not stored, so the round asks for it again later.
                 infrastructure_errors.append(generation.error)
                 continue
@@ -384,7 +388,8 @@ def rollouts_verify(*, campaign_id: int, task_version_ids: int | list[int]) -> i
     """Score every unverified rollout of some task versions in a campaign. Returns how many were scored."""
     ids = _version_ids(task_version_ids)
     versions = {
-        version.pk: version for version in TaskVersion.objects.filter(pk__in=ids).only("verifier", "answer", "prompt")
+        version.pk: version
+        for version in TaskVersion.objects.filter(pk__in=ids).only("verifier", "answer", "prompt", "tools")
     }
     pending = (
         Rollout.objects.filter(campaign_id=campaign_id, task_version_id__in=ids, outcome__isnull=True)
@@ -398,7 +403,11 @@ def rollouts_verify(*, campaign_id: int, task_version_ids: int | list[int]) -> i
         # A tool task's rollout is judged by its episode (the final state), not by its words.
         completion = episode if episode is not None else text
         verdict = verifiers.verify(
-            verifier=version.verifier, completion=completion, answer=version.answer, prompt=version.prompt
+            verifier=version.verifier,
+            completion=completion,
+            answer=version.answer,
+            prompt=version.prompt,
+            tools=version.tools,
         )
         verdicts.append((rollout_id, verdict.outcome, verdict.reward, verdict.detail[:2000], verdict.latency_ms))
         kinds.append((version.verifier or {}).get("kind", ""))
@@ -458,8 +467,10 @@ def campaign_items_advance(*, campaign_id: int, task_version_ids: int | list[int
         done = (
             planned.stop >= campaign.max_rollouts
             or (campaign.policy == Campaign.Policy.ADAPTIVE and calibrations[version.pk].band != Band.UNDECIDED)
-            # More samples of a prompt that does not fit would fail the same way: the author must fix it.
+            # More samples of a prompt that does not fit, or of a world that keeps failing, would fail the same
+            # way: the author must fix it.
             or stats.Flag.PROMPT_TOO_LONG in calibrations[version.pk].flags
+            or stats.Flag.WORLD_FAILURE in calibrations[version.pk].flags
         )
         (finished if done else unfinished).append(version.pk)
     opened: list[int] = []

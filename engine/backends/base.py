@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 FinishReason = Literal["stop", "length", "error"]
-# Why a generation failed: the model server or device (retried later, never stored as an attempt), or
-# the task itself (its prompt does not fit the model's context: the author must shorten it).
-ErrorKind = Literal["infrastructure", "prompt_too_long"]
+# Why a generation failed: the model server or device (retried later, never stored as an attempt), the
+# task itself (its prompt does not fit the model's context: the author must shorten it), or the task's
+# world (it failed the same way after a bounded retry: stored as the world's failure, never evidence).
+ErrorKind = Literal["infrastructure", "prompt_too_long", "world"]
 # How much of a rollout the backend captured: the sampled token ids with one logprob each ("exact"),
 # the ids without logprobs ("ids_only"), or the text alone ("text_only": the server gave no ids).
 Capture = Literal["exact", "ids_only", "text_only"]

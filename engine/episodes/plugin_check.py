@@ -2,7 +2,9 @@
 
 Discovery already validated its declarations (engine.episodes.plugins); this runs it: a reset and a
 snapshot in this process (JSON with exactly its TABLES), a dump/load round trip, and the same world
-read inside the sandbox, which proves the package's source is self-contained enough to run there.
+read inside the sandbox, which proves the package's source is self-contained enough to run there;
+then a reset in the sandbox from every seed the tasks name (`plugin_seeds_check`), since a world that
+resets from seed 0 may still fail from the one a task uses.
 """
 
 from __future__ import annotations
@@ -43,4 +45,17 @@ def plugin_check(name: str, *, seed: int = 0, sandbox: Any = None) -> list[str]:
     else:
         if sandboxed != json.loads(json.dumps(state)):
             problems.append("the sandbox built a different world from the same seed")
+    return problems
+
+
+def plugin_seeds_check(name: str, *, seeds: dict[int, list[str]], sandbox: Any = None) -> list[str]:
+    """Reset plug-in `name` from each of the tasks' own seeds (seed -> the tasks' keys), in the sandbox as
+    rollouts do; one problem per seed that cannot, naming its tasks ([] when every seed resets)."""
+    problems = []
+    for seed, keys in sorted(seeds.items()):
+        try:
+            world.SandboxedWorld(environment=name, seed=seed, sandbox=sandbox).reset()
+        except world.WorldResetError as error:
+            named = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+            problems.append(f"seed {seed} (tasks {named}): {error}")
     return problems

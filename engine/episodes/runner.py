@@ -26,7 +26,10 @@ Backends:
   tokens are never re-tokenized and the episode is always prefix-consistent.
 
 Malformed calls (unparseable JSON, no name), unknown tools, bad arguments and tool exceptions are
-observations the model sees, and are counted in `transcript["counts"]`.
+observations the model sees, and are counted in `transcript["counts"]`. Only the tools the episode was
+offered (`tools`) run, whatever the world holds: a call to any other is refused here, before the world
+sees it, as an `unknown_tool` observation, and counted under `counts["not_offered"]`
+(engine/episodes/offered.py).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from typing import Any
 
 from engine.backends.base import Generation, SamplingParams
 from engine.episodes.drivers import ParsedCall, driver_for, turn_seed
+from engine.episodes.offered import offered_names, refusal
 from engine.episodes.world import SandboxedWorld, World
 
 TRANSCRIPT_VERSION = 1
@@ -84,6 +88,7 @@ def run_episode(
     driver = driver_for(backend, tools)
     world = world or SandboxedWorld(environment=environment, seed=world_seed, tool_seconds=limits.tool_seconds)
     play = _Play(history=driver.prepare(messages) if hasattr(driver, "prepare") else list(messages))
+    play.offered = offered_names(tools)
     _play_turns(play, driver=driver, world=world, seed=seed, params=params, limits=limits, started=started)
     final_state = None
     if play.stop_reason not in ("tool_timeout", "generation_error"):
@@ -98,6 +103,7 @@ def run_episode(
         "rollout_seed": seed,
         "backend": backend.name,
         "messages": play.history,
+        "offered_tools": sorted(play.offered),
         "turns": play.turns,
         "counts": play.counts,
         "stop_reason": play.stop_reason,
@@ -122,8 +128,9 @@ class _Play:
     history: list[dict[str, Any]]
     turns: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     counts: dict[str, int] = dataclasses.field(
-        default_factory=lambda: {status: 0 for status in OBSERVATION_STATUSES} | {"tool_calls": 0}
+        default_factory=lambda: {status: 0 for status in OBSERVATION_STATUSES} | {"tool_calls": 0, "not_offered": 0}
     )
+    offered: frozenset[str] = frozenset()
     stop_reason: str = "max_turns"
     error: str | None = None
     error_kind: str | None = None
@@ -156,7 +163,7 @@ def _play_turns(
         if not output.calls:
             play.stop_reason = "max_tokens" if generation.truncated else "answered"
             return
-        added, timed_out = _run_calls(output.calls, world=world, turn=turn, counts=play.counts)
+        added, timed_out = _run_calls(output.calls, world=world, turn=turn, counts=play.counts, offered=play.offered)
         play.history.extend(added)
         if timed_out:
             play.stop_reason = "tool_timeout"
@@ -190,10 +197,11 @@ def _turn_record(turn_index: int, generation: Generation) -> dict[str, Any]:
 
 
 def _run_calls(
-    calls: list[ParsedCall], *, world: World, turn: dict[str, Any], counts: dict[str, int]
+    calls: list[ParsedCall], *, world: World, turn: dict[str, Any], counts: dict[str, int], offered: frozenset[str]
 ) -> tuple[list[dict[str, Any]], bool]:
     """Run one turn's tool calls in order, recording each call and observation in `turn`. Returns the
-    `tool` messages for the conversation and whether a call timed out (the calls after it do not run)."""
+    `tool` messages for the conversation and whether a call timed out (the calls after it do not run).
+    A call to a tool outside `offered` never reaches the world."""
     added: list[dict[str, Any]] = []
     for call in calls:
         counts["tool_calls"] += 1
@@ -202,6 +210,9 @@ def _run_calls(
         )
         if call.problem:
             status, content, latency_ms = "malformed", json.dumps({"error": call.problem}), 0.0
+        elif call.name not in offered:
+            status, content, latency_ms = "unknown_tool", json.dumps({"error": refusal(call.name, offered)}), 0.0
+            counts["not_offered"] += 1
         else:
             result = world.call(call.name, call.arguments)
             status, content, latency_ms = result.status, result.content, result.latency_ms
@@ -219,6 +230,22 @@ def _run_calls(
         if status == "timeout":
             return added, True
     return added, False
+
+
+def world_failure(transcript: Any) -> str:
+    """What failed in the episode's world, named ("" when nothing did): a tool call past its time limit
+    (stop reason `tool_timeout`). Such an episode is the world's outcome, never the model's attempt nor the
+    verifier's error."""
+    if not isinstance(transcript, dict) or transcript.get("stop_reason") != "tool_timeout":
+        return ""
+    timed_out = [
+        observation.get("name")
+        for turn in transcript.get("turns") or []
+        for observation in turn.get("observations") or []
+        if observation.get("status") == "timeout"
+    ]
+    name = timed_out[-1] if timed_out else "?"
+    return f"tool {name} (world {transcript.get('environment', '?')}): the call ran past its time limit"
 
 
 def flat_tokens(turns: list[dict[str, Any]]) -> dict[str, Any]:

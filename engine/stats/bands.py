@@ -48,6 +48,7 @@ class Flag(StrEnum):
     ZERO_VARIANCE = "zero_variance"  # every attempt so far passed, or every one failed
     STRONG_MODEL_FAILS = "strong_model_fails"  # a strong model never passes an audited task
     PROMPT_TOO_LONG = "prompt_too_long"  # the prompt does not fit the probe model's context
+    WORLD_FAILURE = "world_failure"  # too many rollouts failed in the task's world (reset, tool time limit)
 
 
 TOO_HARD = Band.TOO_HARD

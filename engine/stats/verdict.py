@@ -64,6 +64,7 @@ def calibration_verdict(
     policy: SamplingPolicy,
     verifier_errors: int = 0,
     generation_errors: int = 0,
+    world_errors: int = 0,
     prior: Sequence[float] = JEFFREYS_PRIOR,
     verifier_trouble_share: float = VERIFIER_TROUBLE_SHARE,
     strong_model: bool = False,
@@ -74,25 +75,29 @@ def calibration_verdict(
 ) -> Verdict:
     """Band, flags and estimate of one task version under one probe model.
 
-    ``successes``/``attempts``: pass verdicts and pass-or-fail verdicts (the evidence).
-    ``verifier_errors``: error or timeout verdicts; ``generation_errors``: rollouts that never got
-    a completion. Neither is evidence, but both were spent, so both count toward the cap.
+     ``successes``/``attempts``: pass verdicts and pass-or-fail verdicts (the evidence).
+     ``verifier_errors``: error or timeout verdicts; ``generation_errors``: rollouts that never got
+     a completion; ``world_errors``: rollouts whose world failed (it could not reset, a tool ran past its
+     time limit). None is evidence, but all were spent, so all count toward the cap.
 
-    The rules, in order:
+     The rules, in order:
 
-    1. ``assess`` decides a band, or not (the stopping rule of ``policy``, or an environment's
-       learned ``table`` where it applies).
-    2. Adaptive policy, still undecided, and attempts + errors of both kinds >= cap: ``borderline``.
-    3. ``verifier_trouble`` when more than ``verifier_trouble_share`` of the verdicts (attempts +
-       verifier errors) are errors. Failing verdicts from a broken verifier are not evidence that
-       the task is hard: a ``too_hard`` or ``borderline`` task is shown ``undecided`` instead.
-    4. ``zero_variance`` when every attempt passed, or every one failed.
-    5. ``strong_model_fails`` when ``strong_model`` and ``audit_passed`` and the band is
-       ``too_hard`` with zero passes: the reference answer passes, yet a strong model never does,
-       so the task itself may be wrong. For review, not an automatic action.
+     1. ``assess`` decides a band, or not (the stopping rule of ``policy``, or an environment's
+        learned ``table`` where it applies).
+     2. Adaptive policy, still undecided, and attempts + errors of both kinds >= cap: ``borderline``.
+     3. ``verifier_trouble`` when more than ``verifier_trouble_share`` of the verdicts (attempts +
+        verifier errors) are errors. Failing verdicts from a broken verifier are not evidence that
+        the task is hard: a ``too_hard`` or ``borderline`` task is shown ``undecided`` instead.
+    3b. ``world_failure`` likewise when more than that share of the rollouts (attempts + verifier and
+        world errors) are the world's failures: the task's world, not the model, is what failed.
+     4. ``zero_variance`` when every attempt passed, or every one failed.
+     5. ``strong_model_fails`` when ``strong_model`` and ``audit_passed`` and the band is
+        ``too_hard`` with zero passes: the reference answer passes, yet a strong model never does,
+        so the task itself may be wrong. For review, not an automatic action.
     """
     _check_count("verifier_errors", verifier_errors)
     _check_count("generation_errors", generation_errors)
+    _check_count("world_errors", world_errors)
     if not 0.0 <= verifier_trouble_share <= 1.0:
         raise ValueError(f"verifier_trouble_share must lie in [0, 1]; got {verifier_trouble_share}")
     assessment = assess(
@@ -106,7 +111,7 @@ def calibration_verdict(
         table=table,
     )
     band = Band(assessment.band)
-    spent = attempts + verifier_errors + generation_errors
+    spent = attempts + verifier_errors + generation_errors + world_errors
     if band == UNDECIDED and policy.kind == "adaptive" and spent >= policy.cap:
         band = BORDERLINE
     band, flags = _flagged(
@@ -114,6 +119,7 @@ def calibration_verdict(
         successes=successes,
         attempts=attempts,
         verifier_errors=verifier_errors,
+        world_errors=world_errors,
         verifier_trouble_share=verifier_trouble_share,
         strong_model_fails=strong_model and audit_passed,
     )
@@ -137,6 +143,7 @@ def _flagged(
     verifier_errors: int,
     verifier_trouble_share: float,
     strong_model_fails: bool,
+    world_errors: int = 0,
 ) -> tuple[Band, list[Flag]]:
     """Rules 3 to 5 of calibration_verdict: the flags, and the band a verifier in trouble leaves undecided.
     `strong_model_fails`: the probe model is a strong one and the task's audit passed."""
@@ -144,6 +151,11 @@ def _flagged(
     verdicts = attempts + verifier_errors
     if verdicts and verifier_errors / verdicts > verifier_trouble_share:
         flags.append(Flag.VERIFIER_TROUBLE)
+        if band in (TOO_HARD, BORDERLINE):
+            band = UNDECIDED
+    rollouts = verdicts + world_errors
+    if world_errors and world_errors / rollouts > verifier_trouble_share:
+        flags.append(Flag.WORLD_FAILURE)
         if band in (TOO_HARD, BORDERLINE):
             band = UNDECIDED
     if attempts and successes in (0, attempts):

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
+from engine.episodes.offered import unoffered_problem
 from engine.verifiers.base import DEFAULT_MAX_COMPLETION_CHARS, Verdict, VerifierConfigError, run_check
 from engine.verifiers.judges import parse_judges, set_judges
 from engine.verifiers.kinds import (
@@ -132,7 +133,12 @@ def validate_config(verifier: dict[str, Any]) -> None:
     _parse(verifier)
 
 
-def _run_check(module: ModuleType, config: Any, *, completion: Any, answer: str | None, prompt: Any) -> Verdict:
+def _run_check(
+    module: ModuleType, config: Any, *, completion: Any, answer: str | None, prompt: Any, tools: list[Any] | None = None
+) -> Verdict:
+    problem = unoffered_problem(completion, tools) if tools else ""
+    if problem:
+        return Verdict(outcome="fail", reward=0.0, detail=problem, latency_ms=0.0)
     return run_check(
         module,
         config,
@@ -149,6 +155,7 @@ def verify(
     completion: str | list[Any] | dict[str, Any],
     answer: str | None = None,
     prompt: str | list[Any] | None = None,
+    tools: list[Any] | None = None,
 ) -> Verdict:
     """Check one completion.
 
@@ -157,16 +164,24 @@ def verify(
     reference answer; the task's prompt (text or chat messages): ``math`` reads it to refuse an
     answer that only restates the question ("17 + 25" for "What is 17 + 25?"), ``llm_judge`` shows
     it to the judge. Pass it on every path (calibration, training, the API) or verdicts differ.
+    ``tools``: the tools the task offers; a completion of tool calls that calls another one fails before
+    the kind runs (engine/episodes/offered.py: only offered tools run, and replayed calls are no exception).
     Out: a Verdict (outcome pass/fail/error/timeout, reward 1.0/0.0/None, detail, latency).
     Never raises because of the completion; raises VerifierConfigError for an unknown kind, a
     bad config, or a reference answer the kind needs but did not get.
     """
     module, config = _parse(verifier)
-    return _run_check(module, config, completion=completion, answer=answer, prompt=prompt)
+    return _run_check(module, config, completion=completion, answer=answer, prompt=prompt, tools=tools)
 
 
-def audit(*, verifier: dict[str, Any], answer: str | None, prompt: str | list[Any] | None = None) -> list[str]:
-    """Audit a task's verifier before the task is used.
+def audit(
+    *,
+    verifier: dict[str, Any],
+    answer: str | None,
+    prompt: str | list[Any] | None = None,
+    tools: list[Any] | None = None,
+) -> list[str]:
+    """Audit a task's verifier before the task is used (``tools``: what the task offers, as for ``verify``).
 
     Checks that the reference answer passes, that an empty completion fails and, for code,
     that stub solutions (bodies of ``pass`` / ``return None``) fail.
@@ -187,7 +202,7 @@ def audit(*, verifier: dict[str, Any], answer: str | None, prompt: str | list[An
 
     def attempt(completion: Any) -> Verdict | None:
         try:
-            return _run_check(module, config, completion=completion, answer=answer, prompt=prompt)
+            return _run_check(module, config, completion=completion, answer=answer, prompt=prompt, tools=tools)
         except VerifierConfigError as error:
             problems.append(f"verifier config: {error}")
             return None

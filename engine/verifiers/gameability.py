@@ -23,10 +23,14 @@ fixture checks only.
 from __future__ import annotations
 
 import ast
+import contextlib
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from engine.episodes import plugins
+from engine.episodes.offered import offered_names
 from engine.repo_tasks import snapshots
 from engine.repo_tasks.tampering import compact_battery, tampering_patches
 from engine.verifiers import _parse, _run_check
@@ -103,8 +107,10 @@ def gameability_check(
     answer: str | None,
     prompt: str | list[Any] | None,
     fixtures: list[dict[str, str]] | None = None,
+    tools: list[Any] | None = None,
 ) -> list[Finding]:
     """Run the battery and the fixtures against one task's verifier; the findings ([] when it holds).
+    `tools`: what the task offers; a tool task is also tried with a tool it does not offer (`unoffered_probes`).
 
     A verifier error or timeout on a battery completion is not a finding (nothing was paid); on a
     ``full_reward`` or ``malformed`` fixture it is. Raises VerifierConfigError for a bad config.
@@ -113,9 +119,10 @@ def gameability_check(
     kind = verifier.get("kind", "")
     probes = [] if kind in SKIPPED_KINDS else battery(kind=kind, config=config, answer=answer, prompt=prompt)
     probes += _fixture_probes(fixtures or [], answer=answer)
+    probes += unoffered_probes(config, answer=answer, tools=tools)
     findings = []
     for probe in probes:
-        finding = _probe_run(module, config, probe, answer=answer, prompt=prompt)
+        finding = _probe_run(module, config, probe, answer=answer, prompt=prompt, tools=tools)
         if finding is not None:
             findings.append(finding)
     return findings
@@ -150,6 +157,40 @@ def battery(*, kind: str, config: Any, answer: str | None, prompt: str | list[An
             Probe("a huge output", _huge(answer, other)),
         ]
     return probes
+
+
+UNOFFERED_LABEL = "a tool the task does not offer"
+
+
+def unoffered_probes(config: Any, *, answer: str | None, tools: list[Any] | None) -> list[Probe]:
+    """For a task that offers tools and whose reference answer is tool calls: that answer with one more call,
+    to each tool of its world that the task does not offer (a plug-in's, by its `environment`), or to a
+    made-up one when the world offers nothing more. Calling a tool the task does not offer must never pay,
+    even alongside a right answer (engine/episodes/offered.py)."""
+    offered = offered_names(tools)
+    calls = called_calls(answer) if offered and answer else None
+    if not calls:
+        return []
+    others: list[str] = []
+    environment = getattr(config, "environment", None)
+    if isinstance(environment, str):
+        with contextlib.suppress(plugins.UnknownEnvironment):
+            others = [name for name in plugins.get(environment).tool_names if name not in offered]
+    return [
+        Probe(f"{UNOFFERED_LABEL} ({name})", json.dumps([*calls, {"name": name, "arguments": {}}]))
+        for name in others or ["passband_unoffered_tool"]
+    ]
+
+
+def called_calls(answer: str) -> list[dict[str, Any]] | None:
+    """The reference answer's tool calls as [{"name", "arguments"}], or None when it holds none."""
+    from engine.verifiers.kinds.tool_calls import MalformedCalls, read_calls
+
+    try:
+        calls = read_calls(answer)
+    except (MalformedCalls, TypeError, ValueError):
+        return None
+    return [{"name": call.name, "arguments": call.arguments} for call in calls] or None
 
 
 def _reference_format_probes(config: Any, answer: str, other: str) -> list[Probe]:
@@ -324,10 +365,14 @@ def _fixture_probes(fixtures: list[dict[str, str]], *, answer: str | None) -> li
     return probes
 
 
-def _probe_run(module: Any, config: Any, probe: Probe, *, answer: str | None, prompt: Any) -> Finding | None:
+def _probe_run(
+    module: Any, config: Any, probe: Probe, *, answer: str | None, prompt: Any, tools: list[Any] | None = None
+) -> Finding | None:
     verdicts: list[Verdict] = []
     for _ in range(3 if probe.expect == "deterministic" else 1):
-        verdicts.append(_run_check(module, config, completion=probe.completion, answer=answer, prompt=prompt))
+        verdicts.append(
+            _run_check(module, config, completion=probe.completion, answer=answer, prompt=prompt, tools=tools)
+        )
     verdict = verdicts[0]
     if probe.expect == "no_reward":
         broken = verdict.outcome == "pass" or bool(verdict.reward)

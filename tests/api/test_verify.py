@@ -97,3 +97,20 @@ def test_an_inline_prompt_is_text_or_messages_and_only_with_a_verifier(client, v
     arithmetic.tasks.update(status="approved")
     response = post(client, verify_token, {"task": "add", "prompt": "What is 2 + 2?", "completion": "4"})
     assert response.status_code == 400 and "prompt" in response.json()["fields"]
+
+
+def test_a_tool_the_task_does_not_offer_is_never_paid_by_key_or_inline(client, verify_token, alice):
+    """A trainer's single-turn completion calling a tool its task does not offer is not replayed, and fails."""
+    from curation.services import environment_create
+    from tests.engine.episodes.test_offered import booking
+
+    verifier, tools, answer, shortcut = booking()
+    environment = environment_create(name="warehouse", domain="workflow")
+    task = {"key": "loss", "prompt": "Book the loss.", "answer": answer, "verifier": verifier, "tools": tools}
+    import_tasks(environment, alice, task)
+    environment.tasks.update(status="approved")
+    refused = post(client, verify_token, {"task": "loss", "completion": shortcut}).json()
+    assert refused["outcome"] == "fail" and "ship_order, which the task does not offer" in refused["detail"]
+    assert post(client, verify_token, {"task": "loss", "completion": answer}).json()["outcome"] == "pass"
+    inline = {"verifier": verifier, "answer": answer, "tools": tools, "completion": shortcut}
+    assert post(client, verify_token, inline).json()["outcome"] == "fail"

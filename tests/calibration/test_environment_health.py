@@ -1,6 +1,6 @@
 """An environment's health: episodes attempted on each world, those the world failed, tool errors and reset
 latency, a minute at a time, read back over the last hour; and a world that cannot reset makes its samples
-wait (an infrastructure outcome, nothing stored) while its health shows the failure and why."""
+fail as the world's (after a bounded retry, named) while its health shows the failure and why."""
 
 from datetime import timedelta
 
@@ -14,7 +14,7 @@ from calibration.services.health import EpisodeAttempt, episode_health_record
 from curation.models import TaskVersion
 from curation.services import environment_create
 from engine.backends.base import SamplingParams
-from tests.engine.episodes.test_plugins import with_plugins  # noqa: F401 - the fixture
+from tests.engine.episodes.conftest import with_plugins  # noqa: F401 - the fixture
 from tests.factories import import_tasks
 
 pytestmark = pytest.mark.django_db
@@ -78,7 +78,7 @@ def test_attempts_add_up_per_world_and_the_last_hour_only(alice):
     assert (wide["backoffice"]["episodes"], wide["backoffice"]["failures"]) == (11, 8)
 
 
-def test_a_world_that_cannot_reset_makes_its_samples_wait_and_shows_why(alice, with_plugins):  # noqa: F811
+def test_a_world_that_cannot_reset_is_the_worlds_failure_and_shows_why(alice, with_plugins):  # noqa: F811
     with_plugins(counter="counter")
     environment = environment_create(name="counting", domain="workflow")
     schema = {
@@ -114,8 +114,10 @@ def test_a_world_that_cannot_reset_makes_its_samples_wait_and_shows_why(alice, w
     generations, episodes = rounds._episodes_generate(
         version=version, probe_model=probe_model, seeds=[1, 2], params=SamplingParams(max_new_tokens=8)
     )
-    # No model call was made (the server above does not exist) and nothing is evidence.
-    assert [g.error_kind for g in generations] == ["infrastructure", "infrastructure"]
+    # No model call was made (the server above does not exist) and nothing is evidence: after a bounded retry,
+    # the failure is the world's, named.
+    assert [g.error_kind for g in generations] == ["world", "world"]
+    assert generations[0].error.startswith("world counter: ") and "tried 3 times" in generations[0].error
     assert "counter could not reset from seed 13" in generations[0].error and episodes == [None, None]
     (row,) = selectors.environment_health(environment=environment)
     assert (row["world"], row["episodes"], row["failures"]) == ("counter", 2, 2)

@@ -8,6 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from engine.episodes import plugins
+from tests.engine.episodes.conftest import with_plugins  # noqa: F401 - the fixture
 
 
 def run(*arguments) -> tuple[int, str]:
@@ -19,6 +20,7 @@ def run(*arguments) -> tuple[int, str]:
     return 0, out.getvalue()
 
 
+@pytest.mark.django_db
 def test_lists_and_checks_the_installed_plugins():
     status, out = run("--check")
     assert status == 0
@@ -26,7 +28,7 @@ def test_lists_and_checks_the_installed_plugins():
     assert "inventory  (passband-example-env 0.3.1, module passband_inventory)" in out
     assert "tools: find_items, get_order, adjust_stock, ship_order, move_item" in out
     assert "state checks: no_negative_stock, stock_moved" in out
-    assert out.count("check: ok (reset, dump/load, the sandbox)") == 2
+    assert out.count("check: ok (reset, dump/load, the sandbox, the tasks' seeds: ") == 2
 
 
 def test_json_report_of_one_plugin():
@@ -58,9 +60,40 @@ def test_an_unknown_name_lists_the_installed_ones():
     )
 
 
+@pytest.mark.django_db
 @pytest.mark.parametrize("name", ["backoffice", "inventory"])
 def test_check_catches_a_world_that_changes_between_calls(monkeypatch, name):
     module = plugins.get(name).module
     monkeypatch.setattr(module, "load", lambda data: module.reset(99))
     status, out = run("--check", name)
     assert status == 1 and "load(dump(world)) is not the same world" in out
+
+
+@pytest.mark.django_db
+def test_the_check_resets_the_tasks_own_seeds(alice, with_plugins):  # noqa: F811
+    """A plug-in that resets from seed 0 but not from the seed a task names fails the check, naming the task."""
+    from curation.models import TaskVersion
+    from curation.services import environment_create
+    from tests.factories import import_tasks
+
+    with_plugins(counter="counter")
+    environment = environment_create(name="counting", domain="workflow")
+    task = {
+        "key": "count-up",
+        "prompt": "Add 1.",
+        "answer": '[{"name": "add", "arguments": {"amount": 1}}]',
+        "verifier": {
+            "kind": "state_check",
+            "environment": "counter",
+            "seed": 2,
+            "checks": [{"table": "counters", "where": {"id": 1}, "expect": {"value": 3}}],
+        },
+    }
+    import_tasks(environment, alice, task)
+    status, out = run("--check", "counter")
+    assert status == 0 and "check: ok (reset, dump/load, the sandbox, the tasks' seeds: 2)" in out
+    # A new release of the plug-in cannot reset from the task's seed any more.
+    TaskVersion.objects.filter(task__key="count-up").update(verifier={**task["verifier"], "seed": 13})
+    status, out = run("--check", "counter")
+    assert status == 1 and "check: FAILED" in out
+    assert "seed 13 (tasks count-up): environment counter could not reset from seed 13" in out

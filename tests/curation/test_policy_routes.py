@@ -295,6 +295,10 @@ CASES = {
         ({"name": "kv"}, {}, {"anonymous": "login", "alice": 403, "bob": 403, "staff": 302}),
         ({"name": "nope"}, {}, {"staff": 404}),
     ],
+    "mcp_server_schema_accept": [
+        ({"name": "kv"}, {}, {"anonymous": "login", "alice": 403, "bob": 403, "staff": 302}),
+        ({"name": "nope"}, {}, {"staff": 404}),
+    ],
     "mcp_server_use": [
         ({"name": "kv"}, {"environment": "arithmetic"}, {"anonymous": "login", "alice": 403, "staff": 302}),
         ({"name": "nope"}, {"environment": "arithmetic"}, {"staff": 404}),

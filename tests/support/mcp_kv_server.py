@@ -12,6 +12,7 @@ streamable HTTP transport gives each client), so two rollouts never see each oth
     python tests/support/mcp_kv_server.py --stdio                # the same tools over stdio
     python tests/support/mcp_kv_server.py --port 8765 --bad-schema   # one tool's inputSchema is invalid
     python tests/support/mcp_kv_server.py --port 8765 --slow-tool    # adds wait(seconds), a tool that hangs
+    python tests/support/mcp_kv_server.py --port 8765 --renamed-argument  # put(key, text): a new release
 
 `serve_mcp_kv()` starts it as a real process on a free port and yields its URL.
 """
@@ -32,7 +33,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 
 
-def build_server(*, bad_schema: bool = False, slow_tool: bool = False) -> MCPServer:
+def build_server(*, bad_schema: bool = False, slow_tool: bool = False, renamed_argument: bool = False) -> MCPServer:
     server = MCPServer("passband-test-kv")
     stores: dict[str, dict[str, str]] = {}
 
@@ -51,11 +52,21 @@ def build_server(*, bad_schema: bool = False, slow_tool: bool = False) -> MCPSer
         """Multiply two numbers."""
         return a * b
 
-    @server.tool()
-    def put(key: str, value: str, context: Context) -> str:
-        """Store a string value under a key."""
-        store(context)[key] = value
-        return f"stored {key}"
+    if renamed_argument:
+
+        @server.tool(name="put")
+        def put_text(key: str, text: str, context: Context) -> str:
+            """Store a string under a key (a release that renamed `value` to `text`)."""
+            store(context)[key] = text
+            return f"stored {key}"
+
+    else:
+
+        @server.tool()
+        def put(key: str, value: str, context: Context) -> str:
+            """Store a string value under a key."""
+            store(context)[key] = value
+            return f"stored {key}"
 
     @server.tool()
     def get(key: str, context: Context) -> str:
@@ -101,7 +112,12 @@ def free_port() -> int:
 
 
 def start_process(
-    *, port: int | None = None, bad_schema: bool = False, slow_tool: bool = False, log_path: Path | None = None
+    *,
+    port: int | None = None,
+    bad_schema: bool = False,
+    slow_tool: bool = False,
+    renamed_argument: bool = False,
+    log_path: Path | None = None,
 ):
     """Start the server as its own process on 127.0.0.1; returns (process, url) once it answers."""
     port = port or free_port()
@@ -110,6 +126,8 @@ def start_process(
         command.append("--bad-schema")
     if slow_tool:
         command.append("--slow-tool")
+    if renamed_argument:
+        command.append("--renamed-argument")
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 30
@@ -145,8 +163,11 @@ if __name__ == "__main__":
     parser.add_argument("--stdio", action="store_true")
     parser.add_argument("--bad-schema", action="store_true")
     parser.add_argument("--slow-tool", action="store_true")
+    parser.add_argument("--renamed-argument", action="store_true")
     arguments = parser.parse_args()
-    mcp_server = build_server(bad_schema=arguments.bad_schema, slow_tool=arguments.slow_tool)
+    mcp_server = build_server(
+        bad_schema=arguments.bad_schema, slow_tool=arguments.slow_tool, renamed_argument=arguments.renamed_argument
+    )
     if arguments.stdio:
         mcp_server.run("stdio")
     else:

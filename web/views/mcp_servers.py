@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
-from curation import mcp_servers, policy
+from curation import mcp_servers, policy, server_schemas
 from curation.models import Environment, McpServer
 
 
@@ -80,4 +80,19 @@ def mcp_server_use(request, name: str):
     )
     mcp_servers.environment_use_mcp_server(environment=environment, server=server)
     messages.success(request, f"Episodes of {environment.name} now run on {server.name}.")
+    return redirect("mcp_server_list")
+
+
+@require_POST
+@policy.page("mcp_server_schema_accept")
+def mcp_server_schema_accept(request, name: str):
+    """Accept the server's tools as it lists them now (after they changed), so waiting rollouts run."""
+    server = policy.get_for(request.user, policy.CHANGE, McpServer.objects.all(), name=name)
+    try:
+        server_schemas.mcp_server_schema_accept_later(server=server, accepted_by=request.user)
+        messages.success(
+            request, f"{server.name} is being checked; its tools as it lists them now become the accepted ones."
+        )
+    except ServiceError as error:
+        messages.error(request, f"Accepting the tools of {server.name} failed: {error}")
     return redirect("mcp_server_list")

@@ -156,6 +156,7 @@ class Command(BaseCommand):
             self.stdout.write(f"{band:<12}{count:>8}")
         self.stdout.write(
             f"rollouts {progress['stored']} (pass {progress['passed']}, fail {progress['failed']}), "
-            f"verifier errors {progress['verifier_errors']}, generation errors {progress['generation_errors']}, "
+            f"verifier errors {progress['verifier_errors']}, world failures {progress['world_errors']}, "
+            f"generation errors {progress['generation_errors']}, "
             f"cost ${progress['cost']:.4f}"
         )

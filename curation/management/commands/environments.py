@@ -2,15 +2,17 @@ import json
 
 from django.core.management.base import BaseCommand
 
+from curation.selectors import plugin_task_seeds
 from engine.episodes import plugins
-from engine.episodes.plugin_check import plugin_check
+from engine.episodes.plugin_check import plugin_check, plugin_seeds_check
 
 
 class Command(BaseCommand):
     help = (
         "List the installed environment plug-ins (entry point group passband.environments): name, package and "
         "version, module, tools, tables and state checks, and every plug-in refused at discovery with the reason. "
-        "--check also runs each one (reset, snapshot, dump/load, the same world read in the sandbox). "
+        "--check also runs each one (reset, snapshot, dump/load, the same world read in the sandbox) and resets "
+        "it in the sandbox from every seed its tasks name. "
         "Exits 1 when a plug-in is refused or fails its check."
     )
 
@@ -36,7 +38,9 @@ class Command(BaseCommand):
                     "state_checks": list(plugin.state_checks),
                 }
                 if check:
-                    entry["problems"] = plugin_check(name)
+                    seeds = plugin_task_seeds(environment=name)
+                    entry["task_seeds"] = sorted(seeds)
+                    entry["problems"] = plugin_check(name) + plugin_seeds_check(name, seeds=seeds)
                 report["plugins"].append(entry)
             refused = [item for item in found.refused if item.name == name]
             report["refused"] += [
@@ -69,7 +73,9 @@ class Command(BaseCommand):
                 self.stdout.write(f"  state checks: {', '.join(entry['state_checks'])}")
             if check:
                 problems = entry["problems"]
-                self.stdout.write("  check: ok (reset, dump/load, the sandbox)" if not problems else "  check: FAILED")
+                seeds = ", ".join(str(seed) for seed in entry["task_seeds"]) or "none"
+                ran = f"reset, dump/load, the sandbox, the tasks' seeds: {seeds}"
+                self.stdout.write(f"  check: ok ({ran})" if not problems else "  check: FAILED")
                 for problem in problems:
                     self.stdout.write(f"    - {problem}")
         for item in report["refused"]:

@@ -19,7 +19,12 @@ engine/episodes/remote_mcp.py; an OpenEnv server's last reward and its ``step_re
 engine/episodes/remote_openenv.py), its ``messages`` the conversation (the last assistant message is
 what ``check`` reads). The verdict is the chosen reward's. When both rewards exist and disagree
 (one passes, the other does not), the verdict's detail starts with ``REWARD_DISAGREEMENT`` and the
-rollout is flagged (``disagrees``).
+rollout is flagged (``disagrees``). Only what both sides saw is compared: an episode the environment
+ended (stop reason ``done``) gave the model no last turn, so its last message is no answer for
+``check`` to judge, and no disagreement is flagged.
+
+The import audit (``audit_task``): a task whose reward is the environment's needs no ``check``, since
+only its server can judge it; a task with a ``check`` has that check audited on the reference answer.
 
 A completion that is not an episode (text: an author's reference answer in the import audit) has
 no environment reward: ``check`` judges it when there is one, else it fails, saying why.
@@ -145,9 +150,16 @@ def check(config: EpisodeRewardConfig, *, completion: Any, answer: str | None, p
         else f"no environment reward ({reward_detail})"
     )
     described_verifier = f"Passband check {passband.outcome} ({passband.detail})" if passband is not None else ""
+    # The environment ended the episode before the model's last turn: there is no final answer to compare.
+    compared = completion.get("stop_reason") != "done"
+    if passband is not None and not compared:
+        described_verifier += "; not compared: the environment ended the episode before the model's last turn"
     both = "; ".join(part for part in (described_environment, described_verifier) if part)
     disagreement = (
-        environment_passes is not None and verifier_passes is not None and environment_passes != verifier_passes
+        compared
+        and environment_passes is not None
+        and verifier_passes is not None
+        and environment_passes != verifier_passes
     )
     prefix = f"{REWARD_DISAGREEMENT}: " if disagreement else ""
     if config.reward == "environment":
@@ -161,3 +173,13 @@ def check(config: EpisodeRewardConfig, *, completion: Any, answer: str | None, p
 def disagrees(detail: str) -> bool:
     """Whether a verdict of this kind found the two rewards disagreeing (the rollout is flagged)."""
     return detail.startswith(REWARD_DISAGREEMENT)
+
+
+def audit_task(config: EpisodeRewardConfig, answer: str | None) -> list[str]:
+    """The import audit: nothing to check offline when the environment's reward counts and there is no
+    ``check`` (only the server can judge); else the ``check``'s own audit on the reference answer."""
+    from engine import verifiers
+
+    if config.check is None:
+        return []
+    return [f"check: {problem}" for problem in verifiers.audit(verifier=config.check, answer=answer)]

@@ -148,6 +148,32 @@ def test_a_stuck_tool_ends_the_episode_as_a_timeout():
     assert verify(verifier=VERIFIER, completion=transcript).outcome == "timeout"
 
 
+def test_a_tool_of_the_world_that_the_task_does_not_offer_never_reaches_the_world():
+    # The back office has update_record; this task offers only get_record. The world must never see the call.
+    offered = [schema for schema in backoffice.TOOL_SCHEMAS if schema["function"]["name"] == "get_record"]
+    replies = (call("update_record", table="deals", id=1, fields={"stage": "won"}), "Deal 1 is won.")
+    with OpenAITestServer(respond=scripted(*replies), tool_parser=True) as server:
+        backend = OpenAIBackend(base_url=server.base_url, model="fake-model", max_retries=0)
+        try:
+            transcript = run_episode(
+                backend=backend,
+                messages=PROMPT,
+                tools=offered,
+                environment="backoffice",
+                world_seed=3,
+                seed=11,
+                params=PARAMS,
+            ).transcript
+        finally:
+            backend.close()
+    (observation,) = transcript["turns"][0]["observations"]
+    assert (
+        observation["status"] == "unknown_tool" and "does not offer the tool 'update_record'" in observation["content"]
+    )
+    assert transcript["counts"]["not_offered"] == 1 and transcript["offered_tools"] == ["get_record"]
+    assert verify(verifier=VERIFIER, completion=transcript).outcome == "fail"
+
+
 def test_a_failing_server_is_a_generation_error_not_an_attempt():
     with OpenAITestServer(fail_first=100, fail_with=400) as server:
         episode = episode_with(server)

@@ -71,11 +71,29 @@ def test_text_is_judged_offline_by_the_check_so_audits_work():
         )
         == []
     )
-    problems = verifiers.audit(verifier={"kind": "episode_reward", "reward": "environment"}, answer="42")
-    assert problems == [
-        "the reference answer does not pass its verifier: fail (not an episode: the environment's reward needs an "
-        "episode on its server)"
-    ]
+    # A check that the reference answer does not pass is a problem of the check, said so.
+    problems = verifiers.audit(
+        verifier={"kind": "episode_reward", "reward": "environment", "check": {"kind": "numeric"}}, answer="forty-two"
+    )
+    assert problems and all(problem.startswith("check: ") for problem in problems)
+
+
+def test_the_worlds_own_reward_needs_no_check_to_be_imported():
+    # Only the server can judge it: the import audit has nothing to run offline, and demands no check.
+    assert verifiers.audit(verifier={"kind": "episode_reward", "reward": "environment"}, answer="42") == []
+    assert verifiers.audit(verifier={"kind": "episode_reward", "reward": "environment", "seed": 3}, answer="") == []
+
+
+def test_an_episode_the_environment_ended_is_not_compared_with_an_answer_never_given():
+    # OpenEnv said done after the model's step: its last message is the tool call, not an answer. The check
+    # judges an empty message; that is not a disagreement with the environment's reward.
+    ended = {**episode(1.0, ""), "stop_reason": "done"}
+    verdict = judge(ended)
+    assert verdict.outcome == "pass" and not episode_reward.disagrees(verdict.detail)
+    assert "not compared: the environment ended the episode" in verdict.detail
+    # The same empty last message after the model's own last turn is compared, and flagged.
+    answered = {**episode(1.0, ""), "stop_reason": "answered"}
+    assert episode_reward.disagrees(judge(answered).detail)
 
 
 @pytest.mark.parametrize(
