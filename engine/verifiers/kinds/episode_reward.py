@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.verifiers.base import Check, ConfigReader, VerifierConfigError, errored, failed
+from engine.verifiers.kind import KindExample, KindExports, VerifierKind
 
 KIND = "episode_reward"
 REWARDS = ("environment", "verifier")
@@ -161,3 +162,26 @@ def check(config: EpisodeRewardConfig, *, completion: Any, answer: str | None, p
 def disagrees(detail: str) -> bool:
     """Whether a verdict of this kind found the two rewards disagreeing (the rollout is flagged)."""
     return detail.startswith(REWARD_DISAGREEMENT)
+
+
+def _episode(reward: float, said: str) -> dict[str, Any]:
+    return {
+        "final_state": {"environment_reward": [{"reward": reward}]},
+        "messages": [{"role": "assistant", "content": said}],
+    }
+
+
+VERIFIER_KIND = VerifierKind(
+    name=KIND,
+    parse_config=parse_config,
+    check=check,
+    exports=KindExports(),
+    examples=(
+        KindExample(
+            {"kind": KIND, "reward": "environment", "check": {"kind": "exact"}},
+            passing=_episode(1.0, "42"),
+            failing=_episode(0.0, "41"),
+            answer="42",
+        ),
+    ),
+)
