@@ -68,8 +68,8 @@ GRADE_PY = r'''"""Passband's `code` verifier on a Harbor agent's program (standa
 
 Usage: grade.py SOLUTION VERDICT_JSON. Prints the reward, 1 when Passband's verdict is `pass`, else 0, and
 writes the verdict (outcome, detail, the sandbox's isolation mode) to VERDICT_JSON. The verifier is
-Passband's own, copied under passband/ at export time: parse_config and check from
-engine/verifiers/kinds/code.py (its VERIFIER_KIND), run by engine.verifiers.base.run_check as Passband's `verify` runs it.
+Passband's own, copied under passband/ at export time: the VERIFIER_KIND of engine/verifiers/kinds/code.py,
+run by engine.verifiers.base.run_check as Passband's `verify` runs it.
 """
 import json
 import os

@@ -37,10 +37,10 @@ class IsolatedConfig:
 class _Helpers:
     """Requests to the helper processes of one installed kind."""
 
-    def __init__(self, name: str, *, seconds: float) -> None:
+    def __init__(self, name: str, *, source: str, seconds: float) -> None:
         self.name = name
         self.seconds = float(seconds)
-        self.script = HelperScript(WORKER_SCRIPT, memory_bytes=WORKER_MEMORY_BYTES, arguments=(name,))
+        self.script = HelperScript(WORKER_SCRIPT, memory_bytes=WORKER_MEMORY_BYTES, arguments=(source,))
 
     def call(self, op: str, raw: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
         request = {"op": op, "raw": dict(raw), "timeout_seconds": self.seconds, **fields}
@@ -93,9 +93,10 @@ class _Helpers:
         return {str(path): base64.b64decode(data) for path, data in response["files"].items()}
 
 
-def isolated(declared: VerifierKind, *, entry_point_name: str) -> VerifierKind:
-    """The kind as the registry hands it out: the declared traits, every hook a request to its helpers."""
-    helpers = _Helpers(entry_point_name, seconds=declared.check_seconds)
+def isolated(declared: VerifierKind, *, source: str) -> VerifierKind:
+    """The kind as the registry hands it out: the declared traits, every hook a request to helpers that load
+    it from ``source``, its entry point's value (``package.module:OBJECT``)."""
+    helpers = _Helpers(declared.name, source=source, seconds=declared.check_seconds)
     exports = declared.exports
     if exports is not None and exports.harbor is not None:
         exports = KindExports(package=exports.package, harbor=helpers.harbor)

@@ -1,7 +1,8 @@
 """An installed verifier kind's code, in a helper process (see helper_loop.py for the protocol).
 
-Run as ``python -I plugin_worker.py <memory_bytes> <kind name>``: loads the kind named in the entry point
-group ``passband.verifiers`` and answers requests for it under helper_loop's lockdown.
+Run as ``python -I plugin_worker.py <memory_bytes> <entry point value>``: loads the kind that value of the
+``passband.verifiers`` group names (``package.module:OBJECT``) and answers requests for it under
+helper_loop's lockdown.
 
 Request:  {"op": "parse" | "check" | "reference" | "failing" | "audit_task" | "page_context" | "harbor",
            "raw": the verifier config, "timeout_seconds": float, and per op "completion", "answer", "prompt",
@@ -33,9 +34,7 @@ _state: dict = {"kind": None, "configs": {}}
 def _load() -> None:
     from importlib import metadata
 
-    name = sys.argv[2]
-    (entry_point,) = [point for point in metadata.entry_points(group=GROUP) if point.name == name]
-    _state["kind"] = entry_point.load()
+    _state["kind"] = metadata.EntryPoint(name="kind", value=sys.argv[2], group=GROUP).load()
 
 
 def _config(raw: dict):

@@ -120,7 +120,7 @@ class KindRegistry:
                     raise KindError(f"the entry point is named {entry_point.name!r} but the kind {declared.name!r}")
                 if declared.name in self._kinds and self._kinds[declared.name].builtin:
                     raise KindError(f"{declared.name!r} is one of Passband's own kinds; choose another name")
-                kind = isolated(declared, entry_point_name=entry_point.name)
+                kind = isolated(declared, source=entry_point.value)
                 self.register(
                     kind, distribution=distribution or entry_point.value, version=version, source=entry_point.value
                 )
