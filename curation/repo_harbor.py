@@ -1,5 +1,6 @@
-"""Export an environment's repository and code tasks as Harbor task folders (engine/repo_tasks/harbor.py,
-engine/integrations/harbor_code.py), and import repository task folders back."""
+"""Export an environment's tasks as Harbor task folders, each written by its verifier kind's declared export
+(repository tasks: engine/repo_tasks/harbor.py; code tasks: engine/integrations/harbor_code.py), and import
+repository task folders back."""
 
 from __future__ import annotations
 
@@ -11,40 +12,54 @@ from django.contrib.auth.models import AbstractBaseUser
 from curation import imports, repo_uploads
 from curation.models import Environment, TaskVersion
 from curation.repo_snapshots import snapshot_read
-from engine.integrations.harbor_code import code_harbor_folder
 from engine.repo_tasks import snapshots
-from engine.repo_tasks.harbor import HarborFolderError, harbor_folder, task_from_harbor_folder
+from engine.repo_tasks.harbor import HarborFolderError, task_from_harbor_folder
 from engine.task_format import LineProblem
-from engine.verifiers.kinds import code, repo_tests
+from engine.verifiers.kind import HarborTask
+from engine.verifiers.registry import kind_named
+
+
+class ExportRefused(ValueError):
+    """Tasks whose verifier kind declares no way to be exported (or is not installed here): nothing was written.
+    The message names each task and its kind."""
 
 
 def harbor_export(*, environment: Environment, out_dir: Path) -> list[str]:
-    """Write ``<out_dir>/<task key>/`` for every repository task (``repo_tests``) and code task (``code``) of
-    the environment (its current version); returns the keys written. Other kinds of task are left out."""
-    versions = TaskVersion.objects.filter(
-        task__environment=environment, verifier__kind__in=(repo_tests.KIND, code.KIND)
-    )
+    """Write ``<out_dir>/<task key>/`` for every task (its current version) whose verifier kind declares a
+    Harbor folder (``exports.harbor``: repository and code tasks, or an installed kind's); returns the keys
+    written. Tasks of kinds that declare exports without a Harbor folder are left out. Raises ExportRefused,
+    before writing anything, when a task's kind declares no exports at all or is not registered here."""
+    versions = [
+        version
+        for version in TaskVersion.objects.filter(task__environment=environment)
+        .select_related("task")
+        .order_by("task__key")
+        if version.task.current_version_id == version.pk
+    ]
+    kinds = {version.pk: kind_named((version.verifier or {}).get("kind")) for version in versions}
+    refused = [
+        f"{version.task.key}: verifier kind {(version.verifier or {}).get('kind')!r} "
+        + ("is not installed here" if kinds[version.pk] is None else "declares no exports")
+        for version in versions
+        if kinds[version.pk] is None or kinds[version.pk].exports is None
+    ]
+    if refused:
+        raise ExportRefused("; ".join(refused))
     written = []
-    for version in versions.select_related("task").order_by("task__key"):
-        if version.task.current_version_id != version.pk:
+    for version in versions:
+        kind = kinds[version.pk]
+        if kind.exports.harbor is None:
             continue
-        if version.verifier.get("kind") == code.KIND:
-            files = code_harbor_folder(
+        files = kind.exports.harbor(
+            HarborTask(
                 key=version.task.key,
                 prompt=_prompt_text(version.prompt),
                 answer=version.answer or "",
                 raw_config=version.verifier,
-                config=code.parse_config(version.verifier),
+                config=kind.parse_config(version.verifier),
+                read_snapshot=snapshot_read,
             )
-        else:
-            spec = repo_tests.parse_config(version.verifier)
-            files = harbor_folder(
-                key=version.task.key,
-                prompt=_prompt_text(version.prompt),
-                answer=version.answer or "",
-                spec=spec,
-                snapshot_files=snapshots.read_files(snapshot_read(spec.snapshot)),
-            )
+        )
         folder = out_dir / version.task.key
         for path, data in files.items():
             target = folder / path

@@ -5,6 +5,7 @@ Reads that join calibrations (the task list, the review queue) live in calibrati
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -16,6 +17,9 @@ from django.utils import timezone
 from curation import policy
 from curation.models import Comment, Environment, Review, Task, TaskVersion
 from engine.episodes import plugins
+from engine.verifiers.registry import all_kinds, kind_named
+
+logger = logging.getLogger(__name__)
 
 
 def reviewer_progress(*, since_days: int = 7) -> list[dict]:
@@ -83,15 +87,6 @@ def environment_worlds(*, environment: Environment, user: AbstractBaseUser) -> l
     return worlds
 
 
-# Verifier kinds whose tasks come from another framework: the config field that names the task's source
-# (a generator, a taskset) and the package that provides it (None: the source is itself the package's name,
-# as a verifiers taskset id is). The environment page lists them by source.
-OUTSIDE_SOURCES: dict[str, tuple[str, str | None]] = {
-    "reasoning_gym": ("dataset", "reasoning-gym"),
-    "verifiers_reward": ("taskset", None),
-}
-
-
 @dataclass(frozen=True)
 class TaskSource:
     """Tasks of an environment that another framework generates and scores, as its page shows them."""
@@ -104,13 +99,16 @@ class TaskSource:
 
 
 def environment_task_sources(*, environment: Environment, user: AbstractBaseUser) -> list[TaskSource]:
-    """The outside frameworks (OUTSIDE_SOURCES) the environment's tasks that `user` may see come from, by
-    kind and source, with the installed version of each package."""
+    """The outside frameworks the environment's tasks that `user` may see come from (the kinds that declare an
+    ``outside_source``: the config field naming the source and the package providing it), by kind and source,
+    with the installed version of each package."""
     from importlib import metadata
 
     visible = policy.tasks_visible_to(user).filter(environment=environment).values("current_version_id")
     sources: list[TaskSource] = []
-    for kind, (field, package) in sorted(OUTSIDE_SOURCES.items()):
+    declared = sorted((kind.name, kind.outside_source) for kind in all_kinds() if kind.outside_source is not None)
+    for kind, outside_source in declared:
+        field, package = outside_source.field, outside_source.package
         rows = (
             TaskVersion.objects.filter(pk__in=visible, verifier__kind=kind)
             .values(source=KT(f"verifier__{field}"))
@@ -130,26 +128,35 @@ def environment_task_sources(*, environment: Environment, user: AbstractBaseUser
     return sources
 
 
-def task_repository(*, task_version) -> dict | None:
-    """For a repository task's page: its snapshot's files, its tests and hidden test files (None for other kinds,
-    and for a snapshot the storage cannot give)."""
+def task_verifier_page(*, task_version) -> dict | None:
+    """What a task's page shows below its verifier config, from the kind's ``page_fragment`` and
+    ``page_context`` (engine/verifiers/kind.py): ``{"template", ...context}``; a ``snapshot`` digest in the
+    context adds ``files``, the snapshot's paths (None when the storage cannot give them). None for a kind
+    that declares no fragment, or one not registered here."""
     verifier = (task_version.verifier or {}) if task_version is not None else {}
-    if verifier.get("kind") != "repo_tests":
+    kind = kind_named(verifier.get("kind"))
+    if kind is None or not kind.page_fragment:
         return None
-    from curation.repo_snapshots import snapshot_files
-    from engine.repo_tasks.snapshots import SnapshotError
+    from django.template import TemplateDoesNotExist
+    from django.template.loader import get_template
 
     try:
-        files = snapshot_files(digest=verifier["snapshot"])
-    except (OSError, SnapshotError):
-        files = None
-    return {
-        "digest": verifier["snapshot"],
-        "files": files,
-        "fail_to_pass": verifier.get("fail_to_pass") or [],
-        "pass_to_pass": verifier.get("pass_to_pass") or [],
-        "hidden_tests": sorted(verifier.get("hidden_tests") or {}),
-    }
+        get_template(kind.page_fragment)
+    except TemplateDoesNotExist:  # an installed kind naming a template no app provides: the page goes on
+        logger.warning("verifier kind %s: no template folder holds %s", kind.name, kind.page_fragment)
+        return None
+    page = {"template": kind.page_fragment}
+    if kind.page_context is not None:
+        page.update(kind.page_context(verifier))
+    if page.get("snapshot"):
+        from curation.repo_snapshots import snapshot_files
+        from engine.repo_tasks.snapshots import SnapshotError
+
+        try:
+            page["files"] = snapshot_files(digest=page["snapshot"])
+        except (OSError, SnapshotError):
+            page["files"] = None
+    return page
 
 
 def plugin_task_seeds(*, environment: str) -> dict[int, list[str]]:

@@ -28,7 +28,6 @@ from calibration.services.calibrations import (
     thresholds_for,
 )
 from calibration.services.campaigns import (
-    BATCHED_VERIFIER_KINDS,
     campaign_enqueue_pending,
     campaign_finish_if_done,
     campaign_is_running,
@@ -82,7 +81,6 @@ from calibration.services.rounds import (
 )
 
 __all__ = [
-    "BATCHED_VERIFIER_KINDS",
     "Drift",
     "EVIDENCE",
     "FEEDBACK_RETIRE_REASON",

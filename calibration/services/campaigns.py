@@ -27,6 +27,7 @@ from calibration.models import (
 )
 from calibration.services.leases import stalled_items_claim
 from curation.models import Environment, Task, TaskStatus, TaskVersion
+from engine.verifiers.registry import kind_named
 
 logger = logging.getLogger(__name__)
 
@@ -180,11 +181,6 @@ def campaign_is_running(*, campaign_id: int) -> bool:
     return Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.RUNNING).exists()
 
 
-# Verifiers that score a rollout in process in well under a millisecond to a few: their rounds are
-# batched. Code, judges and tool episodes take seconds per rollout and keep a job per task.
-BATCHED_VERIFIER_KINDS = frozenset({"exact", "regex", "numeric", "math", "json", "tool_calls"})
-
-
 def tasks_per_job(probe_model: ProbeModel, *, verifier: dict, tools: list | None) -> int:
     """How many task versions one generate (and verify) job takes on.
 
@@ -194,7 +190,10 @@ def tasks_per_job(probe_model: ProbeModel, *, verifier: dict, tools: list | None
     """
     if probe_model.backend != ProbeModel.Backend.OPENAI or tools:
         return 1
-    if (verifier or {}).get("kind") not in BATCHED_VERIFIER_KINDS:
+    # A kind declares itself batchable when it scores a rollout in well under a millisecond to a few; code,
+    # judges and tool episodes take seconds per rollout and keep a job per task.
+    kind = kind_named((verifier or {}).get("kind"))
+    if kind is None or not kind.batchable:
         return 1
     return max(1, settings.PASSBAND_TASKS_PER_JOB)
 

@@ -9,7 +9,7 @@
                               Passband's verdict (outcome, detail, isolation) to /logs/verifier/verdict.json
     tests/grade.py            calls Passband's own ``code`` verifier on /app/solution.py: reward 1 only on ``pass``
     tests/passband/engine/... Passband's sandbox (engine/sandbox, its runtime/) and the ``code`` kind with the
-                              two modules it imports (engine/verifiers/base.py, text.py), copied byte for byte
+                              modules it imports (engine/verifiers/base.py, kind.py, text.py), copied byte for byte
                               from the installed Passband at export time (standard library only); the
                               packages' ``__init__.py`` above them are bare markers, so that importing the
                               ``code`` kind does not import every other kind
@@ -68,8 +68,8 @@ GRADE_PY = r'''"""Passband's `code` verifier on a Harbor agent's program (standa
 
 Usage: grade.py SOLUTION VERDICT_JSON. Prints the reward, 1 when Passband's verdict is `pass`, else 0, and
 writes the verdict (outcome, detail, the sandbox's isolation mode) to VERDICT_JSON. The verifier is
-Passband's own, copied under passband/ at export time: parse_config and check from
-engine/verifiers/kinds/code.py, run by engine.verifiers.base.run_check as Passband's `verify` runs it.
+Passband's own, copied under passband/ at export time: the VERIFIER_KIND of engine/verifiers/kinds/code.py,
+run by engine.verifiers.base.run_check as Passband's `verify` runs it.
 """
 import json
 import os
@@ -97,7 +97,7 @@ def main(solution, verdict_path):
         print("no solution: %s" % error, file=sys.stderr)
         completion = ""
     verdict = run_check(
-        code,
+        code.VERIFIER_KIND,
         code.parse_config(read(os.path.join(HERE, "config.json"))),
         completion=completion,
         answer=None,
@@ -121,7 +121,7 @@ if __name__ == "__main__":
 
 # Passband's files copied into every folder, relative to the installed ``engine`` package: the sandbox
 # (every module of engine/sandbox and engine/sandbox/runtime) and the ``code`` kind with what it imports.
-VERIFIER_MODULES = ("verifiers/base.py", "verifiers/text.py", "verifiers/kinds/code.py")
+VERIFIER_MODULES = ("verifiers/base.py", "verifiers/kind.py", "verifiers/text.py", "verifiers/kinds/code.py")
 PACKAGE_MARKERS = ("__init__.py", "verifiers/__init__.py", "verifiers/kinds/__init__.py")
 PACKAGE_MARKER = (
     b'"""Part of Passband\'s engine, copied for this task\'s verifier: only what tests/grade.py needs."""\n'

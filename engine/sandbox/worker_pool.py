@@ -162,12 +162,13 @@ class WorkerPool:
 
 
 class HelperScript:
-    """The process-wide pool of one helper script (``python -I <script> <memory_bytes>``): at most one
-    helper per CPU (two at least), started on demand; a forked child (Celery prefork) starts its own."""
+    """The process-wide pool of one helper script (``python -I <script> <memory_bytes> <arguments>...``): at
+    most one helper per CPU (two at least), started on demand; a forked child (Celery prefork) starts its own."""
 
-    def __init__(self, script: Path, *, memory_bytes: int) -> None:
+    def __init__(self, script: Path, *, memory_bytes: int, arguments: tuple[str, ...] = ()) -> None:
         self.script = script
         self.memory_bytes = memory_bytes
+        self.arguments = arguments
         self._lock = threading.Lock()
         self._pool: WorkerPool | None = None
         os.register_at_fork(after_in_child=self._forget)
@@ -176,7 +177,7 @@ class HelperScript:
         with self._lock:
             if self._pool is None:
                 self._pool = WorkerPool(
-                    [sys.executable or "python3", "-I", str(self.script), str(self.memory_bytes)],
+                    [sys.executable or "python3", "-I", str(self.script), str(self.memory_bytes), *self.arguments],
                     max_workers=max(2, os.cpu_count() or 1),
                 )
             return self._pool

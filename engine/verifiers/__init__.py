@@ -8,8 +8,9 @@ function); nothing here imports Django::
     verdict = verify(verifier={"kind": "math"}, completion=text, answer="\\\\frac{3}{4}", prompt=prompt)
     reward = verdict.reward          # 1.0, 0.0, or None when the verifier could not decide
 
-A verifier is ``{"kind": <one of KINDS>, ...config}``; each kind documents its config in its
-module (``engine/verifiers/kinds/<kind>.py``) and in docs/verifiers.md.
+A verifier is ``{"kind": <one of KINDS>, ...config}``; each kind is one ``VerifierKind`` in the registry
+(engine/verifiers/registry.py): Passband's own in ``engine/verifiers/kinds/<kind>.py``, installed ones from
+the ``passband.verifiers`` entry point; each documents its config there and in docs/verifiers.md.
 """
 
 from __future__ import annotations
@@ -17,59 +18,28 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from types import ModuleType
 from typing import Any
 
 from engine.episodes.offered import unoffered_problem
 from engine.verifiers.base import DEFAULT_MAX_COMPLETION_CHARS, Verdict, VerifierConfigError, run_check
 from engine.verifiers.judges import parse_judges, set_judges
-from engine.verifiers.kinds import (
-    code,
-    episode_reward,
-    exact,
-    llm_judge,
-    numeric,
-    reasoning_gym,
-    regex,
-    repo_tests,
-    state_check,
-    tool_calls,
-    verifiers_reward,
-)
-from engine.verifiers.kinds import json as json_kind
-from engine.verifiers.kinds import math as math_kind
+from engine.verifiers.kind import VerifierKind
+from engine.verifiers.registry import kind_named, kind_registry
 
 __all__ = [
     "KINDS",
     "Verdict",
     "VerifierConfigError",
+    "VerifierKind",
     "audit",
     "configure",
+    "kind_of",
     "max_completion_chars",
     "parse_judges",
     "validate_config",
     "verify",
 ]
 
-_MODULES: dict[str, ModuleType] = {
-    module.KIND: module
-    for module in (
-        exact,
-        regex,
-        numeric,
-        math_kind,
-        code,
-        json_kind,
-        tool_calls,
-        llm_judge,
-        state_check,
-        episode_reward,
-        reasoning_gym,
-        verifiers_reward,
-        repo_tests,
-    )
-}
-KINDS: tuple[str, ...] = tuple(_MODULES)
 _settings = {"max_completion_chars": DEFAULT_MAX_COMPLETION_CHARS}
 
 
@@ -99,29 +69,37 @@ def max_completion_chars() -> int:
     return _settings["max_completion_chars"]
 
 
-def _module_for(verifier: Any) -> ModuleType:
+def __getattr__(name: str) -> Any:
+    if name == "KINDS":  # the registered kinds' names, built-ins first (installed ones are found on first use)
+        return kind_registry().names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def kind_of(verifier: Any) -> VerifierKind:
+    """The registered kind a verifier config names. Raises VerifierConfigError for anything else."""
     if not isinstance(verifier, Mapping):
         raise VerifierConfigError("verifier", f"must be an object with a 'kind', got {type(verifier).__name__}")
-    kind = verifier.get("kind")
-    if kind not in _MODULES:
-        raise VerifierConfigError("kind", f"unknown verifier kind {kind!r}; known kinds: {', '.join(KINDS)}")
-    return _MODULES[kind]
+    kind = kind_named(verifier.get("kind"))
+    if kind is None:
+        known = ", ".join(kind_registry().names())
+        raise VerifierConfigError("kind", f"unknown verifier kind {verifier.get('kind')!r}; known kinds: {known}")
+    return kind
 
 
 @functools.lru_cache(maxsize=512)
-def _parse_cached(kind: str, canonical: str) -> Any:
-    return _MODULES[kind].parse_config(json.loads(canonical))
+def _parse_cached(kind: VerifierKind, canonical: str) -> Any:
+    return kind.parse_config(json.loads(canonical))
 
 
-def _parse(verifier: Any) -> tuple[ModuleType, Any]:
-    """The kind's module and its parsed config. Parsing (compiling tests, checking schemas) is
-    cached by the config's canonical JSON: a campaign verifies one task many times."""
-    module = _module_for(verifier)
+def _parse(verifier: Any) -> tuple[VerifierKind, Any]:
+    """The kind and its parsed config. Parsing (compiling tests, checking schemas) is cached by the kind and
+    the config's canonical JSON: a campaign verifies one task many times."""
+    kind = kind_of(verifier)
     try:
         canonical = json.dumps(verifier, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError):
-        return module, module.parse_config(dict(verifier))
-    return module, _parse_cached(module.KIND, canonical)
+        return kind, kind.parse_config(dict(verifier))
+    return kind, _parse_cached(kind, canonical)
 
 
 def validate_config(verifier: dict[str, Any]) -> None:
@@ -134,13 +112,13 @@ def validate_config(verifier: dict[str, Any]) -> None:
 
 
 def _run_check(
-    module: ModuleType, config: Any, *, completion: Any, answer: str | None, prompt: Any, tools: list[Any] | None = None
+    kind: VerifierKind, config: Any, *, completion: Any, answer: str | None, prompt: Any, tools: list[Any] | None = None
 ) -> Verdict:
     problem = unoffered_problem(completion, tools) if tools else ""
     if problem:
         return Verdict(outcome="fail", reward=0.0, detail=problem, latency_ms=0.0)
     return run_check(
-        module,
+        kind,
         config,
         completion=completion,
         answer=answer,
@@ -170,8 +148,8 @@ def verify(
     Never raises because of the completion; raises VerifierConfigError for an unknown kind, a
     bad config, or a reference answer the kind needs but did not get.
     """
-    module, config = _parse(verifier)
-    return _run_check(module, config, completion=completion, answer=answer, prompt=prompt, tools=tools)
+    kind, config = _parse(verifier)
+    return _run_check(kind, config, completion=completion, answer=answer, prompt=prompt, tools=tools)
 
 
 def audit(
@@ -188,21 +166,20 @@ def audit(
     Out: human-readable problems; an empty list means the audit passed.
     """
     try:
-        module, config = _parse(verifier)
+        kind, config = _parse(verifier)
     except VerifierConfigError as error:
         return [f"verifier config: {error}"]
-    audit_task = getattr(module, "audit_task", None)
-    if audit_task is not None:  # a kind whose audit needs more than pass/fail (repo_tests)
-        return list(dict.fromkeys(audit_task(config, answer)))
+    if kind.audit_task is not None:  # a kind whose audit needs more than pass/fail (repo_tests)
+        return list(dict.fromkeys(kind.audit_task(config, answer)))
     problems: list[str] = []
-    show_detail = getattr(module, "AUDIT_SHOWS_DETAIL", True)
+    show_detail = kind.audit_shows_detail
 
     def why(verdict: Verdict) -> str:
         return f"{verdict.outcome} ({verdict.detail})" if show_detail else verdict.outcome
 
     def attempt(completion: Any) -> Verdict | None:
         try:
-            return _run_check(module, config, completion=completion, answer=answer, prompt=prompt, tools=tools)
+            return _run_check(kind, config, completion=completion, answer=answer, prompt=prompt, tools=tools)
         except VerifierConfigError as error:
             problems.append(f"verifier config: {error}")
             return None
@@ -210,14 +187,13 @@ def audit(
     if answer is None:
         problems.append("no reference answer: nothing shows that this verifier can pass")
     else:
-        reference_completion = getattr(module, "reference_completion", lambda config, answer: answer)(config, answer)
-        verdict = attempt(reference_completion)
+        verdict = attempt(kind.reference_completion(config, answer))
         if verdict is not None and verdict.outcome != "pass":
             problems.append(f"the reference answer does not pass its verifier: {why(verdict)}")
     verdict = attempt("")
     if verdict is not None and verdict.outcome != "fail":
         problems.append(f"an empty completion should fail but gave {why(verdict)}")
-    for label, completion in getattr(module, "audit_failing_completions", lambda config, answer: [])(config, answer):
+    for label, completion in kind.audit_failing_completions(config, answer):
         verdict = attempt(completion)
         if verdict is not None and verdict.outcome != "fail":
             problems.append(f"a {label} solution should fail but gave {why(verdict)}")

@@ -242,10 +242,11 @@ def completion_size(completion: Any, limit: int) -> int:
 
 
 def run_check(
-    module: Any, config: Any, *, completion: Any, answer: str | None, prompt: Any, max_completion_chars: int
+    kind: Any, config: Any, *, completion: Any, answer: str | None, prompt: Any, max_completion_chars: int
 ) -> Verdict:
-    """``module.check`` (a kind's module) on one completion, as ``verify`` runs it: a completion over
-    ``max_completion_chars`` fails unparsed, a crash of the check is an ``error``. Out: the Verdict.
+    """``kind.check`` (a VerifierKind, engine/verifiers/kind.py) on one completion, as ``verify`` runs it: the
+    door every kind goes through. A completion over ``max_completion_chars`` fails unparsed; a crash of the
+    check is an ``error``, and so is an answer that is not one of OUTCOMES. Out: the Verdict.
     Here rather than in ``engine.verifiers`` so that a Harbor task folder's copy of the ``code`` kind
     (engine/integrations/harbor_code.py) runs it without importing every kind."""
     started = time.perf_counter()
@@ -255,13 +256,13 @@ def run_check(
             # Checked before any parsing: no kind's cost may grow with an unbounded completion.
             result = Check("fail", f"completion has {size} characters, over the limit of {max_completion_chars}")
         else:
-            result = module.check(config, completion=completion, answer=answer, prompt=prompt)
+            result = _well_formed(kind, kind.check(config, completion=completion, answer=answer, prompt=prompt))
     except VerifierConfigError:
         raise
     except RecursionError:
         result = Check("fail", "completion nested too deeply to check")
     except Exception as error:
-        logger.exception("verifier %s crashed", module.KIND)
+        logger.exception("verifier %s crashed", kind.name)
         result = Check("error", f"verifier crashed: {type(error).__name__}: {shorten(str(error), 120)}")
     latency_ms = (time.perf_counter() - started) * 1000.0
     return Verdict(
@@ -270,3 +271,11 @@ def run_check(
         detail=result.detail,
         latency_ms=round(latency_ms, 3),
     )
+
+
+def _well_formed(kind: Any, result: Any) -> Check:
+    """The kind's answer as a Check; anything but (one of OUTCOMES, text) is the kind's error, never a verdict."""
+    if isinstance(result, tuple) and len(result) == 2 and result[0] in OUTCOMES and isinstance(result[1], str):
+        return Check(result[0], result[1])
+    logger.error("verifier %s returned %r, not a Check", kind.name, result)
+    return Check("error", f"verifier {kind.name} returned {shorten(repr(result), 80)}, not a Check")

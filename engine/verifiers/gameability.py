@@ -15,9 +15,10 @@ Authors add fixtures of their own per environment, kinded as NeMo Gym's verifier
 ``determinism`` (the same verdict three times). A fixture's completion may hold ``{answer}``, replaced
 by the task's reference answer. A fixture that does not hold is a finding too.
 
-Judges (``llm_judge``) are not run here: each check is a paid model call, and their soundness is
-measured against people instead. Tool-use kinds (``tool_calls``, ``state_check``) get the empty and
-fixture checks only.
+Which battery a task gets is its kind's ``gameability`` trait (engine/verifiers/kind.py): judges
+(``llm_judge``, "none") are not run here, as each check is a paid model call and their soundness is
+measured against people instead; tool-use kinds (``tool_calls``, ``state_check``, "empty") get the empty
+and fixture checks only. An installed kind names one of the same batteries.
 """
 
 from __future__ import annotations
@@ -35,10 +36,9 @@ from engine.repo_tasks import snapshots
 from engine.repo_tasks.tampering import compact_battery, tampering_patches
 from engine.verifiers import _parse, _run_check
 from engine.verifiers.base import Verdict, VerifierConfigError
+from engine.verifiers.kind import VerifierKind
 
 FIXTURE_KINDS = ("full_reward", "zero_reward", "malformed", "determinism")
-SKIPPED_KINDS = ("llm_judge",)
-TEXT_KINDS = ("math", "numeric", "exact", "regex", "json", "verifiers_reward")
 HUGE_CHARACTERS = 50_000  # past the 10,000 characters the text kinds read from the end
 EXCERPT_CHARACTERS = 400
 
@@ -115,29 +115,30 @@ def gameability_check(
     A verifier error or timeout on a battery completion is not a finding (nothing was paid); on a
     ``full_reward`` or ``malformed`` fixture it is. Raises VerifierConfigError for a bad config.
     """
-    module, config = _parse(verifier)
-    kind = verifier.get("kind", "")
-    probes = [] if kind in SKIPPED_KINDS else battery(kind=kind, config=config, answer=answer, prompt=prompt)
+    kind, config = _parse(verifier)
+    probes = battery(kind=kind, config=config, answer=answer, prompt=prompt)
     probes += _fixture_probes(fixtures or [], answer=answer)
     probes += unoffered_probes(config, answer=answer, tools=tools)
     findings = []
     for probe in probes:
-        finding = _probe_run(module, config, probe, answer=answer, prompt=prompt, tools=tools)
+        finding = _probe_run(kind, config, probe, answer=answer, prompt=prompt, tools=tools)
         if finding is not None:
             findings.append(finding)
     return findings
 
 
-def battery(*, kind: str, config: Any, answer: str | None, prompt: str | list[Any] | None) -> list[Probe]:
-    """The standard degenerate completions for a task of this kind."""
+def battery(*, kind: VerifierKind, config: Any, answer: str | None, prompt: str | list[Any] | None) -> list[Probe]:
+    """The standard degenerate completions for a task of this kind: the battery its ``gameability`` names."""
+    if kind.gameability == "none":
+        return []
     probes = [Probe("empty", "")]
-    if kind == "code":
+    if kind.gameability == "code":
         return probes + _code_probes(config, prompt_text(prompt))
-    if kind == "reasoning_gym":
+    if kind.gameability == "answer_tag":
         return probes + _answer_tag_probes(answer, prompt_text(prompt))
-    if kind == "repo_tests":
+    if kind.gameability == "repository":
         return probes + _repo_probes(config)
-    if kind not in TEXT_KINDS:
+    if kind.gameability not in ("text", "text_in_reference_format"):
         return probes
     text = prompt_text(prompt)
     if text.strip():
@@ -148,7 +149,7 @@ def battery(*, kind: str, config: Any, answer: str | None, prompt: str | list[An
         probes.append(Probe("every choice boxed", " ".join(f"\\boxed{{{letter}}}" for letter in choices)))
     if answer:
         other = _other_value(answer)
-        if kind == "verifiers_reward":
+        if kind.gameability == "text_in_reference_format":
             probes += _reference_format_probes(config, answer, other)
         probes += [
             Probe("a hedge: another value or the reference", f"The answer is {other} or {answer}."),
@@ -366,12 +367,12 @@ def _fixture_probes(fixtures: list[dict[str, str]], *, answer: str | None) -> li
 
 
 def _probe_run(
-    module: Any, config: Any, probe: Probe, *, answer: str | None, prompt: Any, tools: list[Any] | None = None
+    kind: VerifierKind, config: Any, probe: Probe, *, answer: str | None, prompt: Any, tools: list[Any] | None = None
 ) -> Finding | None:
     verdicts: list[Verdict] = []
     for _ in range(3 if probe.expect == "deterministic" else 1):
         verdicts.append(
-            _run_check(module, config, completion=probe.completion, answer=answer, prompt=prompt, tools=tools)
+            _run_check(kind, config, completion=probe.completion, answer=answer, prompt=prompt, tools=tools)
         )
     verdict = verdicts[0]
     if probe.expect == "no_reward":

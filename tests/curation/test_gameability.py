@@ -13,6 +13,7 @@ from curation import gameability, review_services
 from curation.errors import CurationError
 from curation.models import TaskStatus
 from curation.services import task_transition
+from engine import verifiers
 from engine.verifiers.base import VerifierConfigError
 from engine.verifiers.gameability import fixtures_parse, gameability_check
 from tests.factories import humaneval_verifier, import_tasks, math_task
@@ -37,10 +38,12 @@ def test_a_containment_regex_is_paid_by_hedges_lists_and_a_huge_output():
     assert "empty" not in found
 
 
-def test_numeric_reading_the_last_number_is_paid_by_a_hedge_that_ends_with_the_reference():
+def test_numeric_refuses_the_hedge_that_ends_with_the_reference_so_the_battery_finds_nothing():
+    # The battery still tries the hedge; numeric reads the committed answer (engine/verifiers/answer_value.py).
     found = gameability_check(verifier={"kind": "numeric"}, answer="42", prompt="What is 17 + 25?")
-    hedge = next(finding for finding in found if finding.label == "a hedge: another value or the reference")
-    assert hedge.outcome == "pass" and hedge.completion == "The answer is 43 or 42."
+    assert "a hedge: another value or the reference" not in labels(found)
+    hedge = verifiers.verify(verifier={"kind": "numeric"}, completion="The answer is 43 or 42.", answer="42")
+    assert hedge.outcome == "fail" and "hedged" in hedge.detail
 
 
 def test_every_choice_listed_pays_a_verifier_that_accepts_any_letter():

@@ -120,7 +120,7 @@ def task_detail(request, environment_name: str, key: str):
             "outcome": outcome,
             "is_owner": task.owner_id == request.user.pk,
             "similarity_flags": similarity_selectors.version_flags(task_version=version, user=request.user),
-            "repository": selectors.task_repository(task_version=version),
+            "verifier_page": selectors.task_verifier_page(task_version=version),
         },
     )
 

@@ -3,13 +3,13 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from curation.models import Environment
-from curation.repo_harbor import harbor_export
+from curation.repo_harbor import ExportRefused, harbor_export
 
 
 class Command(BaseCommand):
     help = (
-        "Write an environment's repository and code tasks as Harbor task folders "
-        "(instruction.md, task.toml, environment/, tests/, solution/)."
+        "Write an environment's tasks whose verifier kind exports Harbor folders (repository and code tasks) "
+        "as Harbor task folders (instruction.md, task.toml, environment/, tests/, solution/)."
     )
 
     def add_arguments(self, parser):
@@ -20,5 +20,8 @@ class Command(BaseCommand):
         env = Environment.objects.filter(name=environment).first()
         if env is None:
             raise CommandError(f"--environment {environment}: no such environment.")
-        written = harbor_export(environment=env, out_dir=Path(out))
+        try:
+            written = harbor_export(environment=env, out_dir=Path(out))
+        except ExportRefused as error:
+            raise CommandError(f"--environment {environment}: nothing written, {error}.") from None
         self.stdout.write(f"{len(written)} Harbor task folder(s) written to {out}.")

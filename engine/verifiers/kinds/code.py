@@ -57,6 +57,7 @@ from engine.verifiers.base import (
     shorten,
     timed_out,
 )
+from engine.verifiers.kind import KindExample, KindExports, VerifierKind
 from engine.verifiers.text import completion_text, defines_function, extract_python_code
 
 KIND = "code"
@@ -297,3 +298,29 @@ def _stub_program(source: str, body: str) -> str | None:
     for function in functions:
         function.body = list(replacement)
     return ast.unparse(tree) + "\n"
+
+
+def _harbor_folder(task: Any) -> dict[str, bytes]:
+    from engine.integrations.harbor_code import code_harbor_folder
+
+    return code_harbor_folder(
+        key=task.key, prompt=task.prompt, answer=task.answer, raw_config=task.raw_config, config=task.config
+    )
+
+
+VERIFIER_KIND = VerifierKind(
+    name=KIND,
+    parse_config=parse_config,
+    check=check,
+    audit_failing_completions=audit_failing_completions,
+    gameability="code",
+    exports=KindExports(harbor=_harbor_folder),
+    examples=(
+        KindExample(
+            {"kind": KIND, "style": "asserts", "asserts": ["assert add(2, 3) == 5", "assert add(-1, 1) == 0"]},
+            passing="def add(a, b):\n    return a + b\n",
+            failing="def add(a, b):\n    return a - b\n",
+            answer="def add(a, b):\n    return a + b\n",
+        ),
+    ),
+)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.verifiers.base import Check, ConfigReader, VerifierConfigError, errored, failed
+from engine.verifiers.kind import KindExample, KindExports, VerifierKind
 
 KIND = "episode_reward"
 REWARDS = ("environment", "verifier")
@@ -183,3 +184,27 @@ def audit_task(config: EpisodeRewardConfig, answer: str | None) -> list[str]:
     if config.check is None:
         return []
     return [f"check: {problem}" for problem in verifiers.audit(verifier=config.check, answer=answer)]
+
+
+def _episode(reward: float, said: str) -> dict[str, Any]:
+    return {
+        "final_state": {"environment_reward": [{"reward": reward}]},
+        "messages": [{"role": "assistant", "content": said}],
+    }
+
+
+VERIFIER_KIND = VerifierKind(
+    name=KIND,
+    parse_config=parse_config,
+    check=check,
+    audit_task=audit_task,
+    exports=KindExports(),
+    examples=(
+        KindExample(
+            {"kind": KIND, "reward": "environment", "check": {"kind": "exact"}},
+            passing=_episode(1.0, "42"),
+            failing=_episode(0.0, "41"),
+            answer="42",
+        ),
+    ),
+)

@@ -25,6 +25,7 @@ from engine.verifiers.base import (
     passed,
     shorten,
 )
+from engine.verifiers.kind import KindExample, KindExports, VerifierKind
 from engine.verifiers.text import (
     answer_tag_contents,
     boxed_contents,
@@ -89,3 +90,14 @@ def check(config: ExactConfig, *, completion: Any, answer: str | None, prompt: A
         if normalized == normalize(expected, whitespace=config.whitespace, ignore_case=config.ignore_case):
             return passed(f"answer {shorten(candidate, 80)!r} matches")
     return failed(f"answer {shorten(candidate, 80)!r} != expected {shorten(accepted[0], 80)!r}")
+
+
+VERIFIER_KIND = VerifierKind(
+    name=KIND,
+    parse_config=parse_config,
+    check=check,
+    batchable=True,
+    gameability="text",
+    exports=KindExports(),
+    examples=(KindExample({"kind": KIND, "ignore_case": True}, passing="paris", failing="Lyon", answer="Paris"),),
+)

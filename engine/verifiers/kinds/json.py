@@ -39,6 +39,7 @@ from engine.verifiers.base import (
     passed,
     shorten,
 )
+from engine.verifiers.kind import KindExample, KindExports, VerifierKind
 from engine.verifiers.text import (
     completion_text,
     is_chat_message,
@@ -224,3 +225,21 @@ def check(config: JsonConfig, *, completion: Any, answer: str | None, prompt: An
         if on
     ]
     return passed("valid JSON" + (f"; {', '.join(checks)} satisfied" if checks else ""))
+
+
+VERIFIER_KIND = VerifierKind(
+    name=KIND,
+    parse_config=parse_config,
+    check=check,
+    batchable=True,
+    gameability="text",
+    exports=KindExports(),
+    examples=(
+        KindExample(
+            {"kind": KIND, "schema": {"type": "object", "required": ["name"]}, "expected": {"/name": "Ada"}},
+            passing='{"name": "Ada"}',
+            failing='{"name": "Bob"}',
+            answer='{"name": "Ada"}',
+        ),
+    ),
+)

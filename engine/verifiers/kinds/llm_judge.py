@@ -46,6 +46,7 @@ from engine.verifiers.base import (
     shorten,
 )
 from engine.verifiers.judges import get_judge, judge_names
+from engine.verifiers.kind import KindExports, VerifierKind
 from engine.verifiers.text import completion_text, last_nonempty_line, prompt_text
 
 KIND = "llm_judge"
@@ -209,3 +210,20 @@ def _read_verdict(response: httpx.Response, name: str) -> Check:
     if verdict.group(1).upper() == "PASS":
         return passed(f"judge: {reason}" if reason else "judge: pass")
     return failed(f"judge: {reason}" if reason else "judge: fail")
+
+
+def _page_context(raw: Mapping[str, Any]) -> dict[str, Any]:
+    return {"judge": raw.get("judge") or ""}
+
+
+VERIFIER_KIND = VerifierKind(
+    name=KIND,
+    parse_config=parse_config,
+    check=check,
+    audit_shows_detail=AUDIT_SHOWS_DETAIL,
+    gameability="none",  # each check is a paid model call; judges are measured against people instead
+    page_fragment="curation/_verifier_llm_judge.html",
+    page_context=_page_context,
+    exports=KindExports(),
+    examples_unavailable="asks a judge model registered with configure(judges=...) over HTTP",
+)

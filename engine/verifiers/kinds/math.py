@@ -56,6 +56,7 @@ from engine.verifiers.base import (
     errored,
     timed_out,
 )
+from engine.verifiers.kind import KindExample, KindExports, VerifierKind
 from engine.verifiers.text import completion_text, prompt_text
 
 KIND = "math"
@@ -181,3 +182,23 @@ def reference_completion(config: MathConfig, answer: str) -> str:
     if any(marker in answer for marker in ("$", "\\boxed", "\\(", "\\[")):
         return answer
     return f"The final answer is $\\boxed{{{answer}}}$."
+
+
+VERIFIER_KIND = VerifierKind(
+    name=KIND,
+    parse_config=parse_config,
+    check=check,
+    reference_completion=reference_completion,
+    batchable=True,
+    gameability="text",
+    exports=KindExports(),
+    examples=(
+        KindExample(
+            {"kind": KIND},
+            passing="Three quarters: $\\boxed{\\frac{3}{4}}$",
+            failing="$\\boxed{\\frac{1}{2}}$",
+            answer="3/4",
+            prompt="What is 1/2 + 1/4?",
+        ),
+    ),
+)

@@ -36,6 +36,7 @@ from engine.verifiers.base import (
     passed,
     shorten,
 )
+from engine.verifiers.kind import KindExample, KindExports, VerifierKind
 from engine.verifiers.text import completion_text
 
 KIND = "numeric"
@@ -105,3 +106,14 @@ def check(config: NumericConfig, *, completion: Any, answer: str | None, prompt:
     if equal:
         return passed(f"read {shorten(got.shown(), 60)!r}: matches expected {shorten(expected.shown(), 60)!r}")
     return failed(f"read {shorten(got.shown(), 60)!r}: {answer_span.difference(got, expected, config.units)}")
+
+
+VERIFIER_KIND = VerifierKind(
+    name=KIND,
+    parse_config=parse_config,
+    check=check,
+    batchable=True,
+    gameability="text",
+    exports=KindExports(),
+    examples=(KindExample({"kind": KIND}, passing="So the total is 42.", failing="The total is 41.", answer="42"),),
+)

@@ -37,6 +37,7 @@ from engine.verifiers.base import (
     shorten,
     timed_out,
 )
+from engine.verifiers.kind import KindExample, KindExports, OutsideSource, VerifierKind
 from engine.verifiers.text import (
     answer_tag_contents,
     completion_text,
@@ -148,3 +149,23 @@ def check(config: ReasoningGymConfig, *, completion: Any, answer: str | None, pr
 def reference_completion(config: ReasoningGymConfig, answer: str) -> str:
     """The reference answer in the format the prompt asks for, for the task audit."""
     return f"<answer>{answer}</answer>" if config.extract == "answer_tag" else answer
+
+
+VERIFIER_KIND = VerifierKind(
+    name=KIND,
+    parse_config=parse_config,
+    check=check,
+    reference_completion=reference_completion,
+    gameability="answer_tag",
+    outside_source=OutsideSource(field="dataset", package="reasoning-gym"),
+    exports=KindExports(),
+    examples=(
+        KindExample(
+            {"kind": KIND, "dataset": "basic_arithmetic", "metadata": {}},
+            passing="<answer>12</answer>",
+            failing="<answer>13</answer>",
+            answer="12",
+            prompt="Calculate 5 + 7. Put the answer in <answer> tags.",
+        ),
+    ),
+)

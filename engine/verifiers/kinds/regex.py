@@ -27,6 +27,7 @@ from engine.verifiers.base import (
     passed,
     shorten,
 )
+from engine.verifiers.kind import KindExample, KindExports, VerifierKind
 from engine.verifiers.text import completion_text
 
 KIND = "regex"
@@ -71,3 +72,14 @@ def check(config: RegexConfig, *, completion: Any, answer: str | None = None, pr
     if match is None:
         return failed(f"no {config.mode} of /{shorten(config.source, 60)}/ in {shorten(text, 60)!r}")
     return passed(f"{config.mode} {shorten(match.group(0), 80)!r}")
+
+
+VERIFIER_KIND = VerifierKind(
+    name=KIND,
+    parse_config=parse_config,
+    check=check,
+    batchable=True,
+    gameability="text",
+    exports=KindExports(),
+    examples=(KindExample({"kind": KIND, "pattern": "[Bb]"}, passing=" B ", failing="C", answer="B"),),
+)

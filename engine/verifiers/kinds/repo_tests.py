@@ -25,6 +25,7 @@ from engine.repo_tasks import snapshots
 from engine.repo_tasks.grading import GradeResult, RepoTaskSpec, grade
 from engine.repo_tasks.patches import extract_patch, forbidden_reason
 from engine.verifiers.base import Check, ConfigReader, VerifierConfigError, errored, shorten
+from engine.verifiers.kind import KindExports, VerifierKind
 from engine.verifiers.text import completion_text
 
 KIND = "repo_tests"
@@ -152,3 +153,32 @@ def _shown(result: GradeResult, test_id: str) -> str:
 def _clip(text: str) -> str:
     text = text.strip()
     return text if len(text) <= AUDIT_OUTPUT_CHARS else "..." + text[-AUDIT_OUTPUT_CHARS:]
+
+
+def _page_context(raw: Any) -> dict[str, Any]:
+    return {
+        "snapshot": raw.get("snapshot") or "",
+        "fail_to_pass": raw.get("fail_to_pass") or [],
+        "pass_to_pass": raw.get("pass_to_pass") or [],
+        "hidden_tests": sorted(raw.get("hidden_tests") or {}),
+    }
+
+
+def _harbor_folder(task: Any) -> dict[str, bytes]:
+    from engine.repo_tasks.harbor import harbor_folder
+
+    files = snapshots.read_files(task.read_snapshot(task.config.snapshot))
+    return harbor_folder(key=task.key, prompt=task.prompt, answer=task.answer, spec=task.config, snapshot_files=files)
+
+
+VERIFIER_KIND = VerifierKind(
+    name=KIND,
+    parse_config=parse_config,
+    check=check,
+    audit_task=audit_task,
+    gameability="repository",
+    page_fragment="curation/_repository.html",
+    page_context=_page_context,
+    exports=KindExports(harbor=_harbor_folder),
+    examples_unavailable="grades a patch against a stored repository snapshot in the sandbox",
+)

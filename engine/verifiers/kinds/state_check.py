@@ -47,6 +47,7 @@ from engine.verifiers.base import (
     shorten,
     timed_out,
 )
+from engine.verifiers.kind import KindExports, VerifierKind
 from engine.verifiers.kinds.tool_calls import MalformedCalls, read_calls
 
 KIND = "state_check"
@@ -235,3 +236,12 @@ def check(config: StateCheckConfig, *, completion: Any, answer: str | None, prom
             if not values_equal(value, rows[0].get(key)):
                 return failed(f"{label}: {described} has {key}={rows[0].get(key)!r}, expected {value!r}")
     return passed(f"all {len(config.checks)} state checks hold")
+
+
+VERIFIER_KIND = VerifierKind(
+    name=KIND,
+    parse_config=parse_config,
+    check=check,
+    exports=KindExports(),
+    examples_unavailable="judges an installed environment plug-in's world: each plug-in's own tasks are its examples",
+)

@@ -34,6 +34,7 @@ from engine.verifiers.base import (
     passed,
     shorten,
 )
+from engine.verifiers.kind import KindExample, KindExports, VerifierKind
 from engine.verifiers.kinds.json import json_equal
 from engine.verifiers.text import (
     is_chat_message,
@@ -219,3 +220,20 @@ def check(config: ToolCallsConfig, *, completion: Any, answer: str | None, promp
     return passed(
         f"{len(expected)} expected calls made" + (f" ({len(actual)} in total)" if len(actual) != len(expected) else "")
     )
+
+
+VERIFIER_KIND = VerifierKind(
+    name=KIND,
+    parse_config=parse_config,
+    check=check,
+    batchable=True,
+    exports=KindExports(),
+    examples=(
+        KindExample(
+            {"kind": KIND},
+            passing=[{"name": "get_weather", "arguments": {"city": "Paris"}}],
+            failing=[{"name": "get_weather", "arguments": {"city": "Lyon"}}],
+            answer='[{"name": "get_weather", "arguments": {"city": "Paris"}}]',
+        ),
+    ),
+)

@@ -40,6 +40,7 @@ from engine.verifiers.base import (
     passed,
     timed_out,
 )
+from engine.verifiers.kind import KindExports, OutsideSource, VerifierKind
 from engine.verifiers.text import is_chat_messages
 
 KIND = "verifiers_reward"
@@ -161,3 +162,15 @@ def verdict(rewards: dict[str, Any], *, total: Any) -> Check:
 def reference_completion(config: VerifiersRewardConfig, answer: str) -> str:
     """The reference answer written as the taskset expects a reply, for the task audit."""
     return config.reference_format.replace(ANSWER_PLACEHOLDER, answer)
+
+
+VERIFIER_KIND = VerifierKind(
+    name=KIND,
+    parse_config=parse_config,
+    check=check,
+    reference_completion=reference_completion,
+    gameability="text_in_reference_format",
+    outside_source=OutsideSource(field="taskset"),
+    exports=KindExports(),
+    examples_unavailable="scores with an installed verifiers taskset's rubric (tests/plugins/vf-word-arithmetic)",
+)

@@ -73,7 +73,7 @@ def test_text_is_judged_offline_by_the_check_so_audits_work():
     )
     # A check that the reference answer does not pass is a problem of the check, said so.
     problems = verifiers.audit(
-        verifier={"kind": "episode_reward", "reward": "environment", "check": {"kind": "numeric"}}, answer="forty-two"
+        verifier={"kind": "episode_reward", "reward": "environment", "check": {"kind": "numeric"}}, answer="a few"
     )
     assert problems and all(problem.startswith("check: ") for problem in problems)
 
