@@ -126,6 +126,10 @@ class Campaign(models.Model):
     # database was away): how many task rounds, and the last time.
     stalled_rounds = models.PositiveIntegerField(default=0)
     last_stall_at = models.DateTimeField(null=True, blank=True)
+    # Loading the model before its first sample (a download, a conversion, weights to the GPU): when
+    # it began and how long it took. A state of its own on the campaign page, never billed to rollouts.
+    model_loading_since = models.DateTimeField(null=True, blank=True)
+    model_load_seconds = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -163,6 +167,8 @@ class Outcome(models.TextChoices):
     GENERATION_ERROR = "generation_error"
     # The prompt does not fit the model's context: the task's fault, shown to its author; never evidence.
     PROMPT_TOO_LONG = "prompt_too_long"
+    # Stored but never scored: its campaign was cancelled first. Not evidence and not billed.
+    DISCARDED = "discarded"
 
 
 class Rollout(models.Model):

@@ -127,6 +127,7 @@ ROUTES: dict[str, Route] = {
     "api_release_file": Route(API + "export", "release", "export"),
     "api_release_diff": Route(API + "export", "release"),
     "api_campaign_traces": Route(API + "export", "campaign", "export"),
+    "api_campaign_detail": Route(API + "read", "campaign"),
     "api_verify": Route(API + "verify", methods=POST),
     "api_verifier_test": Route(API + "verify", methods=POST),
     "api_feedback": Route(API + "feedback", methods=POST),

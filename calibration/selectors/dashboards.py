@@ -16,7 +16,6 @@ from django.db.models import (
     OuterRef,
     Q,
     Subquery,
-    Sum,
     Value,
 )
 from django.db.models.functions import (
@@ -36,6 +35,7 @@ from calibration.models import (
     ProbeModel,
     Rollout,
 )
+from calibration.selectors.costs import cost_summary
 from calibration.services import side_information
 from calibration.services.calibrations import (
     environment_learning,
@@ -74,9 +74,10 @@ def pass_rate_histogram(*, environment: Environment | None, probe_model: ProbeMo
     for row in rows:
         counts = series.setdefault(row["band"], [0] * HISTOGRAM_BINS)
         counts[int(row["bin"])] += row["count"]
-    totals = calibrations.aggregate(
-        tasks=Count("id"), cost=Sum("cost_usd"), in_band=Count("id", filter=Q(band="in_band"))
-    )
+    totals = calibrations.aggregate(tasks=Count("id"), in_band=Count("id", filter=Q(band="in_band")))
+    # The spend card's own figure (selectors/costs.py): every rollout of these tasks, so the header and
+    # the card on one page never disagree (a calibration's cost lags its campaign's latest rollouts).
+    spend = cost_summary(environment=environment, probe_model=probe_model)
     return {
         "bin_width": 1 / HISTOGRAM_BINS,
         "bin_starts": [index / HISTOGRAM_BINS for index in range(HISTOGRAM_BINS)],
@@ -85,7 +86,7 @@ def pass_rate_histogram(*, environment: Environment | None, probe_model: ProbeMo
         "retire_at": environment.retire_at if environment else None,
         "tasks": totals["tasks"],
         "in_band": totals["in_band"],
-        "cost_usd": float(totals["cost"] or 0),
+        "cost_usd": sum(row["probing_usd"] for row in spend["environments"]),
     }
 
 

@@ -25,6 +25,7 @@ from calibration.models import (
 )
 from calibration.services.calibrations import calibrations_refresh, policy_for
 from calibration.services.campaigns import (
+    campaign_accepts_rollouts,
     campaign_enqueue_pending,
     campaign_finish_if_done,
     campaign_is_running,
@@ -305,7 +306,9 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
                     device_ms=device_ms,
                 )
             )
-    stored = rollouts_insert(rows)
+    with transaction.atomic():
+        # Cancelled while this job sampled: what it made is dropped, never stored unscored.
+        stored = rollouts_insert(rows) if campaign_accepts_rollouts(campaign_id=campaign.pk) else 0
     metrics.rollouts_generated(model=probe_model.name, count=stored)
     _server_state_record(campaign=campaign, errors=infrastructure_errors)
     if infrastructure_errors:
