@@ -224,6 +224,9 @@ class StatusChange(models.Model):
     changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True)
     reason = models.TextField(blank=True)
     changed_at = models.DateTimeField(auto_now_add=True)
+    # The training step of the trainer feedback that made this change (retired or revived by feedback),
+    # so a curriculum draw for an earlier step can be replayed with the pool as it was; null otherwise.
+    at_step = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["changed_at", "id"]
