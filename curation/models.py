@@ -1,6 +1,5 @@
 """Records of what authors write: environments, tasks and their immutable versions."""
 
-from decimal import Decimal
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -182,7 +181,8 @@ class TaskVersion(models.Model):
     tools = models.JSONField(default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     domain = models.CharField(max_length=40)
-    authoring_cost_usd = models.DecimalField(max_digits=10, decimal_places=2, default=Decimal("0"))
+    # Null: the author did not give one (shown as "not given", counted as no dollars in sums).
+    authoring_cost_usd = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
     # The author's declared difficulty (the task format's `difficulty`; higher: harder), or None. Side
     # information: only its order within the environment is used (calibration's tables per stratum).
     declared_difficulty = models.FloatField(null=True, blank=True)

@@ -52,14 +52,14 @@ def curriculum_next(
 ) -> Curriculum:
     """Draw `count` of the environment's published tasks `user` may see, for the checkpoint at `step`.
 
-        Each task's pass rate under that checkpoint: trainer feedback for checkpoints before `step`
-        (all of it when None; the feedback reported at `step` itself came after its draw), older checkpoints discounted by PASSBAND_FEEDBACK_DISCOUNT per
-        checkpoint, with the calibration under `probe_model` (if given) as the oldest evidence. A task
-        that feedback retired leaves the pool from the step after the feedback that retired it (and comes back
-    the same way), so the same seed and step draw the same tasks whatever feedback came later. The forecast fits a line
-        to the in-band count at the last FORECAST_CHECKPOINTS reported checkpoints (retired tasks
-        counted by their estimate then, so that retiring a task shrinks the pool) and extrapolates it
-        to zero.
+    Each task's pass rate under that checkpoint: trainer feedback for checkpoints before `step` (all
+    of it when None; the feedback reported at `step` itself came after its draw), older checkpoints
+    discounted by PASSBAND_FEEDBACK_DISCOUNT per checkpoint, with the calibration under `probe_model`
+    (if given) as the oldest evidence. A task that feedback retired leaves the pool from the step after
+    the feedback that retired it (and comes back the same way), so the same seed and step draw the same
+    tasks whatever feedback came later. The forecast fits a line to the in-band count at the last
+    FORECAST_CHECKPOINTS reported checkpoints (retired tasks counted by their estimate then, so that
+    retiring a task shrinks the pool) and extrapolates it to zero.
     """
     visible = list(
         tasks_visible_to(user)

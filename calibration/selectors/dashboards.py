@@ -385,7 +385,8 @@ def operating_characteristic(*, environment: Environment) -> dict:
         "zones": {"floor": list(thresholds.floor_zone), "retire": list(thresholds.retire_zone)},
         "pass_rates": curve.pass_rates,
         "labels": curve.label_probabilities,
-        "wrong": curve.wrong,
+        # A wrong band, decided: the engine's `wrong` also counts an undecided task (no band), drawn apart.
+        "wrong": _decided_wrong(curve),
         "expected_rollouts": curve.expected_attempts,
         # The table learned from the environment's own probes (docs/prediction.md), when its
         # latest campaign's probe model has one: what the rule becomes there.
@@ -401,8 +402,19 @@ def operating_characteristic(*, environment: Environment) -> dict:
     }
 
 
+def _decided_wrong(curve: stats.OperatingCharacteristicCurve) -> list[float]:
+    """Per pass rate, the chance of a band the zones do not accept: the curve's `wrong` less its undecided
+    (borderline) label, which is no band at all and is drawn as its own line."""
+    undecided = curve.label_probabilities["borderline"]
+    return [max(wrong - none, 0.0) for wrong, none in zip(curve.wrong, undecided, strict=True)]
+
+
 def _curve_series(curve: stats.OperatingCharacteristicCurve) -> dict:
-    return {"labels": curve.label_probabilities, "wrong": curve.wrong, "expected_rollouts": curve.expected_attempts}
+    return {
+        "labels": curve.label_probabilities,
+        "wrong": _decided_wrong(curve),
+        "expected_rollouts": curve.expected_attempts,
+    }
 
 
 def _reprofile_prior(

@@ -175,7 +175,7 @@ async function drawOperatingCharacteristic(element) {
   const zone = ([low, high]) => ({ type: "rect", xref: "x", yref: "paper", x0: 100 * low, x1: 100 * high, y0: 0, y1: 1, fillcolor: "#eef0f4", line: { width: 0 }, layer: "below" });
   Plotly.newPlot(element, [
     label("too_hard", "P(too hard)"), label("in_band", "P(in band)"), label("retire", "P(retire)"), label("borderline", data.policy.undecided_label),
-    { type: "scatter", mode: "lines", name: "P(wrong)", x, y: data.wrong, line: { color: "#b00020", dash: "dot" } },
+    { type: "scatter", mode: "lines", name: "P(wrong band)", x, y: data.wrong, line: { color: "#b00020", dash: "dot" } },
     { type: "scatter", mode: "lines", name: "mean rollouts", x, y: data.expected_rollouts, yaxis: "y2", line: { color: "#555", dash: "dash" } },
     // The table learned from the environment's own probes, beside the rule (docs/prediction.md).
     ...(data.learned ? [
@@ -197,13 +197,16 @@ async function drawOperatingCharacteristic(element) {
     legend: { orientation: "h", y: -0.3 },
   }, CONFIG);
   element.dataset.drawn = "true";
-  const worst = Math.max(...data.wrong.filter((_, i) => {
+  const outside = (_, i) => {
     const rate = data.pass_rates[i];
     return !(rate >= data.zones.floor[0] && rate < data.zones.floor[1]) && !(rate >= data.zones.retire[0] && rate < data.zones.retire[1]);
-  }));
+  };
+  const worst = Math.max(...data.wrong.filter(outside));
+  const undecided = Math.max(...data.labels.borderline.filter(outside));
   const summary = document.getElementById("oc-summary");
   if (summary) summary.textContent = `${data.policy.description[0].toUpperCase()}${data.policy.description.slice(1)}: ` +
-    `outside the zones a label is wrong at most ${(100 * worst).toFixed(1)}% of the time.` +
+    `outside the zones a band is wrong at most ${(100 * worst).toFixed(1)}% of the time, and a task is left ` +
+    `${data.policy.kind === "fixed" ? "undecided" : "borderline"} (no band, not a wrong one) at most ${(100 * undecided).toFixed(1)}% of the time.` +
     (data.learned ? ` This environment probes with a table learned from its own tasks under ${data.learned.probe_model} (orange): ` +
       "it spends fewer rollouts where its population allows and is held to 1% wrong on average, not per task." : "") +
     (data.learning ? ` Under ${data.learning.probe_model} this environment has enough tasks to learn a table from, ` +

@@ -17,7 +17,10 @@ def _campaign(arithmetic, alice, base_url, tasks: int):
     import_tasks(
         arithmetic,
         alice,
-        *[{"key": f"t{i}", "prompt": f"What is {i} + 42?", "answer": str(i + 42), "verifier": {"kind": "exact"}} for i in range(tasks)],
+        *[
+            {"key": f"t{i}", "prompt": f"What is {i} + 42?", "answer": str(i + 42), "verifier": {"kind": "exact"}}
+            for i in range(tasks)
+        ],
     )
     model = services.probe_model_add(name="fake", backend="openai", base_url=base_url, model="fake-model")
     return services.campaign_start(
