@@ -1,6 +1,5 @@
 """Records of what authors write: environments, tasks and their immutable versions."""
 
-
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models

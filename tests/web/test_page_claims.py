@@ -28,32 +28,32 @@ def test_a_fixed_8_card_does_not_call_undecided_wrong(client, alice, arithmetic)
         assert wrong[index] + undecided[index] <= labels + 1e-9
 
 
-def test_the_interval_beside_a_band_says_how_the_band_was_decided(client, alice, arithmetic):
-    import_tasks(arithmetic, alice, math_task("three-of-eight"))
+def _task_page(client, alice, arithmetic, **calibration) -> str:
+    """The task page of one task with one in-band calibration of these fields."""
+    import_tasks(arithmetic, alice, math_task("task"))
     task = arithmetic.tasks.get()
     model = ProbeModel.objects.create(name="probe", backend="openai", base_url="http://127.0.0.1:9/v1")
     Calibration.objects.create(
-        task_version=task.current_version, probe_model=model, attempts=8, successes=3, pass_rate=0.375,
-        interval_low=0.119, interval_high=0.705, band=Band.IN_BAND, decided=True,
-        policy={"kind": "fixed", "confidence": 0.95},
-    )  # fmt: skip
+        task_version=task.current_version, probe_model=model, band=Band.IN_BAND, decided=True, **calibration
+    )
     client.force_login(alice)
-    page = client.get(reverse("task_detail", args=[arithmetic.name, task.key])).content.decode()
+    return client.get(reverse("task_detail", args=[arithmetic.name, task.key])).content.decode()
+
+
+def test_the_interval_beside_a_band_says_how_the_band_was_decided(client, alice, arithmetic):
+    page = _task_page(
+        client, alice, arithmetic, attempts=8, successes=3, pass_rate=0.375, interval_low=0.119,
+        interval_high=0.705, policy={"kind": "fixed", "confidence": 0.95},
+    )  # fmt: skip
     assert "[0.119, 0.705]" in page
     assert "The band comes from the stopping rule, not from this interval" in page
     assert "retire zone 0.6–0.8" in page and "crosses the 0.7 line" in page
 
 
 def test_an_interval_inside_its_band_needs_no_note(client, alice, arithmetic):
-    import_tasks(arithmetic, alice, math_task("clear"))
-    task = arithmetic.tasks.get()
-    model = ProbeModel.objects.create(name="probe", backend="openai", base_url="http://127.0.0.1:9/v1")
-    Calibration.objects.create(
-        task_version=task.current_version, probe_model=model, attempts=64, successes=20, pass_rate=0.31,
-        interval_low=0.2, interval_high=0.43, band=Band.IN_BAND, decided=True,
-    )  # fmt: skip
-    client.force_login(alice)
-    page = client.get(reverse("task_detail", args=[arithmetic.name, task.key])).content.decode()
+    page = _task_page(
+        client, alice, arithmetic, attempts=64, successes=20, pass_rate=0.31, interval_low=0.2, interval_high=0.43
+    )
     assert "The band comes from the stopping rule" not in page
 
 
