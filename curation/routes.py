@@ -100,6 +100,7 @@ ROUTES: dict[str, Route] = {
     "verifier_latency_data": Route(BROWSER),
     "campaigns_progress_data": Route(BROWSER),
     "operating_characteristic_data": Route(BROWSER),
+    "campaign_list": Route(BROWSER),
     "campaign_detail": Route(BROWSER, "campaign"),
     "campaign_control": Route(AUTHORS, "campaign", "change", methods=POST),
     "campaign_traces": Route(TRAINERS, "campaign", "export"),

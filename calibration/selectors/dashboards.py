@@ -295,15 +295,19 @@ def verifier_latency(*, environment: Environment | None, probe_model: ProbeModel
 def campaigns_progress(
     *, environment: Environment | None, probe_model: ProbeModel | None, limit: int = 12
 ) -> list[dict]:
-    """The most recent campaigns with items done / to do / dropped: one GROUP BY over their items.
-
-    A cancelled campaign has nothing to do: its unfinished items count as `items_dropped`."""
+    """The most recent campaigns with items done / to do / dropped (campaigns_progress_of)."""
     campaigns = Campaign.objects.select_related("environment", "probe_model")
     if environment is not None:
         campaigns = campaigns.filter(environment=environment)
     if probe_model is not None:
         campaigns = campaigns.filter(probe_model=probe_model)
-    campaigns = list(campaigns.order_by("-created_at")[:limit])
+    return campaigns_progress_of(campaigns=list(campaigns.order_by("-created_at")[:limit]))
+
+
+def campaigns_progress_of(*, campaigns: list[Campaign]) -> list[dict]:
+    """These campaigns with items done / to do / dropped: one GROUP BY over their items.
+
+    A cancelled campaign has nothing to do: its unfinished items count as `items_dropped`."""
     counts = {
         row["campaign"]: row
         for row in CampaignItem.objects.filter(campaign__in=[campaign.pk for campaign in campaigns])

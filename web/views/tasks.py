@@ -45,7 +45,16 @@ def task_list(request):
     rows = (
         tasks.select_related(None)
         .select_related("environment", "current_version")
-        .only("key", "status", "environment", "environment__name", "current_version", "current_version__audit_passed")
+        .only(
+            "key",
+            "status",
+            "environment",
+            "environment__name",
+            "current_version",
+            "current_version__audit_passed",
+            "current_version__gameable",
+            "current_version__gameable_override_at",
+        )
     )
     shown, page, has_next = shared.page_of(request, rows, size=100, by_ids=True)
     calibrated_count = tasks.filter(band__isnull=False).count() if probe_model and shown else 0
@@ -64,12 +73,21 @@ def task_list(request):
             "bands": Band.values,
             "diagnoses": Diagnosis.choices,
             "statuses": TaskStatus.values,
-            "flags": [stats.Flag.VERIFIER_TROUBLE, stats.Flag.ZERO_VARIANCE, task_filters.AUDIT_FAILED],
+            "flags": [
+                stats.Flag.VERIFIER_TROUBLE,
+                stats.Flag.ZERO_VARIANCE,
+                task_filters.AUDIT_FAILED,
+                selectors.GAMEABLE,
+            ],
             "sort": sort,
             "query": shared.query_without(request, "sort", "page"),
             "calibrated_count": calibrated_count,
             "can_author": policy.is_author(request.user),
             "can_review": policy.is_reviewer(request.user),
+            # Submit is offered only for tasks this user can submit (theirs, a status that may move, audit passed).
+            "submittable": selectors.tasks_submittable(tasks=tasks, user=request.user).count()
+            if policy.is_author(request.user)
+            else 0,
             # The Probe form's "matching this filter" carries the list's filter.
             "probe_filters": {name: request.GET.get(name, "") for name in probes.FILTER_FIELDS},
         },
