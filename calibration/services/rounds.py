@@ -270,6 +270,7 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
     if not work:
         return 0
     probe_model = campaign.probe_model
+    _model_load(campaign=campaign, probe_model=probe_model)
     params = sampling_params(probe_model, max_new_tokens=campaign.max_new_tokens)
     sampling = {
         "temperature": params.temperature,
@@ -318,6 +319,23 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
             withheld=len(infrastructure_errors),
         )
     return stored
+
+
+def _model_load(*, campaign: Campaign, probe_model: ProbeModel) -> None:
+    """Load an in-process model before any sample is timed, as a state of its own on the campaign.
+
+    A model in this process (transformers) is read, converted and moved to its device on first use: that
+    can take minutes. The first job of a campaign marks `model_loading_since`, loads, and records
+    `model_load_seconds` (about 0 when this worker had it loaded already). Samples are timed after it,
+    so loading is never billed to the first task's rollouts. A server's model (openai) is the server's."""
+    if probe_model.backend != ProbeModel.Backend.TRANSFORMERS:
+        return
+    Campaign.objects.filter(pk=campaign.pk, model_loading_since__isnull=True).update(model_loading_since=timezone.now())
+    started = time.perf_counter()
+    backend_for_probe_model(probe_model)
+    Campaign.objects.filter(pk=campaign.pk, model_load_seconds__isnull=True).update(
+        model_load_seconds=time.perf_counter() - started
+    )
 
 
 def _server_state_record(*, campaign: Campaign, errors: list[str]) -> None:

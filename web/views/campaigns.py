@@ -11,6 +11,7 @@ from curation import policy
 from curation.models import Environment
 from releases import selectors as release_selectors
 from releases import traces as trace_exports
+from web.templatetags.display import duration
 from web.views import shared
 
 
@@ -108,14 +109,8 @@ def campaign_detail(request, campaign_id: int):
 
 
 def _duration(seconds: float | None) -> str:
-    """A rough, readable duration: "40 s", "12 min", "3.5 h"; empty for None."""
-    if seconds is None:
-        return ""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    """A rough, readable duration (the `duration` template filter)."""
+    return duration(seconds)
 
 
 @require_POST
