@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from api.views import (
     bulk,
     calibrations,
+    campaigns,
     comments,
     curriculum,
     feedback,
@@ -43,6 +44,7 @@ urlpatterns = [
         releases.ReleaseFile.as_view(),
         name="api_release_file",
     ),
+    path("v1/campaigns/<int:campaign_id>", campaigns.CampaignDetail.as_view(), name="api_campaign_detail"),
     path(
         "v1/campaigns/<int:campaign_id>/traces.<str:file_type>",
         traces.CampaignTraces.as_view(),

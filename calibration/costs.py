@@ -103,23 +103,48 @@ def per_in_band_task(*, probed_authoring_usd: float, probing_usd: float, in_band
 
 @dataclass(frozen=True)
 class History:
-    """What a probe model's stored rollouts say: how many, their mean spend, and the pace of its latest
-    campaign (`seconds_per_rollout`, None when unknown)."""
+    """What a probe model's stored rollouts say, measured on this deployment: how many, their mean spend,
+    the pace of its latest campaign (`seconds_per_rollout`, its model loading left out; None when
+    unknown), and per request its output tokens per second, its mean latency, and how many ran at once
+    (latency over pace)."""
 
     rollouts: int
     mean_cost_usd: Decimal
     seconds_per_rollout: float | None
+    tokens_per_second: float | None = None
+    request_seconds: float | None = None
 
 
 @dataclass(frozen=True)
 class Estimate:
+    """A probe's expected rollouts, cost and time. `measured`: from this model's own rollouts here; else
+    from prices and an assumed speed, with `cost_range` and `seconds_range` (loading included) stated."""
+
     rollouts: int
     cost_usd: float
     seconds: float | None
     basis: str
+    measured: bool = False
+    cost_range: tuple[float, float] | None = None
+    seconds_range: tuple[float, float] | None = None
 
     def as_dict(self) -> dict:
-        return {"rollouts": self.rollouts, "cost_usd": self.cost_usd, "seconds": self.seconds, "basis": self.basis}
+        return {
+            "rollouts": self.rollouts,
+            "cost_usd": self.cost_usd,
+            "seconds": self.seconds,
+            "basis": self.basis,
+            "measured": self.measured,
+            "cost_range": self.cost_range,
+            "seconds_range": self.seconds_range,
+        }
+
+
+# With no rollouts of a model: answers use between an eighth of the budget and all of it, generated
+# between half and four times the assumed speed, and an in-process model may first take up to
+# `load_seconds` to load. How often the range holds the actual figures is not measured yet (docs/calibration.md).
+SHORTEST_SHARE_OF_BUDGET = 8
+SPEED_SPREAD = (0.5, 4.0)
 
 
 def probe_estimate(
@@ -130,13 +155,16 @@ def probe_estimate(
     max_new_tokens: int,
     history: History | None,
     assumed_tokens_per_second: float,
+    load_seconds: float = 0.0,
 ) -> Estimate:
     """What `rollouts` rollouts should cost and take (an upper bound for an adaptive probe, which stops early).
 
-    With `history` (the model has rollouts): its mean spend per rollout, and its latest campaign's
-    pace. Without: every rollout spends its whole `max_new_tokens` budget, at the token prices and,
-    for a model priced by the GPU-hour, at `assumed_tokens_per_second` of device time; the basis
-    says so.
+    With `history` (the model has rollouts here): its mean spend per rollout and its latest campaign's
+    pace, and the basis names the measured speed, latency and concurrency. Without: the point figure is
+    every rollout spending its whole `max_new_tokens` budget at `assumed_tokens_per_second` (token
+    prices, and device time for a model priced by the GPU-hour), and a range around it (answers from an
+    eighth of the budget to all of it, speeds from half to four times the assumed one, plus up to
+    `load_seconds` of loading, which is not billed); the basis says there is no measured speed yet.
     """
     if history is not None and history.rollouts:
         cost = history.mean_cost_usd * rollouts
@@ -144,13 +172,38 @@ def probe_estimate(
         basis = f"the mean of {history.rollouts:,} stored rollouts of {model_name}"
         if seconds is not None:
             basis += ", at the pace of its latest campaign"
-        return Estimate(rollouts=rollouts, cost_usd=float(cost), seconds=seconds, basis=basis)
-    seconds_each = max_new_tokens / assumed_tokens_per_second
-    each = rollout_cost(
-        price=price, device_ms=seconds_each * 1000, input_tokens=ASSUMED_PROMPT_TOKENS, output_tokens=max_new_tokens
+            if history.tokens_per_second and history.request_seconds:
+                at_once = history.request_seconds / history.seconds_per_rollout
+                basis += (
+                    f" (measured on this deployment: {history.tokens_per_second:.0f} output tokens per second per"
+                    f" request, {history.request_seconds:.2f} s per request, about {at_once:.1f} at once)"
+                )
+        return Estimate(rollouts=rollouts, cost_usd=float(cost), seconds=seconds, basis=basis, measured=True)
+
+    def figures(tokens: float, speed: float) -> tuple[float, float]:
+        seconds_each = tokens / speed
+        each = rollout_cost(
+            price=price, device_ms=seconds_each * 1000, input_tokens=ASSUMED_PROMPT_TOKENS, output_tokens=int(tokens)
+        )
+        return float(each * rollouts), seconds_each * rollouts
+
+    cost, seconds = figures(max_new_tokens, assumed_tokens_per_second)
+    low_cost, low_seconds = figures(
+        max(max_new_tokens / SHORTEST_SHARE_OF_BUDGET, 1), assumed_tokens_per_second * SPEED_SPREAD[1]
     )
+    high_cost, high_seconds = figures(max_new_tokens, assumed_tokens_per_second * SPEED_SPREAD[0])
     basis = (
-        f"the prices of {model_name} (no rollouts of it yet), every rollout using its {max_new_tokens}-token "
-        f"budget, generated at an assumed {assumed_tokens_per_second:g} tokens per second"
+        f"no measured speed for {model_name} yet (no rollouts of it): its prices, every rollout using its "
+        f"{max_new_tokens}-token budget, generated at an assumed {assumed_tokens_per_second:g} tokens per second; "
+        f"the range takes answers of an eighth of the budget to all of it at {SPEED_SPREAD[0]:g}× to "
+        f"{SPEED_SPREAD[1]:g}× that speed"
+        + (f", and up to {load_seconds:.0f} s to load the model first (not billed)" if load_seconds else "")
     )
-    return Estimate(rollouts=rollouts, cost_usd=float(each * rollouts), seconds=seconds_each * rollouts, basis=basis)
+    return Estimate(
+        rollouts=rollouts,
+        cost_usd=cost,
+        seconds=seconds,
+        basis=basis,
+        cost_range=(low_cost, high_cost),
+        seconds_range=(low_seconds, high_seconds + load_seconds),
+    )

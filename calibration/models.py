@@ -126,6 +126,10 @@ class Campaign(models.Model):
     # database was away): how many task rounds, and the last time.
     stalled_rounds = models.PositiveIntegerField(default=0)
     last_stall_at = models.DateTimeField(null=True, blank=True)
+    # Loading the model before its first sample (a download, a conversion, weights to the GPU): when
+    # it began and how long it took. A state of its own on the campaign page, never billed to rollouts.
+    model_loading_since = models.DateTimeField(null=True, blank=True)
+    model_load_seconds = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -170,6 +174,8 @@ class Outcome(models.TextChoices):
     # tool past its time limit): the world's outcome, never evidence and never the verifier's error. The
     # detail starts with what failed ("world", "tool", "server").
     WORLD_ERROR = "world_error"
+    # Stored but never scored: its campaign was cancelled first. Not evidence and not billed.
+    DISCARDED = "discarded"
 
 
 class Rollout(models.Model):

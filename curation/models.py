@@ -1,7 +1,5 @@
 """Records of what authors write: environments, tasks and their immutable versions."""
 
-from decimal import Decimal
-
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -199,7 +197,8 @@ class TaskVersion(models.Model):
     tools = models.JSONField(default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     domain = models.CharField(max_length=40)
-    authoring_cost_usd = models.DecimalField(max_digits=10, decimal_places=2, default=Decimal("0"))
+    # Null: the author did not give one (shown as "not given", counted as no dollars in sums).
+    authoring_cost_usd = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
     # The author's declared difficulty (the task format's `difficulty`; higher: harder), or None. Side
     # information: only its order within the environment is used (calibration's tables per stratum).
     declared_difficulty = models.FloatField(null=True, blank=True)
@@ -241,6 +240,9 @@ class StatusChange(models.Model):
     changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True)
     reason = models.TextField(blank=True)
     changed_at = models.DateTimeField(auto_now_add=True)
+    # The training step of the trainer feedback that made this change (retired or revived by feedback),
+    # so a curriculum draw for an earlier step can be replayed with the pool as it was; null otherwise.
+    at_step = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["changed_at", "id"]

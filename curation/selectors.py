@@ -15,7 +15,7 @@ from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from curation import policy
-from curation.models import Comment, Environment, Review, Task, TaskVersion
+from curation.models import Comment, Environment, Review, Task, TaskStatus, TaskVersion
 from engine.episodes import plugins
 from engine.verifiers.registry import all_kinds, kind_named
 
@@ -169,3 +169,23 @@ def plugin_task_seeds(*, environment: str) -> dict[int, list[str]]:
         if isinstance(seed, int) and not isinstance(seed, bool):
             seeds.setdefault(seed, []).append(key)
     return seeds
+
+
+def tasks_submittable(*, tasks, user: AbstractBaseUser):
+    """Of `tasks`, those `user` could submit for review now (the rule tasks_submit_bulk applies): their
+    own (staff: any), in a status that may move to submitted, whose current version did not fail its audit."""
+    from curation.services import ALLOWED_TRANSITIONS
+
+    statuses = [status for status, targets in ALLOWED_TRANSITIONS.items() if TaskStatus.SUBMITTED in targets]
+    submittable = tasks.filter(status__in=statuses).exclude(current_version__audit_passed=False)
+    return submittable if user.is_staff else submittable.filter(owner=user)
+
+
+GAMEABLE = "gameable"
+
+
+def gameable_q(*, version: str = "current_version") -> Q:
+    """Task versions (at the path `version`; "" for TaskVersion itself) whose verifier the gameability
+    audit found a degenerate answer for, with no reviewer override: one rule for every list and filter."""
+    prefix = f"{version}__" if version else ""
+    return Q(**{f"{prefix}gameable": True, f"{prefix}gameable_override_at__isnull": True})

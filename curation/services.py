@@ -260,8 +260,11 @@ ALLOWED_TRANSITIONS: dict[str, set[str]] = {
 
 
 @transaction.atomic
-def task_transition(*, task: Task, to_status: str, by: AbstractBaseUser | None, reason: str = "") -> Task:
-    """Move a task to another status, if the lifecycle allows it, and record who did it and why."""
+def task_transition(
+    *, task: Task, to_status: str, by: AbstractBaseUser | None, reason: str = "", at_step: int | None = None
+) -> Task:
+    """Move a task to another status, if the lifecycle allows it, and record who did it and why
+    (`at_step`: the training step of the trainer feedback that moved it, if feedback did)."""
     task = Task.objects.select_for_update(of=("self",)).select_related("current_version").get(pk=task.pk)
     if to_status not in ALLOWED_TRANSITIONS.get(task.status, set()):
         raise CurationError(f"A task in status '{task.status}' cannot move to '{to_status}'.")
@@ -271,7 +274,9 @@ def task_transition(*, task: Task, to_status: str, by: AbstractBaseUser | None, 
         )
     if to_status in {TaskStatus.REJECTED, TaskStatus.CHANGES_REQUESTED} and not reason.strip():
         raise CurationError("Say why: a comment is required to reject a task or request changes.")
-    StatusChange.objects.create(task=task, from_status=task.status, to_status=to_status, changed_by=by, reason=reason)
+    StatusChange.objects.create(
+        task=task, from_status=task.status, to_status=to_status, changed_by=by, reason=reason, at_step=at_step
+    )
     audit_record(
         actor=by,
         action=STATUS_ACTIONS.get(to_status, to_status),

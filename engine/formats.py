@@ -55,8 +55,8 @@ def calibration_of(record: dict) -> dict | None:
 
 
 def _cost_text(value: Any) -> str:
-    # Decimal dollars stay exact as text; the import format accepts a string.
-    return "0" if value is None else str(value)
+    # Decimal dollars stay exact as text; the import format accepts a string ("" when not given).
+    return "" if value is None else str(value)
 
 
 # What native rows add to the import format; the importer refuses unknown fields, so drop these to re-import.

@@ -66,7 +66,7 @@ class TaskDraft:
     domain: str
     metadata: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] = field(default_factory=list)
-    authoring_cost_usd: Decimal = Decimal("0")
+    authoring_cost_usd: Decimal | None = None  # None: the author did not say
     difficulty: float | None = None
 
     @property
@@ -172,7 +172,7 @@ def validate_task_object(
         domain=domain.strip(),
         metadata=metadata,
         tools=tools,
-        authoring_cost_usd=cost.quantize(Decimal("0.01")),
+        authoring_cost_usd=None if cost is None else cost.quantize(Decimal("0.01")),
         difficulty=difficulty,
     )
     return draft, []
@@ -276,8 +276,11 @@ def _tools_offered(tools: list[dict], *, offered: tuple[str, ...], world: str, f
             )
 
 
-def _authoring_cost(obj: dict, problem: Problem) -> Decimal:
-    cost_value = obj.get("authoring_cost_usd", 0)
+def _authoring_cost(obj: dict, problem: Problem) -> Decimal | None:
+    """The task's authoring cost in dollars; None when the field is absent, null or empty (not given)."""
+    cost_value = obj.get("authoring_cost_usd")
+    if cost_value is None or (isinstance(cost_value, str) and not cost_value.strip()):
+        return None
     if isinstance(cost_value, bool) or not isinstance(cost_value, (int, float, str)):
         problem("authoring_cost_usd", f"must be a number, got {type(cost_value).__name__}")
         return Decimal("0")

@@ -362,6 +362,9 @@ PASSBAND_METRICS_TOKEN = os.environ.get("PASSBAND_METRICS_TOKEN", "")
 # Generation speed assumed for a probe model with no rollouts yet, to estimate a probe's time and, for
 # a model priced by the GPU-hour, its cost (calibration/costs.py). Output tokens per second.
 PASSBAND_ESTIMATE_TOKENS_PER_SECOND = float(os.environ.get("PASSBAND_ESTIMATE_TOKENS_PER_SECOND", "50"))
+# The longest an in-process model may take to load (read, convert, to its device) before its first
+# sample, in the range a first probe's estimate states.
+PASSBAND_ESTIMATE_LOAD_SECONDS = float(os.environ.get("PASSBAND_ESTIMATE_LOAD_SECONDS", "600"))
 
 # Where converted model weights are cached (see engine/backends).
 PASSBAND_MODEL_CACHE = os.environ.get("PASSBAND_MODEL_CACHE", "")

@@ -2,15 +2,21 @@
 
     <folder>/README.md              dataset card: YAML metadata (configs, license, tags, size) and the
                                     calibration story (probe model, thresholds, counts per band)
-    <folder>/<format>/train.parquet one config per trainer format (native, trl, verifiers, nemo_gym)
+    <folder>/<format>/train-<sha>.parquet  one config per trainer format (native, trl, verifiers,
+                                    nemo_gym); <sha>: the first 16 hex digits of the file's sha256
     <folder>/manifest.json          the release's manifest (filter, thresholds, files and their sha256)
 
-`datasets.load_dataset(folder, "<format>")` reads the card's `configs` and loads that format's file;
+`datasets.load_dataset(folder, "<format>")` reads the card's `configs` and loads that format's file.
+`datasets` keys its cache by the folder's name and the data files' paths as the card writes them, not
+by their content: with a plain `train.parquet`, two folders named alike (release-1-hub from two
+databases, or a rebuilt release) would share one cache entry and the second would load the first's
+rows. The content digest in each file name makes the entry the release's own.
 `hf upload ORG/NAME <folder> . --repo-type dataset` pushes it (a token and the network: not done here).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -47,6 +53,7 @@ def release_hub_folder(*, release: Release, folder: Path, license: str = "other"
     manifest = release.manifest or {}
     if not manifest.get("tasks"):
         raise ReleaseError(f"Release {release.pk} holds no task: the Hub's loader refuses a split without rows.")
+    data_files: dict[str, str] = {}
     with new_folder(folder, what="dataset") as staging:
         for format in formats.FORMATS:
             stored = release_file_name(release=release, format=format, file_type="parquet")
@@ -54,16 +61,27 @@ def release_hub_folder(*, release: Release, folder: Path, license: str = "other"
             try:
                 # From the storage: this machine's disk, or a copy of the object store's file.
                 with files.stored_file_local(stored) as source:
-                    shutil.copyfile(source, staging / format / f"{SPLIT}.parquet")
+                    digest = _sha256(Path(source))
+                    data_files[format] = f"{format}/{SPLIT}-{digest[:16]}.parquet"
+                    shutil.copyfile(source, staging / data_files[format])
             except FileNotFoundError:
                 raise ReleaseError(f"Release {release.pk} has no file {format}.parquet in storage.") from None
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        (staging / "README.md").write_text(dataset_card(release=release, license=license))
+        (staging / "README.md").write_text(dataset_card(release=release, license=license, data_files=data_files))
     return Path(folder)
 
 
-def dataset_card(*, release: Release, license: str) -> str:
-    """The README.md of the Hub folder: YAML metadata the Hub and `datasets` read, then the story."""
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def dataset_card(*, release: Release, license: str, data_files: dict[str, str]) -> str:
+    """The README.md of the Hub folder: YAML metadata the Hub and `datasets` read, then the story.
+    `data_files`: each format's parquet path in the folder."""
     manifest = release.manifest
     tasks = int(manifest["tasks"])
     metadata = {
@@ -76,7 +94,7 @@ def dataset_card(*, release: Release, license: str) -> str:
         "configs": [
             {
                 "config_name": format,
-                "data_files": [{"split": SPLIT, "path": f"{format}/{SPLIT}.parquet"}],
+                "data_files": [{"split": SPLIT, "path": data_files[format]}],
                 **({"default": True} if format == "native" else {}),
             }
             for format in formats.FORMATS

@@ -7,6 +7,8 @@ each record into a trainer's format.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import tempfile
 import uuid
@@ -422,6 +424,11 @@ def _release_manifest(*, release: Release, files: dict[str, dict]) -> dict:
         "created_by": release.created_by.get_username(),
         "created_at": release.created_at.isoformat(),
         "files": files,
+        # The release's own digest: the sha256 of its files' names and digests (canonical JSON), so one
+        # line (the audit log's, the manifest's) names exactly these files.
+        "sha256": hashlib.sha256(
+            json.dumps({name: entry["sha256"] for name, entry in files.items()}, sort_keys=True).encode()
+        ).hexdigest(),
         # Warnings from pinning (tasks with too few attempts for their band) come first.
         "warnings": list((release.manifest or {}).get("warnings", [])),
     }

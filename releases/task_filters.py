@@ -21,13 +21,14 @@ from django.utils.dateparse import parse_datetime
 from accounts.errors import ServiceError
 from calibration import selectors as calibration_selectors
 from calibration.models import Band, Diagnosis, ProbeModel
+from curation import selectors as curation_selectors
 from curation.models import Environment, Task, TaskStatus, TaskVersion
 from engine import stats
 from similarity import selectors as similarity_selectors
 from similarity.models import SimilarityFlag
 
 AUDIT_FAILED = "audit_failed"
-FLAGS = (*(flag.value for flag in stats.Flag), AUDIT_FAILED)
+FLAGS = (*(flag.value for flag in stats.Flag), AUDIT_FAILED, curation_selectors.GAMEABLE)
 # The query parameters a filter reads; everything else in a query string is left to the caller.
 PARAMS = (
     "environment",
@@ -257,6 +258,8 @@ def versions_matching(versions: QuerySet[TaskVersion], *, task_filter: TaskFilte
         versions = versions.filter(calibration__diagnosis=f.diagnosis)
     if f.flag == AUDIT_FAILED:
         versions = versions.filter(audit_passed=False)
+    elif f.flag == curation_selectors.GAMEABLE:
+        versions = versions.filter(curation_selectors.gameable_q(version=""))
     elif f.flag:
         flags_text = Cast("calibration__flags", TextField())
         versions = versions.annotate(flags_text=flags_text).filter(flags_text__contains=f'"{f.flag}"')

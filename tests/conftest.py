@@ -2,11 +2,15 @@
 environments."""
 
 import os
+import tempfile
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# 🤗 datasets' cache of this run only (the workers the suite starts inherit it): what an earlier run or
+# another checkout left in the machine's shared cache must never answer a test.
+os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="passband-test-datasets-")
 
 
 @pytest.fixture(autouse=True, scope="session")

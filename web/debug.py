@@ -40,8 +40,8 @@ class LoopbackExceptionReporter(debug.ExceptionReporter):
 
 
 class LoopbackDebugPagesMiddleware:
-    """Under DEBUG, a 404 page for a client that is not on loopback is the plain one, not Django's
-    technical page listing every URL pattern."""
+    """Under DEBUG, a 404 page for anyone but staff on loopback is the site's own (templates/404.html),
+    not Django's technical page listing every URL pattern."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -52,7 +52,7 @@ class LoopbackDebugPagesMiddleware:
             settings.DEBUG
             and response.status_code == 404
             and response.get("Content-Type", "").startswith("text/html")
-            and not is_loopback(request)
+            and not (is_loopback(request) and getattr(getattr(request, "user", None), "is_staff", False))
         ):
             return defaults.page_not_found(request, Http404())
         return response

@@ -107,6 +107,7 @@ urlpatterns = [
         dashboard_views.operating_characteristic_data,
         name="operating_characteristic_data",
     ),
+    path("campaigns/", campaign_views.campaign_list, name="campaign_list"),
     path("campaigns/<int:campaign_id>/", campaign_views.campaign_detail, name="campaign_detail"),
     path("campaigns/<int:campaign_id>/traces.<str:file_type>", campaign_views.campaign_traces, name="campaign_traces"),
     path(

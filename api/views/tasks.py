@@ -46,7 +46,12 @@ class TaskSerializer(serializers.Serializer):
     verifier = serializers.JSONField(source="current_version.verifier")
     metadata = serializers.JSONField(source="current_version.metadata")
     authoring_cost_usd = serializers.DecimalField(
-        source="current_version.authoring_cost_usd", max_digits=10, decimal_places=2, coerce_to_string=False
+        source="current_version.authoring_cost_usd",
+        max_digits=10,
+        decimal_places=2,
+        coerce_to_string=False,
+        allow_null=True,
+        help_text="Null: the author did not give one.",
     )
     difficulty = serializers.FloatField(
         source="current_version.declared_difficulty",

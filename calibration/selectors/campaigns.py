@@ -8,7 +8,6 @@ from django.conf import settings
 from django.db.models import (
     Count,
     Max,
-    Min,
     Q,
     QuerySet,
     Sum,
@@ -33,7 +32,11 @@ NOT_PROBED = "not probed"
 
 
 def campaign_progress(*, campaign: Campaign) -> dict:
-    """Items done, rollouts stored and verdicts so far, for progress bars and the CLI."""
+    """Items done, rollouts stored and verdicts so far, cost, and the measured rate: one count-and-cost
+    query that the campaign page, the trajectory viewer's campaign filter, the CLI and the API all show.
+
+    `rollouts_per_minute` and `eta_seconds` are None ("unknown") until the window holds two stores
+    (_campaign_rate); a cancelled campaign's unscored rollouts count as `discarded`, at no cost."""
     items = CampaignItem.objects.filter(campaign=campaign).aggregate(
         total=Count("id"), done=Count("id", filter=Q(done=True))
     )
@@ -45,6 +48,7 @@ def campaign_progress(*, campaign: Campaign) -> dict:
         generation_errors=Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
         world_errors=Count("id", filter=Q(outcome=Outcome.WORLD_ERROR)),
         unverified=Count("id", filter=Q(outcome__isnull=True)),
+        discarded=Count("id", filter=Q(outcome=Outcome.DISCARDED)),
         truncated=Count("id", filter=Q(truncated=True)),
         prompts_too_long=Count("id", filter=Q(outcome=Outcome.PROMPT_TOO_LONG)),
         text_only=Count("id", filter=Q(capture="text_only")),
@@ -58,6 +62,7 @@ def campaign_progress(*, campaign: Campaign) -> dict:
     rate, eta = _campaign_rate(campaign=campaign, to_do=0 if cancelled else open_items)
     return {
         "rollouts_per_minute": rate,
+        "rate_window_minutes": int(RATE_WINDOW.total_seconds() // 60),
         "eta_seconds": eta,
         "items_total": items["total"],
         "items_done": items["done"],
@@ -101,22 +106,31 @@ def truncation_by_model(*, task_version) -> dict[int, dict]:
     }
 
 
-RATE_WINDOW = timedelta(minutes=5)
+RATE_WINDOW = timedelta(minutes=10)
 
 
 def _campaign_rate(*, campaign: Campaign, to_do: int) -> tuple[float | None, float | None]:
-    """Rollouts per minute over the last five minutes (or since the first rollout, if later), and
-    the seconds left at that rate for the open items' remaining rollouts (adaptive: up to the cap)."""
-    if campaign.status not in (Campaign.Status.RUNNING, Campaign.Status.PAUSED):
+    """Rollouts per minute as measured from what was stored, and the seconds left at that rate for
+    the open items' remaining rollouts (adaptive: up to the cap); None for either when unknown.
+
+    A job stores its rollouts at one instant, so one store says nothing about speed: the rate is the
+    rollouts stored after the window's first store (last RATE_WINDOW) over the time from that store to
+    now. Fewer than two stores in the window (the start, a stall, a model still loading): unknown."""
+    if campaign.status != Campaign.Status.RUNNING:
         return None, None
     now = timezone.now()
-    recent = Rollout.objects.filter(campaign=campaign, created_at__gte=now - RATE_WINDOW).aggregate(
-        count=Count("id"), first=Min("created_at")
+    stores = list(
+        Rollout.objects.filter(campaign=campaign, created_at__gte=now - RATE_WINDOW)
+        .values("created_at")
+        .annotate(count=Count("id"))
+        .order_by("created_at")
     )
-    if not recent["count"]:
-        return 0.0, None
-    minutes = max((now - recent["first"]).total_seconds(), 1.0) / 60
-    rate = recent["count"] / minutes
+    if len(stores) < 2:
+        return None, None
+    seconds = (now - stores[0]["created_at"]).total_seconds()
+    if seconds <= 0:
+        return None, None
+    rate = sum(store["count"] for store in stores[1:]) / (seconds / 60)
     open_versions = CampaignItem.objects.filter(campaign=campaign, done=False).values("task_version")
     stored_open = Rollout.objects.filter(campaign=campaign, task_version__in=open_versions).count()
     remaining = max(to_do * campaign.max_rollouts - stored_open, 0)
@@ -166,14 +180,24 @@ def campaign_band_table(*, campaign: Campaign) -> list[tuple[str, int]]:
     return sorted(tally.items())
 
 
-def rollouts_for_viewer(*, task_versions, outcome: str = "", search: str = "", probe_model: ProbeModel | None = None):
-    """Rollouts of the given task versions for the trajectory viewer, grouped by task then sample.
+def rollouts_for_viewer(
+    *,
+    task_versions,
+    outcome: str = "",
+    search: str = "",
+    probe_model: ProbeModel | None = None,
+    campaign: Campaign | None = None,
+):
+    """Rollouts for the trajectory viewer, grouped by task then sample: of the given task versions, or
+    with `campaign` every rollout of that campaign (the counts its page shows).
 
     `outcome` is a verdict or "unverified"; `search` matches the rollout text or the verifier detail.
     """
-    rollouts = Rollout.objects.filter(task_version__in=task_versions).select_related(
-        "task_version__task__environment", "probe_model"
-    )
+    if campaign is not None:
+        rollouts = Rollout.objects.filter(campaign=campaign)
+    else:
+        rollouts = Rollout.objects.filter(task_version__in=task_versions)
+    rollouts = rollouts.select_related("task_version__task__environment", "probe_model")
     if probe_model is not None:
         rollouts = rollouts.filter(probe_model=probe_model)
     if outcome == "unverified":

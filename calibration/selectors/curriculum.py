@@ -16,7 +16,7 @@ from django.db.models import Sum
 
 from calibration.models import Calibration, FeedbackReport, ProbeModel
 from calibration.services.calibrations import thresholds_for
-from curation.models import Environment, Task, TaskStatus
+from curation.models import Environment, StatusChange, Task, TaskStatus
 from curation.policy import PUBLISHED, tasks_visible_to
 from engine import stats
 
@@ -52,20 +52,22 @@ def curriculum_next(
 ) -> Curriculum:
     """Draw `count` of the environment's published tasks `user` may see, for the checkpoint at `step`.
 
-    Each task's pass rate under that checkpoint: trainer feedback for checkpoints at or before
-    `step` (all of it when None), older checkpoints discounted by PASSBAND_FEEDBACK_DISCOUNT per
-    checkpoint, with the calibration under `probe_model` (if given) as the oldest evidence. A task
-    that feedback retired is no longer published, so it leaves the pool. The forecast fits a line
-    to the in-band count at the last FORECAST_CHECKPOINTS reported checkpoints (retired tasks
-    counted by their estimate then, so that retiring a task shrinks the pool) and extrapolates it
-    to zero.
+    Each task's pass rate under that checkpoint: trainer feedback for checkpoints before `step` (all
+    of it when None; the feedback reported at `step` itself came after its draw), older checkpoints
+    discounted by PASSBAND_FEEDBACK_DISCOUNT per checkpoint, with the calibration under `probe_model`
+    (if given) as the oldest evidence. A task that feedback retired leaves the pool from the step after
+    the feedback that retired it (and comes back the same way), so the same seed and step draw the same
+    tasks whatever feedback came later. The forecast fits a line to the in-band count at the last
+    FORECAST_CHECKPOINTS reported checkpoints (retired tasks counted by their estimate then, so that
+    retiring a task shrinks the pool) and extrapolates it to zero.
     """
     visible = list(
         tasks_visible_to(user)
         .filter(environment=environment, status__in=[*PUBLISHED, TaskStatus.RETIRED], current_version__isnull=False)
         .select_related("environment", "current_version")
     )
-    tasks = [task for task in visible if task.status in PUBLISHED]
+    changes = _feedback_changes(visible)
+    tasks = [task for task in visible if _in_pool(task, step=step, changes=changes)]
     version_ids = [task.current_version_id for task in visible]
     probes: dict[int, tuple[int, int]] = {}
     if probe_model is not None:
@@ -77,7 +79,8 @@ def curriculum_next(
         }
     reports = FeedbackReport.objects.filter(task_version_id__in=version_ids)
     if step is not None:
-        reports = reports.filter(checkpoint_step__lte=step)
+        # The draw for a step comes before that step's own feedback: replaying it ignores what came after.
+        reports = reports.filter(checkpoint_step__lt=step)
     by_step: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # version: (step, passes, attempts)
     for row in (
         reports.values("task_version", "checkpoint_step")
@@ -134,3 +137,29 @@ def curriculum_next(
         in_band_history=history,
         forecast=stats.pool_forecast(history),
     )
+
+
+def _feedback_changes(tasks: list[Task]) -> dict[int, list[tuple[int, str, str]]]:
+    """Per task: (step, from status, to status) of the status changes trainer feedback made, by step."""
+    changes: dict[int, list[tuple[int, str, str]]] = defaultdict(list)
+    for task_id, at_step, from_status, to_status in (
+        StatusChange.objects.filter(task__in=[task.pk for task in tasks], at_step__isnull=False)
+        .order_by("at_step", "changed_at", "id")
+        .values_list("task_id", "at_step", "from_status", "to_status")
+    ):
+        changes[task_id].append((at_step, from_status, to_status))
+    return changes
+
+
+def _in_pool(task: Task, *, step: int | None, changes: dict[int, list[tuple[int, str, str]]]) -> bool:
+    """Whether `task` was published when the draw for `step` was made: its status after the feedback
+    changes of earlier steps (before any, the status the first one found); today's without `step`."""
+    if step is None:
+        return task.status in PUBLISHED
+    own = changes.get(task.pk, [])
+    earlier = [change for change in own if change[0] < step]
+    if earlier:
+        return earlier[-1][2] in PUBLISHED
+    if own:
+        return own[0][1] in PUBLISHED
+    return task.status in PUBLISHED

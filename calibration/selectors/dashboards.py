@@ -16,7 +16,6 @@ from django.db.models import (
     OuterRef,
     Q,
     Subquery,
-    Sum,
     Value,
 )
 from django.db.models.functions import (
@@ -36,6 +35,7 @@ from calibration.models import (
     ProbeModel,
     Rollout,
 )
+from calibration.selectors.costs import cost_summary
 from calibration.services import side_information
 from calibration.services.calibrations import (
     environment_learning,
@@ -74,9 +74,10 @@ def pass_rate_histogram(*, environment: Environment | None, probe_model: ProbeMo
     for row in rows:
         counts = series.setdefault(row["band"], [0] * HISTOGRAM_BINS)
         counts[int(row["bin"])] += row["count"]
-    totals = calibrations.aggregate(
-        tasks=Count("id"), cost=Sum("cost_usd"), in_band=Count("id", filter=Q(band="in_band"))
-    )
+    totals = calibrations.aggregate(tasks=Count("id"), in_band=Count("id", filter=Q(band="in_band")))
+    # The spend card's own figure (selectors/costs.py): every rollout of these tasks, so the header and
+    # the card on one page never disagree (a calibration's cost lags its campaign's latest rollouts).
+    spend = cost_summary(environment=environment, probe_model=probe_model)
     return {
         "bin_width": 1 / HISTOGRAM_BINS,
         "bin_starts": [index / HISTOGRAM_BINS for index in range(HISTOGRAM_BINS)],
@@ -85,7 +86,7 @@ def pass_rate_histogram(*, environment: Environment | None, probe_model: ProbeMo
         "retire_at": environment.retire_at if environment else None,
         "tasks": totals["tasks"],
         "in_band": totals["in_band"],
-        "cost_usd": float(totals["cost"] or 0),
+        "cost_usd": sum(row["probing_usd"] for row in spend["environments"]),
     }
 
 
@@ -294,15 +295,19 @@ def verifier_latency(*, environment: Environment | None, probe_model: ProbeModel
 def campaigns_progress(
     *, environment: Environment | None, probe_model: ProbeModel | None, limit: int = 12
 ) -> list[dict]:
-    """The most recent campaigns with items done / to do / dropped: one GROUP BY over their items.
-
-    A cancelled campaign has nothing to do: its unfinished items count as `items_dropped`."""
+    """The most recent campaigns with items done / to do / dropped (campaigns_progress_of)."""
     campaigns = Campaign.objects.select_related("environment", "probe_model")
     if environment is not None:
         campaigns = campaigns.filter(environment=environment)
     if probe_model is not None:
         campaigns = campaigns.filter(probe_model=probe_model)
-    campaigns = list(campaigns.order_by("-created_at")[:limit])
+    return campaigns_progress_of(campaigns=list(campaigns.order_by("-created_at")[:limit]))
+
+
+def campaigns_progress_of(*, campaigns: list[Campaign]) -> list[dict]:
+    """These campaigns with items done / to do / dropped: one GROUP BY over their items.
+
+    A cancelled campaign has nothing to do: its unfinished items count as `items_dropped`."""
     counts = {
         row["campaign"]: row
         for row in CampaignItem.objects.filter(campaign__in=[campaign.pk for campaign in campaigns])
@@ -384,7 +389,8 @@ def operating_characteristic(*, environment: Environment) -> dict:
         "zones": {"floor": list(thresholds.floor_zone), "retire": list(thresholds.retire_zone)},
         "pass_rates": curve.pass_rates,
         "labels": curve.label_probabilities,
-        "wrong": curve.wrong,
+        # A wrong band, decided: the engine's `wrong` also counts an undecided task (no band), drawn apart.
+        "wrong": _decided_wrong(curve),
         "expected_rollouts": curve.expected_attempts,
         # The table learned from the environment's own probes (docs/prediction.md), when its
         # latest campaign's probe model has one: what the rule becomes there.
@@ -400,8 +406,19 @@ def operating_characteristic(*, environment: Environment) -> dict:
     }
 
 
+def _decided_wrong(curve: stats.OperatingCharacteristicCurve) -> list[float]:
+    """Per pass rate, the chance of a band the zones do not accept: the curve's `wrong` less its undecided
+    (borderline) label, which is no band at all and is drawn as its own line."""
+    undecided = curve.label_probabilities["borderline"]
+    return [max(wrong - none, 0.0) for wrong, none in zip(curve.wrong, undecided, strict=True)]
+
+
 def _curve_series(curve: stats.OperatingCharacteristicCurve) -> dict:
-    return {"labels": curve.label_probabilities, "wrong": curve.wrong, "expected_rollouts": curve.expected_attempts}
+    return {
+        "labels": curve.label_probabilities,
+        "wrong": _decided_wrong(curve),
+        "expected_rollouts": curve.expected_attempts,
+    }
 
 
 def _reprofile_prior(

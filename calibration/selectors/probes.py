@@ -8,10 +8,10 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Avg, Count, Max
+from django.db.models import Avg, Count, Max, Sum
 
 from calibration import costs
-from calibration.models import Campaign, ProbeModel, Rollout
+from calibration.models import Campaign, Outcome, ProbeModel, Rollout
 from calibration.selectors.tasks import tasks_with_calibration
 from curation.models import Environment, Task, TaskStatus
 
@@ -59,13 +59,21 @@ def probe_task_versions(
 def probe_estimate(*, probe_model: ProbeModel, tasks: int, rollouts: int, max_new_tokens: int) -> dict:
     """What a probe of `tasks` tasks with `rollouts` each should cost and take (costs.probe_estimate):
     from this model's stored rollouts and the pace of its latest campaign, or from its prices."""
-    history = Rollout.objects.filter(probe_model=probe_model).aggregate(rollouts=Count("id"), cost=Avg("cost_usd"))
+    billed = Rollout.objects.filter(probe_model=probe_model).exclude(outcome=Outcome.DISCARDED)
+    history = billed.aggregate(rollouts=Count("id"), cost=Avg("cost_usd"))
+    requests = billed.exclude(outcome=Outcome.GENERATION_ERROR).aggregate(
+        tokens=Sum("output_tokens"), ms=Sum("generation_ms"), mean_ms=Avg("generation_ms")
+    )
     known = None
     if history["rollouts"]:
         known = costs.History(
             rollouts=history["rollouts"],
             mean_cost_usd=Decimal(history["cost"] or 0),
             seconds_per_rollout=_seconds_per_rollout(probe_model),
+            tokens_per_second=1000 * requests["tokens"] / requests["ms"]
+            if requests["tokens"] and requests["ms"]
+            else None,
+            request_seconds=requests["mean_ms"] / 1000 if requests["mean_ms"] else None,
         )
     return costs.probe_estimate(
         model_name=probe_model.name,
@@ -74,6 +82,9 @@ def probe_estimate(*, probe_model: ProbeModel, tasks: int, rollouts: int, max_ne
         max_new_tokens=max_new_tokens,
         history=known,
         assumed_tokens_per_second=settings.PASSBAND_ESTIMATE_TOKENS_PER_SECOND,
+        load_seconds=settings.PASSBAND_ESTIMATE_LOAD_SECONDS
+        if probe_model.backend == ProbeModel.Backend.TRANSFORMERS
+        else 0,
     ).as_dict()
 
 
@@ -88,7 +99,8 @@ def _seconds_per_rollout(probe_model: ProbeModel) -> float | None:
         n=Count("id"), stored=Max("created_at"), verified=Max("verified_at")
     )
     last = max(moment for moment in (span["stored"], span["verified"]) if moment is not None)
-    elapsed = (last - latest.created_at).total_seconds()
+    # Loading the model was a state of its own: not the pace of sampling.
+    elapsed = (last - latest.created_at).total_seconds() - (latest.model_load_seconds or 0)
     return elapsed / span["n"] if span["n"] and elapsed > 0 else None
 
 

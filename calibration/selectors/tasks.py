@@ -24,12 +24,14 @@ from django.db.models.functions import Cast
 from calibration.models import (
     Band,
     Calibration,
+    Campaign,
     Diagnosis,
     ProbeModel,
 )
 from curation import assignments, double_review
 from curation.models import Environment, Task, TaskStatus
 from curation.policy import tasks_visible_to
+from curation.selectors import GAMEABLE, gameable_q
 from engine import stats
 
 SORTS = {
@@ -96,7 +98,7 @@ def tasks_with_calibration(
 ) -> QuerySet[Task]:
     """Tasks annotated with the current version's calibration under one probe model.
 
-    `flag` is a calibration flag (verifier_trouble, zero_variance) or audit_failed; `diagnosis` a too_hard
+    `flag` is a calibration flag (verifier_trouble, zero_variance), audit_failed or gameable; `diagnosis` a too_hard
     diagnosis (suspect_verifier, truncated, hard), which only too_hard calibrations have.
     """
     tasks = tasks_visible_to(user).select_related("environment", "current_version", "owner")
@@ -128,7 +130,9 @@ def tasks_with_calibration(
         tasks = tasks.filter(band=band)
     if diagnosis:
         tasks = tasks.filter(diagnosis=diagnosis)
-    if flag and flag != "audit_failed":
+    if flag == GAMEABLE:
+        tasks = tasks.filter(gameable_q())
+    elif flag and flag != "audit_failed":
         flagged = calibrations_flagged(flag).filter(task_version=OuterRef("current_version"))
         if probe_model is not None:
             flagged = flagged.filter(probe_model=probe_model)
@@ -137,7 +141,8 @@ def tasks_with_calibration(
 
 
 def environments_overview(*, user: AbstractBaseUser) -> list[dict]:
-    """Each environment with its task count and tasks per band (current versions, any model)."""
+    """Each environment with its task count, tasks per band (current versions, any model) and its
+    running or paused campaigns (`probing`: a list of campaigns, latest first)."""
     environments = Environment.objects.annotate(task_count=Count("tasks", distinct=True))
     band_rows = (
         Calibration.objects.filter(task_version__task__current_version=F("task_version"))
@@ -147,7 +152,15 @@ def environments_overview(*, user: AbstractBaseUser) -> list[dict]:
     bands: dict[int, dict[str, int]] = {}
     for row in band_rows:
         bands.setdefault(row["task_version__task__environment"], {})[row["band"]] = row["count"]
-    return [{"environment": environment, "bands": bands.get(environment.pk, {})} for environment in environments]
+    probing: dict[int, list[Campaign]] = {}
+    for campaign in Campaign.objects.filter(
+        status__in=[Campaign.Status.RUNNING, Campaign.Status.PAUSED]
+    ).select_related("probe_model"):
+        probing.setdefault(campaign.environment_id, []).append(campaign)
+    return [
+        {"environment": environment, "bands": bands.get(environment.pk, {}), "probing": probing.get(environment.pk, [])}
+        for environment in environments
+    ]
 
 
 def too_hard_by_diagnosis(
@@ -221,7 +234,9 @@ def review_queue(
             output_field=IntegerField(),
         )
     )
-    if flag:
+    if flag == GAMEABLE:
+        tasks = tasks.filter(gameable_q())
+    elif flag:
         index = [name for name, _ in PRIORITIES].index(flag) if flag in FLAGS else None
         tasks = tasks.filter(priority=index) if index is not None else tasks.none()
     tasks = double_review.queue_without_pending(assignments.queue_without_others_claims(tasks, reviewer=user))

@@ -13,7 +13,7 @@ import secrets
 from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
@@ -22,8 +22,10 @@ from calibration.errors import CalibrationError
 from calibration.models import (
     Campaign,
     CampaignItem,
+    Outcome,
     ProbeModel,
     Reprofile,
+    Rollout,
 )
 from calibration.services.leases import stalled_items_claim
 from curation.models import Environment, Task, TaskStatus, TaskVersion
@@ -176,6 +178,23 @@ def _window_fill(campaign: Campaign) -> int:
     return len(version_ids)
 
 
+def campaign_accepts_rollouts(*, campaign_id: int) -> bool:
+    """Inside the transaction that stores a job's rollouts: True while the campaign is running or paused.
+
+    On PostgreSQL the campaign row is read FOR SHARE, so a cancel (an UPDATE of that row) waits for the
+    insert to commit, and the insert waits for a cancel that came first and then sees it: no rollout is
+    stored after its campaign's cancel has discarded the unscored ones (campaign_set_status)."""
+    accepting = [Campaign.Status.RUNNING, Campaign.Status.PAUSED]
+    if connection.vendor != "postgresql":  # SQLite: one writer at a time already orders the two
+        return Campaign.objects.filter(pk=campaign_id, status__in=accepting).exists()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 1 FROM {Campaign._meta.db_table} WHERE id = %s AND status IN (%s, %s) FOR SHARE",
+            [campaign_id, *accepting],
+        )
+        return cursor.fetchone() is not None
+
+
 def campaign_is_running(*, campaign_id: int) -> bool:
     """One primary-key lookup: what a worker asks before it takes on a job of the campaign."""
     return Campaign.objects.filter(pk=campaign_id, status=Campaign.Status.RUNNING).exists()
@@ -257,7 +276,9 @@ def reprofiles_continue_enqueue(*, reprofile_ids: list[int]) -> None:
 
 def campaign_set_status(*, campaign: Campaign, status: str) -> Campaign:
     """Pause, resume or cancel a campaign. Resuming queues the unfinished items again (their jobs
-    were discarded while the campaign was not running)."""
+    were discarded while the campaign was not running). Cancelling discards the rollouts stored but
+    not yet scored (outcome `discarded`, cost 0): after it every rollout of the campaign is scored or
+    discarded, and no job can store another (campaign_accepts_rollouts)."""
     allowed = {
         Campaign.Status.PAUSED: {Campaign.Status.RUNNING},
         Campaign.Status.RUNNING: {Campaign.Status.PAUSED},
@@ -269,6 +290,10 @@ def campaign_set_status(*, campaign: Campaign, status: str) -> Campaign:
         Campaign.objects.filter(pk=campaign.pk).update(
             status=status, finished_at=timezone.now() if status == Campaign.Status.CANCELLED else None
         )
+        if status == Campaign.Status.CANCELLED:
+            Rollout.objects.filter(campaign=campaign, outcome__isnull=True).update(
+                outcome=Outcome.DISCARDED, cost_usd=0, detail="discarded: the campaign was cancelled before scoring"
+            )
         if status == Campaign.Status.RUNNING:
             CampaignItem.objects.filter(campaign=campaign, done=False).update(queued_at=None)
             transaction.on_commit(lambda: campaign_enqueue_pending(campaign_id=campaign.pk))

@@ -209,12 +209,18 @@ def _status_follow(task: Task, *, drift: Drift, decided: bool, summary: str) -> 
     try:
         if decided and drift.band == Band.RETIRE and task.status in (TaskStatus.APPROVED, TaskStatus.ACTIVE):
             reason = f"{FEEDBACK_RETIRE_REASON}: {summary}"
-            return task_transition(task=task, to_status=TaskStatus.RETIRED, by=None, reason=reason), True
+            retired = task_transition(
+                task=task, to_status=TaskStatus.RETIRED, by=None, reason=reason, at_step=drift.latest_step
+            )
+            return retired, True
         if decided and drift.band == Band.IN_BAND and task.status == TaskStatus.RETIRED:
             last = task.status_changes.filter(to_status=TaskStatus.RETIRED).order_by("-changed_at", "-id").first()
             if last is not None and last.reason.startswith(FEEDBACK_RETIRE_REASON):
                 reason = f"{FEEDBACK_REVIVE_REASON}: {summary}"
-                return task_transition(task=task, to_status=TaskStatus.ACTIVE, by=None, reason=reason), True
+                revived = task_transition(
+                    task=task, to_status=TaskStatus.ACTIVE, by=None, reason=reason, at_step=drift.latest_step
+                )
+                return revived, True
     except CurationError:
         # A concurrent report moved it first; the evidence is stored either way.
         logger.info("feedback on %s: status already changed", task, exc_info=True)

@@ -25,6 +25,7 @@ from calibration.models import (
 )
 from calibration.services.calibrations import calibrations_refresh, policy_for
 from calibration.services.campaigns import (
+    campaign_accepts_rollouts,
     campaign_enqueue_pending,
     campaign_finish_if_done,
     campaign_is_running,
@@ -273,6 +274,7 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
     if not work:
         return 0
     probe_model = campaign.probe_model
+    _model_load(campaign=campaign, probe_model=probe_model)
     params = sampling_params(probe_model, max_new_tokens=campaign.max_new_tokens)
     sampling = {
         "temperature": params.temperature,
@@ -309,7 +311,9 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
                     device_ms=device_ms,
                 )
             )
-    stored = rollouts_insert(rows)
+    with transaction.atomic():
+        # Cancelled while this job sampled: what it made is dropped, never stored unscored.
+        stored = rollouts_insert(rows) if campaign_accepts_rollouts(campaign_id=campaign.pk) else 0
     metrics.rollouts_generated(model=probe_model.name, count=stored)
     _server_state_record(campaign=campaign, errors=infrastructure_errors)
     if infrastructure_errors:
@@ -319,6 +323,23 @@ def rollouts_generate(*, campaign_id: int, task_version_ids: int | list[int], ro
             withheld=len(infrastructure_errors),
         )
     return stored
+
+
+def _model_load(*, campaign: Campaign, probe_model: ProbeModel) -> None:
+    """Load an in-process model before any sample is timed, as a state of its own on the campaign.
+
+    A model in this process (transformers) is read, converted and moved to its device on first use: that
+    can take minutes. The first job of a campaign marks `model_loading_since`, loads, and records
+    `model_load_seconds` (about 0 when this worker had it loaded already). Samples are timed after it,
+    so loading is never billed to the first task's rollouts. A server's model (openai) is the server's."""
+    if probe_model.backend != ProbeModel.Backend.TRANSFORMERS:
+        return
+    Campaign.objects.filter(pk=campaign.pk, model_loading_since__isnull=True).update(model_loading_since=timezone.now())
+    started = time.perf_counter()
+    backend_for_probe_model(probe_model)
+    Campaign.objects.filter(pk=campaign.pk, model_load_seconds__isnull=True).update(
+        model_load_seconds=time.perf_counter() - started
+    )
 
 
 def _server_state_record(*, campaign: Campaign, errors: list[str]) -> None:

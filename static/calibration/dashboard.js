@@ -1,3 +1,21 @@
+// plotly.js (1.1 MB) is fetched only when a chart is about to be drawn, once per page: a visit that draws
+// no chart (no environment chosen) never loads it, and the page is usable before it arrives.
+const PLOTLY_SRC = document.currentScript && document.currentScript.dataset.plotly;
+let plotlyLoading = null;
+function plotly() {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!plotlyLoading) {
+    plotlyLoading = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = PLOTLY_SRC;
+      script.onload = () => resolve(window.Plotly);
+      script.onerror = () => reject(new Error("plotly.js did not load"));
+      document.head.appendChild(script);
+    });
+  }
+  return plotlyLoading;
+}
+
 // Legends sit above the plot, where the margin grows to fit them: below it they covered the x axis's title and ticks.
 const LEGEND_ABOVE = { orientation: "h", x: 0, xanchor: "left", y: 1.02, yanchor: "bottom" };
 const LINE_INK = "#1d2330";
@@ -36,7 +54,7 @@ async function drawPassRateHistogram(element) {
     type: "line", x0: x, x1: x, yref: "paper", y0: 0, y1: 1, layer: "above", line: { color: colour, width: 2, dash: "dash" },
   });
   const label = (x, text) => ({ x: x, yref: "paper", y: 1, yanchor: "top", text: text, showarrow: false, bgcolor: "rgba(255,255,255,0.85)" });
-  Plotly.newPlot(
+  (await plotly()).newPlot(
     element,
     traces,
     {
@@ -96,7 +114,7 @@ async function drawBandsOverTime(element) {
     ? { type: "date", range: [new Date(days[0] - halfDay).toISOString(), new Date(days[days.length - 1] + halfDay).toISOString()], tickformat: "%b %d",
         ...(days.length <= 14 ? { dtick: 24 * 3600 * 1000 } : {}) }
     : {};
-  Plotly.newPlot(element, traces, { ...LAYOUT, xaxis: xaxis, yaxis: { title: { text: "tasks" }, rangemode: "tozero" } }, CONFIG);
+  (await plotly()).newPlot(element, traces, { ...LAYOUT, xaxis: xaxis, yaxis: { title: { text: "tasks" }, rangemode: "tozero" } }, CONFIG);
   element.dataset.drawn = "true";
 }
 
@@ -104,7 +122,7 @@ async function drawCost(element) {
   const data = await fetchJson(element);
   if (!data) return;
   const names = data.environments.map((row) => row.environment);
-  Plotly.newPlot(element, [
+  (await plotly()).newPlot(element, [
     { type: "bar", name: "per task", x: names, y: data.environments.map((row) => row.cost_per_task_usd), marker: { color: "#9a9a9a" } },
     { type: "bar", name: "per in-band task", x: names, y: data.environments.map((row) => row.cost_per_in_band_task_usd), marker: { color: BAND_COLOURS.in_band } },
   ], { ...LAYOUT, barmode: "group", xaxis: { type: "category" }, yaxis: { title: { text: "dollars (authoring + probing)" }, rangemode: "nonnegative" } }, CONFIG);
@@ -126,7 +144,7 @@ async function drawCost(element) {
           return row ? row.probing_usd + row.authoring_usd : 0;
         }),
       }));
-    Plotly.newPlot(waste, traces, { ...LAYOUT, barmode: "stack", xaxis: { type: "category" }, yaxis: { title: { text: "dollars" }, rangemode: "nonnegative" } }, CONFIG);
+    (await plotly()).newPlot(waste, traces, { ...LAYOUT, barmode: "stack", xaxis: { type: "category" }, yaxis: { title: { text: "dollars" }, rangemode: "nonnegative" } }, CONFIG);
     waste.dataset.drawn = "true";
   }
 }
@@ -135,7 +153,7 @@ async function drawLatency(element) {
   const data = await fetchJson(element);
   if (!data) return;
   const line = (name, colour) => ({ type: "scatter", mode: "lines+markers", name: name + " ms", x: data.hours, y: data[name], line: { color: colour } });
-  Plotly.newPlot(element, [
+  (await plotly()).newPlot(element, [
     line("p50", "#3b6fb2"), line("p90", "#d29a1e"), line("p99", "#b23b3b"),
     { type: "bar", name: "error rate", x: data.hours, y: data.error_rate, yaxis: "y2", marker: { color: "rgba(178,59,59,0.25)" } },
   ], {
@@ -159,7 +177,7 @@ async function drawCampaigns(element) {
   const data = await fetchJson(element);
   if (!data) return;
   const rows = data.campaigns.slice().reverse();
-  Plotly.newPlot(element, [
+  (await plotly()).newPlot(element, [
     { type: "bar", orientation: "h", name: "done", y: rows.map((c) => c.label), x: rows.map((c) => c.items_done), marker: { color: BAND_COLOURS.in_band } },
     { type: "bar", orientation: "h", name: "to do", y: rows.map((c) => c.label), x: rows.map((c) => c.items_to_do), marker: { color: "#d9dde5" } },
     { type: "bar", orientation: "h", name: "cancelled", y: rows.map((c) => c.label), x: rows.map((c) => c.items_dropped), marker: { color: "#f3e3e3", pattern: { shape: "/" } } },
@@ -173,9 +191,9 @@ async function drawOperatingCharacteristic(element) {
   const x = data.pass_rates.map((rate) => 100 * rate);
   const label = (band, name) => ({ type: "scatter", mode: "lines", name, x, y: data.labels[band], line: { color: BAND_COLOURS[band] || "#666" } });
   const zone = ([low, high]) => ({ type: "rect", xref: "x", yref: "paper", x0: 100 * low, x1: 100 * high, y0: 0, y1: 1, fillcolor: "#eef0f4", line: { width: 0 }, layer: "below" });
-  Plotly.newPlot(element, [
+  (await plotly()).newPlot(element, [
     label("too_hard", "P(too hard)"), label("in_band", "P(in band)"), label("retire", "P(retire)"), label("borderline", data.policy.undecided_label),
-    { type: "scatter", mode: "lines", name: "P(wrong)", x, y: data.wrong, line: { color: "#b00020", dash: "dot" } },
+    { type: "scatter", mode: "lines", name: "P(wrong band)", x, y: data.wrong, line: { color: "#b00020", dash: "dot" } },
     { type: "scatter", mode: "lines", name: "mean rollouts", x, y: data.expected_rollouts, yaxis: "y2", line: { color: "#555", dash: "dash" } },
     // The table learned from the environment's own probes, beside the rule (docs/prediction.md).
     ...(data.learned ? [
@@ -197,13 +215,16 @@ async function drawOperatingCharacteristic(element) {
     legend: { orientation: "h", y: -0.3 },
   }, CONFIG);
   element.dataset.drawn = "true";
-  const worst = Math.max(...data.wrong.filter((_, i) => {
+  const outside = (_, i) => {
     const rate = data.pass_rates[i];
     return !(rate >= data.zones.floor[0] && rate < data.zones.floor[1]) && !(rate >= data.zones.retire[0] && rate < data.zones.retire[1]);
-  }));
+  };
+  const worst = Math.max(...data.wrong.filter(outside));
+  const undecided = Math.max(...data.labels.borderline.filter(outside));
   const summary = document.getElementById("oc-summary");
   if (summary) summary.textContent = `${data.policy.description[0].toUpperCase()}${data.policy.description.slice(1)}: ` +
-    `outside the zones a label is wrong at most ${(100 * worst).toFixed(1)}% of the time.` +
+    `outside the zones a band is wrong at most ${(100 * worst).toFixed(1)}% of the time, and a task is left ` +
+    `${data.policy.kind === "fixed" ? "undecided" : "borderline"} (no band, not a wrong one) at most ${(100 * undecided).toFixed(1)}% of the time.` +
     (data.learned ? ` This environment probes with a table learned from its own tasks under ${data.learned.probe_model} (orange): ` +
       "it spends fewer rollouts where its population allows and is held to 1% wrong on average, not per task." : "") +
     (data.learning ? ` Under ${data.learning.probe_model} this environment has enough tasks to learn a table from, ` +

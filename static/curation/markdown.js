@@ -1,6 +1,8 @@
 // Markdown (marked) with LaTeX ($…$, $$…$$, \(…\), \[…\]) by KaTeX, both vendored in static/vendor.
-// Authors' HTML is escaped first, and marked's output goes through DOMPurify (vendored) allowing only
-// http(s), mailto and in-page links, so task text can never inject markup or script into the page.
+// Authors' raw HTML is shown as text (marked's html renderer escapes it; marked escapes text and code
+// itself, so nothing is escaped twice: `>>>` and quotes in code read as written), formulas are put back
+// escaped, and marked's output goes through DOMPurify (vendored) allowing only http(s), mailto and
+// in-page links, so task text can never inject markup or script into the page.
 // Elements marked data-markdown are rendered on load; window.passbandRender renders on demand.
 (function () {
   const DELIMITERS = [
@@ -19,14 +21,16 @@
   // Math is set aside before Markdown runs, so that `_` and `*` inside formulas stay LaTeX.
   const MATH = /\$\$[\s\S]+?\$\$|\\\[[\s\S]+?\\\]|\\\([\s\S]+?\\\)|\$[^$\n]+?\$/g;
 
+  marked.use({ renderer: { html: (token) => escapeHtml(typeof token === "string" ? token : token.text) } });
+
   window.passbandRender = function (element, markdown) {
     const formulas = [];
-    const text = escapeHtml(markdown).replace(MATH, (formula) => {
+    const text = markdown.replace(MATH, (formula) => {
       formulas.push(formula);
       return "%%MATH" + (formulas.length - 1) + "%%";
     });
     const html = DOMPurify.sanitize(marked.parse(text, { breaks: true }), SANITIZE);
-    element.innerHTML = html.replace(/%%MATH(\d+)%%/g, (_, index) => formulas[Number(index)]);
+    element.innerHTML = html.replace(/%%MATH(\d+)%%/g, (_, index) => escapeHtml(formulas[Number(index)]));
     renderMathInElement(element, { delimiters: DELIMITERS, throwOnError: false });
   };
 

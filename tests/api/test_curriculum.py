@@ -144,11 +144,37 @@ def test_the_forecast_says_when_the_in_band_pool_runs_out(client, secret, pool):
             {"task": key, "checkpoint": f"ckpt-{step}", "step": step, "attempts": 32, "passes": 31} for key in MEDIUM
         ]
         client.post("/api/v1/feedback", reports, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}")
-    forecast = curriculum(client, secret, n=1, step=500)["forecast"]
+    # The draw for step 600 comes before step 600's feedback: the forecast reads steps up to 500.
+    forecast = curriculum(client, secret, n=1, step=600)["forecast"]
     steps = [step for step, _ in forecast["in_band_by_step"]]
     counts = [count for _, count in forecast["in_band_by_step"]]
     assert steps == [100, 200, 300, 400, 500] and counts[0] == 4 and counts[-1] < counts[0]
     assert forecast["slope"] < 0 and forecast["empty_at_step"] >= 500
     # Feedback up to step 200 only: the pool was not shrinking yet.
-    early = curriculum(client, secret, n=1, step=200)["forecast"]
+    early = curriculum(client, secret, n=1, step=300)["forecast"]
     assert early["empty_at_step"] is None
+
+
+def test_a_step_replays_exactly_after_later_feedback_retires_tasks(client, secret, pool):
+    """A trainer resuming from a checkpoint asks for the same step and seed again: the same draw, though
+    feedback since (at that step and after) retired tasks it had drawn. Later steps see the retirement."""
+
+    def report(step: int, passes: int):
+        body = [
+            {"task": key, "checkpoint": f"ckpt-{step}", "step": step, "attempts": 64, "passes": passes}
+            for key in MEDIUM
+        ]
+        response = client.post(
+            "/api/v1/feedback", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}"
+        )
+        assert response.status_code == 201, response.content
+
+    report(0, 16)
+    before = curriculum(client, secret, n=6, step=1, seed=5)
+    assert before["candidates"] == 12 and {task["task"] for task in before["tasks"]} & set(MEDIUM)
+    report(1, 64)  # step 1's feedback: the medium tasks are mastered and retired
+    report(2, 64)
+    assert set(Task.objects.filter(key__in=MEDIUM).values_list("status", flat=True)) == {TaskStatus.RETIRED}
+    assert curriculum(client, secret, n=6, step=1, seed=5) == before
+    after = curriculum(client, secret, n=6, step=2, seed=5)
+    assert after["candidates"] == 8 and not {task["task"] for task in after["tasks"]} & set(MEDIUM)

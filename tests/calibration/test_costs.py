@@ -120,7 +120,8 @@ def test_a_campaigns_spend_is_recomputed_from_its_rollouts(client, arithmetic, a
                 assert longer.device_ms > shorter.device_ms and longer.cost_usd > shorter.cost_usd
     # The next estimate's time comes from the campaign's start to its last verdict, never 0 s.
     after = selectors.probe_estimate(probe_model=model, tasks=3, rollouts=4, max_new_tokens=64)
-    assert after["seconds"] > 0 and "pace of its latest campaign" in after["basis"]
+    assert after["seconds"] > 0 and "pace of its latest campaign" in after["basis"] and after["measured"]
+    assert "output tokens per second per request" in after["basis"]
     assert after["cost_usd"] == pytest.approx(float(total), rel=1e-6)
 
 
@@ -145,3 +146,22 @@ def test_cost_per_in_band_task_counts_the_authoring_of_probed_tasks_only(arithme
     assert spend["cost_per_in_band_task_usd"] == pytest.approx(20.0)  # two probed tasks' authoring, one in band
     dashboard = selectors.cost_summary(environment=arithmetic, probe_model=model)["environments"][0]
     assert dashboard["cost_per_in_band_task_usd"] == spend["cost_per_in_band_task_usd"]
+
+
+def test_a_first_estimate_says_it_has_no_measured_speed_and_states_a_range_with_loading():
+    first = costs.probe_estimate(
+        model_name="gpu", price=GPU, rollouts=40, max_new_tokens=100, history=None, assumed_tokens_per_second=50,
+        load_seconds=300,
+    )  # fmt: skip
+    assert not first.measured and "no measured speed for gpu yet" in first.basis and "300 s to load" in first.basis
+    low, high = first.seconds_range
+    # Shortest: 12.5 tokens at 200 per second; longest: 100 tokens at 25 per second, plus loading.
+    assert low == pytest.approx(40 * 12.5 / 200) and high == pytest.approx(40 * 100 / 25 + 300)
+    assert low < first.seconds < high and first.cost_range[0] < first.cost_usd < first.cost_range[1]
+    measured = costs.probe_estimate(
+        model_name="gpu", price=GPU, rollouts=40, max_new_tokens=100, assumed_tokens_per_second=50,
+        history=costs.History(rollouts=8, mean_cost_usd=Decimal("0.5"), seconds_per_rollout=0.5,
+                              tokens_per_second=120, request_seconds=2.0),
+    )  # fmt: skip
+    assert measured.measured and measured.seconds_range is None
+    assert "120 output tokens per second per request, 2.00 s per request, about 4.0 at once" in measured.basis

@@ -340,6 +340,10 @@ CASES = {
         ({"release_id": "release"}, {}, {"anonymous": 401, "alice": 403, "charlie": 409}),
         ({"release_id": 999999}, {}, {"charlie": 404}),
     ],
+    "api_campaign_detail": [
+        ({"campaign_id": "campaign"}, {}, {"anonymous": 401, "charlie": 200, "dora": 200, "alice": 200}),
+        ({"campaign_id": 999999}, {}, {"alice": 404}),
+    ],
     "api_campaign_traces": [
         ({"campaign_id": "campaign", "file_type": "jsonl"}, {}, {"anonymous": 401, "alice": 403, "charlie": 200}),
         ({"campaign_id": 999999, "file_type": "jsonl"}, {}, {"charlie": 404}),

@@ -35,7 +35,8 @@ def test_reviewer_compares_and_keeps_one(page, live_server, sign_in, screenshot,
     assert "HumanEval/0" in page.inner_text(".similarity-flag[data-kind=contaminated]")
     screenshot(page, "task-contaminated")
 
-    page.click("nav >> text=Duplicates")
+    page.click("#nav-review summary")  # the Review group of the navigation
+    page.click("#nav-review >> text=Duplicates")
     page.wait_for_selector("section.cluster[data-size='2']")
     screenshot(page, "duplicates")
     keep_one = "section.cluster button.danger"

@@ -54,7 +54,11 @@ def test_every_config_of_the_folder_loads_with_datasets(release, tmp_path, monke
     assert "probe" in card.text  # the probe model's name
     assert (folder / "manifest.json").exists()
 
-    # The README's example, run where its folder is.
+    # The README's example, run where its folder is, with a cache of its own (never the machine's) that
+    # already holds another folder of the same name: a release 1 of another database, in the old layout.
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    decoy = _decoy_folder(tmp_path / "elsewhere" / "release-1-hub")
+    assert datasets.load_dataset(str(decoy), "trl", split="train")["task_key"] == ["humaneval-0"]
     readme_folder = tmp_path / "readme" / "release-1-hub"
     hub_folder(release, readme_folder)
     monkeypatch.chdir(readme_folder.parent)
@@ -64,6 +68,19 @@ def test_every_config_of_the_folder_loads_with_datasets(release, tmp_path, monke
     # The folder is written once: a second run into it is refused, naming the folder.
     with pytest.raises(CommandError, match="not empty"):
         hub_folder(release, folder)
+
+
+def _decoy_folder(folder):
+    """A Hub folder of another release with the same name, its trl file at the plain trl/train.parquet."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (folder / "trl").mkdir(parents=True)
+    pq.write_table(pa.table({"task_key": ["humaneval-0"]}), folder / "trl" / "train.parquet")
+    (folder / "README.md").write_text(
+        "---\nconfigs:\n- config_name: trl\n  data_files:\n  - split: train\n    path: trl/train.parquet\n---\n"
+    )
+    return folder
 
 
 @pytest.mark.django_db(transaction=True)

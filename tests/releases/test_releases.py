@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from accounts.models import AuditEvent
 from accounts.services import api_token_create, api_token_revoke
 from calibration.models import Calibration
 from releases import services as releases_services
@@ -77,6 +78,11 @@ def test_release_defaults_to_approved_in_band_tasks_and_builds_files(
         release.refresh_from_db()
         assert (releases_services.release_directory(release=release) / name).read_bytes() == content
     assert manifest["files"]["trl.jsonl"]["rows"] == 2
+    # The release's own digest, of its files' names and digests: what the audit log's build row shows.
+    files_digests = json.dumps({name: info["sha256"] for name, info in manifest["files"].items()}, sort_keys=True)
+    assert manifest["sha256"] == hashlib.sha256(files_digests.encode()).hexdigest()
+    build = AuditEvent.objects.get(object_kind="release", action="release_build")
+    assert build.detail["sha256"] == manifest["sha256"]
 
 
 def test_building_twice_changes_nothing(client, secret, model, django_capture_on_commit_callbacks):

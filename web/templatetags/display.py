@@ -29,3 +29,16 @@ def band_label(value) -> str:
 def get_item(mapping, key):
     """`mapping[key]`, or None: for keys a template cannot spell, like "trl.jsonl"."""
     return mapping.get(key) if hasattr(mapping, "get") else None
+
+
+@register.filter
+def duration(seconds) -> str:
+    """A rough, readable duration: "40 s", "12 min", "3.5 h"; empty for None."""
+    if seconds is None:
+        return ""
+    seconds = float(seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -11,6 +11,8 @@ from curation import policy
 from curation.models import Environment
 from releases import selectors as release_selectors
 from releases import traces as trace_exports
+from web.templatetags.display import duration
+from web.views import shared
 
 
 @policy.page("dashboard")
@@ -61,6 +63,30 @@ def pass_rate_histogram_data(request):
     return JsonResponse(data)
 
 
+@policy.page("campaign_list")
+def campaign_list(request):
+    """Every campaign, latest first, with its progress (one GROUP BY over the page's campaigns)."""
+    status = request.GET.get("status", "")
+    campaigns = Campaign.objects.select_related("environment", "probe_model", "created_by")
+    if status in Campaign.Status.values:
+        campaigns = campaigns.filter(status=status)
+    shown, page, has_next = shared.page_of(request, campaigns.order_by("-created_at"), size=50)
+    progress = {row["id"]: row for row in selectors.campaigns_progress_of(campaigns=shown)}
+    rows = [{"campaign": campaign, "progress": progress.get(campaign.pk)} for campaign in shown]
+    return render(
+        request,
+        "calibration/campaign_list.html",
+        {
+            "rows": rows,
+            "status": status,
+            "statuses": Campaign.Status.values,
+            "page": page,
+            "has_next": has_next,
+            "query": shared.query_without(request, "page"),
+        },
+    )
+
+
 @policy.page("campaign_detail")
 def campaign_detail(request, campaign_id: int):
     campaigns = Campaign.objects.select_related("environment", "probe_model", "created_by")
@@ -83,14 +109,8 @@ def campaign_detail(request, campaign_id: int):
 
 
 def _duration(seconds: float | None) -> str:
-    """A rough, readable duration: "40 s", "12 min", "3.5 h"; empty for None."""
-    if seconds is None:
-        return ""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    """A rough, readable duration (the `duration` template filter)."""
+    return duration(seconds)
 
 
 @require_POST

@@ -47,12 +47,22 @@ def _queue_url(params, position: int) -> str:
 CONFIRM_BANDS = {Band.TOO_HARD: "is too hard for the probe model", Band.UNDECIDED: "has no decided band yet"}
 
 
+# Approval and releases agree: approving is a reviewer's judgement of the task and is always allowed, but
+# a release holds only tasks a probe decided in band, so the button says what approving an unprobed or
+# undecided task does and does not do (docs/review.md).
+NOT_RELEASED = "no release will contain it until a probe decides it in band"
+
+
 def _approve_confirm(task) -> str:
     """The question the Approve button asks first, or "" when the task's band is no reason to."""
-    reason = CONFIRM_BANDS.get(getattr(task, "band", None) or "")
+    band = getattr(task, "band", None)
+    if not band:
+        return f"{task.key} has not been probed: approving it is allowed, but {NOT_RELEASED}. Approve it anyway?"
+    reason = CONFIRM_BANDS.get(band)
     if reason is None:
         return ""
-    return f"{task.key} {reason} ({band_label(task.band)}). Approve it anyway?"
+    released = f"; {NOT_RELEASED}" if band == Band.UNDECIDED else ""
+    return f"{task.key} {reason} ({band_label(band)}){released}. Approve it anyway?"
 
 
 @policy.page("review_queue")
@@ -75,7 +85,9 @@ def review_queue(request):
         "filter_query": urlencode({name: request.GET[name] for name in QUEUE_FILTERS if request.GET.get(name)}),
         "environments": Environment.objects.all(),
         "bands": Band.values,
-        "flags": calibration_selectors.PRIORITIES[:-1] + similarity_selectors.FLAG_CHOICES,
+        "flags": calibration_selectors.PRIORITIES[:-1]
+        + [(selectors.GAMEABLE, "gameable verifier")]
+        + similarity_selectors.FLAG_CHOICES,
         "progress": selectors.reviewer_progress(),
         "previous_url": _queue_url(request.GET, position - 1) if position > 0 else "",
         "next_url": _queue_url(request.GET, position + 1) if position + 1 < total else "",

@@ -45,7 +45,16 @@ def task_list(request):
     rows = (
         tasks.select_related(None)
         .select_related("environment", "current_version")
-        .only("key", "status", "environment", "environment__name", "current_version", "current_version__audit_passed")
+        .only(
+            "key",
+            "status",
+            "environment",
+            "environment__name",
+            "current_version",
+            "current_version__audit_passed",
+            "current_version__gameable",
+            "current_version__gameable_override_at",
+        )
     )
     shown, page, has_next = shared.page_of(request, rows, size=100, by_ids=True)
     calibrated_count = tasks.filter(band__isnull=False).count() if probe_model and shown else 0
@@ -64,12 +73,21 @@ def task_list(request):
             "bands": Band.values,
             "diagnoses": Diagnosis.choices,
             "statuses": TaskStatus.values,
-            "flags": [stats.Flag.VERIFIER_TROUBLE, stats.Flag.ZERO_VARIANCE, task_filters.AUDIT_FAILED],
+            "flags": [
+                stats.Flag.VERIFIER_TROUBLE,
+                stats.Flag.ZERO_VARIANCE,
+                task_filters.AUDIT_FAILED,
+                selectors.GAMEABLE,
+            ],
             "sort": sort,
             "query": shared.query_without(request, "sort", "page"),
             "calibrated_count": calibrated_count,
             "can_author": policy.is_author(request.user),
             "can_review": policy.is_reviewer(request.user),
+            # Submit is offered only for tasks this user can submit (theirs, a status that may move, audit passed).
+            "submittable": selectors.tasks_submittable(tasks=tasks, user=request.user).count()
+            if policy.is_author(request.user)
+            else 0,
             # The Probe form's "matching this filter" carries the list's filter.
             "probe_filters": {name: request.GET.get(name, "") for name in probes.FILTER_FIELDS},
         },
@@ -77,6 +95,26 @@ def task_list(request):
 
 
 TASK_PAGE_ROLLOUTS = 50
+
+
+def _interval_note(calibration, thresholds: stats.Thresholds) -> str:
+    """Where the interval shown crosses a threshold line that the band seems to deny, how the band's rule
+    differs from it: the stopping rule decides against the zones around each line, not the line."""
+    low, high = calibration.interval_low, calibration.interval_high
+    if low is None or high is None or calibration.band not in (Band.IN_BAND, Band.TOO_HARD, Band.RETIRE):
+        return ""
+    crossed = [line for line in (thresholds.floor, thresholds.retire_at) if low < line < high]
+    if not crossed:
+        return ""
+    confidence = (calibration.policy or {}).get("confidence", 0.95)
+    return (
+        f"The band comes from the stopping rule, not from this interval: at {confidence:.0%} confidence it places "
+        f"the pass rate against the zones around each line (floor zone {thresholds.floor_zone[0]:g}–"
+        f"{thresholds.floor_zone[1]:g}, retire zone {thresholds.retire_zone[0]:g}–{thresholds.retire_zone[1]:g}), "
+        f"where either neighbouring band is acceptable. This interval crosses the "
+        + " and ".join(f"{line:g}" for line in crossed)
+        + " line."
+    )
 
 
 @policy.page("task_detail")
@@ -90,8 +128,10 @@ def task_detail(request, environment_name: str, key: str):
     )
     calibrations = list(version.calibrations.select_related("probe_model")) if version else []
     truncation = calibration_selectors.truncation_by_model(task_version=version) if version else {}
+    thresholds = stats.Thresholds.with_default_zones(floor=task.environment.floor, retire_at=task.environment.retire_at)
     for calibration in calibrations:
         calibration.truncation = truncation.get(calibration.probe_model_id)
+        calibration.interval_note = _interval_note(calibration, thresholds)
     for rollout in rollouts:
         rollout.completion_tokens = token_count(rollout.completion_token_ids)
     outcome_counts = calibration_selectors.outcome_counts(
@@ -261,7 +301,7 @@ def task_edit(request, environment_name: str, key: str):
         "tools": json.dumps(version.tools, indent=2) if version.tools else "",
         "metadata": json.dumps(version.metadata, indent=2) if version.metadata else "",
         "domain": version.domain,
-        "authoring_cost_usd": str(version.authoring_cost_usd),
+        "authoring_cost_usd": "" if version.authoring_cost_usd is None else str(version.authoring_cost_usd),
         "difficulty": "" if version.declared_difficulty is None else f"{version.declared_difficulty:g}",
     }
     status = 200

@@ -7,7 +7,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from calibration import selectors as calibration_selectors
-from calibration.models import ProbeModel
+from calibration.models import Campaign, ProbeModel
 from calibration.selectors import rollouts_for_viewer
 from curation import policy
 from curation.models import Environment
@@ -110,8 +110,12 @@ def trajectory_list(request):
     outcome = request.GET.get("outcome", "")
     search = request.GET.get("q", "").strip()
     versions = tasks.exclude(current_version=None).values("current_version")
-    rollouts = rollouts_for_viewer(task_versions=versions, outcome=outcome, search=search, probe_model=probe_model)
-    unfiltered = rollouts_for_viewer(task_versions=versions, search=search, probe_model=probe_model)
+    campaign = None
+    if request.GET.get("campaign", "").isdigit():
+        campaign = policy.get_for(request.user, policy.SEE, Campaign.objects.all(), pk=int(request.GET["campaign"]))
+    scope = {"task_versions": versions, "search": search, "probe_model": probe_model, "campaign": campaign}
+    rollouts = rollouts_for_viewer(outcome=outcome, **scope)
+    unfiltered = rollouts_for_viewer(**scope)
     outcome_counts = calibration_selectors.outcome_counts(rollouts=unfiltered)
     shown, page, has_next = shared.page_of(request, rollouts, size=25)
     for rollout in shown:
@@ -131,6 +135,8 @@ def trajectory_list(request):
             "environment": environment,
             "environments": Environment.objects.all(),
             "probe_model": probe_model,
+            "campaign": campaign,
+            "rollouts_total": sum(row["count"] for row in outcome_counts),
             "probe_models": ProbeModel.objects.all(),
             "task_key": request.GET.get("task", ""),
             "page": page,

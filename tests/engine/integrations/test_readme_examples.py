@@ -32,7 +32,7 @@ def test_the_openenv_example_scores_a_reply_through_the_served_release(release_d
     from engine.integrations.openenv_env import create_passband_app
 
     with serve_app(create_passband_app(release_dir / "native.parquet")) as base_url:
-        run_readme_python("PassbandEnvClient(", address=("http://127.0.0.1:8000", base_url))
+        run_readme_python("PassbandEnvClient(", address=("http://127.0.0.1:8002", base_url))
     reward, outcome, detail = capsys.readouterr().out.strip().split(" ", 2)
     assert (reward, outcome) == ("0.0", "fail") and detail  # "42" answers none of the four tasks
 
