@@ -2,12 +2,18 @@
 
 Run by the sandbox as ``__main__`` (standard library only) with a JSON request on stdin::
 
-    {"nonce", "snapshot" (base64 tar.gz), "patch", "hidden_tests" {path: text},
+    {"nonce", "snapshot" (base64 tar.gz), "patches" [unified diffs], "hidden_tests" {path: text},
      "guarded_files" [paths whose bytes must not change during the run], "test_files" [paths],
-     "pytest_args" [...], "test_timeout_seconds", "child_nonce", "child_source"}
+     "config_files" [pytest's configuration file names, in its order], "pytest_args" [...],
+     "test_timeout_seconds", "child_nonce", "child_source", "prepare_source", "guard_source"}
 
-It prints one line, ``PASSBAND-RESULT <nonce> <json>``, with what happened; the caller decides
-the verdict (``grading.py``). The runner makes itself non-dumpable before starting the test
+Each patch is graded on its own fresh copy of the snapshot: ``git apply --numstat -z`` lists the
+paths git will change (git's own reading of the patch, quoting and all), the patch is applied, the
+tree is compared with the snapshot (every added, changed or removed path is reported), planted files
+are removed, the hidden test files are written under names new to this grade, and pytest runs with
+``-c`` the snapshot's pristine configuration. Between two patches every other process in the sandbox
+is killed. For each patch it prints one line, ``PASSBAND-RESULT <nonce> <index> <json>``; the
+caller decides the verdict (``grading.py``). The runner makes itself non-dumpable before starting the test
 process, so that process (which runs the model's code) cannot open the runner's file
 descriptors or memory through /proc and cannot print a result line of its own: it does not know
 the nonce, and its output goes to a file.
@@ -19,7 +25,9 @@ import hashlib
 import io
 import json
 import os
+import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -27,7 +35,7 @@ import threading
 import time
 
 PR_SET_DUMPABLE = 4
-CONFIG_FILES = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
+CANARIES_PER_FILE = 2
 STARTUP_NAMES = ("sitecustomize", "usercustomize")
 SHADOW_EXTRA = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py")
 OUTPUT_TAIL = 6000
@@ -41,24 +49,40 @@ def main():
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     except (OSError, AttributeError):
         pass
-    work = os.getcwd()
+    original = read_snapshot(base64.b64decode(request["snapshot"]))
+    for index, patch in enumerate(request["patches"]):
+        work = os.path.join(os.getcwd(), f"run-{index}")
+        result = grade_one(request, patch, original, work)
+        finish(nonce, index, result)
+        if os.getpid() == 1:  # the sandbox's pid 1: nothing a test process left behind reaches the next patch
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except OSError:
+                pass
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def grade_one(request, patch, original, work):
     repo = os.path.join(work, "repo")
     private = os.path.join(work, ".grader")
     os.makedirs(private)
     result: dict = {"applied": True}
-    original = extract(base64.b64decode(request["snapshot"]), repo)
-    if request["patch"].strip():
-        applied, output = apply_patch(repo, request["patch"], private)
+    write_tree(original, repo)
+    if patch.strip():
+        path = os.path.join(private, "model.patch")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(patch)
+        result["patch_paths"] = git_paths(repo, path, private)
+        applied, output = apply_patch(repo, path, private)
         result["apply_output"] = output[-OUTPUT_TAIL:]
         if applied is None:  # git itself could not run: the grader's failure, not the patch's
             result["infra_error"] = output
-            finish(nonce, result)
-            return
+            return result
         if not applied:
             result["applied"] = False
-            finish(nonce, result)
-            return
-    result["removed"] = clean(repo, original)
+            return result
+        result["tree_changes"] = tree_changes(repo, original)
+    result["removed"] = clean(repo, original, request["config_files"])
     for path, text in sorted(request["hidden_tests"].items()):
         target = os.path.join(repo, path)
         if os.path.islink(target) or os.path.isdir(target):
@@ -66,55 +90,169 @@ def main():
         os.makedirs(os.path.dirname(target) or repo, exist_ok=True)
         with open(target, "w", encoding="utf-8") as handle:
             handle.write(text)
+    plan, arguments = test_plan(request, original, repo, private)
     guarded_before = digests(repo, request["guarded_files"])
-    result.update(run_tests(request, repo, private))
+    result.update(run_tests(request, repo, private, plan, arguments))
     guarded_after = digests(repo, request["guarded_files"])
     result["changed_during_run"] = sorted(
         path for path in guarded_before if guarded_before[path] != guarded_after.get(path)
     )
-    finish(nonce, result)
+    return result
 
 
-def finish(nonce, result):
-    sys.stdout.write("PASSBAND-RESULT " + nonce + " " + json.dumps(result) + "\n")
+def test_plan(request, original, repo, private):
+    """The hidden test files under names new to this grade, their canaries, and pytest's arguments
+    (``-c`` the snapshot's own configuration, written again from the snapshot's bytes)."""
+    suffix = "_pb" + secrets.token_hex(4)
+    files = []
+    for path in request["test_files"]:
+        if path in request["hidden_tests"]:
+            source = request["hidden_tests"][path]
+        elif path in original:
+            source = original[path][0].decode("utf-8", "replace")
+        else:
+            continue
+        directory, name = os.path.split(path)
+        renamed = os.path.join(directory, name[:-3] + suffix + ".py")
+        with open(os.path.join(repo, renamed), "w", encoding="utf-8") as handle:
+            handle.write(source)
+        canaries = ["test_" + secrets.token_hex(5) for _ in range(CANARIES_PER_FILE)]
+        files.append({"path": renamed, "original": path, "source": source, "canaries": canaries})
+    plan = {
+        "files": files,
+        "suffix": suffix,
+        "sentinel": "\u2063" + secrets.token_hex(6),
+        "seed": secrets.randbelow(1 << 30),
+        "prepare_source": request["prepare_source"],
+        "guard_source": request["guard_source"],
+    }
+    config = pristine_config(request, original, repo, private)
+    arguments = list(request["pytest_args"]) + ["-c", config, "--rootdir", repo, "--confcutdir", repo]
+    return plan, arguments + [entry["path"] for entry in files]
+
+
+def pristine_config(request, original, repo, private):
+    """The configuration file pytest would read in the snapshot, written again from the snapshot's
+    bytes (at its own place, so relative settings keep their meaning); an empty one if there is none."""
+    directories = {os.path.dirname(path) for path in request["test_files"]}
+    start = os.path.commonpath([os.path.join(repo, d) for d in directories]) if directories else repo
+    base = os.path.relpath(start, repo)
+    while True:
+        for name in request["config_files"]:
+            relative = os.path.normpath(os.path.join(base, name))
+            if relative in original and holds_pytest_config(name, original[relative][0]):
+                target = os.path.join(repo, relative)
+                remove(target)
+                with open(target, "wb") as handle:
+                    handle.write(original[relative][0])
+                return target
+        if base in ("", "."):
+            break
+        base = os.path.dirname(base)
+    target = os.path.join(private, "pytest.ini")
+    with open(target, "w", encoding="utf-8") as handle:
+        handle.write("[pytest]\n")
+    return target
+
+
+def holds_pytest_config(name, data):
+    text = data.decode("utf-8", "replace")
+    if name == "pyproject.toml":
+        return "[tool.pytest" in text
+    if name == "setup.cfg":
+        return "[tool:pytest]" in text
+    if name == "tox.ini":
+        return "[pytest]" in text
+    return True
+
+
+def finish(nonce, index, result):
+    sys.stdout.write("PASSBAND-RESULT " + nonce + " " + str(index) + " " + json.dumps(result) + "\n")
     sys.stdout.flush()
 
 
-def extract(data, repo):
-    """Unpack regular files and directories only (the snapshot was checked at import; this holds
-    even if it was not). Out: the set of relative paths of the files."""
-    os.makedirs(repo)
-    names = set()
+def read_snapshot(data):
+    """Regular files only (the snapshot was checked at import; this holds even if it was not).
+    Out: {relative path: (bytes, executable)}."""
+    files = {}
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
         for member in archive.getmembers():
             name = os.path.normpath(member.name)
-            if name.startswith(("/", "..")) or not (member.isfile() or member.isdir()):
+            if name.startswith(("/", "..")) or not member.isfile():
                 continue
-            target = os.path.join(repo, name)
-            if member.isdir():
-                os.makedirs(target, exist_ok=True)
-                continue
-            os.makedirs(os.path.dirname(target), exist_ok=True)
             source = archive.extractfile(member)
-            if source is None:
+            if source is not None:
+                files[name] = (source.read(), bool(member.mode & 0o100))
+    return files
+
+
+def write_tree(files, repo):
+    os.makedirs(repo)
+    for name, (data, executable) in files.items():
+        target = os.path.join(repo, name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as handle:
+            handle.write(data)
+        if executable:
+            os.chmod(target, 0o755)
+
+
+def tree_changes(repo, original):
+    """Every path whose bytes or executable bit differ from the snapshot, or that was added or removed."""
+    seen = set()
+    changed = []
+    for directory, subdirectories, names in os.walk(repo):
+        for name in names + [d for d in subdirectories if os.path.islink(os.path.join(directory, d))]:
+            path = os.path.join(directory, name)
+            relative = os.path.relpath(path, repo)
+            seen.add(relative)
+            if os.path.islink(path) or relative not in original:
+                changed.append(relative)
                 continue
-            with open(target, "wb") as handle:
-                shutil.copyfileobj(source, handle)
-            names.add(name)
-    return names
+            data, executable = original[relative]
+            with open(path, "rb") as handle:
+                same = handle.read() == data
+            if not same or bool(os.stat(path).st_mode & 0o100) != executable:
+                changed.append(relative)
+    changed += [path for path in original if path not in seen]
+    return sorted(changed)
 
 
-def apply_patch(repo, patch, private):
-    path = os.path.join(private, "model.patch")
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(patch)
-    environment = {
+def git_environment(repo, private):
+    return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": private,
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CEILING_DIRECTORIES": os.path.dirname(repo),
         "LANG": "C.UTF-8",
     }
+
+
+def git_paths(repo, path, private):
+    """The paths git itself reads in the patch (``git apply --numstat -z --summary``), unquoted."""
+    try:
+        completed = subprocess.run(
+            ["git", "apply", "--numstat", "--summary", "-z", "-p1", path],
+            cwd=repo,
+            env=git_environment(repo, private),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=60,
+        )
+    except Exception:  # noqa: BLE001 - apply_patch reports git's failure
+        return []
+    paths = []
+    for field in completed.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        parts = field.split("\t")
+        if len(parts) == 3 and parts[2]:
+            paths.append(parts[2])
+        elif field.strip() and not field.startswith(" ") and len(parts) == 1 and "\n" not in field:
+            paths.append(field)  # the source and destination of a rename or copy come as fields of their own
+    return paths
+
+
+def apply_patch(repo, path, private):
+    environment = git_environment(repo, private)
     try:
         completed = subprocess.run(
             ["git", "apply", "--verbose", "--whitespace=nowarn", "-p1", path],
@@ -132,7 +270,7 @@ def apply_patch(repo, patch, private):
     return completed.returncode == 0, output
 
 
-def clean(repo, original):
+def clean(repo, original, config_files):
     """Remove what a patch planted: conftest.py files, pytest configuration, start-up hooks and
     .pth files that the snapshot did not have, every compiled file, and new top-level modules
     that would shadow the standard library or pytest."""
@@ -152,7 +290,7 @@ def clean(repo, original):
             stem = name[:-3] if name.endswith(".py") else None
             planted = relative not in original and (
                 name == "conftest.py"
-                or name in CONFIG_FILES
+                or name in config_files
                 or stem in STARTUP_NAMES
                 or (relative_directory in (".", "src") and stem in shadowed)
             )
@@ -189,10 +327,13 @@ def digests(repo, paths):
     return found
 
 
-def run_tests(request, repo, private):
+def run_tests(request, repo, private, plan, arguments):
     child_path = os.path.join(private, "pytest_child.py")
     with open(child_path, "w", encoding="utf-8") as handle:
         handle.write(request["child_source"])
+    plan_path = os.path.join(private, "plan.json")
+    with open(plan_path, "w", encoding="utf-8") as handle:
+        json.dump(plan, handle)
     report_read, report_write = os.pipe()
     nonce_read, nonce_write = os.pipe()
     os.write(nonce_write, request["child_nonce"].encode())
@@ -208,7 +349,6 @@ def run_tests(request, repo, private):
         "PYTHONHASHSEED": "0",
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
-    arguments = list(request["pytest_args"]) + ["--rootdir", repo] + list(request["test_files"])
     chunks: list = []
     started = time.monotonic()
     with open(output_path, "wb") as output:
@@ -224,6 +364,7 @@ def run_tests(request, repo, private):
                     repo,
                     json.dumps(arguments),
                     json.dumps([entry for entry in sys.path if entry]),
+                    plan_path,
                 ],
                 cwd=repo,
                 env=environment,
