@@ -99,7 +99,8 @@ def grade_many(
     """Each patch graded on its own fresh copy of ``snapshot``, all in one sandbox run (the runner
     kills every process a test run left before the next patch). Out: one GradeResult per patch."""
     filtered = [filter_patch(patch, hidden_tests=frozenset(task.hidden_tests)) for patch in patches]
-    run, results = run_in_sandbox(task=task, snapshot=snapshot, patches=[item.text for item in filtered], sandbox=sandbox)
+    texts = [item.text for item in filtered]
+    run, results = run_in_sandbox(task=task, snapshot=snapshot, patches=texts, sandbox=sandbox)
     graded = []
     for index, item in enumerate(filtered):
         result = results.get(index)
@@ -191,7 +192,8 @@ def judge(*, task: RepoTaskSpec, result: dict[str, Any], dropped: tuple[str, ...
     hidden = frozenset(task.hidden_tests)
     disguised = path_evidence(result, lambda path: forbidden_reason(path, hidden_tests=hidden))
     if disguised:
-        return GradeResult("tampered", "tampered: " + "; ".join(disguised[:3]), dropped=dropped, evidence=tuple(disguised))
+        detail = "tampered: " + "; ".join(disguised[:3])
+        return GradeResult("tampered", detail, dropped=dropped, evidence=tuple(disguised))
     if not result.get("started", False):
         return GradeResult(
             "error", f"the test process could not start: {result.get('start_error', '')}", dropped=dropped

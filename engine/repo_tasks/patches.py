@@ -18,7 +18,15 @@ TEST_FILE_PATTERNS = ("test_*.py", "*_test.py", "conftest.py")
 # The files pytest reads its configuration from, in the order it looks for them (the one list: the
 # runner, the clean-up and the filter read it; tests/engine/repo_tasks/test_patches.py holds it to
 # the installed pytest's own list).
-PYTEST_CONFIG_FILES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+PYTEST_CONFIG_FILES = (
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+)
 # The pytest configuration (any of these can carry addopts, plugins, a different rootdir) and
 # files the interpreter runs on its own at start-up.
 PROTECTED_FILE_NAMES = frozenset(

@@ -58,7 +58,10 @@ def main() -> None:
         fields["nonce"] = nonce
         write(report_fd, (dumps(fields) + "\n").encode())
 
-    guard = test_guard.Guard(lambda nodeid, evidence: record(event="tampered", id=nodeid, evidence=evidence), plan["sentinel"])
+    def report_tampering(nodeid, evidence):
+        record(event="tampered", id=nodeid, evidence=evidence)
+
+    guard = test_guard.Guard(report_tampering, plan["sentinel"])
     compiled = {}  # absolute path -> (prepared, code) or the SyntaxError
     summary = {}
     for number, entry in enumerate(plan["files"]):

@@ -165,7 +165,8 @@ class Guard:
                 if function.__globals__ is not namespace:
                     continue
                 own = codes.get(id(function.__code__)) is function.__code__
-                if not own or (qualname.rpartition(".")[2].startswith("test") and function.__code__.co_qualname != qualname):
+                renamed = qualname.rpartition(".")[2].startswith("test") and function.__code__.co_qualname != qualname
+                if not own or renamed:
                     problems.append(f"the code of {qualname} is not the grader's")
                 state.functions.append((function, function.__code__))
         state.snapshot = dict(namespace)
@@ -176,9 +177,8 @@ class Guard:
     def _functions_of(self, bound_name, value):
         """(qualname it is bound under, function) for a module global: functions, fixtures, class methods."""
         if isinstance(value, type):
-            return [
-                (f"{bound_name}.{name}", item) for name, item in vars(value).items() if isinstance(item, self.function_type)
-            ]
+            members = vars(value).items()
+            return [(f"{bound_name}.{name}", item) for name, item in members if isinstance(item, self.function_type)]
         inner = getattr(value, "_fixture_function", None)
         return [(bound_name, item) for item in (value, inner) if isinstance(item, self.function_type)]
 
