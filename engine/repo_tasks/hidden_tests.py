@@ -109,9 +109,7 @@ def _add_canaries(tree: ast.Module, names: list[str], prepared: Prepared, *, see
         target = _first_eq_assert(canary)
         assert target is not None and isinstance(target.test, ast.Compare)
         right = target.test.comparators[0]
-        target.test.comparators[0] = ast.copy_location(
-            ast.Call(ast.Name(WRONG, ast.Load()), [right], []), right
-        )
+        target.test.comparators[0] = ast.copy_location(ast.Call(ast.Name(WRONG, ast.Load()), [right], []), right)
         body.insert(body.index(function) + 1, canary)
         prefix = qualname.rsplit(".", 1)[0] + "." if "." in qualname else ""
         prepared.canaries[prefix + name] = qualname

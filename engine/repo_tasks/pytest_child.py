@@ -68,7 +68,10 @@ def main() -> None:
         path = os.path.join(repo, entry["path"])
         try:
             prepared = hidden_tests.prepare(
-                entry["source"], suffix=plan["suffix"], canaries=entry["canaries"], sentinel=plan["sentinel"],
+                entry["source"],
+                suffix=plan["suffix"],
+                canaries=entry["canaries"],
+                sentinel=plan["sentinel"],
                 seed=plan["seed"] + number,
             )
             rewrite_asserts(prepared.tree, entry["source"].encode("utf-8"), path, None)

@@ -55,8 +55,7 @@ def comparisons(sentinel):
             return all(builtin_valued(item, depth + 1) for item in base.__iter__(value))
         if base is dict:
             return all(
-                builtin_valued(key, depth + 1) and builtin_valued(item, depth + 1)
-                for key, item in dict.items(value)
+                builtin_valued(key, depth + 1) and builtin_valued(item, depth + 1) for key, item in dict.items(value)
             )
         return True
 
