@@ -72,6 +72,9 @@ def read_records(text: str, *, nonce: str) -> Records:
         test_id = map_test_id(raw_id, files=files, names=names)
         records.tests[test_id] = _test_outcome(test_id, by_phase, wrapped=raw_id not in unwrapped)
     records.evidence += _plan_evidence(plan, collected, phases, files, names, canaries, records)
+    records.evidence += [f"{test.test_id}: {test.text}" for test in records.tests.values() if test.outcome == "forged"]
+    if records.changed:
+        records.evidence.append("pytest's own functions were replaced: " + ", ".join(records.changed))
     return records
 
 
@@ -107,8 +110,10 @@ def _plan_evidence(plan, collected, phases, files, names, canaries, records: Rec
         elif records.finished and raw_id not in phases:
             evidence.append(f"{map_test_id(raw_id, files=files, names=names)}: collected but never run")
     seen_canaries = {raw_id.split("[", 1)[0] for raw_id in collected or []}
+    collected_files = {raw_id.split("::", 1)[0] for raw_id in collected or []}
     for canary, original in canaries.items():
-        if canary not in seen_canaries and records.finished and canary.split("::", 1)[0] not in broken_files:
+        path = canary.split("::", 1)[0]
+        if canary not in seen_canaries and path in collected_files and path not in broken_files:
             evidence.append(f"the canary copying {original} was not collected")
     for raw_id, by_phase in phases.items():
         if raw_id.split("[", 1)[0] in canaries and by_phase.get("call", {}).get("outcome") == "passed":

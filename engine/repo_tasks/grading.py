@@ -42,6 +42,7 @@ PREPARE_SOURCE = (HERE / "hidden_tests.py").read_text(encoding="utf-8")
 GUARD_SOURCE = (HERE / "test_guard.py").read_text(encoding="utf-8")
 PYTEST_ARGS = ("-p", "no:cacheprovider", "-o", "addopts=", "-q", "--tb=short", "-W", "ignore::DeprecationWarning")
 SETUP_SECONDS = 30.0  # unpacking, applying and cleaning, on top of the tests' own time
+DEADLINE_MARGIN_SECONDS = 3.0
 RESULT_PREFIX = "PASSBAND-RESULT "
 
 
@@ -96,26 +97,32 @@ def grade(*, task: RepoTaskSpec, snapshot: bytes, patch: str, sandbox: Sandbox |
 def grade_many(
     *, task: RepoTaskSpec, snapshot: bytes, patches: list[str], sandbox: Sandbox | None = None
 ) -> list[GradeResult]:
-    """Each patch graded on its own fresh copy of ``snapshot``, all in one sandbox run (the runner
-    kills every process a test run left before the next patch). Out: one GradeResult per patch."""
+    """Each patch graded on its own fresh copy of ``snapshot``, as many per sandbox run as its time
+    limit allows (the runner kills every process a test run left before the next patch; patches it
+    had no time for go to the next run). Out: one GradeResult per patch, in order."""
     filtered = [filter_patch(patch, hidden_tests=frozenset(task.hidden_tests)) for patch in patches]
-    texts = [item.text for item in filtered]
-    run, results = run_in_sandbox(task=task, snapshot=snapshot, patches=texts, sandbox=sandbox)
-    graded = []
-    for index, item in enumerate(filtered):
-        result = results.get(index)
-        if result is not None:
-            graded.append(judge(task=task, result=result, dropped=item.dropped, patch_kept=bool(item.text.strip())))
-        elif run.status == "error":
-            graded.append(GradeResult("error", f"the sandbox failed: {run.error}", dropped=item.dropped))
-        elif run.status == "timeout":
-            reason = f"the grading run hit its {run.timeout_reason} time limit"
-            graded.append(GradeResult("timeout", reason, dropped=item.dropped))
-        else:
-            tail = (run.stderr or run.stdout)[-300:]
-            reason = f"the grading run ended without a result ({run.status}): {tail}"
-            graded.append(GradeResult("fail", reason, dropped=item.dropped))
-    return graded
+    graded: dict[int, GradeResult] = {}
+    waiting = list(range(len(filtered)))
+    while waiting:
+        texts = [filtered[index].text for index in waiting]
+        run, results = run_in_sandbox(task=task, snapshot=snapshot, patches=texts, sandbox=sandbox)
+        for position, result in results.items():
+            item = filtered[waiting[position]]
+            kept = bool(item.text.strip())
+            graded[waiting[position]] = judge(task=task, result=result, dropped=item.dropped, patch_kept=kept)
+        if 0 not in results:  # the run ended on the first patch: that patch's verdict is the run's
+            graded[waiting[0]] = _run_failure(run, filtered[waiting[0]].dropped)
+        waiting = [index for index in waiting if index not in graded]
+    return [graded[index] for index in range(len(filtered))]
+
+
+def _run_failure(run: SandboxRun, dropped: tuple[str, ...]) -> GradeResult:
+    if run.status == "error":
+        return GradeResult("error", f"the sandbox failed: {run.error}", dropped=dropped)
+    if run.status == "timeout":
+        return GradeResult("timeout", f"the grading run hit its {run.timeout_reason} time limit", dropped=dropped)
+    tail = (run.stderr or run.stdout)[-300:]
+    return GradeResult("fail", f"the grading run ended without a result ({run.status}): {tail}", dropped=dropped)
 
 
 def run_in_sandbox(
@@ -153,7 +160,10 @@ def run_in_sandbox(
         tmp_bytes=256 << 20,
         max_output_bytes=16 << 20,
     )
-    run = (sandbox or default_sandbox()).run_script(program=RUNNER_SOURCE, stdin=json.dumps(request), limits=limits)
+    box = sandbox or default_sandbox()
+    # The runner starts no patch it could not finish within what the sandbox grants.
+    request["deadline_seconds"] = box.maxima.clamp(limits).wall_seconds - DEADLINE_MARGIN_SECONDS
+    run = box.run_script(program=RUNNER_SOURCE, stdin=json.dumps(request), limits=limits)
     return run, parse_results(run.stdout, nonce=nonce, child_nonce=child_nonce)
 
 
