@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - the attacks are code in strings, kept as a policy would write them
 """The run-time half of the tampering battery: code a patch appends to the code under test.
 
 Each snippet is what a policy searching for reward would write once it knows the code under test runs
