@@ -38,7 +38,7 @@ class VerifyRequest(serializers.Serializer):
 
 
 class VerdictResponse(serializers.Serializer):
-    outcome = serializers.ChoiceField(choices=["pass", "fail", "error", "timeout"])
+    outcome = serializers.ChoiceField(choices=["pass", "fail", "error", "timeout", "tampered"])
     reward = serializers.FloatField(allow_null=True)
     detail = serializers.CharField()
     latency_ms = serializers.FloatField()

@@ -48,6 +48,7 @@ class Flag(StrEnum):
     ZERO_VARIANCE = "zero_variance"  # every attempt so far passed, or every one failed
     STRONG_MODEL_FAILS = "strong_model_fails"  # a strong model never passes an audited task
     PROMPT_TOO_LONG = "prompt_too_long"  # the prompt does not fit the probe model's context
+    TAMPERED = "tampered"  # an answer subverted the grading (a verdict of tampered): review the task
 
 
 TOO_HARD = Band.TOO_HARD
