@@ -40,6 +40,7 @@ RUNNER_SOURCE = (HERE / "runner_program.py").read_text(encoding="utf-8")
 CHILD_SOURCE = (HERE / "pytest_child.py").read_text(encoding="utf-8")
 PREPARE_SOURCE = (HERE / "hidden_tests.py").read_text(encoding="utf-8")
 GUARD_SOURCE = (HERE / "test_guard.py").read_text(encoding="utf-8")
+TREE_SOURCE = (HERE / "runner_tree.py").read_text(encoding="utf-8")
 PYTEST_ARGS = ("-p", "no:cacheprovider", "-o", "addopts=", "-q", "--tb=short", "-W", "ignore::DeprecationWarning")
 SETUP_SECONDS = 30.0  # unpacking, applying and cleaning, on top of the tests' own time
 DEADLINE_MARGIN_SECONDS = 3.0
@@ -146,6 +147,7 @@ def run_in_sandbox(
         "child_source": CHILD_SOURCE,
         "prepare_source": PREPARE_SOURCE,
         "guard_source": GUARD_SOURCE,
+        "tree_source": TREE_SOURCE,
         # The real interpreter: a virtualenv's bin/ is not visible inside the sandbox.
         "python": os.path.realpath(sandbox_python(sandbox)),
     }

@@ -1,7 +1,9 @@
 """The test process: pytest, with Passband's recording plug-in and guard, on the patched repository.
 
-Runs inside the sandbox as a child of ``runner_program.py`` (``python -I -B pytest_child.py
-REPORT_FD NONCE_FD REPO ARGS_JSON PATH_JSON PLAN_PATH``). Standard library and pytest only. The
+Runs inside the sandbox, started by ``runner_program.py`` as a server (``python -I -B pytest_child.py
+serve CONTROL_FD PATH_JSON``) that imports pytest once, with the sandbox's own paths only, and forks
+one test process per patch on request (``serve``); or directly for one run (``python -I -B
+pytest_child.py REPORT_FD NONCE_FD REPO ARGS_JSON PATH_JSON PLAN_PATH``). Standard library and pytest only. The
 model's code runs in this process (it is what the tests import), so everything the grader relies on
 is set up before the repository joins ``sys.path``:
 
@@ -18,8 +20,11 @@ is set up before the repository joins ``sys.path``:
 
 import json
 import os
+import socket
 import sys
 import types
+
+PR_SET_DUMPABLE = 4
 
 
 def _load_source(name, source):
@@ -30,15 +35,94 @@ def _load_source(name, source):
 
 
 def main() -> None:
-    report_fd, nonce_fd, repo, args = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
     # The sandbox's own interpreter paths (the standard library and the installed packages);
     # the script's folder and the current directory are not among them.
+    if sys.argv[1] == "serve":
+        sys.path[:] = json.loads(sys.argv[3])
+        serve(int(sys.argv[2]))
+        return
     sys.path[:] = json.loads(sys.argv[5])
+    code = run_session(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4]), sys.argv[6])
+    sys.exit(code)
+
+
+def _dumpable(flag):
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, flag, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def serve(control_fd: int) -> None:
+    """Import pytest once, then per request (a JSON line with the report, nonce and output fds
+    attached) fork a test process in its own session; answer ``{"pid"}`` then ``{"exit"}``."""
+    import importlib  # noqa: F401 - imported before any fork, like pytest's modules
+    import inspect  # noqa: F401
+
+    import _pytest.assertion.rewrite  # noqa: F401
+    import _pytest.pathlib  # noqa: F401
+    import _pytest.python  # noqa: F401
+    import _pytest.runner  # noqa: F401
+    import pytest  # noqa: F401
+
+    _dumpable(0)  # a test process cannot reach this server's memory
+    control = socket.socket(fileno=control_fd)
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 1 << 16, 3)
+        except OSError:
+            return
+        if not message:
+            return
+        request = json.loads(message)
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            _forked(request, *fds)
+        for fd in fds:
+            os.close(fd)
+        control.sendall((json.dumps({"pid": pid}) + "\n").encode())
+        _, status = os.waitpid(pid, 0)
+        control.sendall((json.dumps({"exit": os.waitstatus_to_exitcode(status)}) + "\n").encode())
+
+
+def _forked(request, report_fd, nonce_fd, output_fd):
+    code = 1
+    try:
+        os.setsid()
+        _dumpable(1)
+        os.dup2(output_fd, 1)
+        os.dup2(output_fd, 2)
+        os.close(output_fd)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.chdir(request["repo"])
+        os.environ.clear()
+        os.environ.update(request["environment"])
+        code = run_session(report_fd, nonce_fd, request["repo"], request["args"], request["plan"])
+    except SystemExit as error:
+        code = error.code if isinstance(error.code, int) else 1
+    except BaseException:  # noqa: BLE001 - whatever the code under test raised ends this process
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def run_session(report_fd: int, nonce_fd: int, repo: str, args: list, plan_path: str) -> int:
+    """One pytest session on ``repo`` with the grader's plan; out: pytest's exit code."""
     nonce = os.read(nonce_fd, 128).decode()
     os.close(nonce_fd)
-    with open(sys.argv[6], encoding="utf-8") as handle:
+    with open(plan_path, encoding="utf-8") as handle:
         plan = json.load(handle)
-    os.unlink(sys.argv[6])
+    os.unlink(plan_path)
     write = os.write
     dumps = json.dumps
 
@@ -184,7 +268,7 @@ def main() -> None:
     os.chdir(repo)
     code = pytest.main(args, plugins=[PassbandGrader()])
     record(event="exit", code=int(code))
-    sys.exit(int(code))
+    return int(code)
 
 
 main()

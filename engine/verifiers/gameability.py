@@ -30,7 +30,7 @@ from typing import Any
 from engine.repo_tasks import snapshots
 from engine.repo_tasks.tampering import compact_battery, tampering_patches
 from engine.verifiers import _parse, _run_check
-from engine.verifiers.base import Verdict, VerifierConfigError
+from engine.verifiers.base import REWARDS, Verdict, VerifierConfigError
 
 FIXTURE_KINDS = ("full_reward", "zero_reward", "malformed", "determinism")
 SKIPPED_KINDS = ("llm_judge",)
@@ -114,11 +114,16 @@ def gameability_check(
     probes = [] if kind in SKIPPED_KINDS else battery(kind=kind, config=config, answer=answer, prompt=prompt)
     probes += _fixture_probes(fixtures or [], answer=answer)
     findings = []
+    if hasattr(module, "check_many"):  # graded together (repository tasks: one sandbox run for many patches)
+        batch = [probe for probe in probes if probe.expect == "no_reward"]
+        probes = [probe for probe in probes if probe.expect != "no_reward"]
+        checks = module.check_many(config, completions=[probe.completion for probe in batch])
+        for probe, check in zip(batch, checks, strict=True):
+            verdict = Verdict(check.outcome, REWARDS.get(check.outcome), check.detail, 0.0)
+            findings.append(_finding(probe, [verdict]))
     for probe in probes:
-        finding = _probe_run(module, config, probe, answer=answer, prompt=prompt)
-        if finding is not None:
-            findings.append(finding)
-    return findings
+        findings.append(_probe_run(module, config, probe, answer=answer, prompt=prompt))
+    return [finding for finding in findings if finding is not None]
 
 
 def battery(*, kind: str, config: Any, answer: str | None, prompt: str | list[Any] | None) -> list[Probe]:
@@ -328,6 +333,10 @@ def _probe_run(module: Any, config: Any, probe: Probe, *, answer: str | None, pr
     verdicts: list[Verdict] = []
     for _ in range(3 if probe.expect == "deterministic" else 1):
         verdicts.append(_run_check(module, config, completion=probe.completion, answer=answer, prompt=prompt))
+    return _finding(probe, verdicts)
+
+
+def _finding(probe: Probe, verdicts: list[Verdict]) -> Finding | None:
     verdict = verdicts[0]
     if probe.expect == "no_reward":
         broken = verdict.outcome == "pass" or bool(verdict.reward)
