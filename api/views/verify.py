@@ -9,6 +9,8 @@ from rest_framework.views import APIView
 from curation import policy
 from engine import verifiers
 
+MAX_COMPLETIONS = 100
+
 
 class VerifyRequest(serializers.Serializer):
     task = serializers.CharField(
@@ -22,9 +24,21 @@ class VerifyRequest(serializers.Serializer):
         allow_null=True,
         help_text="With 'verifier': the task's prompt (text or chat messages). With 'task', its own prompt is used.",
     )
-    completion = serializers.JSONField(help_text="The text to grade, a chat message, or a list of messages.")
+    completion = serializers.JSONField(
+        required=False, help_text="The text to grade, a chat message, or a list of messages."
+    )
+    completions = serializers.ListField(
+        child=serializers.JSONField(),
+        required=False,
+        min_length=1,
+        max_length=MAX_COMPLETIONS,
+        help_text="Several completions of the one task, graded together (repository tasks: one sandbox run "
+        "for many patches); the answer is {'verdicts': [...]} in their order.",
+    )
 
     def validate(self, data):
+        if ("completion" in data) == ("completions" in data):
+            raise serializers.ValidationError("Send either 'completion' or 'completions', not both or neither.")
         if bool(data.get("task")) == bool(data.get("verifier")):
             raise serializers.ValidationError("Send either 'task' or 'verifier' (with 'answer'), not both or neither.")
         if data.get("task") and data.get("prompt") is not None:
@@ -46,7 +60,8 @@ class VerdictResponse(serializers.Serializer):
 
 @policy.api("api_verify")
 class Verify(APIView):
-    """POST /api/v1/verify: grade a completion; returns {outcome, reward, detail, latency_ms}."""
+    """POST /api/v1/verify: grade a completion ({outcome, reward, detail, latency_ms}) or several of one
+    task ({"verdicts": [...]})."""
 
     @extend_schema(request=VerifyRequest, responses=VerdictResponse)
     def post(self, request):
@@ -68,6 +83,11 @@ class Verify(APIView):
             verifier, answer, prompt = data["verifier"], data.get("answer"), data.get("prompt")
         try:
             # The prompt as the probe passes it: the math verifier refuses an answer that restates it.
+            if "completions" in data:
+                verdicts = verifiers.verify_many(
+                    verifier=verifier, completions=data["completions"], answer=answer, prompt=prompt
+                )
+                return Response({"verdicts": [verdict.to_dict() for verdict in verdicts]})
             verdict = verifiers.verify(verifier=verifier, completion=data["completion"], answer=answer, prompt=prompt)
         except verifiers.VerifierConfigError as error:
             raise ValidationError({"verifier": [str(error)]}) from None

@@ -29,6 +29,15 @@ def _pb_noop(*args, **kwargs):
     return None
 
 
+_pb_state = {}
+
+
+def _pb_once():
+    first = not _pb_state
+    _pb_state["done"] = True
+    return first
+
+
 class _PbAlwaysEqual:
     def __eq__(self, other):
         return True
@@ -49,6 +58,8 @@ def _pb_action(frame, result):
 """,
     "replacing the tests' code through sys.modules": """
 def _pb_action(frame, result):
+    if not _pb_once():
+        return result
     for module in list(_pb_sys.modules.values()):
         if "test" in getattr(module, "__name__", "").rpartition(".")[2]:
             for value in list(vars(module).values()):
@@ -59,6 +70,8 @@ def _pb_action(frame, result):
     "replacing the tests' code found with gc": """
 import gc as _pb_gc
 def _pb_action(frame, result):
+    if not _pb_once():
+        return result
     for value in _pb_gc.get_objects():
         if isinstance(value, _pb_types.FunctionType) and value.__name__.startswith("test") and value.__code__ is not _pb_noop.__code__:
             try:
@@ -149,9 +162,10 @@ class _PbPlugin:
         if call.when == "call":
             call.excinfo = None
 def _pb_action(frame, result):
+    if not _pb_once():
+        return result
     for value in _pb_gc.get_objects():
-        if type(value).__name__ == "PytestPluginManager" and not getattr(value, "_pb_done", False):
-            value._pb_done = True
+        if type(value).__name__ == "PytestPluginManager":
             value.register(_PbPlugin())
     return result
 """,
