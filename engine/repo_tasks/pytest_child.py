@@ -142,8 +142,12 @@ def run_session(report_fd: int, nonce_fd: int, repo: str, args: list, plan_path:
         fields["nonce"] = nonce
         write(report_fd, (dumps(fields) + "\n").encode())
 
+    sessions = []
+
     def report_tampering(nodeid, evidence):
         record(event="tampered", id=nodeid, evidence=evidence)
+        for session in sessions:  # the verdict is decided: the remaining tests would only cost time
+            session.shouldstop = "the grader found the tests tampered with"
 
     guard = test_guard.Guard(report_tampering, plan["sentinel"])
     compiled = {}  # absolute path -> (prepared, code) or the SyntaxError
@@ -250,6 +254,9 @@ def run_session(report_fd: int, nonce_fd: int, repo: str, args: list, plan_path:
                 params = dict(item.callspec.params) if hasattr(item, "callspec") else {}
                 item.obj = _completing(guard.wrap(obj, item.nodeid, params), item.nodeid)
             record(event="collected", ids=collected)
+
+        def pytest_sessionstart(self, session):
+            sessions.append(session)
 
         def pytest_collectreport(self, report):
             if report.failed:
