@@ -29,11 +29,13 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.repo_tasks.evidence import CaseResult, path_evidence, read_records
 from engine.repo_tasks.patches import PYTEST_CONFIG_FILES, filter_patch, forbidden_reason, is_test_path
-from engine.sandbox import Sandbox, SandboxLimits, SandboxRun, default_sandbox
+
+if TYPE_CHECKING:  # the sandbox is imported where a run starts: a Harbor folder grades with this module alone
+    from engine.sandbox import Sandbox, SandboxRun
 
 HERE = Path(__file__).parent
 RUNNER_SOURCE = (HERE / "runner_program.py").read_text(encoding="utf-8")
@@ -152,6 +154,8 @@ def run_in_sandbox(
         "python": os.path.realpath(sandbox_python(sandbox)),
     }
     count = max(1, len(patches))
+    from engine.sandbox import SandboxLimits, default_sandbox
+
     limits = SandboxLimits(
         wall_seconds=(task.timeout_seconds + SETUP_SECONDS) * count,
         cpu_seconds=(task.timeout_seconds + SETUP_SECONDS) * count,
@@ -189,6 +193,8 @@ def parse_results(stdout: str, *, nonce: str, child_nonce: str) -> dict[int, dic
 
 
 def sandbox_python(sandbox: Sandbox | None) -> str:
+    from engine.sandbox import default_sandbox
+
     return (sandbox or default_sandbox()).python
 
 
