@@ -166,6 +166,9 @@ class Outcome(models.TextChoices):
     FAIL = "fail"
     ERROR = "error"
     TIMEOUT = "timeout"
+    # The grader caught the answer subverting the tests (engine/repo_tasks): reward 0, never evidence,
+    # and the task is flagged.
+    TAMPERED = "tampered"
     # The model server failed to generate: not an attempt, never evidence.
     GENERATION_ERROR = "generation_error"
     # The prompt does not fit the model's context: the task's fault, shown to its author; never evidence.
@@ -261,6 +264,7 @@ class Calibration(models.Model):
     successes = models.PositiveIntegerField(default=0)
     verifier_errors = models.PositiveIntegerField(default=0, help_text="Verdicts of error or timeout.")
     generation_errors = models.PositiveIntegerField(default=0)
+    tampered = models.PositiveIntegerField(default=0, help_text="Verdicts of tampered: never evidence, flags the task.")
     pass_rate = models.FloatField(null=True)
     interval_low = models.FloatField(null=True)
     interval_high = models.FloatField(null=True)
@@ -424,6 +428,7 @@ def outcome_count_aggregates() -> dict:
         "successes": Count("id", filter=Q(outcome=Outcome.PASS)),
         "failures": Count("id", filter=Q(outcome=Outcome.FAIL)),
         "verifier_errors": Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
+        "tampered": Count("id", filter=Q(outcome=Outcome.TAMPERED)),
         "generation_errors": Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
         "prompts_too_long": Count("id", filter=Q(outcome=Outcome.PROMPT_TOO_LONG)),
         "world_errors": Count("id", filter=Q(outcome=Outcome.WORLD_ERROR)),

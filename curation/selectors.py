@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import Count, F, Q
@@ -145,7 +146,7 @@ def task_verifier_page(*, task_version) -> dict | None:
     except TemplateDoesNotExist:  # an installed kind naming a template no app provides: the page goes on
         logger.warning("verifier kind %s: no template folder holds %s", kind.name, kind.page_fragment)
         return None
-    page = {"template": kind.page_fragment}
+    page: dict[str, Any] = {"template": kind.page_fragment}
     if kind.page_context is not None:
         page.update(kind.page_context(verifier))
     if page.get("snapshot"):

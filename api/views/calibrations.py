@@ -18,6 +18,7 @@ class CalibrationSerializer(serializers.Serializer):
     attempts = serializers.IntegerField()
     successes = serializers.IntegerField()
     verifier_errors = serializers.IntegerField()
+    tampered = serializers.IntegerField(help_text="Verdicts of tampered: an answer subverted the grading.")
     pass_rate = serializers.FloatField(allow_null=True)
     interval = serializers.SerializerMethodField()
     band = serializers.CharField()

@@ -9,6 +9,8 @@ from rest_framework.views import APIView
 from curation import policy
 from engine import verifiers
 
+MAX_COMPLETIONS = 100
+
 
 class VerifyRequest(serializers.Serializer):
     task = serializers.CharField(
@@ -28,9 +30,21 @@ class VerifyRequest(serializers.Serializer):
         help_text="With 'verifier': the tools the task offers; a completion calling another one fails. With 'task', "
         "its own tools are used.",
     )
-    completion = serializers.JSONField(help_text="The text to grade, a chat message, or a list of messages.")
+    completion = serializers.JSONField(
+        required=False, help_text="The text to grade, a chat message, or a list of messages."
+    )
+    completions = serializers.ListField(
+        child=serializers.JSONField(),
+        required=False,
+        min_length=1,
+        max_length=MAX_COMPLETIONS,
+        help_text="Several completions of the one task, graded together (repository tasks: one sandbox run "
+        "for many patches); the answer is {'verdicts': [...]} in their order.",
+    )
 
     def validate(self, data):
+        if ("completion" in data) == ("completions" in data):
+            raise serializers.ValidationError("Send either 'completion' or 'completions', not both or neither.")
         if bool(data.get("task")) == bool(data.get("verifier")):
             raise serializers.ValidationError("Send either 'task' or 'verifier' (with 'answer'), not both or neither.")
         if data.get("task") and data.get("prompt") is not None:
@@ -44,7 +58,7 @@ class VerifyRequest(serializers.Serializer):
 
 
 class VerdictResponse(serializers.Serializer):
-    outcome = serializers.ChoiceField(choices=["pass", "fail", "error", "timeout"])
+    outcome = serializers.ChoiceField(choices=["pass", "fail", "error", "timeout", "tampered"])
     reward = serializers.FloatField(allow_null=True)
     detail = serializers.CharField()
     latency_ms = serializers.FloatField()
@@ -52,7 +66,8 @@ class VerdictResponse(serializers.Serializer):
 
 @policy.api("api_verify")
 class Verify(APIView):
-    """POST /api/v1/verify: grade a completion; returns {outcome, reward, detail, latency_ms}."""
+    """POST /api/v1/verify: grade a completion ({outcome, reward, detail, latency_ms}) or several of one
+    task ({"verdicts": [...]})."""
 
     @extend_schema(request=VerifyRequest, responses=VerdictResponse)
     def post(self, request):
@@ -76,6 +91,11 @@ class Verify(APIView):
         try:
             # The prompt as the probe passes it (the math verifier refuses an answer that restates it), and the
             # tools: only offered tools run, in a replay too.
+            if "completions" in data:
+                verdicts = verifiers.verify_many(
+                    verifier=verifier, completions=data["completions"], answer=answer, prompt=prompt, tools=tools
+                )
+                return Response({"verdicts": [verdict.to_dict() for verdict in verdicts]})
             verdict = verifiers.verify(
                 verifier=verifier, completion=data["completion"], answer=answer, prompt=prompt, tools=tools
             )

@@ -45,6 +45,7 @@ def campaign_progress(*, campaign: Campaign) -> dict:
         passed=Count("id", filter=Q(outcome=Outcome.PASS)),
         failed=Count("id", filter=Q(outcome=Outcome.FAIL)),
         verifier_errors=Count("id", filter=Q(outcome__in=[Outcome.ERROR, Outcome.TIMEOUT])),
+        tampered=Count("id", filter=Q(outcome=Outcome.TAMPERED)),
         generation_errors=Count("id", filter=Q(outcome=Outcome.GENERATION_ERROR)),
         world_errors=Count("id", filter=Q(outcome=Outcome.WORLD_ERROR)),
         unverified=Count("id", filter=Q(outcome__isnull=True)),

@@ -244,13 +244,14 @@ def verifier_latency(*, environment: Environment | None, probe_model: ProbeModel
         rollouts = rollouts.filter(campaign__environment=environment)
     if probe_model is not None:
         rollouts = rollouts.filter(probe_model=probe_model)
-    verdicts = [Outcome.PASS, Outcome.FAIL, Outcome.ERROR, Outcome.TIMEOUT]
+    verdicts = [Outcome.PASS, Outcome.FAIL, Outcome.ERROR, Outcome.TIMEOUT, Outcome.TAMPERED]
     by_hour = rollouts.filter(outcome__in=verdicts).annotate(hour=TruncHour("verified_at"))
     counts = dict(
         # Count a column of the covering index (not the id) so the scan never visits the table.
         verdicts=Count("outcome"),
         errors=Count("outcome", filter=Q(outcome=Outcome.ERROR)),
         timeouts=Count("outcome", filter=Q(outcome=Outcome.TIMEOUT)),
+        tampered=Count("outcome", filter=Q(outcome=Outcome.TAMPERED)),
     )
     if connection.vendor == "postgresql":
         percentiles = {name: PercentileCont("verify_ms", fraction=fraction) for name, fraction in PERCENTILES.items()}
@@ -270,7 +271,7 @@ def verifier_latency(*, environment: Environment | None, probe_model: ProbeModel
                 row[name] = float(np.percentile(values, 100 * fraction)) if values else None
     hours_list: list[str] = []
     series: dict[str, list[Any]] = {"p50": [], "p90": [], "p99": [], "error_rate": [], "verdicts": []}
-    totals = {"verdicts": 0, "errors": 0, "timeouts": 0}
+    totals = {"verdicts": 0, "errors": 0, "timeouts": 0, "tampered": 0}
     for row in rows:
         hours_list.append(row["hour"].isoformat())
         for name in ("p50", "p90", "p99"):

@@ -321,6 +321,7 @@ CALIBRATION_FIELDS = (
     "attempts",
     "successes",
     "verifier_errors",
+    "tampered",
     "generation_errors",
     "pass_rate",
     "interval_low",
@@ -360,6 +361,7 @@ def calibrations_refresh(
         "successes": 0,
         "failures": 0,
         "verifier_errors": 0,
+        "tampered": 0,
         "generation_errors": 0,
         "world_errors": 0,
         "cost": None,
@@ -522,6 +524,7 @@ def _calibration_row(
         attempts=attempts,
         successes=counts["successes"],
         verifier_errors=counts["verifier_errors"],
+        tampered=counts.get("tampered", 0),
         generation_errors=counts["generation_errors"],
         pass_rate=verdict.pass_rate,
         interval_low=verdict.interval_low,
@@ -531,7 +534,8 @@ def _calibration_row(
         grpo_signal=verdict.grpo_signal,
         cost_usd=counts["cost"] or Decimal(0),
         flags=[str(flag) for flag in verdict.flags]
-        + ([str(stats.Flag.PROMPT_TOO_LONG)] if counts.get("prompts_too_long") else []),
+        + ([str(stats.Flag.PROMPT_TOO_LONG)] if counts.get("prompts_too_long") else [])
+        + ([str(stats.Flag.TAMPERED)] if counts.get("tampered") else []),
         policy=policy,
         updated_at=now,
     )

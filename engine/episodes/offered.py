@@ -23,7 +23,8 @@ def offered_names(tools: Iterable[Any] | None) -> frozenset[str]:
     names = set()
     for tool in tools or ():
         if isinstance(tool, Mapping):
-            function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+            inner = tool.get("function")
+            function: Mapping[Any, Any] = inner if isinstance(inner, Mapping) else tool
             name = function.get("name")
             if isinstance(name, str):
                 names.add(name)

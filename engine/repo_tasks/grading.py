@@ -1,18 +1,23 @@
 """Grading a patch against a repository task, in a fresh copy of the snapshot, in the sandbox.
 
     >>> result = grade(task=spec, snapshot=data, patch=diff_text)
-    >>> result.outcome, result.detail     # "pass" | "fail" | "error" | "timeout"
+    >>> result.outcome, result.detail     # "pass" | "fail" | "tampered" | "error" | "timeout"
+    >>> grade_many(task=spec, snapshot=data, patches=[a, b, c])   # one sandbox run, a fresh copy each
 
 Steps: the patch loses every section that touches a test file, the pytest configuration or an
 interpreter start-up file (``patches.filter_patch``); the sandbox unpacks the snapshot, applies
-what is left with ``git apply``, removes planted files, writes the hidden tests and runs pytest
-(``runner_program.py``, ``pytest_child.py``); then this module reads the evidence. Reward 1 only
-when every FAIL_TO_PASS and PASS_TO_PASS test passed with its completion mark, the session
-ended, pytest's internals were left alone and no guarded file changed during the run.
+what is left with ``git apply``, removes planted files, and runs pytest on the hidden tests as the
+grader compiled them (``runner_program.py``, ``pytest_child.py``, ``hidden_tests.py``,
+``test_guard.py``); then this module reads the evidence (``evidence.py``). Reward 1 only when every
+FAIL_TO_PASS and PASS_TO_PASS test passed with its completion mark, the session ended, pytest's
+internals were left alone and no guarded file changed during the run.
 
-A patch that does not apply is a wrong answer (``fail``); a test run past its time limit is a
-``timeout``; the sandbox failing to start is an ``error`` (no reward). Whatever the code under
-test does to the test process (exits, kills it, patches pytest) ends as a ``fail``.
+``tampered`` (reward 0, never a pass) when the run shows the tests or the grading were subverted: a
+check in the test process failed (a test's code or globals not the grader's, the module's names or
+builtins changed, a test's arguments rewritten, a tracer installed), a canary passed or was not run,
+pytest collected or ran other tests than the hidden files define, or the applied patch changed a
+protected path the filter did not see. A patch that does not apply is a wrong answer (``fail``); a
+test run past its time limit is a ``timeout``; the sandbox failing to start is an ``error``.
 """
 
 from __future__ import annotations
@@ -24,16 +29,23 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.repo_tasks.patches import filter_patch, is_test_path
-from engine.sandbox import Sandbox, SandboxLimits, SandboxRun
-from engine.sandbox.view import MissingDistribution, repository_view, sandbox_for
+from engine.repo_tasks.evidence import CaseResult, path_evidence, read_records
+from engine.repo_tasks.patches import PYTEST_CONFIG_FILES, filter_patch, forbidden_reason, is_test_path
 
-RUNNER_SOURCE = Path(__file__).with_name("runner_program.py").read_text(encoding="utf-8")
-CHILD_SOURCE = Path(__file__).with_name("pytest_child.py").read_text(encoding="utf-8")
+if TYPE_CHECKING:  # the sandbox is imported where a run starts: a Harbor folder grades with this module alone
+    from engine.sandbox import Sandbox, SandboxRun
+
+HERE = Path(__file__).parent
+RUNNER_SOURCE = (HERE / "runner_program.py").read_text(encoding="utf-8")
+CHILD_SOURCE = (HERE / "pytest_child.py").read_text(encoding="utf-8")
+PREPARE_SOURCE = (HERE / "hidden_tests.py").read_text(encoding="utf-8")
+GUARD_SOURCE = (HERE / "test_guard.py").read_text(encoding="utf-8")
+TREE_SOURCE = (HERE / "runner_tree.py").read_text(encoding="utf-8")
 PYTEST_ARGS = ("-p", "no:cacheprovider", "-o", "addopts=", "-q", "--tb=short", "-W", "ignore::DeprecationWarning")
 SETUP_SECONDS = 30.0  # unpacking, applying and cleaning, on top of the tests' own time
+DEADLINE_MARGIN_SECONDS = 3.0
 RESULT_PREFIX = "PASSBAND-RESULT "
 
 
@@ -61,21 +73,15 @@ class RepoTaskSpec:
 
 
 @dataclass(frozen=True)
-class CaseResult:
-    test_id: str
-    outcome: str  # "passed", "failed", "error", "not run", "skipped", "forged"
-    text: str = ""
-
-
-@dataclass(frozen=True)
 class GradeResult:
-    outcome: str  # "pass" | "fail" | "error" | "timeout"
+    outcome: str  # "pass" | "fail" | "tampered" | "error" | "timeout"
     detail: str
     tests: dict[str, CaseResult] = field(default_factory=dict)
     dropped: tuple[str, ...] = ()
     output: str = ""
     seconds: float | None = None
     collect_errors: tuple[str, ...] = ()  # "path: error" for test files pytest could not import
+    evidence: tuple[str, ...] = ()  # why the verdict is "tampered"
 
     def failing(self, test_ids: Iterable[str]) -> list[CaseResult]:
         return [
@@ -89,32 +95,53 @@ class GradeResult:
 
 def grade(*, task: RepoTaskSpec, snapshot: bytes, patch: str, sandbox: Sandbox | None = None) -> GradeResult:
     """Grade ``patch`` (a unified diff, possibly empty) on a fresh copy of ``snapshot``."""
-    filtered = filter_patch(patch, hidden_tests=frozenset(task.hidden_tests))
-    run, result = run_in_sandbox(task=task, snapshot=snapshot, patch=filtered.text, sandbox=sandbox)
+    return grade_many(task=task, snapshot=snapshot, patches=[patch], sandbox=sandbox)[0]
+
+
+def grade_many(
+    *, task: RepoTaskSpec, snapshot: bytes, patches: list[str], sandbox: Sandbox | None = None
+) -> list[GradeResult]:
+    """Each patch graded on its own fresh copy of ``snapshot``, as many per sandbox run as its time
+    limit allows (the runner kills every process a test run left before the next patch; patches it
+    had no time for go to the next run). Out: one GradeResult per patch, in order."""
+    filtered = [filter_patch(patch, hidden_tests=frozenset(task.hidden_tests)) for patch in patches]
+    graded: dict[int, GradeResult] = {}
+    waiting = list(range(len(filtered)))
+    while waiting:
+        texts = [filtered[index].text for index in waiting]
+        run, results = run_in_sandbox(task=task, snapshot=snapshot, patches=texts, sandbox=sandbox)
+        for position, result in results.items():
+            item = filtered[waiting[position]]
+            kept = bool(item.text.strip())
+            graded[waiting[position]] = judge(task=task, result=result, dropped=item.dropped, patch_kept=kept)
+        if 0 not in results:  # the run ended on the first patch: that patch's verdict is the run's
+            graded[waiting[0]] = _run_failure(run, filtered[waiting[0]].dropped)
+        waiting = [index for index in waiting if index not in graded]
+    return [graded[index] for index in range(len(filtered))]
+
+
+def _run_failure(run: SandboxRun, dropped: tuple[str, ...]) -> GradeResult:
     if run.status == "error":
-        return GradeResult("error", f"the sandbox failed: {run.error}", dropped=filtered.dropped)
+        return GradeResult("error", f"the sandbox failed: {run.error}", dropped=dropped)
     if run.status == "timeout":
-        return GradeResult(
-            "timeout", f"the grading run hit its {run.timeout_reason} time limit", dropped=filtered.dropped
-        )
-    if result is None:
-        tail = (run.stderr or run.stdout)[-300:]
-        return GradeResult(
-            "fail", f"the grading run ended without a result ({run.status}): {tail}", dropped=filtered.dropped
-        )
-    return judge(task=task, result=result, dropped=filtered.dropped, patch_kept=bool(filtered.text.strip()))
+        return GradeResult("timeout", f"the grading run hit its {run.timeout_reason} time limit", dropped=dropped)
+    tail = (run.stderr or run.stdout)[-300:]
+    return GradeResult("fail", f"the grading run ended without a result ({run.status}): {tail}", dropped=dropped)
 
 
 def run_in_sandbox(
-    *, task: RepoTaskSpec, snapshot: bytes, patch: str, sandbox: Sandbox | None = None
-) -> tuple[SandboxRun, dict[str, Any] | None]:
-    """One run of runner_program.py; the result it printed with this run's nonce, if any. Without a given
-    sandbox, the tests run in the view of pytest and the task's declared dependencies only."""
+    *, task: RepoTaskSpec, snapshot: bytes, patches: list[str], sandbox: Sandbox | None = None
+) -> tuple[SandboxRun, dict[int, dict[str, Any]]]:
+    """One run of runner_program.py; {patch index: the result it printed with this run's nonce}. Without a
+    given sandbox, the tests run in the view of pytest and the task's declared dependencies only."""
     if sandbox is None:
+        from engine.sandbox import SandboxRun
+        from engine.sandbox.view import MissingDistribution, repository_view, sandbox_for
+
         try:
             sandbox = sandbox_for(repository_view(task.dependencies))
         except MissingDistribution as error:
-            return SandboxRun(status="error", error=f"a declared dependency: {error}"), None
+            return SandboxRun(status="error", error=f"a declared dependency: {error}"), {}
     nonce = secrets.token_hex(16)
     child_nonce = secrets.token_hex(16)
     guarded = sorted(set(task.hidden_tests) | {path for path in task.test_files if is_test_path(path)})
@@ -122,19 +149,26 @@ def run_in_sandbox(
         "nonce": nonce,
         "child_nonce": child_nonce,
         "snapshot": base64.b64encode(snapshot).decode(),
-        "patch": patch,
+        "patches": patches,
         "hidden_tests": task.hidden_tests,
         "guarded_files": guarded,
         "test_files": list(task.test_files),
+        "config_files": list(PYTEST_CONFIG_FILES),
         "pytest_args": list(PYTEST_ARGS),
         "test_timeout_seconds": task.timeout_seconds,
         "child_source": CHILD_SOURCE,
+        "prepare_source": PREPARE_SOURCE,
+        "guard_source": GUARD_SOURCE,
+        "tree_source": TREE_SOURCE,
         # The real interpreter: a virtualenv's bin/ is not visible inside the sandbox.
         "python": os.path.realpath(sandbox_python(sandbox)),
     }
+    count = max(1, len(patches))
+    from engine.sandbox import SandboxLimits
+
     limits = SandboxLimits(
-        wall_seconds=task.timeout_seconds + SETUP_SECONDS,
-        cpu_seconds=task.timeout_seconds + SETUP_SECONDS,
+        wall_seconds=(task.timeout_seconds + SETUP_SECONDS) * count,
+        cpu_seconds=(task.timeout_seconds + SETUP_SECONDS) * count,
         memory_bytes=task.memory_mb << 20,
         max_processes=task.max_processes,
         max_open_files=256,
@@ -142,22 +176,39 @@ def run_in_sandbox(
         tmp_bytes=256 << 20,
         max_output_bytes=16 << 20,
     )
-    run = sandbox.run_script(program=RUNNER_SOURCE, stdin=json.dumps(request), limits=limits)
-    result = None
-    for line in run.stdout.splitlines():
-        if line.startswith(RESULT_PREFIX + nonce + " "):
-            try:
-                result = json.loads(line[len(RESULT_PREFIX) + len(nonce) + 1 :])
-            except ValueError:
-                result = None
-    if isinstance(result, dict):
-        result["child_nonce"] = child_nonce
-        return run, result
-    return run, None
+    box = sandbox
+    # The runner starts no patch it could not finish within what the sandbox grants.
+    request["deadline_seconds"] = box.maxima.clamp(limits).wall_seconds - DEADLINE_MARGIN_SECONDS
+    run = box.run_script(program=RUNNER_SOURCE, stdin=json.dumps(request), limits=limits)
+    return run, parse_results(run.stdout, nonce=nonce, child_nonce=child_nonce)
+
+
+def parse_results(stdout: str, *, nonce: str, child_nonce: str) -> dict[int, dict[str, Any]]:
+    """The runner's result lines carrying ``nonce``: {patch index: result}."""
+    results: dict[int, dict[str, Any]] = {}
+    prefix = RESULT_PREFIX + nonce + " "
+    for line in stdout.splitlines():
+        if not line.startswith(prefix):
+            continue
+        index, _, payload = line[len(prefix) :].partition(" ")
+        try:
+            result = json.loads(payload)
+            number = int(index)
+        except ValueError:
+            continue
+        if isinstance(result, dict):
+            result["child_nonce"] = child_nonce
+            results[number] = result
+    return results
 
 
 def sandbox_python(sandbox: Sandbox | None) -> str:
-    return (sandbox or sandbox_for(repository_view())).python
+    """The Python that runs the tests: the given sandbox's, or that of pytest's view."""
+    if sandbox is not None:
+        return sandbox.python
+    from engine.sandbox.view import repository_view, sandbox_for
+
+    return sandbox_for(repository_view()).python
 
 
 def judge(*, task: RepoTaskSpec, result: dict[str, Any], dropped: tuple[str, ...], patch_kept: bool) -> GradeResult:
@@ -169,28 +220,37 @@ def judge(*, task: RepoTaskSpec, result: dict[str, Any], dropped: tuple[str, ...
         return GradeResult(
             "fail", "the patch does not apply: " + _last_lines(result.get("apply_output", "")), dropped=dropped
         )
+    hidden = frozenset(task.hidden_tests)
+    disguised = path_evidence(result, lambda path: forbidden_reason(path, hidden_tests=hidden))
+    if disguised:
+        detail = "tampered: " + "; ".join(disguised[:3])
+        return GradeResult("tampered", detail, dropped=dropped, evidence=tuple(disguised))
     if not result.get("started", False):
         return GradeResult(
             "error", f"the test process could not start: {result.get('start_error', '')}", dropped=dropped
         )
     output = str(result.get("output_tail", ""))
-    seconds = result.get("seconds")
     if result.get("timed_out"):
         return GradeResult("timeout", f"the tests ran past {task.timeout_seconds:g} s", dropped=dropped, output=output)
-    tests, session = read_records(str(result.get("records", "")), nonce=str(result["child_nonce"]))
+    records = read_records(str(result.get("records", "")), nonce=str(result["child_nonce"]))
+    tests = records.tests
     common: dict[str, Any] = {
         "tests": tests,
         "dropped": dropped,
         "output": output,
-        "seconds": seconds,
-        "collect_errors": tuple(session["collect_errors"]),
+        "seconds": result.get("seconds"),
+        "collect_errors": tuple(records.collect_errors),
     }
+    if records.evidence:
+        evidence = tuple(dict.fromkeys(records.evidence))
+        shown = "; ".join(evidence[:3]) + (f" and {len(evidence) - 3} more" if len(evidence) > 3 else "")
+        return GradeResult("tampered", "tampered: " + shown, evidence=evidence, **common)
     problems = []
     if result.get("changed_during_run"):
         problems.append("test files changed during the run: " + ", ".join(result["changed_during_run"]))
-    if session.get("changed"):
-        problems.append("pytest's own functions were replaced: " + ", ".join(session["changed"]))
-    if not session.get("finished"):
+    if records.changed:
+        problems.append("pytest's own functions were replaced: " + ", ".join(records.changed))
+    if not records.finished:
         problems.append(f"the test session did not finish (the test process exited with {result.get('exit_code')})")
     failing_f2p = [test for test in task.fail_to_pass if not _passed(tests, test)]
     failing_p2p = [test for test in task.pass_to_pass if not _passed(tests, test)]
@@ -210,55 +270,6 @@ def judge(*, task: RepoTaskSpec, result: dict[str, Any], dropped: tuple[str, ...
         return GradeResult("fail", "the patch changes nothing that is graded" + suffix, **common)
     total = len(task.test_ids)
     return GradeResult("pass", f"all {total} tests pass ({len(task.fail_to_pass)} FAIL_TO_PASS){suffix}", **common)
-
-
-def read_records(text: str, *, nonce: str) -> tuple[dict[str, CaseResult], dict[str, Any]]:
-    """Per test id, the outcome the records prove; and the session's ``finished``/``changed``."""
-    phases: dict[str, dict[str, dict[str, Any]]] = {}
-    unwrapped: set[str] = set()
-    session: dict[str, Any] = {"finished": False, "changed": [], "collect_errors": []}
-    changed: set[str] = set()
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(record, dict) or record.get("nonce") != nonce:
-            continue
-        event = record.get("event")
-        if event == "report":
-            phases.setdefault(str(record.get("id")), {})[str(record.get("when"))] = record
-            changed.update(record.get("changed") or [])
-        elif event == "collect_error":
-            session["collect_errors"].append(f"{record.get('id')}: {str(record.get('text', ''))[-1500:]}")
-        elif event == "unwrapped":
-            unwrapped.add(str(record.get("id")))
-        elif event == "finish":
-            session["finished"] = True
-            changed.update(record.get("changed") or [])
-    session["changed"] = sorted(changed)
-    tests: dict[str, CaseResult] = {}
-    for test_id, by_phase in phases.items():
-        tests[test_id] = _test_outcome(test_id, by_phase, wrapped=test_id not in unwrapped)
-    return tests, session
-
-
-def _test_outcome(test_id: str, by_phase: dict[str, dict[str, Any]], *, wrapped: bool) -> CaseResult:
-    for when in ("setup", "call", "teardown"):
-        phase = by_phase.get(when)
-        if phase is not None and phase.get("outcome") == "failed":
-            return CaseResult(test_id, "failed" if when == "call" else "error", str(phase.get("text", "")))
-    call = by_phase.get("call")
-    if call is None:
-        skipped = any(phase.get("outcome") == "skipped" for phase in by_phase.values())
-        return CaseResult(test_id, "skipped" if skipped else "not run")
-    if call.get("outcome") != "passed":
-        return CaseResult(test_id, str(call.get("outcome")))
-    if wrapped and not call.get("completed"):
-        return CaseResult(test_id, "forged", "reported as passed, but the test function never returned")
-    if "teardown" not in by_phase:
-        return CaseResult(test_id, "not run", "no teardown report")
-    return CaseResult(test_id, "passed")
 
 
 def _passed(tests: dict[str, CaseResult], test_id: str) -> bool:

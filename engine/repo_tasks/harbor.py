@@ -1,25 +1,25 @@
 """Repository tasks as Harbor task folders (instruction.md, task.toml, environment/, tests/, solution/).
 
 ``harbor_folder`` turns one ``repo_tests`` task into the files of a Harbor task whose environment is a
-plain Python image: the snapshot is copied into it at ``/testbed``; ``tests/test.sh`` writes the
-hidden tests over the repository, removes planted ``conftest.py``/``.pth``/``sitecustomize`` files,
-runs pytest (``-o addopts=""``, ``-p no:cacheprovider``, plug-in autoload off) with a JUnit report,
-and ``tests/grade.py`` writes 1 to ``/logs/verifier/reward.txt`` only when every FAIL_TO_PASS and
-PASS_TO_PASS test passed; ``solution/solve.sh`` applies the reference patch. What does not travel
-(docs/repository-tasks.md): the sandbox, the evidence a test function returned, the check that
-pytest's internals are intact; in Harbor the agent edits the repository itself, so its test edits
-are overwritten only for the hidden test files.
+plain Python image: the snapshot is copied into it at ``/testbed``; ``tests/test.sh`` runs
+``tests/grade.py``, which turns the agent's edits (``/testbed`` against the pristine snapshot the tests
+folder carries) into a patch and grades it with Passband's own grading modules, carried under
+``tests/passband/`` (the same filter, runner, compiled hidden tests, guard, canaries and evidence: the
+same verdict as the probe and the API); reward 1 in ``/logs/verifier/reward.txt`` only for ``pass``,
+the verdict with its evidence in ``verdict.json``. ``solution/solve.sh`` applies the reference patch.
+What Harbor's shared container cannot give (docs/repository-tasks.md): the sandbox around the run.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shlex
 import tomllib
 from collections.abc import Mapping
+from pathlib import Path
 
 from engine.harbor_tasks import task_toml, test_sh_head
+from engine.repo_tasks import snapshots
 from engine.repo_tasks.grading import RepoTaskSpec
 from engine.repo_tasks.patches import extract_patch
 
@@ -28,67 +28,36 @@ AGENT_SECONDS = 1800.0
 
 TEST_SH = (
     test_sh_head(
-        what="Passband repository task verifier (Harbor): hidden tests in, planted files out, pytest, reward.",
+        what="Passband repository task verifier (Harbor): the agent's edits graded as a patch, as Passband grades.",
         workdir='TESTBED="${TESTBED:-/testbed}"',
     )
-    + r"""cd "$TESTBED" || exit 0
-cp -r "$HERE/hidden/." "$TESTBED/"
-python3 "$HERE/grade.py" clean "$TESTBED"
-PYTHONNOUSERSITE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONDONTWRITEBYTECODE=1 \
-  timeout {timeout} python3 -m pytest -o addopts="" -p no:cacheprovider -q --junitxml="$LOGS/junit.xml" {files}
-python3 "$HERE/grade.py" reward "$LOGS/junit.xml" > "$LOGS/reward.txt"
+    + r"""timeout {timeout} python3 "$HERE/grade.py" "$TESTBED" "$LOGS"
 cat "$LOGS/reward.txt"
 """
 )
-
-GRADE_PY = r'''"""Passband repository task grading inside a Harbor container (standard library only)."""
-import json
-import os
-import sys
-import xml.etree.ElementTree as ElementTree
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-SPEC = json.load(open(os.path.join(HERE, "tests.json")))
-CONFIG = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "conftest.py")
-
-
-def clean(root):
-    original = set(SPEC["original_files"])
-    for directory, subdirectories, names in os.walk(root):
-        for name in names:
-            relative = os.path.relpath(os.path.join(directory, name), root)
-            stem = name[:-3] if name.endswith(".py") else None
-            planted = relative not in original and (name in CONFIG or stem in ("sitecustomize", "usercustomize"))
-            if planted or name.endswith((".pth", ".pyc")):
-                os.unlink(os.path.join(directory, name))
-
-
-def junit_key(test_id):
-    path, _, rest = test_id.partition("::")
-    parts = rest.split("::")
-    classname = ".".join([path[:-3].replace("/", ".")] + parts[:-1])
-    return classname, parts[-1]
-
-
-def reward(report):
-    try:
-        cases = ElementTree.parse(report).getroot().iter("testcase")
-    except (OSError, ElementTree.ParseError):
-        return 0
-    passed = set()
-    for case in cases:
-        if not any(child.tag in ("failure", "error", "skipped") for child in case):
-            passed.add((case.get("classname"), case.get("name")))
-    wanted = SPEC["fail_to_pass"] + SPEC["pass_to_pass"]
-    return 1 if all(junit_key(test_id) in passed for test_id in wanted) else 0
-
-
-if __name__ == "__main__":
-    if sys.argv[1] == "clean":
-        clean(sys.argv[2])
-    else:
-        print(reward(sys.argv[2]))
-'''
+HERE = Path(__file__).parent
+# The grading modules the folder carries (tests/passband/engine/...), unchanged, and its stand-in sandbox.
+CARRIED = {
+    "engine/__init__.py": "",
+    "engine/repo_tasks/__init__.py": "",
+    **{
+        f"engine/repo_tasks/{name}": (HERE / name).read_text(encoding="utf-8")
+        for name in (
+            "grading.py",
+            "evidence.py",
+            "hidden_tests.py",
+            "patches.py",
+            "snapshots.py",
+            "runner_program.py",
+            "runner_tree.py",
+            "pytest_child.py",
+            "test_guard.py",
+        )
+    },
+    "engine/sandbox/__init__.py": (HERE / "harbor_files" / "sandbox_shim.py").read_text(encoding="utf-8"),
+    "engine/sandbox/limits.py": (HERE.parent / "sandbox" / "limits.py").read_text(encoding="utf-8"),
+}
+GRADE_PY = (HERE / "harbor_files" / "grade.py").read_text(encoding="utf-8")
 
 DOCKERFILE = """FROM python:3.11-slim
 RUN apt-get update && apt-get install -y --no-install-recommends git && rm -rf /var/lib/apt/lists/*
@@ -110,6 +79,9 @@ def harbor_folder(
             "passband_snapshot": spec.snapshot,
             "category": "programming",
             "tags": ["repository", "bug-fix", "passband"],
+            # What the shared container leaves outside the guarantee (docs/repository-tasks.md).
+            "passband_grading": "Passband's grading of the agent's edits as a patch; the agent shares the "
+            "verifier's container (its Python, pytest and processes), which Passband's sandbox would not allow",
         },
         verifier_seconds=spec.timeout_seconds + 120,
         agent_seconds=AGENT_SECONDS,
@@ -119,11 +91,22 @@ def harbor_folder(
     files["environment/Dockerfile"] = DOCKERFILE.format(pytest=PYTEST_VERSION).encode()
     for path, data in snapshot_files.items():
         files[f"environment/repo/{path}"] = data
-    test_files = " ".join(shlex.quote(path) for path in spec.test_files)
-    files["tests/test.sh"] = (
-        TEST_SH.replace("{timeout}", str(int(spec.timeout_seconds))).replace("{files}", test_files).encode()
-    )
+    files["tests/test.sh"] = TEST_SH.replace("{timeout}", str(int(spec.timeout_seconds) + 60)).encode()
     files["tests/grade.py"] = GRADE_PY.encode()
+    files["tests/pristine.tar.gz"] = snapshots.build_from_files(dict(snapshot_files))
+    files["tests/spec.json"] = json.dumps(
+        {
+            "snapshot": spec.snapshot,
+            "fail_to_pass": list(spec.fail_to_pass),
+            "pass_to_pass": list(spec.pass_to_pass),
+            "hidden_tests": spec.hidden_tests,
+            "timeout_seconds": spec.timeout_seconds,
+            "memory_mb": spec.memory_mb,
+        },
+        indent=1,
+    ).encode()
+    for path, text in CARRIED.items():
+        files[f"tests/passband/{path}"] = text.encode()
     files["tests/tests.json"] = json.dumps(
         {
             "fail_to_pass": list(spec.fail_to_pass),

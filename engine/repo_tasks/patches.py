@@ -15,15 +15,23 @@ from pathlib import PurePosixPath
 
 TEST_DIRECTORY_NAMES = frozenset({"tests", "test", "testing"})
 TEST_FILE_PATTERNS = ("test_*.py", "*_test.py", "conftest.py")
+# The files pytest reads its configuration from, in the order it looks for them (the one list: the
+# runner, the clean-up and the filter read it; tests/engine/repo_tasks/test_patches.py holds it to
+# the installed pytest's own list).
+PYTEST_CONFIG_FILES = (
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+)
 # The pytest configuration (any of these can carry addopts, plugins, a different rootdir) and
 # files the interpreter runs on its own at start-up.
 PROTECTED_FILE_NAMES = frozenset(
     {
-        "pytest.ini",
-        ".pytest.ini",
-        "pyproject.toml",
-        "setup.cfg",
-        "tox.ini",
+        *PYTEST_CONFIG_FILES,
         "conftest.py",
         "sitecustomize.py",
         "usercustomize.py",
@@ -79,10 +87,57 @@ def _looks_like_diff(block: str) -> bool:
     return bool(re.search(r"^(diff --git |--- |@@ )", block, re.MULTILINE))
 
 
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def unquote_git_path(path: str) -> str:
+    """A path as git writes it in a patch header: C-quoted (``"a/conf\\164est.py"``, octal bytes of
+    UTF-8) when it holds unusual characters, else as is. Out: the path git means."""
+    if not (len(path) >= 2 and path.startswith('"') and path.endswith('"')):
+        return path
+    body = path[1:-1]
+    data = bytearray()
+    index = 0
+    while index < len(body):
+        char = body[index]
+        if char != "\\" or index + 1 == len(body):
+            data += char.encode("utf-8")
+            index += 1
+            continue
+        following = body[index + 1]
+        if following in "01234567":
+            digits = body[index + 1 : index + 4]
+            data.append(int(digits, 8) & 0xFF)
+            index += 1 + len(digits)
+        else:
+            data.append(_C_ESCAPES.get(following, ord(following) if following.isascii() else 63))
+            index += 2
+    return data.decode("utf-8", "replace")
+
+
+def _header_paths(rest: str) -> list[str]:
+    """The two paths of a ``diff --git`` header, either of them quoted."""
+    rest = rest.strip()
+    if rest.startswith('"'):
+        end = rest.find('" ', 1)
+        while end != -1 and rest[end - 1] == "\\":
+            end = rest.find('" ', end + 1)
+        if end != -1:
+            return [rest[: end + 1], rest[end + 2 :]]
+    if rest.endswith('"') and ' "' in rest:
+        split = rest.rindex(' "')
+        return [rest[:split], rest[split + 1 :]]
+    parts = rest.split(" b/", 1)
+    return [parts[0], "b/" + parts[1]] if len(parts) == 2 else parts
+
+
 def _strip_prefix(path: str) -> str:
-    path = path.split("\t", 1)[0].strip()
-    if path.startswith('"') and path.endswith('"'):
-        path = path[1:-1]
+    path = path.strip()
+    if not path.startswith('"'):
+        path = path.split("\t", 1)[0]
+    elif '"\t' in path:
+        path = path[: path.rindex('"\t') + 1]
+    path = unquote_git_path(path.strip())
     if path == "/dev/null":
         return ""
     if path.startswith(("a/", "b/")):
@@ -106,8 +161,7 @@ def split_patch(text: str) -> list[FilePatch]:
             current = FilePatch()
             files.append(current)
             current.lines.append(line)
-            parts = line[len("diff --git ") :].strip().split(" b/", 1)
-            current.paths.update(_strip_prefix(part if n == 0 else "b/" + part) for n, part in enumerate(parts))
+            current.paths.update(_strip_prefix(part) for part in _header_paths(line[len("diff --git ") :]))
             index += 1
             continue
         if line.startswith("--- ") and index + 1 < len(lines) and lines[index + 1].startswith("+++ "):
@@ -142,7 +196,7 @@ def split_patch(text: str) -> list[FilePatch]:
         if current is not None:
             for keyword in ("rename from ", "rename to ", "copy from ", "copy to "):
                 if line.startswith(keyword):
-                    current.paths.add(line[len(keyword) :].strip())
+                    current.paths.add(unquote_git_path(line[len(keyword) :].strip()))
             for keyword in ("new file mode ", "old mode ", "new mode ", "deleted file mode "):
                 if line.startswith(keyword):
                     current.modes.add(line[len(keyword) :].strip())

@@ -5,8 +5,9 @@ Built from the task's own files, so it applies to any repository task: edit the 
 ``sitecustomize.py`` or a ``.pth``, replace pytest itself, exit at import (``sys.exit(0)``,
 ``os._exit(0)``), monkeypatch pytest from the code under test, forge pytest's reports, rewrite the
 tests while they run, print a result line, kill the grader, link or rename into protected paths.
-Every one must fail (``tests/engine/repo_tasks/test_grading.py``, the workers' test, and the
-gameability audit run them).
+The run-time attacks on the tests themselves (``tampering_runtime.py``) and git's quoted paths
+(``"a/conf\\164est.py"``) are here too. Every one must be refused, ``fail`` or ``tampered``
+(``tests/engine/repo_tasks/test_battery.py``, the workers' test, and the gameability audit run them).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from engine.repo_tasks.patches import diff_files, filter_patch, forbidden_reason, is_test_path, split_patch
+from engine.repo_tasks.tampering_runtime import runtime_attacks
 
 FORCE_PASS_PLUGIN = """import pytest
 
@@ -158,12 +160,75 @@ def tampering_patches(
         ("printing a fake result line", appended(FAKE_RESULT_AT_IMPORT)),
         ("killing the grader", appended("\nimport os as _passband_os\n_passband_os.kill(_passband_os.getppid(), 9)\n")),
     ]
+    patches += [(label, appended(code)) for label, code in runtime_attacks()]
+    patches += _quoted_path_attacks(files, changed, tests)
     if sources and fixed is None:
         patches.append(("renaming a module to conftest.py", _rename(sources[0], "conftest.py")))
+        patches.append(
+            ("renaming a module to conftest.py under quoted paths", _disguise(_rename(sources[0], "conftest.py")))
+        )
         patches.append(
             ("a symbolic link over a test", _symlink(f"{package}passband_link.py", tests[0] if tests else "x"))
         )
     return patches
+
+
+def _quoted_path_attacks(files: Mapping[str, str], changed, tests: list[str]) -> list[tuple[str, str]]:
+    """Protected files named the way git quotes unusual paths, and pytest's newer configuration files."""
+    force = {"passband_force_pass.py": FORCE_PASS_PLUGIN}
+    conftests = sorted(path for path in files if path.rpartition("/")[2] == "conftest.py") or ["conftest.py"]
+    toml = '[pytest]\naddopts = ["-p", "passband_force_pass"]\n'
+    attacks = [
+        (
+            "editing conftest.py under a quoted path",
+            _disguise(changed({conftests[0]: files.get(conftests[0], "") + "\n" + FORCE_PASS_PLUGIN})),
+        ),
+        (
+            "pyproject.toml under a quoted path",
+            _disguise(
+                changed(
+                    {
+                        **force,
+                        "pyproject.toml": files.get("pyproject.toml", "")
+                        + '\n[tool.pytest.ini_options]\naddopts = "-p passband_force_pass"\n',
+                    }
+                )
+            ),
+        ),
+        (
+            "setup.cfg under a quoted path",
+            _disguise(changed({**force, "setup.cfg": "[tool:pytest]\naddopts = -p passband_force_pass\n"})),
+        ),
+        ("pytest.toml loading a plug-in", changed({**force, "pytest.toml": toml})),
+        (".pytest.toml loading a plug-in", changed({**force, ".pytest.toml": toml})),
+        ("pytest.toml beside the tests", changed({**force, "tests/pytest.toml": toml})),
+    ]
+    if tests:
+        edited = {path: files[path].replace("assert ", "assert True or ") for path in tests}
+        attacks.append(("editing the tests under a quoted path", _disguise(changed(edited))))
+    return attacks
+
+
+def _disguise(patch: str) -> str:
+    """``patch`` with every header path written as git quotes a path: in quotes, the first letter of
+    the file name as an octal escape (git decodes it back to the same path)."""
+
+    def quoted(path: str) -> str:
+        head, _, name = path.rpartition("/")
+        return '"' + (head + "/" if head else "") + f"\\{ord(name[0]):03o}" + name[1:] + '"'
+
+    lines = []
+    for line in patch.splitlines(keepends=True):
+        if line.startswith("diff --git a/"):
+            old, _, new = line[len("diff --git ") :].rstrip("\n").partition(" b/")
+            line = f"diff --git {quoted(old)} {quoted('b/' + new)}\n"
+        elif line.startswith(("--- a/", "+++ b/")):
+            line = line[:4] + quoted(line[4:].rstrip("\n")) + "\n"
+        elif line.startswith(("rename from ", "rename to ")):
+            keyword, _, path = line.rstrip("\n").rpartition(" ")
+            line = f"{keyword} {quoted(path)}\n"
+        lines.append(line)
+    return "".join(lines)
 
 
 def _rename(old: str, new: str) -> str:

@@ -49,6 +49,7 @@ class Flag(StrEnum):
     STRONG_MODEL_FAILS = "strong_model_fails"  # a strong model never passes an audited task
     PROMPT_TOO_LONG = "prompt_too_long"  # the prompt does not fit the probe model's context
     WORLD_FAILURE = "world_failure"  # too many rollouts failed in the task's world (reset, tool time limit)
+    TAMPERED = "tampered"  # an answer subverted the grading (a verdict of tampered): review the task
 
 
 TOO_HARD = Band.TOO_HARD

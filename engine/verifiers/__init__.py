@@ -17,11 +17,19 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from engine.episodes.offered import unoffered_problem
-from engine.verifiers.base import DEFAULT_MAX_COMPLETION_CHARS, Verdict, VerifierConfigError, run_check
+from engine.verifiers.base import (
+    DEFAULT_MAX_COMPLETION_CHARS,
+    REWARDS,
+    Verdict,
+    VerifierConfigError,
+    completion_size,
+    run_check,
+)
 from engine.verifiers.judges import parse_judges, set_judges
 from engine.verifiers.kind import VerifierKind
 from engine.verifiers.registry import kind_named, kind_registry
@@ -150,6 +158,37 @@ def verify(
     """
     kind, config = _parse(verifier)
     return _run_check(kind, config, completion=completion, answer=answer, prompt=prompt, tools=tools)
+
+
+def verify_many(
+    *,
+    verifier: dict[str, Any],
+    completions: list[Any],
+    answer: str | None = None,
+    prompt: str | list[Any] | None = None,
+    tools: list[Any] | None = None,
+) -> list[Verdict]:
+    """``verify`` for several completions of one task, in order. A kind that grades many at once
+    (``check_many``: repository tasks, as few sandbox runs as fit) does; the verdicts are the ones
+    ``verify`` gives one by one, each with its share of the time. Raises as ``verify`` does."""
+    kind, config = _parse(verifier)
+    check_many = None if tools else kind.check_many  # offered tools are checked one by one, in _run_check
+    limit = _settings["max_completion_chars"]
+    together = [index for index, completion in enumerate(completions) if completion_size(completion, limit) <= limit]
+    if check_many is None or len(together) < 2:
+        return [
+            _run_check(kind, config, completion=each, answer=answer, prompt=prompt, tools=tools) for each in completions
+        ]
+    started = time.perf_counter()
+    graded = check_many(config, completions=[completions[index] for index in together])
+    checks = dict(zip(together, graded, strict=True))
+    share = round((time.perf_counter() - started) * 1000.0 / len(together), 3)
+    return [
+        Verdict(checks[index].outcome, REWARDS.get(checks[index].outcome), checks[index].detail, share)
+        if index in checks
+        else _run_check(kind, config, completion=completion, answer=answer, prompt=prompt, tools=tools)
+        for index, completion in enumerate(completions)
+    ]
 
 
 def audit(

@@ -15,15 +15,16 @@ from typing import Any, NamedTuple
 
 logger = logging.getLogger("engine.verifiers")
 
-OUTCOMES = ("pass", "fail", "error", "timeout")
+OUTCOMES = ("pass", "fail", "error", "timeout", "tampered")
 
 
 @dataclass(frozen=True)
 class Verdict:
     """The result of checking one completion.
 
-    outcome: "pass" | "fail" | "error" | "timeout". Only pass and fail are evidence about the model.
-    reward: 1.0 for pass, 0.0 for fail, None for error and timeout (never 0: they say nothing).
+    outcome: "pass" | "fail" | "error" | "timeout" | "tampered". Only pass and fail are evidence about
+    the model; "tampered" (the answer subverted the grading) is never a pass and flags the task.
+    reward: 1.0 for pass, 0.0 for fail and tampered, None for error and timeout (never 0: they say nothing).
     detail: short human-readable reason (which test failed, what answer was extracted).
     latency_ms: wall time spent verifying.
     """
@@ -225,7 +226,7 @@ def _describe(value: Any) -> str:
 
 # -- running one kind's check --------------------------------------------------------------------
 
-REWARDS = {"pass": 1.0, "fail": 0.0}
+REWARDS = {"pass": 1.0, "fail": 0.0, "tampered": 0.0}
 DEFAULT_MAX_COMPLETION_CHARS = 1_000_000
 
 

@@ -35,7 +35,7 @@ from engine.episodes.offered import offered_names
 from engine.repo_tasks import snapshots
 from engine.repo_tasks.tampering import compact_battery, tampering_patches
 from engine.verifiers import _parse, _run_check
-from engine.verifiers.base import Verdict, VerifierConfigError
+from engine.verifiers.base import REWARDS, Verdict, VerifierConfigError
 from engine.verifiers.kind import VerifierKind
 
 FIXTURE_KINDS = ("full_reward", "zero_reward", "malformed", "determinism")
@@ -120,11 +120,16 @@ def gameability_check(
     probes += _fixture_probes(fixtures or [], answer=answer)
     probes += unoffered_probes(config, answer=answer, tools=tools)
     findings = []
+    if kind.check_many is not None:  # graded together (repository tasks: one sandbox run for many patches)
+        batch = [probe for probe in probes if probe.expect == "no_reward"]
+        probes = [probe for probe in probes if probe.expect != "no_reward"]
+        checks = kind.check_many(config, completions=[probe.completion for probe in batch])
+        for probe, check in zip(batch, checks, strict=True):
+            verdict = Verdict(check.outcome, REWARDS.get(check.outcome), check.detail, 0.0)
+            findings.append(_finding(probe, [verdict]))
     for probe in probes:
-        finding = _probe_run(kind, config, probe, answer=answer, prompt=prompt, tools=tools)
-        if finding is not None:
-            findings.append(finding)
-    return findings
+        findings.append(_probe_run(kind, config, probe, answer=answer, prompt=prompt, tools=tools))
+    return [finding for finding in findings if finding is not None]
 
 
 def battery(*, kind: VerifierKind, config: Any, answer: str | None, prompt: str | list[Any] | None) -> list[Probe]:
@@ -374,6 +379,10 @@ def _probe_run(
         verdicts.append(
             _run_check(kind, config, completion=probe.completion, answer=answer, prompt=prompt, tools=tools)
         )
+    return _finding(probe, verdicts)
+
+
+def _finding(probe: Probe, verdicts: list[Verdict]) -> Finding | None:
     verdict = verdicts[0]
     if probe.expect == "no_reward":
         broken = verdict.outcome == "pass" or bool(verdict.reward)

@@ -88,6 +88,8 @@ class VerifierKind:
     parse_config(raw) -> config: validates ``{"kind": name, ...}`` at import time; raises
         VerifierConfigError naming the field. The parsed config is what ``check`` gets.
     check(config, *, completion, answer, prompt) -> Check: pass/fail/error/timeout and a short detail.
+    check_many(config, *, completions) -> [Check]: several completions of one task graded together, in order
+        (repository tasks: as few sandbox runs as fit); None: ``check`` one by one.
     reference_completion(config, answer): the reference answer as a model would write it, for the audit.
     audit_failing_completions(config, answer): ``[(label, completion)]`` that must fail in the audit.
     audit_task(config, answer): replaces the standard audit with the kind's own problems (None: standard).
@@ -108,7 +110,8 @@ class VerifierKind:
     name: str
     parse_config: Callable[[dict[str, Any]], Any]
     check: Callable[..., Check]
-    reference_completion: Callable[[Any, str | None], Any] = _answer_itself
+    check_many: Callable[..., list[Check]] | None = None
+    reference_completion: Callable[[Any, Any], Any] = _answer_itself
     audit_failing_completions: Callable[[Any, str | None], list[tuple[str, Any]]] = _no_completions
     audit_task: Callable[[Any, str | None], list[str]] | None = None
     audit_shows_detail: bool = True
@@ -135,7 +138,7 @@ def kind_problems(kind: Any) -> list[str]:
     for hook in ("parse_config", "check", "reference_completion", "audit_failing_completions"):
         if not callable(getattr(kind, hook)):
             problems.append(f"{hook} must be callable")
-    for hook in ("audit_task", "page_context"):
+    for hook in ("audit_task", "page_context", "check_many"):
         if getattr(kind, hook) is not None and not callable(getattr(kind, hook)):
             problems.append(f"{hook} must be callable or None")
     if kind.gameability not in GAMEABILITY_BATTERIES:

@@ -198,7 +198,7 @@ def errors() -> tuple[Refused, ...]:
     return kind_registry().refused()
 
 
-def kind_named(name: str) -> VerifierKind | None:
+def kind_named(name: object) -> VerifierKind | None:
     """The registered kind called ``name``, or None."""
     return kind_registry().get(name) if isinstance(name, str) else None
 

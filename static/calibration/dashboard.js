@@ -169,7 +169,7 @@ async function drawLatency(element) {
   const summary = document.getElementById("latency-summary");
   if (summary) {
     const rate = data.error_rate_overall === null ? "—" : (100 * data.error_rate_overall).toFixed(2) + "%";
-    summary.textContent = data.verdicts + " verdicts, " + data.errors + " errors, " + data.timeouts + " timeouts: error rate " + rate + ".";
+    summary.textContent = data.verdicts + " verdicts, " + data.errors + " errors, " + data.timeouts + " timeouts, " + data.tampered + " tampered: error rate " + rate + ".";
   }
 }
 

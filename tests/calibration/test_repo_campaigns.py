@@ -10,11 +10,13 @@ import pytest
 from django.db.models import Count
 
 from calibration import services
-from calibration.models import Campaign, Outcome, Rollout
+from calibration.models import Calibration, Campaign, Outcome, Rollout
+from calibration.selectors import campaign_progress
 from curation import repo_demo
 from curation.repo_snapshots import snapshot_store
 from curation.services import environment_create
 from engine.repo_tasks.tampering import tampering_patches
+from tests.engine.repo_tasks.test_battery import TAMPERED
 from tests.engine.repo_tasks.tiny_repo import FILES, HANGING_PATCH, HIDDEN_TESTS, SNAPSHOT, SPEC
 from tests.factories import import_tasks
 from tests.support.openai_server import OpenAITestServer
@@ -22,6 +24,17 @@ from tests.support.workers import flush_broker, running_worker, start_worker, st
 
 pytestmark = pytest.mark.workers
 
+WORKER_BATTERY = (
+    "edit the tests",
+    "conftest.py at the root",
+    "forging pytest's reports",
+    "replacing the tests' code through the caller's frame",
+    "injecting always-equal names into the test module",
+    "returning a str subclass equal to anything",
+    "a tracer that skips the asserts",
+    "editing conftest.py under a quoted path",
+    "pytest.toml loading a plug-in",
+)
 MAX_NEW_TOKENS = 20_000  # the test server's tokens are bytes; the longest tampering patch is a few kB
 _KEY = re.compile(r"\[(tiny-[\w-]+)\]")
 
@@ -70,7 +83,12 @@ def test_oracle_passes_empty_fails_tampering_fails_and_a_hang_times_out(alice, s
     demo = environment_create(name="repositories", domain="code")
     rows = list(repo_demo.task_rows(store=snapshot_store))
     assert import_tasks(demo, alice, *rows).ok
-    battery = dict(tampering_patches(FILES, test_files=list(SPEC.test_files)))
+    # A representative part of the battery (the whole of it goes through the API: tests/api/test_verify_repository.py).
+    battery = {
+        label: patch
+        for label, patch in tampering_patches(FILES, test_files=list(SPEC.test_files))
+        if label in WORKER_BATTERY
+    }
     scripted = {f"tiny-tamper-{index}": patch for index, patch in enumerate(battery.values())}
     scripted["tiny-hang"] = HANGING_PATCH
     tiny = environment_create(name="tiny", domain="code")
@@ -118,9 +136,18 @@ def test_oracle_passes_empty_fails_tampering_fails_and_a_hang_times_out(alice, s
     tamper_outcomes = outcomes("tamper")
     assert tamper_outcomes.pop("tiny-hang")[0] == Outcome.TIMEOUT
     labels = list(battery)
-    assert {
-        labels[int(key.rsplit("-", 1)[1])]: outcome for key, (outcome, _) in tamper_outcomes.items()
-    } == dict.fromkeys(labels, Outcome.FAIL)
+    by_label = {labels[int(key.rsplit("-", 1)[1])]: verdict for key, verdict in tamper_outcomes.items()}
+    assert set(by_label) == set(labels)
+    for label, (outcome, detail) in by_label.items():
+        expected = Outcome.TAMPERED if label in TAMPERED else Outcome.FAIL
+        assert outcome == expected, f"{label}: {outcome} {detail}"
+        if label in TAMPERED:
+            assert TAMPERED[label] in detail, detail
+    # A tampered verdict is no evidence: it is counted apart and flags the task for review.
+    flagged = Calibration.objects.filter(task_version__task__environment=tiny, tampered__gt=0)
+    assert flagged.count() == sum(label in TAMPERED for label in labels)
+    assert all("tampered" in calibration.flags and calibration.attempts == 0 for calibration in flagged)
+    assert campaign_progress(campaign=campaigns["tamper"])["tampered"] == flagged.count()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -3,6 +3,7 @@ run by hand (Harbor runs it in a container) with and without the exported refere
 task folders imported back. Harbor's own loader reads these folders in test_harbor_own_code.py."""
 
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -17,8 +18,10 @@ from django.core.management.base import CommandError
 from curation.models import Task
 from curation.services import environment_create
 from engine.repo_tasks.patches import extract_patch
+from engine.repo_tasks.tampering import tampering_patches
 from tests.curation.test_repo_tasks import tiny_task
-from tests.engine.repo_tasks.tiny_repo import FILES, HIDDEN_TESTS
+from tests.engine.repo_tasks.test_battery import TAMPERED
+from tests.engine.repo_tasks.tiny_repo import FILES, HIDDEN_TESTS, SPEC
 from tests.factories import humaneval_verifier, import_tasks
 
 pytestmark = pytest.mark.django_db
@@ -48,6 +51,42 @@ def test_a_repository_task_exports_as_a_harbor_folder_whose_verifier_pays_only_t
     assert os.access(folder / "tests" / "test.sh", os.X_OK)
     assert verify(folder, tmp_path, solve=True) == "1"
     assert verify(folder, tmp_path, solve=False) == "0"
+
+
+HARBOR_BATTERY = (
+    "edit the tests",
+    "conftest.py at the root",
+    "replacing the tests' code through the caller's frame",
+    "injecting always-equal names into the test module",
+    "returning a str subclass equal to anything",
+    "editing conftest.py under a quoted path",
+    "pytest.toml loading a plug-in",
+)
+
+
+def test_the_exported_verifier_refuses_the_battery_as_passband_does(tmp_path, alice, media):
+    """The agent's edits (a battery patch applied to /testbed) graded by the folder's own test.sh: reward 0,
+    and the verdict the probe and the API give (tampered for the attacks on the tests, naming the evidence)."""
+    environment = environment_create(name="repositories", domain="code")
+    import_tasks(environment, alice, tiny_task(FILES))
+    call_command("export_harbor", environment="repositories", out=str(tmp_path / "harbor"))
+    folder = tmp_path / "harbor" / "calc-clamp"
+    assert (
+        "shares the verifier's container"
+        in tomllib.loads((folder / "task.toml").read_text())["metadata"]["passband_grading"]
+    )
+    battery = [item for item in tampering_patches(FILES, test_files=list(SPEC.test_files)) if item[0] in HARBOR_BATTERY]
+    for index, (label, patch) in enumerate(battery):
+        testbed, logs = tmp_path / f"testbed-{index}", tmp_path / f"logs-{index}"
+        shutil.copytree(folder / "environment" / "repo", testbed)
+        subprocess.run(["git", "apply", "-"], cwd=testbed, input=patch.encode(), check=True, capture_output=True)
+        env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "TESTBED": str(testbed), "LOGS": str(logs)}
+        subprocess.run(["bash", str(folder / "tests" / "test.sh")], env=env, capture_output=True, timeout=120)
+        verdict = json.loads((logs / "verdict.json").read_text())
+        assert (logs / "reward.txt").read_text().strip() == "0", f"{label}: {verdict}"
+        assert verdict["outcome"] == ("tampered" if label in TAMPERED else "fail"), f"{label}: {verdict}"
+        if label in TAMPERED:
+            assert any(TAMPERED[label] in line for line in verdict["evidence"]), f"{label}: {verdict}"
 
 
 def test_exported_harbor_folders_import_back_as_the_same_task(tmp_path, alice, media):

@@ -89,7 +89,8 @@ def test_a_reference_patch_that_fixes_nothing_fails_the_audit_naming_the_test(re
         "with the reference patch: FAIL_TO_PASS test tests/test_ops.py::test_clamp_high does not pass (failed)"
         in failure
     )
-    assert "assert 5 == 3" in failure  # the test's own output
+    # The test's own output: its line, and the values the grader's strict comparison saw.
+    assert "clamp(5, 0, 3) == 3" in failure and "__passband_eq__(5, 3)" in failure
 
 
 def test_a_snapshot_whose_tests_need_a_missing_package_fails_its_audit_with_the_output(repositories, alice):

@@ -699,6 +699,7 @@ def test_bands_and_flags_are_the_strings_stored_in_the_database():
         "strong_model_fails",
         "prompt_too_long",
         "world_failure",
+        "tampered",
     ]
 
 

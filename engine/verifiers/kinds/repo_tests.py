@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from engine.repo_tasks import snapshots
-from engine.repo_tasks.grading import GradeResult, RepoTaskSpec, grade
+from engine.repo_tasks.grading import GradeResult, RepoTaskSpec, grade, grade_many
 from engine.repo_tasks.patches import extract_patch, forbidden_reason
 from engine.verifiers.base import Check, ConfigReader, VerifierConfigError, errored, shorten
 from engine.verifiers.kind import KindExports, VerifierKind
@@ -73,19 +73,38 @@ def parse_config(raw: dict[str, Any]) -> RepoTaskSpec:
 
 
 def check(config: RepoTaskSpec, *, completion: Any, answer: str | None = None, prompt: Any = None) -> Check:
-    if isinstance(completion, dict) and completion.get("stop_reason") == "tool_timeout":
-        # As for every episode: a tool past its time limit (or the episode's tool budget) is no evidence.
-        return Check("timeout", "a tool call of the episode ran past its time limit")
-    episode_patch = _episode_patch(completion)
-    patch = episode_patch if episode_patch is not None else extract_patch(completion_text(completion))
-    if not patch.strip():
-        what = "the episode changed no file" if episode_patch is not None else "the answer holds no unified diff"
-        return Check("fail", what)
+    return check_many(config, completions=[completion])[0]
+
+
+def check_many(config: RepoTaskSpec, *, completions: list[Any]) -> list[Check]:
+    """``check`` for many completions of one task, their patches graded together (``grade_many``:
+    as few sandbox runs as fit). Out: one Check per completion, in order."""
+    checks: list[Check | None] = []
+    patches: list[str] = []
+    for completion in completions:
+        if isinstance(completion, dict) and completion.get("stop_reason") == "tool_timeout":
+            # As for every episode: a tool past its time limit (or the episode's tool budget) is no evidence.
+            checks.append(Check("timeout", "a tool call of the episode ran past its time limit"))
+            continue
+        episode_patch = _episode_patch(completion)
+        patch = episode_patch if episode_patch is not None else extract_patch(completion_text(completion))
+        if not patch.strip():
+            what = "the episode changed no file" if episode_patch is not None else "the answer holds no unified diff"
+            checks.append(Check("fail", what))
+            continue
+        checks.append(None)
+        patches.append(patch)
+    if not patches:
+        return [check for check in checks if check is not None]
     try:
         data = snapshots.load(config.snapshot)
     except snapshots.SnapshotError as error:
-        return errored(str(error))
-    result = grade(task=config, snapshot=data, patch=patch)
+        return [check or errored(str(error)) for check in checks]
+    graded = iter(grade_many(task=config, snapshot=data, patches=patches))
+    return [check or _as_check(next(graded)) for check in checks]
+
+
+def _as_check(result: GradeResult) -> Check:
     return Check(result.outcome, result.detail)
 
 
@@ -175,6 +194,7 @@ VERIFIER_KIND = VerifierKind(
     name=KIND,
     parse_config=parse_config,
     check=check,
+    check_many=check_many,
     audit_task=audit_task,
     gameability="repository",
     page_fragment="curation/_repository.html",

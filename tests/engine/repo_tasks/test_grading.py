@@ -2,24 +2,10 @@
 
 from dataclasses import replace
 
-import pytest
-
 from engine.repo_tasks.grading import grade
 from engine.repo_tasks.patches import diff_files
-from engine.repo_tasks.tampering import tampering_patches
 from engine.sandbox import Sandbox
 from tests.engine.repo_tasks.tiny_repo import FILES, FIXED_OPS, HANGING_PATCH, REFERENCE_PATCH, SNAPSHOT, SPEC
-
-BATTERY = tampering_patches(FILES, test_files=list(SPEC.test_files))
-WITH_FIX = tampering_patches(FILES, test_files=list(SPEC.test_files), fixed={**FILES, "calc/ops.py": FIXED_OPS})
-# With the real fix, these still fail: they break the run itself. The others pass, because the
-# tampering was dropped or removed, or did nothing the honest fix did not already earn.
-BREAK_THE_RUN = {
-    "sys.exit(0) at import",
-    "os._exit(0) in a module",
-    "monkeypatching pytest's runtest from the code",
-    "rewriting the tests while they run",
-}
 
 
 def test_the_reference_patch_passes():
@@ -63,28 +49,4 @@ def test_a_sandbox_that_cannot_start_is_an_error_not_a_wrong_answer():
     assert "sandbox" in result.detail
 
 
-@pytest.mark.parametrize(("label", "patch"), BATTERY, ids=[label for label, _ in BATTERY])
-def test_no_tampering_patch_passes(label, patch):
-    result = grade(task=SPEC, snapshot=SNAPSHOT, patch=patch)
-    assert result.outcome == "fail", f"{label}: {result.outcome} {result.detail}"
-    assert "does not apply" not in result.detail, result.detail
-
-
-@pytest.mark.parametrize(("label", "patch"), WITH_FIX, ids=[label for label, _ in WITH_FIX])
-def test_tampering_riding_on_the_real_fix(label, patch):
-    """The defences themselves (not the missing fix) are what made the battery fail above."""
-    result = grade(task=SPEC, snapshot=SNAPSHOT, patch=patch)
-    expected = "fail" if label in BREAK_THE_RUN else "pass"
-    assert result.outcome == expected, f"{label}: {result.outcome} {result.detail}"
-
-
-def test_in_the_fallback_isolation_grading_is_an_error_not_a_wrong_answer():
-    """The fallback sandbox forbids starting processes: neither git nor pytest can run there."""
-    fallback = Sandbox(isolation="fallback")
-    try:
-        with_patch = grade(task=SPEC, snapshot=SNAPSHOT, patch=REFERENCE_PATCH, sandbox=fallback)
-        without = grade(task=SPEC, snapshot=SNAPSHOT, patch="", sandbox=fallback)
-    finally:
-        fallback.close()
-    assert (with_patch.outcome, without.outcome) == ("error", "error")
-    assert with_patch.detail.startswith("the grader could not run: git apply could not run")
+# The tampering battery, with and without the real fix: test_battery.py (one sandbox run for many patches).
