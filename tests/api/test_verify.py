@@ -97,3 +97,16 @@ def test_an_inline_prompt_is_text_or_messages_and_only_with_a_verifier(client, v
     arithmetic.tasks.update(status="approved")
     response = post(client, verify_token, {"task": "add", "prompt": "What is 2 + 2?", "completion": "4"})
     assert response.status_code == 400 and "prompt" in response.json()["fields"]
+
+
+def test_model_written_code_sent_to_verify_sees_nothing_of_the_server(client, verify_token):
+    """A reward-seeking policy's code imports Django to read the server's settings: in the code sandbox
+    only the standard library (and declared packages) exist, and Passband itself cannot be declared."""
+    verifier = {"kind": "code", "style": "asserts", "asserts": ["assert solve() == 42"]}
+    completion = (
+        "def solve():\n    import django, importlib\n    importlib.import_module('passband.settings')\n    return 42\n"
+    )
+    body = post(client, verify_token, {"verifier": verifier, "completion": completion}).json()
+    assert body["outcome"] == "fail" and "No module named 'django'" in body["detail"]
+    response = post(client, verify_token, {"verifier": {**verifier, "packages": ["passband"]}, "completion": "x = 1"})
+    assert response.status_code == 400 and "packages: passband is Passband itself" in response.json()["detail"]
