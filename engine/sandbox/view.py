@@ -6,8 +6,9 @@ named distributions only.
 A restricted view is a filesystem fact, not an import hook: the fork server's root holds the standard
 library, every installed-packages directory is covered by an empty tmpfs, a virtualenv is not there,
 and the named distributions (with what they require, recursively) are bound one top-level entry at a
-time under /passband-packages (runtime/views.py). Plug-in tool calls and repository grading use it; code
-verification keeps the interpreter's packages (``SandboxView()``).
+time under /passband-packages (runtime/views.py). Plug-in tool calls, repository grading and code
+verification use it; only trusted callers (benchmarks) keep the interpreter's packages (``SandboxView()``).
+Passband's own distribution is never part of a view: naming it is refused like a missing one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from engine.sandbox import Sandbox
 
 REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 MAX_CACHED_VIEWS = 16
+PROJECT_DISTRIBUTION = "passband"
 
 
 class MissingDistribution(LookupError):
@@ -52,6 +54,8 @@ class SandboxView:
             if _normal(name) in seen:
                 continue
             seen.add(_normal(name))
+            if _normal(name) == PROJECT_DISTRIBUTION:
+                raise MissingDistribution(f"{name} is Passband itself, never visible in a sandbox")
             try:
                 distribution = metadata.distribution(name)
             except metadata.PackageNotFoundError:

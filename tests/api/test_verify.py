@@ -114,3 +114,16 @@ def test_a_tool_the_task_does_not_offer_is_never_paid_by_key_or_inline(client, v
     assert post(client, verify_token, {"task": "loss", "completion": answer}).json()["outcome"] == "pass"
     inline = {"verifier": verifier, "answer": answer, "tools": tools, "completion": shortcut}
     assert post(client, verify_token, inline).json()["outcome"] == "fail"
+
+
+def test_model_written_code_sent_to_verify_sees_nothing_of_the_server(client, verify_token):
+    """A reward-seeking policy's code imports Django to read the server's settings: in the code sandbox
+    only the standard library (and declared packages) exist, and Passband itself cannot be declared."""
+    verifier = {"kind": "code", "style": "asserts", "asserts": ["assert solve() == 42"]}
+    completion = (
+        "def solve():\n    import django, importlib\n    importlib.import_module('passband.settings')\n    return 42\n"
+    )
+    body = post(client, verify_token, {"verifier": verifier, "completion": completion}).json()
+    assert body["outcome"] == "fail" and "No module named 'django'" in body["detail"]
+    response = post(client, verify_token, {"verifier": {**verifier, "packages": ["passband"]}, "completion": "x = 1"})
+    assert response.status_code == 400 and "packages: passband is Passband itself" in response.json()["detail"]

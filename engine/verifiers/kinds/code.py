@@ -33,6 +33,14 @@ Limits (all styles, all optional)::
      "max_processes": 4,         # processes and threads, the program included
      "max_output_bytes": 1000000 # stdout/stderr cap; more ends the run as a fail
 
+What the program can import (all styles, optional)::
+
+     "packages": ["numpy"]       # installed distributions (pip names) the program may import, with
+                                 # what they require; default none: the standard library only
+
+The program sees the standard library and the declared packages only (``engine/sandbox/view.py``):
+never Passband's virtualenv, its settings or its source.
+
 Outcomes: pass when every test passed; fail for wrong answers, exceptions, syntax errors, early
 exits, crashes, output over the cap; timeout when a time limit was hit; error when the sandbox
 itself failed. The reference answer is the canonical solution: a function body for humaneval
@@ -46,7 +54,8 @@ import signal
 from dataclasses import dataclass
 from typing import Any
 
-from engine.sandbox import SandboxLimits, SandboxRun, default_sandbox
+from engine.sandbox import Sandbox, SandboxLimits, SandboxRun
+from engine.sandbox.view import MissingDistribution, SandboxView, sandbox_for
 from engine.verifiers.base import (
     Check,
     ConfigReader,
@@ -82,6 +91,7 @@ class CodeConfig:
     cases: tuple[StdioCase, ...]
     compare: str
     limits: SandboxLimits
+    packages: tuple[str, ...] = ()
 
 
 def _require_compiles(field: str, source: str) -> None:
@@ -129,6 +139,11 @@ def parse_config(raw: dict[str, Any]) -> CodeConfig:
         max_processes=reader.integer("max_processes", 4, minimum=1, maximum=256),
         max_output_bytes=reader.integer("max_output_bytes", 1_000_000, minimum=1024, maximum=1 << 30),
     )
+    packages = tuple(reader.string_list("packages", []))
+    try:
+        SandboxView.of(distributions=packages).entries()
+    except MissingDistribution as error:
+        raise VerifierConfigError("packages", str(error)) from None
     reader.finish()
     return CodeConfig(
         style=style,
@@ -140,7 +155,14 @@ def parse_config(raw: dict[str, Any]) -> CodeConfig:
         cases=tuple(cases),
         compare=compare,
         limits=limits,
+        packages=packages,
     )
+
+
+def code_sandbox(config: CodeConfig) -> Sandbox:
+    """The sandbox whose view is the standard library and ``config.packages`` (one fork server per view
+    in this process)."""
+    return sandbox_for(SandboxView.of(distributions=config.packages))
 
 
 def humaneval_program(config: CodeConfig, code: str) -> str:
@@ -156,7 +178,7 @@ def check(config: CodeConfig, *, completion: Any, answer: str | None = None, pro
         return failed("empty program")
     if config.style == "stdio":
         return _check_stdio(config, code)
-    sandbox = default_sandbox()
+    sandbox = code_sandbox(config)
     if config.style == "humaneval":
         run = sandbox.run_tests(
             program=humaneval_program(config, code),
@@ -223,7 +245,7 @@ def _judge_test_run(run: SandboxRun, *, config: CodeConfig, labels: list[str]) -
 
 
 def _check_stdio(config: CodeConfig, code: str) -> Check:
-    sandbox = default_sandbox()
+    sandbox = code_sandbox(config)
     total = len(config.cases)
     for number, case in enumerate(config.cases, start=1):
         where = f"case {number} of {total}"

@@ -185,7 +185,7 @@ def test_stdio_comparison_modes(compare, wanted, printed, expected):
 
 def test_sandbox_failure_is_an_error(monkeypatch):
     broken = Sandbox(python="/nonexistent/python3")
-    monkeypatch.setattr(code_kind, "default_sandbox", lambda: broken)
+    monkeypatch.setattr(code_kind, "code_sandbox", lambda config: broken)
     verdict = run(ASSERTS, "def f(x): return 2 * x\n")
     assert verdict.outcome == "error"
     assert verdict.reward is None

@@ -213,7 +213,7 @@ def test_stdio_cannot_pass_by_exiting_early():
 
 def test_asking_for_huge_limits_is_clamped(monkeypatch):
     sandbox = Sandbox(maxima=SandboxMaxima(wall_seconds=2, cpu_seconds=2, memory_bytes=256 << 20))
-    monkeypatch.setattr(code_kind, "default_sandbox", lambda: sandbox)
+    monkeypatch.setattr(code_kind, "code_sandbox", lambda config: sandbox)
     task = {**ASSERTS, "timeout_seconds": 600, "cpu_seconds": 600, "memory_mb": 65536, "max_processes": 256}
     try:
         slow = verdict_of(task, "import time\ndef add(a, b):\n    time.sleep(3600)\n")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from engine.sandbox import SERVER_SCRIPT, Sandbox, SandboxLimits
+from engine.sandbox.view import SandboxView
 from engine.verifiers import verify
 from engine.verifiers.kinds import code as code_kind
 
@@ -33,9 +34,9 @@ ISOLATIONS = ["auto", "fallback"]
 
 @pytest.fixture(params=ISOLATIONS)
 def sandbox(request, monkeypatch):
-    """A fresh sandbox (its server starts after the test's environment is set up)."""
-    instance = Sandbox(isolation=request.param)
-    monkeypatch.setattr(code_kind, "default_sandbox", lambda: instance)
+    """A fresh sandbox with the code verifier's view (its server starts after the test's environment is set up)."""
+    instance = Sandbox(isolation=request.param, view=SandboxView.of())
+    monkeypatch.setattr(code_kind, "code_sandbox", lambda config: instance)
     yield instance
     instance.close()
 
@@ -218,7 +219,7 @@ def test_a_caller_running_python_with_optimizations_keeps_the_asserts(sandbox, t
         "from engine.verifiers import verify\n"
         "from engine.verifiers.kinds import code\n"
         f"sandbox = Sandbox(isolation={sandbox.requested_isolation!r})\n"
-        "code.default_sandbox = lambda: sandbox\n"
+        "code.code_sandbox = lambda config: sandbox\n"
         "assert sys.flags.optimize == 1\n"
         f"task = {TASK!r}\n"
         "print(verify(verifier=task, completion='def solve():\\n    return 0\\n').outcome)\n"
