@@ -139,12 +139,6 @@ class Sandbox:
         """What protects the host in this process's server (starting it if needed)."""
         return dict(self._ensure_server().isolation)
 
-    @property
-    def server_pid(self) -> int | None:
-        """Pid of the running fork server, if any (every run is a descendant of it)."""
-        server = self._server
-        return server.process.pid if server is not None and server.process.poll() is None else None
-
     def close(self) -> None:
         with self._lock:
             server, self._server = self._server, None

@@ -56,7 +56,7 @@ import socket
 import sys
 
 RUNTIME = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime")
-RUNTIME_MODULES = ("wire", "views", "isolation", "program", "judge", "supervisor")
+RUNTIME_MODULES = ("wire", "views", "isolation", "audit", "program", "judge", "supervisor")
 
 # Modules model-written programs import most (HumanEval: typing, math, random, copy, string,
 # collections, re, hashlib). Loading them once here makes every run cheaper; heavier ones

@@ -35,10 +35,6 @@ from engine.stats.learned import (
     LearnedTable,
     Performance,
     Population,
-    _harm,
-    _outside_zones,
-    _slice_masks,
-    _wrong_curve,
     fit_population,
     guarded_table,
     mixed_performance,
@@ -49,6 +45,7 @@ from engine.stats.learned import (
     table_performance,
     worst_performance,
 )
+from engine.stats.learned.performance import _harm, _outside_zones, _slice_masks, _wrong_curve
 from engine.stats.sequential import SamplingPolicy
 from engine.stats.tables import StoppingTable, stopping_table
 
@@ -224,113 +221,47 @@ def stratified_tables(
 ) -> StratifiedTables:
     """One learned table per stratum of score, each fitted on its own tasks, all held to the limits together.
 
-    ``evidence`` and ``scores`` are per calibrated task; strata are quantiles of the scores (fewer
-    when the tasks would not give each ``min_tasks_per_stratum``); below ``min_tasks`` tasks every
-    stratum keeps the rule. Each stratum's population is
-    fitted on its own tasks (``fit_population``, with bootstrap resamples); the tables are found
-    by one Lagrangian search with prices shared by every stratum, so the limits (``error_target``
-    outside the zones, ``slice_target`` in every slice) hold for the environment as a whole,
-    under the worst of each stratum's fit and resamples, and a stratum where the score is
-    informative spends less. Every table is guarded as in ``learned_table``. If no set of tables
-    meets the limits, or the calibrated rule is as cheap, every stratum keeps the rule.
-    ``mixture``: as in ``learned_table`` (the same share of tasks in every stratum follows each
-    stratum's cheaper table). ``checked``: as ``learned_table`` given the evidence, the tables are
-    used only if they harm no environment the strata's evidence allows: one population per stratum,
-    each in its own ``plausible_region``, their log-likelihoods together within ``PLAUSIBLE_NATS`` of
-    the best fits (``most_damaging_together``), where the environment would be wrong outside the
-    zones more often than max(1%, the rule). Otherwise every stratum keeps the rule (the tables were
-    found together, so one cannot be dropped alone).
+    ``evidence`` and ``scores`` are per calibrated task (``ValueError`` when their lengths differ);
+    strata are quantiles of the scores (fewer when the tasks would not give each
+    ``min_tasks_per_stratum``); below ``min_tasks`` tasks every stratum keeps the rule. Each
+    stratum's population is fitted on its own tasks (with ``seed``-ed bootstrap resamples); one
+    Lagrangian search with prices shared by every stratum holds the environment as a whole to
+    ``error_target`` and ``slice_target`` under the worst of each stratum's fits. Every table is
+    guarded as in ``learned_table``; ``mixture`` as there. ``checked``: used only if they harm no
+    environment the strata's evidence allows. Otherwise, or if no tables meet the limits or the
+    rule is as cheap, every stratum keeps the rule. Out: the cuts and one ``LearnedTable`` per stratum.
     """
     pairs = list(evidence)
     values = np.asarray(list(scores), dtype=float)
     if len(values) != len(pairs):
         raise ValueError(f"one score per task: {len(values)} scores for {len(pairs)} tasks")
-    strata = max(1, min(strata, len(pairs) // max(1, min_tasks_per_stratum)))
-    cut_list = sorted(set(np.quantile(values, np.arange(1, strata) / strata).tolist())) if strata > 1 else []
-    # Ties (many tasks with one score) can leave a stratum short: merge it into a neighbour.
-    while cut_list:
-        sizes = np.bincount(np.searchsorted(np.asarray(cut_list), values, side="right"), minlength=len(cut_list) + 1)
-        smallest = int(np.argmin(sizes))
-        if sizes[smallest] >= min_tasks_per_stratum:
-            break
-        del cut_list[min(smallest, len(cut_list) - 1)]
-    cuts = tuple(float(cut) for cut in cut_list)
-    strata = len(cuts) + 1
+    cuts = _stratum_cuts(values, strata=strata, min_tasks_per_stratum=min_tasks_per_stratum)
     which = np.searchsorted(np.asarray(cuts), values, side="right")
-    fits: list[list[Population]] = []
-    stratum_evidence: list[list[tuple[int, int]]] = []
-    for stratum in range(strata):
-        own = [pair for pair, index in zip(pairs, which) if index == stratum]
-        stratum_evidence.append(own)
-        fits.append(
-            [
-                fit_population(evidence=own, thresholds=thresholds),
-                *population_resamples(evidence=own, thresholds=thresholds, seed=seed + stratum),
-            ]
-        )
-    populations = [stratum_fits[0] for stratum_fits in fits]
-    shares = np.array([population.tasks for population in populations], dtype=float)
-    shares = shares / max(shares.sum(), 1.0)
-    rates = np.asarray(populations[0].pass_rates)
-    masses = sum(share * np.asarray(population.weights) for share, population in zip(shares, populations))
-    outside = _outside_zones(rates, thresholds)
-    masks = [mask & outside for mask in _slice_masks(rates, thresholds)]
-    live = [index for index, mask in enumerate(masks) if masses[mask].sum() > 1e-9]
-
-    def stratum_runs(tables: Sequence[StoppingTable]) -> list[list[Performance]]:
-        # runs[k][r]: stratum k's table under its fit r (0: on all its tasks, then the resamples).
-        return [
-            [table_performance(table=table, population=fit, thresholds=thresholds) for fit in stratum_fits]
-            for table, stratum_fits in zip(tables, fits)
-        ]
-
-    def runs(tables: Sequence[StoppingTable]) -> list[Performance]:
-        # The environment under resample r is every stratum's resample r.
-        per_stratum = stratum_runs(tables)
-        return [
-            _combined([run[r] for run in per_stratum], [stratum_fits[r] for stratum_fits in fits], shares, thresholds)
-            for r in range(len(fits[0]))
-        ]
-
-    def table_at(error_price: float, slice_prices: dict[int, float]) -> list[StoppingTable]:
-        return [
-            guarded_table(
-                table=priced_table(
-                    thresholds=thresholds,
-                    policy=policy,
-                    pass_rates=rates,
-                    weights=np.asarray(population.weights),
-                    error_price=error_price,
-                    slice_prices={index: (masks[index], price) for index, price in slice_prices.items()},
-                    outside=outside,
-                    masses=masses,
-                ),
-                thresholds=thresholds,
-                policy=policy,
-                edge_errors=guard_edge_errors,
-            )
-            for population in populations
-        ]
-
+    fit = _Strata(
+        [[pair for pair, index in zip(pairs, which) if index == stratum] for stratum in range(len(cuts) + 1)],
+        thresholds=thresholds,
+        policy=policy,
+        seed=seed,
+    )
     default = stopping_table(thresholds=thresholds, policy=policy)
-    default_overall = worst_performance(runs([default] * strata))
-    default_per_stratum = [worst_performance(run) for run in stratum_runs([default] * strata)]
+    default_overall = worst_performance(fit.runs([default] * fit.count))
+    default_per_stratum = [worst_performance(run) for run in fit.stratum_runs([default] * fit.count)]
 
     def keep_default(reason: str) -> StratifiedTables:
         return StratifiedTables(
             cuts=cuts,
             tables=tuple(
                 LearnedTable(default, False, population, run, run, reason)
-                for population, run in zip(populations, default_per_stratum)
+                for population, run in zip(fit.populations, default_per_stratum)
             ),
         )
 
     if len(pairs) < min_tasks or policy.kind != "adaptive" or policy.rule != "calibrated":
         return keep_default(f"{len(pairs)} tasks with evidence, fewer than {min_tasks}")
     search = search_prices(
-        table_at=table_at,
-        runs=runs,
-        live=live,
+        table_at=lambda error_price, slice_prices: fit.table_at(error_price, slice_prices, guard_edge_errors),
+        runs=fit.runs,
+        live=fit.live,
         error_target=error_target,
         slice_target=slice_target,
         iterations=iterations,
@@ -344,33 +275,139 @@ def stratified_tables(
     default_feasible = default_overall.error <= error_target and default_overall.worst_slice <= slice_target
     if default_feasible and overall.rollouts >= default_overall.rollouts:
         return keep_default("the calibrated rule is as cheap under the fitted strata")
-    if checked:
-        found = [plausible_region(evidence=own, thresholds=thresholds) for own in stratum_evidence]
-        regions = [region for region in found if region is not None]
-        if len(regions) == len(found):
-            default_wrongs = [_wrong_curve(default, region.rates, thresholds) for region in regions]
-            for candidates in [tables] + ([cheaper] if cheaper is not None else []):
-                harm = _harm(
-                    regions=regions,
-                    tables=candidates,
-                    default_wrongs=default_wrongs,
-                    shares=shares.tolist(),
-                    thresholds=thresholds,
-                )
-                if harm is not None:
-                    return keep_default(
-                        f"the tables could be {harm[0]:.2%} wrong outside the zones on populations the strata's "
-                        f"evidence allows, where the rule's bound is {harm[1]:.2%}"
-                    )
-    per_stratum = [worst_performance(run) for run in stratum_runs(tables)]
-    if cheaper is not None:
-        cheaper_per_stratum = [worst_performance(run) for run in stratum_runs(cheaper)]
-        per_stratum = [
-            mixed_performance(run, cheap_run, cheaper_share) for run, cheap_run in zip(per_stratum, cheaper_per_stratum)
-        ]
+    candidates = [tables] + ([cheaper] if cheaper is not None else [])
+    harm = fit.harm(candidates, default) if checked else None
+    if harm is not None:
+        return keep_default(harm)
     return StratifiedTables(
-        cuts=cuts,
-        tables=tuple(
+        cuts=cuts, tables=fit.learned(tables, cheaper, cheaper_share, default_per_stratum=default_per_stratum)
+    )
+
+
+def _stratum_cuts(values: np.ndarray, *, strata: int, min_tasks_per_stratum: int) -> tuple[float, ...]:
+    """Ascending cuts between strata of ``values``: quantiles, as many as leave each stratum at least
+    ``min_tasks_per_stratum`` tasks (a stratum left short by ties is merged into a neighbour)."""
+    strata = max(1, min(strata, len(values) // max(1, min_tasks_per_stratum)))
+    cut_list = sorted(set(np.quantile(values, np.arange(1, strata) / strata).tolist())) if strata > 1 else []
+    while cut_list:
+        sizes = np.bincount(np.searchsorted(np.asarray(cut_list), values, side="right"), minlength=len(cut_list) + 1)
+        smallest = int(np.argmin(sizes))
+        if sizes[smallest] >= min_tasks_per_stratum:
+            break
+        del cut_list[min(smallest, len(cut_list) - 1)]
+    return tuple(float(cut) for cut in cut_list)
+
+
+class _Strata:
+    """The strata's evidence, fits (each stratum's population, then its resamples) and shares, and
+    what the shared price search needs of them: tables at given prices and their performance."""
+
+    def __init__(
+        self, evidence: list[list[tuple[int, int]]], *, thresholds: Thresholds, policy: SamplingPolicy, seed: int
+    ) -> None:
+        self.evidence, self.thresholds, self.policy = evidence, thresholds, policy
+        self.count = len(evidence)
+        self.fits: list[list[Population]] = [
+            [
+                fit_population(evidence=own, thresholds=thresholds),
+                *population_resamples(evidence=own, thresholds=thresholds, seed=seed + stratum),
+            ]
+            for stratum, own in enumerate(evidence)
+        ]
+        self.populations = [stratum_fits[0] for stratum_fits in self.fits]
+        shares = np.array([population.tasks for population in self.populations], dtype=float)
+        self.shares = shares / max(shares.sum(), 1.0)
+        self.rates = np.asarray(self.populations[0].pass_rates)
+        self.masses = sum(
+            share * np.asarray(population.weights) for share, population in zip(self.shares, self.populations)
+        )
+        self.outside = _outside_zones(self.rates, thresholds)
+        self.masks = [mask & self.outside for mask in _slice_masks(self.rates, thresholds)]
+        self.live = [index for index, mask in enumerate(self.masks) if self.masses[mask].sum() > 1e-9]
+
+    def stratum_runs(self, tables: Sequence[StoppingTable]) -> list[list[Performance]]:
+        """runs[k][r]: stratum k's table under its fit r (0: on all its tasks, then the resamples)."""
+        return [
+            [table_performance(table=table, population=fit, thresholds=self.thresholds) for fit in stratum_fits]
+            for table, stratum_fits in zip(tables, self.fits)
+        ]
+
+    def runs(self, tables: Sequence[StoppingTable]) -> list[Performance]:
+        """The environment under resample r is every stratum's resample r."""
+        per_stratum = self.stratum_runs(tables)
+        return [
+            _combined(
+                [run[r] for run in per_stratum],
+                [stratum_fits[r] for stratum_fits in self.fits],
+                self.shares,
+                self.thresholds,
+            )
+            for r in range(len(self.fits[0]))
+        ]
+
+    def table_at(
+        self, error_price: float, slice_prices: dict[int, float], guard_edge_errors: tuple[float, float, float, float]
+    ) -> list[StoppingTable]:
+        """One guarded Bayes-optimal table per stratum, every stratum paying the same prices."""
+        return [
+            guarded_table(
+                table=priced_table(
+                    thresholds=self.thresholds,
+                    policy=self.policy,
+                    pass_rates=self.rates,
+                    weights=np.asarray(population.weights),
+                    error_price=error_price,
+                    slice_prices={index: (self.masks[index], price) for index, price in slice_prices.items()},
+                    outside=self.outside,
+                    masses=self.masses,
+                ),
+                thresholds=self.thresholds,
+                policy=self.policy,
+                edge_errors=guard_edge_errors,
+            )
+            for population in self.populations
+        ]
+
+    def harm(self, candidates: Sequence[Sequence[StoppingTable]], default: StoppingTable) -> str | None:
+        """Why the candidate sets of tables must not be used (one harms an environment the strata's
+        evidence allows), or None; None too when a stratum has no evidence to bound."""
+        found = [plausible_region(evidence=own, thresholds=self.thresholds) for own in self.evidence]
+        regions = [region for region in found if region is not None]
+        if len(regions) != len(found):
+            return None
+        default_wrongs = [_wrong_curve(default, region.rates, self.thresholds) for region in regions]
+        for tables in candidates:
+            harm = _harm(
+                regions=regions,
+                tables=tables,
+                default_wrongs=default_wrongs,
+                shares=self.shares.tolist(),
+                thresholds=self.thresholds,
+            )
+            if harm is not None:
+                return (
+                    f"the tables could be {harm[0]:.2%} wrong outside the zones on populations the strata's "
+                    f"evidence allows, where the rule's bound is {harm[1]:.2%}"
+                )
+        return None
+
+    def learned(
+        self,
+        tables: Sequence[StoppingTable],
+        cheaper: Sequence[StoppingTable] | None,
+        cheaper_share: float,
+        *,
+        default_per_stratum: Sequence[Performance],
+    ) -> tuple[LearnedTable, ...]:
+        """One ``LearnedTable`` per stratum, its predicted performance the mixture's when ``cheaper``."""
+        per_stratum = [worst_performance(run) for run in self.stratum_runs(tables)]
+        if cheaper is not None:
+            cheaper_per_stratum = [worst_performance(run) for run in self.stratum_runs(cheaper)]
+            per_stratum = [
+                mixed_performance(run, cheap_run, cheaper_share)
+                for run, cheap_run in zip(per_stratum, cheaper_per_stratum)
+            ]
+        return tuple(
             LearnedTable(
                 table,
                 True,
@@ -382,7 +419,6 @@ def stratified_tables(
                 cheaper_share,
             )
             for index, (table, population, run, default_run) in enumerate(
-                zip(tables, populations, per_stratum, default_per_stratum)
+                zip(tables, self.populations, per_stratum, default_per_stratum)
             )
-        ),
-    )
+        )

@@ -2,6 +2,7 @@
 
 Loaded by ``engine/sandbox/server.py`` as the package ``passband_sandbox``; importable as
 ``engine.sandbox.runtime`` too (for tests of the wire format). Modules: ``wire`` (values by
-value, frames), ``isolation`` (namespaces, root, rlimits, audit hook), ``supervisor`` (one run's
-process tree), ``program`` (runs the model's code), ``judge`` (runs the tests).
+value, frames), ``isolation`` (namespaces, root, rlimits), ``audit`` (the fallback's audit
+hook), ``supervisor`` (one run's process tree), ``program`` (runs the model's code), ``judge``
+(runs the tests).
 """

@@ -33,7 +33,7 @@ import tempfile
 import time
 from typing import NoReturn
 
-from . import isolation, views
+from . import audit, isolation, views
 from .isolation import SetupError
 
 DEFAULT_TMP_BYTES = 64 << 20
@@ -240,7 +240,7 @@ def supervise(
             # run as over its wall clock.
             killer = isolation.kill_self_after(max(deadline - time.monotonic(), 0.0) + JUDGE_KILL_GRACE_SECONDS)
             if not namespaced:
-                isolation.install_audit_guard(workdir, may_kill=program_pid, may_disarm=True)
+                audit.install_audit_guard(workdir, may_kill=program_pid, may_disarm=True)
             result = _judge(judge_request, program_pid, deadline, killer)
         else:
             for fd in (judge_request_fd, stdout_fd, stderr_fd, report_fd):
@@ -422,7 +422,7 @@ def _become_program(fds: list[int], workdir: str, namespaced: bool, maxima: dict
         _os_exit(1)
     os.close(status_target)
     if not namespaced:
-        isolation.install_audit_guard(workdir)
+        audit.install_audit_guard(workdir)
     from . import program
 
     if request["mode"] == "tests":
