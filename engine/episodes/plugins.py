@@ -398,10 +398,6 @@ def get(name: str) -> Plugin:
     raise UnknownEnvironment(unknown_message(name, found))
 
 
-def _origin(plugin: Plugin) -> str:
-    return f"{plugin.name} ({plugin.distribution} {plugin.version})" if plugin.distribution else plugin.name
-
-
 def unknown_message(name: str, found: Discovery | None = None) -> str:
     found = found or discover()
     refused = next((item for item in found.refused if item.name == name), None)

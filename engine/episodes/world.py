@@ -21,7 +21,6 @@ the seed.
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Iterator, Mapping
@@ -254,10 +253,6 @@ class SandboxedWorld:
         if reply is None:
             raise RuntimeError(f"could not read the world's state: {result.content if result else ''}")
         return reply["state"]
-
-    @property
-    def database_bytes(self) -> bytes | None:
-        return None if self._database is None else base64.b64decode(self._database)
 
 
 class WorldResetError(RuntimeError):
