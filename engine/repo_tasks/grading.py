@@ -136,11 +136,10 @@ def run_in_sandbox(
     given sandbox, the tests run in the view of pytest and the task's declared dependencies only."""
     if sandbox is None:
         from engine.sandbox import SandboxRun
-        from engine.sandbox.view import MissingDistribution, repository_view, sandbox_for
 
         try:
-            sandbox = sandbox_for(repository_view(task.dependencies))
-        except MissingDistribution as error:
+            sandbox = _task_sandbox(task.dependencies)
+        except LookupError as error:  # the view's MissingDistribution
             return SandboxRun(status="error", error=f"a declared dependency: {error}"), {}
     nonce = secrets.token_hex(16)
     child_nonce = secrets.token_hex(16)
@@ -204,11 +203,20 @@ def parse_results(stdout: str, *, nonce: str, child_nonce: str) -> dict[int, dic
 
 def sandbox_python(sandbox: Sandbox | None) -> str:
     """The Python that runs the tests: the given sandbox's, or that of pytest's view."""
-    if sandbox is not None:
-        return sandbox.python
-    from engine.sandbox.view import repository_view, sandbox_for
+    return (sandbox or _task_sandbox(())).python
 
-    return sandbox_for(repository_view()).python
+
+def _task_sandbox(dependencies: tuple[str, ...]) -> Sandbox:
+    """The sandbox a task's tests run in: the view of pytest and `dependencies` only; in an exported Harbor
+    folder (whose stand-in engine.sandbox has no views) its plain child process. Raises LookupError
+    (MissingDistribution) for a declared distribution that is not installed."""
+    try:
+        from engine.sandbox.view import repository_view, sandbox_for
+    except ImportError:
+        from engine.sandbox import default_sandbox
+
+        return default_sandbox()
+    return sandbox_for(repository_view(dependencies))
 
 
 def judge(*, task: RepoTaskSpec, result: dict[str, Any], dropped: tuple[str, ...], patch_kept: bool) -> GradeResult:

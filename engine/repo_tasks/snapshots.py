@@ -21,6 +21,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import IO, cast
 
 MAX_SNAPSHOT_FILES = 20_000
 MAX_UNPACKED_BYTES = 96 << 20  # the sandbox's private /tmp holds the copy, the patch and the run
@@ -91,7 +92,7 @@ def read_files(data: bytes) -> dict[str, bytes]:
 def inspect(data: bytes) -> SnapshotInfo:
     """Check a snapshot; raises SnapshotError naming the member that breaks a rule."""
     try:
-        archive = tarfile.open(fileobj=_Bounded(gzip.GzipFile(fileobj=io.BytesIO(data))), mode="r:")
+        archive = tarfile.open(fileobj=cast(IO[bytes], _Bounded(gzip.GzipFile(fileobj=io.BytesIO(data)))), mode="r:")
     except (tarfile.TarError, OSError, EOFError, zlib.error) as error:
         raise SnapshotError(f"snapshot: not a tar.gz archive ({error})") from error
     names: list[str] = []

@@ -60,4 +60,8 @@ def test_make_run_starts_beat_and_stops_workers_without_hanging():
     script = (ROOT / "scripts" / "run-local.sh").read_text()
     assert "celery -A passband beat" in script and "kill -QUIT" in script
     # Workers in sessions of their own: Ctrl-C never reaches their pool processes directly.
-    assert script.count("setsid ") == script.count("-m celery -A passband") == 4  # generate, cpu, similarity, beat
+    # Each under the runner's supervisor, which starts it in a session of its own and again when it exits.
+    assert 'setsid "$@" &' in script
+    assert (
+        script.count('\nsupervise "') == script.count("-m celery -A passband") == 4
+    )  # generate, cpu, similarity, beat
