@@ -4,6 +4,7 @@ engine/integrations/harbor_code.py), and import repository task folders back."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -11,16 +12,22 @@ from django.contrib.auth.models import AbstractBaseUser
 from curation import imports, repo_uploads
 from curation.models import Environment, TaskVersion
 from curation.repo_snapshots import snapshot_read
+from engine.harbor_tasks import task_toml_with_metadata
 from engine.integrations.harbor_code import code_harbor_folder
+from engine.quality_card import card_text
 from engine.repo_tasks import snapshots
 from engine.repo_tasks.harbor import HarborFolderError, harbor_folder, task_from_harbor_folder
 from engine.task_format import LineProblem
 from engine.verifiers.kinds import code, repo_tests
 
 
-def harbor_export(*, environment: Environment, out_dir: Path) -> list[str]:
+def harbor_export(
+    *, environment: Environment, out_dir: Path, card_of: Callable[[TaskVersion], dict] | None = None
+) -> list[str]:
     """Write ``<out_dir>/<task key>/`` for every repository task (``repo_tests``) and code task (``code``) of
-    the environment (its current version); returns the keys written. Other kinds of task are left out."""
+    the environment (its current version); returns the keys written. Other kinds of task are left out.
+    `card_of` gives a version's quality card (releases.quality_cards, which this app cannot import), written
+    as JSON text to task.toml's ``[metadata] quality_card``."""
     versions = TaskVersion.objects.filter(
         task__environment=environment, verifier__kind__in=(repo_tests.KIND, code.KIND)
     )
@@ -45,6 +52,9 @@ def harbor_export(*, environment: Environment, out_dir: Path) -> list[str]:
                 spec=spec,
                 snapshot_files=snapshots.read_files(snapshot_read(spec.snapshot)),
             )
+        if card_of is not None:
+            card = {"quality_card": card_text(card_of(version))}
+            files["task.toml"] = task_toml_with_metadata(files["task.toml"], card)
         folder = out_dir / version.task.key
         for path, data in files.items():
             target = folder / path

@@ -116,6 +116,7 @@ ROUTES: dict[str, Route] = {
     "api_task_bulk": Route(API + "curate", methods=POST),
     "api_repo_upload": Route(API + "curate", methods=POST),
     "api_task_comments": Route(API + "read", "task"),
+    "api_quality_card": Route(API + "read", "task"),
     "api_comment_create": Route(API + "curate", methods=POST),
     "api_notification_list": Route(API + "read"),
     "api_notification_read": Route(API + "read", methods=POST),

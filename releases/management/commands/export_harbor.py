@@ -1,15 +1,18 @@
+"""The command lives in releases because the quality card's selector does (curation cannot import it)."""
+
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from curation.models import Environment
 from curation.repo_harbor import harbor_export
+from releases.quality_cards import quality_card_of
 
 
 class Command(BaseCommand):
     help = (
         "Write an environment's repository and code tasks as Harbor task folders "
-        "(instruction.md, task.toml, environment/, tests/, solution/)."
+        "(instruction.md, task.toml, environment/, tests/, solution/), each task.toml with its quality card."
     )
 
     def add_arguments(self, parser):
@@ -20,5 +23,7 @@ class Command(BaseCommand):
         env = Environment.objects.filter(name=environment).first()
         if env is None:
             raise CommandError(f"--environment {environment}: no such environment.")
-        written = harbor_export(environment=env, out_dir=Path(out))
+        written = harbor_export(
+            environment=env, out_dir=Path(out), card_of=lambda version: quality_card_of(version=version)
+        )
         self.stdout.write(f"{len(written)} Harbor task folder(s) written to {out}.")
