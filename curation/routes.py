@@ -80,6 +80,9 @@ ROUTES: dict[str, Route] = {
     "blind_review": Route(REVIEWERS, "blinditem", "review", methods=("GET", "POST")),
     "judge_list": Route(BROWSER),
     "judge_detail": Route(BROWSER),
+    # The master-key battery on a judge: staff queue a run, or let a judge above the limit score (audited).
+    "judge_master_keys_start": Route(STAFF, methods=POST),
+    "judge_scoring_override": Route(STAFF, methods=POST),
     # Environments, models, campaigns, dashboards
     "environment_create": Route(REVIEWERS, methods=("GET", "POST")),
     "environment_detail": Route(BROWSER, "environment"),

@@ -3,6 +3,8 @@
 from celery import shared_task
 
 from curation import import_jobs
+from curation import judge_master_keys as master_keys
+from curation.errors import CurationError
 
 
 @shared_task(
@@ -17,3 +19,13 @@ def import_tasks(self, job_id: int) -> str:
             raise self.retry(exc=error, countdown=10) from error
         import_jobs.import_job_mark_failed(job_id=job_id, reason=f"the import could not run: {error}")
         raise
+
+
+@shared_task(acks_late=True, soft_time_limit=1800, time_limit=1860)
+def judge_master_keys(judge: str) -> str:
+    """Run the master-key battery on a judge's tasks; "skipped: ..." when the judge or its tasks are gone."""
+    try:
+        run = master_keys.judge_master_keys_run(judge=judge)
+    except CurationError as error:
+        return f"skipped: {error}"
+    return f"{run.false_passes}/{run.trials}"

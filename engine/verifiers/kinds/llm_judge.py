@@ -159,6 +159,18 @@ def prompt_version(raw: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
+_clients: dict[int, httpx.Client] = {}
+
+
+def _client() -> httpx.Client:
+    """One HTTP client per process, shared by threads: building a client (its TLS context) costs about 0.2 s,
+    more than a small judge's answer. Per process, so a forked worker never shares its parent's sockets."""
+    pid = os.getpid()
+    if pid not in _clients:
+        _clients[pid] = httpx.Client()
+    return _clients[pid]
+
+
 def check(config: JudgeConfig, *, completion: Any, answer: str | None, prompt: Any = None) -> Check:
     headers = {"Content-Type": "application/json"}
     if config.api_key_env:
@@ -178,7 +190,7 @@ def check(config: JudgeConfig, *, completion: Any, answer: str | None, prompt: A
         if attempt:
             time.sleep(min(2.0, 0.25 * 2**attempt))
         try:
-            response = httpx.post(url, json=body, headers=headers, timeout=config.timeout_seconds)
+            response = _client().post(url, json=body, headers=headers, timeout=config.timeout_seconds)
         except httpx.HTTPError as error:
             problem = f"judge {config.judge} unreachable: {type(error).__name__}"
             continue
