@@ -163,8 +163,9 @@ _clients: dict[int, httpx.Client] = {}
 
 
 def _client() -> httpx.Client:
-    """One HTTP client per process, shared by threads: building a client (its TLS context) costs about 0.3 s here,
-    more than a small judge's answer (docs/benchmarks-verifiers.md). Per process, so a forked worker never shares its parent's sockets."""
+    """The process's HTTP client, shared by threads. Building one (its TLS context) costs about 0.3 s here,
+    more than a small judge's answer (docs/benchmarks-verifiers.md); per process, so a forked worker never
+    shares its parent's sockets."""
     pid = os.getpid()
     if pid not in _clients:
         _clients[pid] = httpx.Client()
