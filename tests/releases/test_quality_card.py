@@ -172,9 +172,7 @@ def test_a_release_keeps_the_card_it_was_pinned_with(arithmetic, evidence, charl
 
 def test_the_export_command_carries_cards(arithmetic, evidence, tmp_path):
     out = tmp_path / "native.jsonl"
-    call_command(
-        "export", format="native", model="probe", environment="arithmetic", output=out, stdout=io.StringIO()
-    )
+    call_command("export", format="native", model="probe", environment="arithmetic", output=out, stdout=io.StringIO())
     cards = [check(json.loads(line)["quality_card"]) for line in out.read_text().splitlines()]
     assert len(cards) == arithmetic.tasks.count()
 
