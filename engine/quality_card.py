@@ -64,6 +64,7 @@ def card_text(card: Mapping[str, Any] | None) -> str | None:
     return None if card is None else json.dumps(card, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+@functools.cache
 def engine_version() -> str:
     try:
         return metadata.version("passband")

@@ -288,18 +288,23 @@ def _pin_items(
             )
         )
         if len(batch) >= CHUNK_SIZE:
-            _items_create(batch, release=release)
+            ReleaseItem.objects.bulk_create(batch)
             batch = []
-    _items_create(batch, release=release)
+    ReleaseItem.objects.bulk_create(batch)
     return pinned, thin
 
 
-def _items_create(batch: list[ReleaseItem], *, release: Release) -> None:
-    """Write a chunk of release items with their versions' quality cards as they are now (the snapshot)."""
-    cards = quality_cards(version_ids=[item.task_version_id for item in batch], release_id=release.pk)
-    for item in batch:
-        item.quality_card = cards.get(item.task_version_id)
-    ReleaseItem.objects.bulk_create(batch)
+def _items_cards_pin(*, release: Release) -> None:
+    """Pin each item's quality card as it is now, a chunk at a time: in the build (a worker), not in
+    release_create's request, since cards cost about 0.3 ms each (docs/benchmarks-export.md). Items that
+    have one keep it, so a second build changes nothing."""
+    items = ReleaseItem.objects.filter(release=release, quality_card__isnull=True).order_by("pk")
+    pending = list(items.values_list("pk", "task_version_id"))
+    for start in range(0, len(pending), CHUNK_SIZE):
+        chunk = pending[start : start + CHUNK_SIZE]
+        cards = quality_cards(version_ids=[version for _, version in chunk], release_id=release.pk)
+        batch = [ReleaseItem(pk=pk, quality_card=cards.get(version)) for pk, version in chunk]
+        ReleaseItem.objects.bulk_update(batch, ["quality_card"])
 
 
 def _evidence_check(thresholds: dict[str, stats.Thresholds]):
@@ -498,6 +503,7 @@ def release_build(*, release_id: int) -> Release:
     # alongside cannot mix files with this one, and the release points at a folder only once it is whole.
     folder = f"{RELEASES_FOLDER}/{release.pk}/{uuid.uuid4().hex[:8]}"
     try:
+        _items_cards_pin(release=release)
         with tempfile.TemporaryDirectory(prefix="passband-release-") as staging:
             built = _release_files_write(release=release, folder=Path(staging))
             manifest = _release_manifest(release=release, files=built)
