@@ -17,6 +17,8 @@ assert verify(verifier={"kind": "math"}, completion="So the answer is \\\\boxed{
 code = {"kind": "code", "style": "asserts", "asserts": ["assert add(2, 3) == 5"]}
 assert verify(verifier=code, completion="def add(a, b):\\n    return a + b\\n").outcome == "pass"
 assert verify(verifier=code, completion="def add(a, b):\\n    return 0\\n").outcome == "fail"
+from engine import quality_card
+assert quality_card.schema()["$id"].endswith("/1.0.0.json")
 print(stats.Band.IN_BAND, "ok")
 """
 
@@ -39,6 +41,7 @@ def test_the_wheel_carries_the_engine_and_the_snippet_runs_from_it(tmp_path):
         "engine/sandbox/runtime/judge.py",
         "engine/stats/__init__.py",
         "engine/formats.py",
+        "engine/quality_card.schema.json",
     ):
         assert needed in names
     assert not [name for name in names if name.startswith(("calibration/", "curation/", "web/", "tests/"))]
