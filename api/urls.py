@@ -40,6 +40,7 @@ urlpatterns = [
     path("v1/calibrations", calibrations.CalibrationList.as_view(), name="api_calibration_list"),
     path("v1/rollouts", calibrations.RolloutList.as_view(), name="api_rollout_list"),
     path("v1/judges", judges.JudgeAgreement.as_view(), name="api_judge_agreement"),
+    path("v1/judges/master-keys", judges.JudgeMasterKeys.as_view(), name="api_judge_master_keys"),
     path("v1/releases", releases.ReleaseCreate.as_view(), name="api_release_create"),
     path("v1/releases/<int:release_id>", releases.ReleaseDetail.as_view(), name="api_release_detail"),
     path("v1/releases/<int:release_id>/retry", releases.ReleaseRetry.as_view(), name="api_release_retry"),

@@ -85,6 +85,14 @@ def judge_latest_run(*, judge: str) -> JudgeMasterKeyRun | None:
     return JudgeMasterKeyRun.objects.filter(judge=judge).select_related("override_by").first()
 
 
+def judge_latest_runs() -> list[JudgeMasterKeyRun]:
+    """Each judge's latest run, by judge name."""
+    latest: dict[str, JudgeMasterKeyRun] = {}
+    for run in JudgeMasterKeyRun.objects.select_related("override_by").order_by("judge", "-created_at", "-id"):
+        latest.setdefault(run.judge, run)
+    return list(latest.values())
+
+
 @transaction.atomic
 def judge_scoring_override(*, judge: str, staff: AbstractBaseUser, reason: str) -> JudgeMasterKeyRun:
     """Staff let a judge whose latest bound is above the limit score campaigns, saying why (audited)."""

@@ -136,6 +136,7 @@ ROUTES: dict[str, Route] = {
     "api_feedback": Route(API + "feedback", methods=POST),
     "api_curriculum": Route(API + "read"),
     "api_judge_agreement": Route(API + "read"),
+    "api_judge_master_keys": Route(API + "read"),
     # Checkpoint re-profiles: starting one probes the environment (authors and staff, as the dashboard's button).
     "api_reprofile_list": Route(API + "curate", methods=("GET", "POST")),
     "api_reprofile_detail": Route(API + "curate", "reprofile"),

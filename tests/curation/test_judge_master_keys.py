@@ -136,3 +136,24 @@ def test_the_judge_page_shows_the_bound_and_staff_run_and_override(
     client.post("/judges/lenient/override/", {"reason": "reviewed by hand"})
     page = client.get("/judges/lenient/").content.decode()
     assert "overridden by sam: reviewed by hand" in page and 'id="master-keys-block"' not in page
+
+
+def test_the_api_gives_each_judges_latest_run(client, judged, staff, alice):
+    from accounts.services import api_token_create
+
+    jmk.judge_master_keys_run(judge="lenient")
+    jmk.judge_master_keys_run(judge="strict")
+    secret = api_token_create(user=alice, name="mine", scopes=["read"])[1]
+    rows = client.get("/api/v1/judges/master-keys", HTTP_AUTHORIZATION=f"Bearer {secret}").json()
+    by_judge = {row["judge"]: row for row in rows}
+    assert (by_judge["lenient"]["false_passes"], by_judge["lenient"]["may_score"]) == (27, False)
+    assert (by_judge["strict"]["trials"], by_judge["strict"]["false_passes"], by_judge["strict"]["may_score"]) == (
+        180,
+        0,
+        True,
+    )
+    assert by_judge["strict"]["upper_bound"] < 0.05 and "findings" not in by_judge["lenient"]
+    jmk.judge_scoring_override(judge="lenient", staff=staff, reason="reviewed")
+    rows = client.get("/api/v1/judges/master-keys", HTTP_AUTHORIZATION=f"Bearer {secret}").json()
+    assert {row["judge"]: row["may_score"] for row in rows} == {"lenient": True, "strict": True}
+    assert client.get("/api/v1/judges/master-keys").status_code == 401
