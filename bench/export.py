@@ -40,19 +40,20 @@ def seed(*, tasks: int) -> tuple:
     model = ProbeModel.objects.create(name="bench-probe", backend="openai", model="bench")
     with connection.cursor() as cursor:
         cursor.execute(
-            """INSERT INTO curation_task (environment_id, key, owner_id, status, created_at, updated_at)
-               SELECT %s, 'task-' || i, %s, 'approved', now(), now() FROM generate_series(1, %s) AS i""",
+            """INSERT INTO curation_task (environment_id, key, key_order, owner_id, status, created_at, updated_at)
+               SELECT %s, 'task-' || i, 'task-' || i, %s, 'approved', now(), now() FROM generate_series(1, %s) AS i""",
             [environment.pk, user.pk, tasks],
         )
         cursor.execute(
             """INSERT INTO curation_taskversion (task_id, number, prompt, answer, verifier, tools, metadata, domain,
-                   authoring_cost_usd, content_hash, audit_passed, audit_problems, created_by_id, created_at)
+                   authoring_cost_usd, content_hash, audit_passed, audit_problems, created_by_id, created_at,
+                   gameability_findings, gameable_override_reason)
                SELECT t.id, 1,
                    jsonb_build_array(jsonb_build_object('role', 'user', 'content',
                        'What is ' || t.id || ' + ' || (t.id * 7 %% 1000) || '? Give the final answer on the last line.')),
                    (t.id + t.id * 7 %% 1000)::text, '{"kind": "math"}'::jsonb, '[]'::jsonb,
                    jsonb_build_object('source', 'bench', 'difficulty', t.id %% 5), 'math', 2.50,
-                   md5(t.id::text) || md5(t.key), true, '[]'::jsonb, %s, now()
+                   md5(t.id::text) || md5(t.key), true, '[]'::jsonb, %s, now(), '[]'::jsonb, ''
                FROM curation_task t WHERE t.environment_id = %s""",
             [user.pk, environment.pk],
         )
@@ -62,10 +63,10 @@ def seed(*, tasks: int) -> tuple:
         cursor.execute(
             """INSERT INTO calibration_calibration (task_version_id, probe_model_id, attempts, successes, verifier_errors,
                    generation_errors, pass_rate, interval_low, interval_high, band, decided, grpo_signal, cost_usd,
-                   flags, policy, updated_at)
+                   flags, policy, updated_at, diagnosis, diagnosis_evidence)
                SELECT v.id, %s, 16, v.id %% 17, 0, 0, (v.id %% 17) / 16.0, 0.05, 0.6,
                    CASE WHEN v.id %% 17 = 0 THEN 'too_hard' WHEN v.id %% 17 >= 12 THEN 'retire' ELSE 'in_band' END,
-                   true, 0.8, 0.01, '[]'::jsonb, '{}'::jsonb, now()
+                   true, 0.8, 0.01, '[]'::jsonb, '{}'::jsonb, now(), '', '{}'::jsonb
                FROM curation_taskversion v""",
             [model.pk],
         )
@@ -103,6 +104,11 @@ def main() -> None:
     parser.add_argument("--formats", default="native,trl,verifiers,nemo_gym")
     parser.add_argument("--file-types", default="jsonl,parquet")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--card-overhead",
+        action="store_true",
+        help="only time native JSONL with quality cards against the same export with card building stubbed out",
+    )
     args = parser.parse_args()
 
     django_in_fresh_database(suffix="_bench_export")
@@ -118,6 +124,9 @@ def main() -> None:
     )
 
     versions = releases.export_versions(environment=environment, probe_model=model)
+    if args.card_overhead:
+        card_overhead(versions=versions, model=model, tasks=args.tasks, repeats=args.repeats)
+        return
     # The machine may be shared: each export is paired with a COPY run just before it, and each pair
     # is repeated; the table gives the best of the repeats for both.
     print(f"\n{args.repeats} paired runs each, best of each shown\n")
@@ -151,6 +160,32 @@ def main() -> None:
                     flush=True,
                 )
                 path.unlink()
+
+
+def card_overhead(*, versions, model, tasks: int, repeats: int) -> None:
+    """Native JSONL with each version's quality card (releases/quality_cards.py), against the same export with
+    the card selector answering no cards, paired and repeated; best of each."""
+    from engine import formats
+    from releases import services as releases
+
+    real = releases.quality_cards
+    times: dict[str, list[float]] = {"with cards": [], "without cards": []}
+    with tempfile.TemporaryDirectory() as folder:
+        for _ in range(repeats):
+            for mode in times:
+                releases.quality_cards = real if mode == "with cards" else (lambda **kwargs: {})
+                started = time.perf_counter()
+                rows = formats.write_file(
+                    records=releases.export_records(versions=versions, probe_model=model),
+                    format="native",
+                    file_type="jsonl",
+                    path=Path(folder) / "native.jsonl",
+                )
+                times[mode].append(time.perf_counter() - started)
+                assert rows == tasks
+    releases.quality_cards = real
+    for mode, seconds in times.items():
+        print(f"| native | jsonl | {mode} | {tasks} | {min(seconds):.2f} s | {tasks / min(seconds):,.0f} rows/s |")
 
 
 if __name__ == "__main__":

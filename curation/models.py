@@ -517,3 +517,44 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} of {self.recipient} by {self.actor} on {self.task}"
+
+
+class JudgeMasterKeyRun(models.Model):
+    """One run of the master-key battery (engine/verifiers/master_keys.py) on a registered judge's tasks: the
+    false-pass rate, its one-sided upper bound, each false pass, and a staff override that lets a judge whose
+    bound is above the limit score campaigns anyway (curation/judge_master_keys.py)."""
+
+    judge = models.CharField(max_length=80, db_index=True)
+    model = models.CharField(max_length=300, blank=True, help_text="The judge's model when the battery ran.")
+    tasks = models.PositiveIntegerField(default=0)
+    trials = models.PositiveIntegerField(default=0, help_text="Attacks the judge answered with a pass or a fail.")
+    false_passes = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0, help_text="Attacks the judge answered with no verdict.")
+    upper_bound = models.FloatField(help_text="One-sided Clopper-Pearson upper bound of the false-pass rate.")
+    level = models.FloatField(default=0.95)
+    limit = models.FloatField(help_text="PASSBAND_JUDGE_FALSE_PASS_LIMIT when the battery ran.")
+    prompt_versions = models.JSONField(default=list, blank=True)
+    findings = models.JSONField(default=list, blank=True, help_text="Each false pass: task, attack, completion.")
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    override_reason = models.TextField(blank=True)
+    override_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    override_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"master keys of judge {self.judge}: {self.false_passes}/{self.trials}"
+
+    @property
+    def rate(self) -> float | None:
+        return self.false_passes / self.trials if self.trials else None
+
+    @property
+    def above_limit(self) -> bool:
+        return self.upper_bound > self.limit

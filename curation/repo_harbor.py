@@ -5,6 +5,7 @@ repository task folders back."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -12,6 +13,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from curation import imports, repo_uploads
 from curation.models import Environment, TaskVersion
 from curation.repo_snapshots import snapshot_read
+from engine.harbor_tasks import task_toml_with_metadata
+from engine.quality_card import card_text
 from engine.repo_tasks import snapshots
 from engine.repo_tasks.harbor import HarborFolderError, task_from_harbor_folder
 from engine.task_format import LineProblem
@@ -24,11 +27,15 @@ class ExportRefused(ValueError):
     The message names each task and its kind."""
 
 
-def harbor_export(*, environment: Environment, out_dir: Path) -> list[str]:
+def harbor_export(
+    *, environment: Environment, out_dir: Path, card_of: Callable[[TaskVersion], dict] | None = None
+) -> list[str]:
     """Write ``<out_dir>/<task key>/`` for every task (its current version) whose verifier kind declares a
     Harbor folder (``exports.harbor``: repository and code tasks, or an installed kind's); returns the keys
     written. Tasks of kinds that declare exports without a Harbor folder are left out. Raises ExportRefused,
-    before writing anything, when a task's kind declares no exports at all or is not registered here."""
+    before writing anything, when a task's kind declares no exports at all or is not registered here.
+    `card_of` gives a version's quality card (releases.quality_cards, which this app cannot import), written
+    as JSON text to task.toml's ``[metadata] quality_card``."""
     versions = [
         version
         for version in TaskVersion.objects.filter(task__environment=environment)
@@ -60,6 +67,9 @@ def harbor_export(*, environment: Environment, out_dir: Path) -> list[str]:
                 read_snapshot=snapshot_read,
             )
         )
+        if card_of is not None:
+            card = {"quality_card": card_text(card_of(version))}
+            files["task.toml"] = task_toml_with_metadata(files["task.toml"], card)
         folder = out_dir / version.task.key
         for path, data in files.items():
             target = folder / path

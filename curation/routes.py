@@ -81,6 +81,9 @@ ROUTES: dict[str, Route] = {
     "blind_review": Route(REVIEWERS, "blinditem", "review", methods=("GET", "POST")),
     "judge_list": Route(BROWSER),
     "judge_detail": Route(BROWSER),
+    # The master-key battery on a judge: staff queue a run, or let a judge above the limit score (audited).
+    "judge_master_keys_start": Route(STAFF, methods=POST),
+    "judge_scoring_override": Route(STAFF, methods=POST),
     # Environments, models, campaigns, dashboards
     "environment_create": Route(REVIEWERS, methods=("GET", "POST")),
     "environment_detail": Route(BROWSER, "environment"),
@@ -119,6 +122,7 @@ ROUTES: dict[str, Route] = {
     "api_task_bulk": Route(API + "curate", methods=POST),
     "api_repo_upload": Route(API + "curate", methods=POST),
     "api_task_comments": Route(API + "read", "task"),
+    "api_quality_card": Route(API + "read", "task"),
     "api_comment_create": Route(API + "curate", methods=POST),
     "api_notification_list": Route(API + "read"),
     "api_notification_read": Route(API + "read", methods=POST),
@@ -136,6 +140,7 @@ ROUTES: dict[str, Route] = {
     "api_feedback": Route(API + "feedback", methods=POST),
     "api_curriculum": Route(API + "read"),
     "api_judge_agreement": Route(API + "read"),
+    "api_judge_master_keys": Route(API + "read"),
     # Checkpoint re-profiles: starting one probes the environment (authors and staff, as the dashboard's button).
     "api_reprofile_list": Route(API + "curate", methods=("GET", "POST")),
     "api_reprofile_detail": Route(API + "curate", "reprofile"),

@@ -204,8 +204,12 @@ def gameability_audit(
 
 
 def versions_written(*, environment: Environment) -> None:
-    """After the commit, queue the near-duplicate and contamination check of the environment's new versions."""
+    """After the commit, queue the near-duplicate and contamination check of the environment's new versions,
+    and the master-key battery of the judges its judged tasks name (curation.judge_master_keys)."""
+    from curation.judge_master_keys import judge_master_keys_queue  # it reads this module's models only
+
     similarity_check_queue(environment=environment)
+    judge_master_keys_queue(environment=environment)
 
 
 def similarity_check_queue(*, environment: Environment | None, recheck: bool = False) -> None:

@@ -4,6 +4,7 @@ from celery import shared_task
 from django.contrib.auth import get_user_model
 
 from curation import import_jobs, mcp_servers, server_schemas
+from curation import judge_master_keys as master_keys
 from curation.errors import CurationError
 from curation.models import McpServer
 
@@ -48,3 +49,13 @@ def accept_remote_server_tools(server_id: int, user_id: int) -> str:
     except CurationError:
         return McpServer.CheckStatus.FAILED
     return McpServer.CheckStatus.OK
+
+
+@shared_task(acks_late=True, soft_time_limit=1800, time_limit=1860)
+def judge_master_keys(judge: str) -> str:
+    """Run the master-key battery on a judge's tasks; "skipped: ..." when the judge or its tasks are gone."""
+    try:
+        run = master_keys.judge_master_keys_run(judge=judge)
+    except CurationError as error:
+        return f"skipped: {error}"
+    return f"{run.false_passes}/{run.trials}"

@@ -8,7 +8,8 @@ curriculum and trace any row back to the exact version it came from.
 Fields whose shape differs from task to task (verifier configs, tools, metadata) cannot share one
 Arrow column type, so each format's schema marks them as JSON: JSONL writes them as objects and
 Parquet as JSON text. The `trl` and `verifiers` formats always carry them as JSON text, so both
-files of those formats load into identical `datasets` features.
+files of those formats load into identical `datasets` features. Every row ends with `quality_card`, the
+version's quality card (engine/quality_card.py; null when the record was read without one).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import orjson
+
+from engine.quality_card import card_of, card_text
 
 FORMATS = ("native", "trl", "verifiers", "nemo_gym")
 FILE_TYPES = ("jsonl", "parquet")
@@ -60,7 +63,7 @@ def _cost_text(value: Any) -> str:
 
 
 # What native rows add to the import format; the importer refuses unknown fields, so drop these to re-import.
-NATIVE_EXTRA_FIELDS = ("environment", "status", "version", "version_hash", "calibration")
+NATIVE_EXTRA_FIELDS = ("environment", "status", "version", "version_hash", "calibration", "quality_card")
 
 
 def native_row(record: dict) -> dict:
@@ -80,6 +83,7 @@ def native_row(record: dict) -> dict:
         "authoring_cost_usd": _cost_text(record.get("authoring_cost_usd")),
         "difficulty": record.get("declared_difficulty"),
         "calibration": calibration_of(record),
+        "quality_card": card_of(record),
     }
 
 
@@ -94,6 +98,7 @@ def trl_row(record: dict) -> dict:
         "environment": record["environment"],
         "version_hash": record["version_hash"],
         "calibration": calibration_of(record),
+        "quality_card": card_text(card_of(record)),
     }
 
 
@@ -115,6 +120,7 @@ def verifiers_row(record: dict) -> dict:
         "task_key": record["task_key"],
         "version_hash": record["version_hash"],
         "calibration": calibration_of(record),
+        "quality_card": card_text(card_of(record)),
     }
 
 
@@ -157,6 +163,7 @@ def nemo_gym_row(record: dict) -> dict:
         "environment": record["environment"],
         "version_hash": record["version_hash"],
         "calibration": calibration_of(record),
+        "quality_card": card_of(record),
     }
 
 
@@ -169,10 +176,10 @@ ROW_BUILDERS: dict[str, Callable[[dict], dict]] = {
 
 # Columns written as JSON text in Parquet because their shape varies from task to task.
 JSON_COLUMNS: dict[str, tuple[str, ...]] = {
-    "native": ("verifier", "tools", "metadata"),
+    "native": ("verifier", "tools", "metadata", "quality_card"),
     "trl": (),
     "verifiers": (),
-    "nemo_gym": ("responses_create_params", "verifier"),
+    "nemo_gym": ("responses_create_params", "verifier", "quality_card"),
 }
 
 
@@ -255,7 +262,8 @@ def arrow_schema(format: str):
             ("calibration", calibration),
         ],
     }[format]
-    return pa.schema(columns)
+    # Every format's rows end with the task version's quality card (engine/quality_card.py) as JSON text.
+    return pa.schema([*columns, ("quality_card", text)])
 
 
 def write_jsonl(*, rows: Iterable[dict], stream: IO[bytes], lines_per_write: int = 1000) -> int:
@@ -286,7 +294,8 @@ def write_parquet(*, rows: Iterable[dict], path: Path | str, format: str, batch_
         batch: list[dict] = []
         for row in rows:
             for column in json_columns:
-                row[column] = json_text(row[column])
+                value = row[column]
+                row[column] = None if value is None else json_text(value)
             batch.append(row)
             if len(batch) >= batch_size:
                 writer.write_table(pa.Table.from_pylist(batch, schema=schema))

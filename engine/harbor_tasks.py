@@ -58,3 +58,14 @@ def task_toml(
         "",
     ]
     return "\n".join(lines).encode()
+
+
+def task_toml_with_metadata(toml: bytes, extra: Mapping[str, str]) -> bytes:
+    """A task.toml that `task_toml` wrote, with `extra` string fields added at the end of its [metadata]
+    table (before the [verifier] table). ValueError when it has no [metadata] table."""
+    text = toml.decode()
+    head, marker, rest = text.partition("\n[verifier]\n")
+    if "\n[metadata]\n" not in head or not marker:
+        raise ValueError("task.toml: no [metadata] table followed by [verifier]")
+    lines = "".join(f"{key} = {_toml_value(value)}\n" for key, value in extra.items())
+    return (head.rstrip("\n") + "\n" + lines + marker + rest).encode()

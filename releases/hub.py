@@ -5,6 +5,7 @@
     <folder>/<format>/train-<sha>.parquet  one config per trainer format (native, trl, verifiers,
                                     nemo_gym); <sha>: the first 16 hex digits of the file's sha256
     <folder>/manifest.json          the release's manifest (filter, thresholds, files and their sha256)
+    <folder>/quality_card.schema.json  the JSON Schema of the `quality_card` every row carries
 
 `datasets.load_dataset(folder, "<format>")` reads the card's `configs` and loads that format's file.
 `datasets` keys its cache by the folder's name and the data files' paths as the card writes them, not
@@ -24,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from curation import files
-from engine import formats
+from engine import formats, quality_card
 from releases.errors import ReleaseError
 from releases.folders import new_folder
 from releases.models import Release, ReleaseStatus
@@ -67,6 +68,7 @@ def release_hub_folder(*, release: Release, folder: Path, license: str = "other"
             except FileNotFoundError:
                 raise ReleaseError(f"Release {release.pk} has no file {format}.parquet in storage.") from None
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        shutil.copyfile(quality_card.SCHEMA_PATH, staging / quality_card.SCHEMA_PATH.name)
         (staging / "README.md").write_text(dataset_card(release=release, license=license, data_files=data_files))
     return Path(folder)
 
@@ -133,6 +135,7 @@ Every row carries `task_key`, `version_hash` (the exact task version) and `calib
 attempts, successes, pass rate, interval, band, whether the band was predicted for a checkpoint rather
 than probed (`band_predicted`), GRPO signal).
 
+{quality_cards_section(manifest.get("quality_cards"))}
 ## Counts per band
 
 | band | tasks |
@@ -169,3 +172,31 @@ def _size_category(rows: int) -> str:
         if rows < limit:
             return label
     return "1M<n<10M"
+
+
+def quality_cards_section(summary: dict | None) -> str:
+    """The dataset card's account of the rows' quality cards, from the manifest's summary of them."""
+    if not summary:
+        return ""
+
+    def counts(name: str) -> str:
+        return ", ".join(f"{key} {value}" for key, value in sorted(summary.get(name, {}).items())) or "none"
+
+    agreement = summary["review_agreement"]
+    share = f"{agreement['share']:.0%}" if agreement["share"] is not None else "no second reviews"
+    return f"""## Quality cards
+
+Every row's `quality_card` column is its task version's quality card (JSON text; schema
+`quality_card.schema.json` in this folder, `$id` {summary["schema"]}): pass rate, interval and band per probe
+model and checkpoint with the rule that decided it, verifier kind and version, audit, gameability and tamper
+results, similarity and contamination, review decisions, costs and provenance. Filter on it without Passband:
+`json.loads(row["quality_card"])`.
+
+- Verifier kinds: {counts("verifier_kinds")}.
+- Reference audit: {counts("audit")}. Gameability: {counts("gameability")}.
+- Impossible variants: {counts("impossible_variants")}. Weak tests: {counts("weak_tests")}.
+- Tasks with open near-duplicate flags: {summary["open_near_duplicates"]}; with open contamination flags:
+  {summary["open_contamination"]}; with tampered rollouts: {summary["with_tampered_rollouts"]}.
+- Review agreement: {agreement["agreed"]} of {agreement["second_reviews"]} second reviews ({share}).
+- Cost: ${summary["cost_usd"]["authoring"]} authoring, ${summary["cost_usd"]["probing"]} probing.
+"""

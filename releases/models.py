@@ -58,6 +58,8 @@ class ReleaseItem(models.Model):
     grpo_signal = models.FloatField(null=True)
     # The calibration's predicted_probability: set when the band was predicted for a checkpoint, not probed.
     predicted_probability = models.FloatField(null=True, blank=True)
+    # The version's quality card when the release was pinned (releases/quality_cards.py); null before cards.
+    quality_card = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["release", "id"]

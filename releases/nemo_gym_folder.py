@@ -1,7 +1,8 @@
 """A ready release as a NeMo Gym 0.4 environment folder: run NeMo Gym from inside it.
 
     <folder>/README.md                                   how to run it
-    <folder>/manifest.json                               the release's manifest
+    <folder>/manifest.json                               the release's manifest (with its quality cards' summary)
+    <folder>/quality_card.schema.json                    the JSON Schema of each row's `quality_card`
     <folder>/resources_servers/<name>/configs/<name>.yaml
         the resources server `<name>` (entrypoint app.py) and the agent `<name>_simple_agent` (NeMo Gym's
         built-in simple_agent, the policy model `policy_model`) with two datasets: `train` and `example`
@@ -28,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from curation import files
+from engine import quality_card
 from releases.errors import ReleaseError
 from releases.folders import new_folder
 from releases.models import Release, ReleaseStatus
@@ -155,6 +157,7 @@ def release_nemo_gym_folder(
         (server / "app.py").write_text(APP_PY.format(release=release.pk))
         (server / "requirements.txt").write_text(f"nemo-gym=={NEMO_GYM_VERSION}\n")
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        shutil.copyfile(quality_card.SCHEMA_PATH, staging / quality_card.SCHEMA_PATH.name)
         (staging / "README.md").write_text(folder_readme(release=release, passband_url=passband_url))
     return Path(folder)
 
@@ -224,5 +227,6 @@ ng_run "+config_paths=[{config},responses_api_models/openai_model/configs/openai
 ```
 
 Change `passband_url` in the config when the scorer runs elsewhere. `manifest.json` is the release's
-manifest: filter, thresholds, counts per band, each file's sha256.
+manifest: filter, thresholds, counts per band, each file's sha256 and a summary of the tasks' quality cards.
+Each row of `train.jsonl` carries its task version's `quality_card` (schema: `quality_card.schema.json`).
 """

@@ -30,11 +30,12 @@ from calibration.services.calibrations import thresholds_for
 from curation import files
 from curation.models import Environment, TaskStatus, TaskVersion
 from curation.policy import tasks_visible_to
-from engine import formats, stats
+from engine import formats, quality_card, stats
 from engine.backends import model_store
 from releases import task_filters
 from releases.errors import ReleaseError
 from releases.models import Release, ReleaseItem, ReleaseStatus
+from releases.quality_cards import quality_cards
 
 logger = logging.getLogger(__name__)
 
@@ -120,11 +121,20 @@ def export_versions(
 
 
 def export_records(*, versions: QuerySet, probe_model: ProbeModel | None) -> Iterator[dict]:
-    """Stream the records of `export_versions` (or any `.values()` query), each tagged with the model name."""
+    """Stream the records of `export_versions` (or any `.values()` query with `pk`), each tagged with the
+    model name and carrying its version's quality card (releases/quality_cards.py).
+
+    A chunk of ids at a time: its cards first, then its rows, since a COPY holds the connection while it
+    streams."""
     name = probe_model.name if probe_model is not None else None
-    for record in _stream_values(versions):
-        record["probe_model"] = name if record["attempts"] is not None else None
-        yield record
+    ids = list(versions.values_list("pk", flat=True))
+    for start in range(0, len(ids), CHUNK_SIZE):
+        chunk = ids[start : start + CHUNK_SIZE]
+        cards = quality_cards(version_ids=chunk)
+        for record in _stream_values(versions.filter(pk__in=chunk)):
+            record["probe_model"] = name if record["attempts"] is not None else None
+            record["quality_card"] = cards.get(record["pk"])
+            yield record
 
 
 def _stream_values(values: QuerySet) -> Iterator[dict]:
@@ -165,11 +175,12 @@ def _stream_values(values: QuerySet) -> Iterator[dict]:
 
 
 def release_records(*, release: Release) -> Iterator[dict]:
-    """Stream a release's pinned versions with the calibration snapshot taken when it was made."""
+    """Stream a release's pinned versions with the calibration and quality card snapshots taken when it was made."""
     items = (
         ReleaseItem.objects.filter(release=release)
         .values(
             *CALIBRATION_FIELDS,
+            "quality_card",
             **{name: F(f"task_version__{name}") for name in CONTENT_FIELDS},
             task_key=F("task_version__task__key"),
             environment=F("task_version__task__environment__name"),
@@ -283,6 +294,19 @@ def _pin_items(
             batch = []
     ReleaseItem.objects.bulk_create(batch)
     return pinned, thin
+
+
+def _items_cards_pin(*, release: Release) -> None:
+    """Pin each item's quality card as it is now, a chunk at a time: in the build (a worker), not in
+    release_create's request, since cards cost about 0.3 ms each (docs/benchmarks-export.md). Items that
+    have one keep it, so a second build changes nothing."""
+    items = ReleaseItem.objects.filter(release=release, quality_card__isnull=True).order_by("pk")
+    pending = list(items.values_list("pk", "task_version_id"))
+    for start in range(0, len(pending), CHUNK_SIZE):
+        chunk = pending[start : start + CHUNK_SIZE]
+        cards = quality_cards(version_ids=[version for _, version in chunk], release_id=release.pk)
+        batch = [ReleaseItem(pk=pk, quality_card=cards.get(version)) for pk, version in chunk]
+        ReleaseItem.objects.bulk_update(batch, ["quality_card"])
 
 
 def _evidence_check(thresholds: dict[str, stats.Thresholds]):
@@ -421,6 +445,12 @@ def _release_manifest(*, release: Release, files: dict[str, dict]) -> dict:
         # Of those, bands the item-response model predicted (no rollouts): each row says band_predicted.
         "predicted_bands": items.filter(predicted_probability__isnull=False).count(),
         "domains": dict(Counter(items.values_list("task_version__domain", flat=True))),
+        # The tasks' quality cards in sum (engine/quality_card.py); items pinned without a card are left out.
+        "quality_cards": quality_card.cards_summary(
+            items.exclude(quality_card__isnull=True)
+            .values_list("quality_card", flat=True)
+            .iterator(chunk_size=CHUNK_SIZE)
+        ),
         "created_by": release.created_by.get_username(),
         "created_at": release.created_at.isoformat(),
         "files": files,
@@ -480,6 +510,7 @@ def release_build(*, release_id: int) -> Release:
     # alongside cannot mix files with this one, and the release points at a folder only once it is whole.
     folder = f"{RELEASES_FOLDER}/{release.pk}/{uuid.uuid4().hex[:8]}"
     try:
+        _items_cards_pin(release=release)
         with tempfile.TemporaryDirectory(prefix="passband-release-") as staging:
             built = _release_files_write(release=release, folder=Path(staging))
             manifest = _release_manifest(release=release, files=built)

@@ -22,6 +22,8 @@ assert verify(verifier={"kind": "math"}, completion="So the answer is \\\\boxed{
 code = {"kind": "code", "style": "asserts", "asserts": ["assert add(2, 3) == 5"]}
 assert verify(verifier=code, completion="def add(a, b):\\n    return a + b\\n").outcome == "pass"
 assert verify(verifier=code, completion="def add(a, b):\\n    return 0\\n").outcome == "fail"
+from engine import quality_card
+assert quality_card.schema()["$id"].endswith("/1.0.0.json")
 print(stats.Band.IN_BAND, "ok")
 """
 
@@ -32,6 +34,7 @@ NEEDED = (
     "engine/sandbox/runtime/judge.py",
     "engine/stats/__init__.py",
     "engine/formats.py",
+    "engine/quality_card.schema.json",
 )
 NOT_SHIPPED = ("accounts/", "api/", "calibration/", "curation/", "releases/", "similarity/", "web/", "tests/")
 

@@ -65,6 +65,8 @@ urlpatterns = [
     path("notifications/", team_views.notification_list, name="notification_list"),
     path("judges/", judge_views.judge_list, name="judge_list"),
     path("judges/<str:judge>/", judge_views.judge_detail, name="judge_detail"),
+    path("judges/<str:judge>/master-keys/", judge_views.judge_master_keys_start, name="judge_master_keys_start"),
+    path("judges/<str:judge>/override/", judge_views.judge_scoring_override, name="judge_scoring_override"),
     path(
         "review/<slug:environment_name>/<path:key>/<str:action>/",
         review_views.review_action,

@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from curation import blind_reviews, policy
+from curation import blind_reviews, judge_master_keys, policy
 
 
 class ProportionSerializer(serializers.Serializer):
@@ -70,3 +70,36 @@ class JudgeAgreement(APIView):
             for row in blind_reviews.decider_agreement(limit=limit)
         ]
         return Response(JudgeAgreementSerializer(rows, many=True).data)
+
+
+class MasterKeysSerializer(serializers.Serializer):
+    judge = serializers.CharField()
+    model = serializers.CharField(help_text="The judge's model when the battery ran.")
+    tasks = serializers.IntegerField(help_text="The judge's tasks attacked.")
+    trials = serializers.IntegerField(help_text="Attacks answered with a pass or a fail.")
+    false_passes = serializers.IntegerField()
+    errors = serializers.IntegerField(help_text="Attacks answered without a verdict: not trials.")
+    rate = serializers.FloatField(allow_null=True)
+    upper_bound = serializers.FloatField(help_text="One-sided exact (Clopper-Pearson) upper bound of the rate.")
+    level = serializers.FloatField()
+    limit = serializers.FloatField(help_text="PASSBAND_JUDGE_FALSE_PASS_LIMIT when it ran.")
+    may_score = serializers.BooleanField(help_text="Within the limit, or overridden by staff.")
+    override_reason = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+@policy.api("api_judge_master_keys")
+class JudgeMasterKeys(APIView):
+    """GET /api/v1/judges/master-keys: each judge's latest master-key run (docs/verifiers.md, "Master keys"):
+    counts, rate and bound, and whether it may score campaigns. Aggregates only: no completion or task."""
+
+    @extend_schema(responses={200: MasterKeysSerializer(many=True)})
+    def get(self, request):
+        rows = [
+            {
+                **{field: getattr(run, field) for field in MasterKeysSerializer().fields if hasattr(run, field)},
+                "may_score": not run.above_limit or run.override_at is not None,
+            }
+            for run in judge_master_keys.judge_latest_runs()
+        ]
+        return Response(MasterKeysSerializer(rows, many=True).data)

@@ -28,6 +28,7 @@ from calibration.models import (
     Rollout,
 )
 from calibration.services.leases import stalled_items_claim
+from curation import judge_master_keys
 from curation.models import Environment, Task, TaskStatus, TaskVersion
 from engine.verifiers.registry import kind_named
 
@@ -76,6 +77,10 @@ def campaign_start(
         )
     if not task_versions:
         raise CalibrationError(f"Environment {environment.name!r} has no tasks to probe.")
+    # A judge that the master keys fool (or that never met them) would pay empty answers: no campaign scores with it.
+    for judge in judge_master_keys.judges_of(task_versions):
+        if reason := judge_master_keys.judge_scoring_block(judge=judge):
+            raise CalibrationError(f"This campaign cannot start: {reason}.")
     with transaction.atomic():
         campaign = Campaign.objects.create(
             environment=environment,

@@ -58,6 +58,8 @@ class PassbandObservation(Observation):
     """Chat messages to answer."""
     tools: list[dict[str, Any]] = Field(default_factory=list)
     """Chat Completions tool schemas the policy may call."""
+    quality_card: dict[str, Any] | None = None
+    """The task version's quality card (engine/quality_card.py): on reset, so a trainer can skip a task."""
     outcome: str | None = None
     """After the step: the verifier's `pass`, `fail`, `error` or `timeout`."""
     detail: str | None = None
@@ -97,7 +99,9 @@ class PassbandEnvironment(Environment[PassbandAction, PassbandObservation, Passb
             task = random.choice(self.tasks)
         self._task = task
         self._state = PassbandState(episode_id=episode_id or uuid.uuid4().hex, step_count=0, task_id=task.id, seed=seed)
-        return PassbandObservation(task_id=task.id, prompt=task.prompt, tools=task.tools)
+        return PassbandObservation(
+            task_id=task.id, prompt=task.prompt, tools=task.tools, quality_card=task.quality_card
+        )
 
     def step(self, action: PassbandAction, timeout_s: float | None = None, **kwargs: Any) -> PassbandObservation:
         """Score the reply with the task's verifier; the episode ends whatever the outcome."""

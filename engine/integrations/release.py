@@ -37,6 +37,8 @@ class ReleaseTask:
     tools: list[dict[str, Any]] = field(default_factory=list)
     environment: str | None = None
     calibration: dict[str, Any] | None = None
+    quality_card: dict[str, Any] | None = None
+    """The version's quality card (engine/quality_card.py); None in a file exported before cards."""
 
     @property
     def id(self) -> str:
@@ -69,6 +71,7 @@ def task_from_row(row: Mapping[str, Any]) -> ReleaseTask:
             tools=[formats.chat_tool(tool) for tool in params.get("tools") or []],
             environment=row.get("environment"),
             calibration=row.get("calibration"),
+            quality_card=_json(row.get("quality_card")),
         )
     if "info" in row:  # verifiers
         info = _json(row["info"])
@@ -81,6 +84,7 @@ def task_from_row(row: Mapping[str, Any]) -> ReleaseTask:
             tools=info.get("tools") or [],
             environment=row.get("task"),
             calibration=row.get("calibration"),
+            quality_card=_json(row.get("quality_card")),
         )
     return ReleaseTask(  # native (key) or trl (task_key)
         task_key=row["key"] if "key" in row else row["task_key"],
@@ -91,6 +95,7 @@ def task_from_row(row: Mapping[str, Any]) -> ReleaseTask:
         tools=_json(row.get("tools")) or [],
         environment=row.get("environment"),
         calibration=row.get("calibration"),
+        quality_card=_json(row.get("quality_card")),
     )
 
 

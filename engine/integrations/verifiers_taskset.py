@@ -68,6 +68,8 @@ class PassbandData(vf.TaskData):
     """Chat Completions tool schemas offered to the model."""
     calibration: dict[str, Any] | None = None
     """The release's calibration of this version: probe model, attempts, pass rate, band."""
+    quality_card: dict[str, Any] | None = None
+    """The version's quality card (engine/quality_card.py, docs/quality-card.md)."""
 
 
 def completion_messages(trace: vf.Trace) -> list[dict[str, Any]]:
@@ -124,6 +126,7 @@ def task_data(task: ReleaseTask) -> PassbandData:
         verifier=task.verifier,
         tools=task.tools,
         calibration=task.calibration,
+        quality_card=task.quality_card,
     )
 
 

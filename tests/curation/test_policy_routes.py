@@ -332,6 +332,11 @@ CASES = {
         (TASK, {}, {"anonymous": 401, "dora": 404, "charlie": 404, "alice": 200, "bob": 200}),
         (MISSING_TASK, {}, {"alice": 404}),
     ],
+    "api_quality_card": [
+        ({**TASK, "number": 1}, {}, {"anonymous": 401, "dora": 404, "charlie": 404, "alice": 200, "bob": 200}),
+        ({**TASK, "number": 7}, {}, {"alice": 404}),
+        ({**MISSING_TASK, "number": 1}, {}, {"alice": 404}),
+    ],
     "api_reprofile_detail": [
         ({"reprofile_id": "reprofile"}, {}, {"anonymous": 401, "charlie": 403, "alice": 200, "bob": 200}),
         ({"reprofile_id": 999999}, {}, {"alice": 404}),

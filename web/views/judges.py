@@ -1,10 +1,12 @@
 """Judges checked against people: the blind review of judged rollouts, and each judge's agreement page."""
 
 from django.conf import settings
+from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
 
-from curation import blind_reviews, double_review, policy
+from curation import blind_reviews, double_review, judge_master_keys, policy
+from curation.errors import CurationError
 from curation.models import BlindItem, BlindReview
 from engine.verifiers.judges import get_judge, judge_names
 from web.views import shared, team
@@ -59,13 +61,40 @@ def judge_detail(request, judge: str):
     """One judge: agreement per prompt version and pooled, with the false-pass warning."""
     rows = blind_reviews.decider_agreement(decided_by=judge, limit=_limit())
     registered = get_judge(judge)
-    if not rows and registered is None:
+    master_keys = judge_master_keys.judge_latest_run(judge=judge)
+    if not rows and registered is None and master_keys is None:
         raise Http404(f"No judge {judge!r} is registered or has sampled rollouts.")
     context = {
         "judge": judge,
+        "master_keys": master_keys,
+        "scoring_block": judge_master_keys.judge_scoring_block(judge=judge),
         "model": registered.model if registered else "",
         "rows": rows,
         "examples": blind_reviews.decided_version_examples(decided_by=judge),
         "limit": _limit(),
     }
     return render(request, "curation/judge_detail.html", context)
+
+
+@policy.page("judge_master_keys_start")
+def judge_master_keys_start(request, judge: str):
+    """Queue the master-key battery on the judge's tasks (staff)."""
+    try:
+        judge_master_keys.judge_master_keys_request(judge=judge, user=request.user)
+    except CurationError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, "The master-key battery is queued: this page shows its result once a worker ran it.")
+    return redirect("judge_detail", judge=judge)
+
+
+@policy.page("judge_scoring_override")
+def judge_scoring_override(request, judge: str):
+    """Let a judge whose bound is above the limit score campaigns, with the posted reason (staff, audited)."""
+    try:
+        judge_master_keys.judge_scoring_override(judge=judge, staff=request.user, reason=request.POST.get("reason", ""))
+    except CurationError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"Judge {judge} may score campaigns despite its master-key bound.")
+    return redirect("judge_detail", judge=judge)
