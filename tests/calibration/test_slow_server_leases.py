@@ -8,6 +8,7 @@ from calibration import services
 from calibration.models import Campaign, Rollout
 from tests.calibration.test_real_server_campaign import llama_probe_model
 from tests.factories import import_tasks
+from tests.support.server_campaigns import wait_done
 from tests.support.slow_proxy import SlowProxy
 from tests.support.workers import flush_broker, start_worker, stop_worker, wait_for
 
@@ -61,11 +62,7 @@ def test_a_slow_server_is_no_stall_and_a_killed_workers_round_is_queued_again_on
             worker("second", "generate,verify")
             assert proxy.in_flight and stalled_rounds(campaign) == 0
             stop_worker(first, hard=True)
-            wait_for(
-                lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE,
-                timeout=300,
-                what="the campaign to finish on the second worker",
-            )
+            wait_done(campaign, "the campaign to finish on the second worker")
     finally:
         for process in workers:
             stop_worker(process)
