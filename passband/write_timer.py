@@ -3,8 +3,9 @@
 On the embedded default one transaction writes at a time (IMMEDIATE: the lock is taken at BEGIN), so the longest
 write transaction is how long a sign-in may wait. With PASSBAND_TIME_WRITE_TRANSACTIONS=1 (settings.py adds this
 app), every SQLite connection of the process is timed: from the moment BEGIN returns (the lock is held) until
-COMMIT or ROLLBACK returns, through a `connection.execute_wrapper` (BEGIN) and the connection's commit and rollback;
-a write statement outside a transaction counts as a transaction of its own. Each new maximum is written to
+COMMIT or ROLLBACK returns, through a `connection.execute_wrapper` (BEGIN) and the connection's commit and rollback.
+A write statement outside a transaction is not timed: its time would include its wait for the lock. Each new
+maximum is written to
 `<var>/write-transactions/<pid>.json` as {"pid", "process", "max_ms", "statement"} (the transaction's first
 statement, shortened), replaced whole, so a reader never sees half of it.
 """
@@ -22,7 +23,6 @@ from django.apps import AppConfig
 from django.conf import settings
 from django.db.backends.signals import connection_created
 
-WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 _lock = threading.Lock()
 _longest = {"max_ms": 0.0}
 
@@ -66,14 +66,7 @@ class _TransactionClock:
             return result
         if self.started is not None:
             self.statement = self.statement or sql
-            return execute(sql, params, many, context)
-        if verb not in WRITES:
-            return execute(sql, params, many, context)
-        started = time.monotonic()  # a write on its own: its own transaction
-        try:
-            return execute(sql, params, many, context)
-        finally:
-            _record(time.monotonic() - started, sql)
+        return execute(sql, params, many, context)
 
     def _ended(self, method):
         try:

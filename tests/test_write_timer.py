@@ -1,5 +1,5 @@
 """passband/write_timer.py: each process reports its longest SQLite write transaction, from BEGIN (the lock taken)
-to COMMIT or ROLLBACK, and a lone write as a transaction of its own; off unless asked for."""
+to COMMIT or ROLLBACK; off unless asked for."""
 
 import json
 import os
@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent(
     with connection.cursor() as cursor:
         cursor.execute("CREATE TABLE held (x INTEGER)")
     cursor = connection.cursor()
-    cursor.execute("INSERT INTO held VALUES (1)")  # alone: short
+    cursor.execute("INSERT INTO held VALUES (1)")  # alone: not timed (its time would include its wait)
     with transaction.atomic():
         connection.cursor().execute("UPDATE held SET x = 2")
         time.sleep(float(sys.argv[1]))  # the lock is held meanwhile
