@@ -176,8 +176,9 @@ def versions_index(*, environment_id: int | None = None, recheck: bool = False) 
     return result
 
 
-# Versions whose flags are written per transaction.
-WRITE_BATCH = 32
+# Versions whose flags are written per transaction: few, so that a batch of new flags (a read, a savepoint and
+# an insert each) holds SQLite's write lock briefly even on a loaded machine (docs/benchmarks.md, busy day).
+WRITE_BATCH = 8
 
 
 def _versions_check(version_ids: list[int], result: IndexResult) -> dict[int, dict[str, dict | None]]:
