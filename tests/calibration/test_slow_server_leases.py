@@ -57,11 +57,13 @@ def test_a_slow_server_is_no_stall_and_a_killed_workers_round_is_queued_again_on
                 interval=0.2,
                 what="round 0 stored and round 1 waiting for the slow server",
             )
+            proxy.hold()  # round 1's answer waits, however quickly a second worker starts
             assert proxy.answered >= 1 and stalled_rounds(campaign) == 0
             # A second worker stands by; the first is killed in the middle of its generation.
             worker("second", "generate,verify")
             assert proxy.in_flight and stalled_rounds(campaign) == 0
             stop_worker(first, hard=True)
+            proxy.release()
             wait_done(campaign, "the campaign to finish on the second worker")
     finally:
         for process in workers:

@@ -3,6 +3,7 @@ protocol (the bytes are the real server's own), for tests whose generations must
 
     with SlowProxy("http://127.0.0.1:8091", delay_s=8) as proxy:   # proxy.url: "http://127.0.0.1:<port>"
         ...  # proxy.received, proxy.answered: POSTs taken in, and answered
+        proxy.hold()     # answers wait (past their delay) until proxy.release()
 """
 
 from __future__ import annotations
@@ -25,6 +26,14 @@ class SlowProxy:
         self.received = self.answered = 0
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def hold(self) -> None:
+        self.gate.clear()
+
+    def release(self) -> None:
+        self.gate.set()
 
     @property
     def url(self) -> str:
@@ -48,6 +57,7 @@ class SlowProxy:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self.release()
         self._server.shutdown()
         self._server.server_close()
 
@@ -67,11 +77,11 @@ class _Handler(BaseHTTPRequestHandler):
         proxy.count("received")
         started = time.monotonic()
         try:
-            self._forward(body, not_before=started + proxy.delay_s)
+            self._forward(body, not_before=started + proxy.delay_s, gate=proxy.gate)
         finally:
             proxy.count("answered")
 
-    def _forward(self, body: bytes | None, *, not_before: float = 0.0) -> None:
+    def _forward(self, body: bytes | None, *, not_before: float = 0.0, gate: threading.Event | None = None) -> None:
         proxy: SlowProxy = self.server.proxy
         headers = {key: value for key, value in self.headers.items() if key.lower() not in _DROPPED}
         try:
@@ -80,6 +90,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_error(502)
             return
         time.sleep(max(0.0, not_before - time.monotonic()))
+        if gate is not None:
+            gate.wait(timeout=600)
         self.send_response(answer.status_code)
         for key, value in answer.headers.items():
             if key.lower() not in _DROPPED:
