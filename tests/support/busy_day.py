@@ -28,6 +28,7 @@ import httpx
 
 from tests.engine.repo_tasks.tiny_repo import SNAPSHOT, tiny_row
 from tests.support.llama_server import free_port
+from tests.support.workers import PR_SET_PDEATHSIG, _libc
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKERS = {"generate": "-Q generate", "cpu": "-Q verify,default", "similarity": "-Q similarity", "beat": " beat "}
@@ -79,9 +80,10 @@ def busy_day(
     )  # fmt: skip
     shutil.rmtree(var / "write-transactions", ignore_errors=True)  # the setup's own are not the day's
     out, err = open(folder / "run-local.out", "wb"), open(folder / "run-local.err", "wb")
+    # If this process dies, the script is sent SIGTERM (Ctrl-C's way) and stops its workers.
     script = subprocess.Popen(
         ["bash", "scripts/run-local.sh", sys.executable], cwd=ROOT, env=env, stdout=out, stderr=err,
-        start_new_session=True,
+        start_new_session=True, preexec_fn=lambda: _libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0),
     )  # fmt: skip
     report = BusyDayReport()
     try:
