@@ -1,3 +1,7 @@
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.core.management.base import CommandError
 from django.db import OperationalError
 
 
@@ -27,3 +31,15 @@ RETRY_AFTER_S = 5
 def is_database_locked(error: BaseException) -> bool:
     """Whether `error` is SQLite's "database is locked" (or "database table is locked")."""
     return isinstance(error, OperationalError) and "is locked" in str(error)
+
+
+@contextmanager
+def database_busy_as_command_error(*, what_stays: str) -> Iterator[None]:
+    """For management commands: a database still locked after the busy timeout becomes a CommandError saying
+    so, what of the command's work stays (`what_stays`, a sentence) and to run it again; other errors pass."""
+    try:
+        yield
+    except OperationalError as error:
+        if not is_database_locked(error):
+            raise
+        raise CommandError(f"{DATABASE_BUSY} {what_stays} Run the command again.") from None

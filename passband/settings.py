@@ -79,6 +79,11 @@ INSTALLED_APPS = [
     "web",
     "api",
 ]
+# The longest write transaction of each process on SQLite, written under var/write-transactions/ (passband/
+# write_timer.py): what the busy-day load test and bench/busy_day.py report.
+PASSBAND_TIME_WRITE_TRANSACTIONS = env_bool("PASSBAND_TIME_WRITE_TRANSACTIONS", False)
+if PASSBAND_TIME_WRITE_TRANSACTIONS:
+    INSTALLED_APPS.append("passband.write_timer.WriteTimerConfig")
 
 MIDDLEWARE = [
     "web.middleware.RequestMetricsMiddleware",

@@ -10,7 +10,7 @@ PORT=${PORT:-8000}
 # Loopback only by default (DEBUG is on); PASSBAND_BIND=0.0.0.0 opts in to the network, where clients still
 # never see Django's debug pages (web/debug.py).
 BIND=${PASSBAND_BIND:-127.0.0.1}
-mkdir -p var
+mkdir -p var "${PASSBAND_VAR_DIR:-var}"
 # Every process writes its metrics here and /metrics adds them up (calibration/metrics.py); files of
 # processes from an earlier run would add their old counts, so the folder is emptied first.
 export PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-${PASSBAND_VAR_DIR:-$PWD/var}/metrics}"
@@ -48,7 +48,7 @@ supervise "the CPU worker" "$PY" -m celery -A passband worker -Q verify,default 
 cpu_worker=$!
 supervise "the similarity worker" "$PY" -m celery -A passband worker -Q similarity --concurrency 1 --hostname "similarity@%h" --loglevel INFO
 similarity_worker=$!
-supervise "beat" "$PY" -m celery -A passband beat --schedule var/celerybeat-schedule --loglevel INFO
+supervise "beat" "$PY" -m celery -A passband beat --schedule "${PASSBAND_VAR_DIR:-var}/celerybeat-schedule" --loglevel INFO
 beat=$!
 # Alive and not a zombie (an exited child stays one until `wait`, and kill -0 still finds it).
 running() { ps -o stat= -p "$1" 2>/dev/null | grep -qv Z; }

@@ -162,19 +162,23 @@ def versions_index(*, environment_id: int | None = None, recheck: bool = False) 
         decisions = _versions_check(batch, result)
         for write_start in range(0, len(batch), WRITE_BATCH):
             written = batch[write_start : write_start + WRITE_BATCH]
+            cleared: dict[str, list[int]] = {}
             with transaction.atomic():
                 for version_id in written:
                     for kind, values in decisions.get(version_id, {}).items():
                         if values is None:
-                            _flag_clear(version_id, kind)
+                            cleared.setdefault(kind, []).append(version_id)
                         else:
                             _flag_set(version_id, kind, **values)
+                for kind, version_ids in cleared.items():  # one statement a kind: most versions have no flag
+                    _flags_clear(version_ids, kind)
                 VersionSignature.objects.filter(task_version_id__in=written).update(checked=True)
     return result
 
 
-# Versions whose flags are written per transaction.
-WRITE_BATCH = 32
+# Versions whose flags are written per transaction: few, so that a batch of new flags (a read, a savepoint and
+# an insert each) holds SQLite's write lock briefly even on a loaded machine (docs/benchmarks.md, busy day).
+WRITE_BATCH = 8
 
 
 def _versions_check(version_ids: list[int], result: IndexResult) -> dict[int, dict[str, dict | None]]:
@@ -251,9 +255,9 @@ def _flag_set(version_id: int, kind: str, **values) -> None:
     SimilarityFlag.objects.filter(pk=flag.pk).update(**values)
 
 
-def _flag_clear(version_id: int, kind: str) -> None:
-    """A version no longer over the threshold (after a recheck) loses its open flag."""
-    SimilarityFlag.objects.filter(task_version_id=version_id, kind=kind, resolved_at__isnull=True).delete()
+def _flags_clear(version_ids: list[int], kind: str) -> None:
+    """Versions no longer over the threshold (after a recheck) lose their open flag of this kind."""
+    SimilarityFlag.objects.filter(task_version_id__in=version_ids, kind=kind, resolved_at__isnull=True).delete()
 
 
 def signatures_drop(*, environment_id: int | None = None) -> int:

@@ -10,7 +10,7 @@ from curation.repo_snapshots import snapshot_path, snapshot_store
 from curation.services import environment_create
 from engine.repo_tasks import snapshots
 from engine.repo_tasks.patches import diff_files
-from tests.engine.repo_tasks.tiny_repo import FILES, HIDDEN_TESTS, REFERENCE_PATCH
+from tests.engine.repo_tasks.tiny_repo import FILES, tiny_row
 from tests.factories import import_tasks
 
 pytestmark = pytest.mark.django_db
@@ -24,23 +24,6 @@ def repositories(db, media):
 def tiny_task(files, **options):
     info = snapshot_store(data=snapshots.build_from_files({path: text.encode() for path, text in files.items()}))
     return tiny_row(info.digest, **options)
-
-
-def tiny_row(snapshot: str, *, key="calc-clamp", fail_to_pass=("tests/test_ops.py::test_clamp_high",), answer=None):
-    """A task on the tiny repository whose verifier names `snapshot` (a digest, or an uploaded file's name)."""
-    return {
-        "key": key,
-        "prompt": "clamp() ignores its upper bound. Answer with a unified diff.",
-        "answer": answer if answer is not None else f"```diff\n{REFERENCE_PATCH}```",
-        "verifier": {
-            "kind": "repo_tests",
-            "snapshot": snapshot,
-            "fail_to_pass": list(fail_to_pass),
-            "pass_to_pass": ["tests/test_ops.py::test_add", "tests/test_more.py::test_add_negative"],
-            "hidden_tests": {"tests/test_ops.py": HIDDEN_TESTS},
-            "timeout_seconds": 30,
-        },
-    }
 
 
 def test_a_snapshot_is_stored_once_by_its_content_hash(media):

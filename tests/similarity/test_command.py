@@ -2,6 +2,7 @@
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from similarity.models import SimilarityFlag, VersionSignature
 from tests.factories import import_tasks
@@ -32,3 +33,15 @@ def test_command_signs_rechecks_and_rebuilds(arithmetic, alice, capsys):
 def test_unknown_environment_is_named():
     with pytest.raises(CommandError, match="--environment: no environment 'nowhere'"):
         call_command("similarity_index", "--environment", "nowhere")
+
+
+def test_a_recheck_under_stricter_thresholds_clears_the_open_flags_only(arithmetic, alice, capsys, settings):
+    import_tasks(arithmetic, alice, task("train", TRAIN), task("train-again", TRAIN_PARAPHRASE), task("apples", APPLES))
+    run(capsys)
+    flags = SimilarityFlag.objects.filter(kind="near_duplicate").order_by("task_version_id")
+    assert flags.count() == 2
+    resolved = flags.first()
+    SimilarityFlag.objects.filter(pk=resolved.pk).update(resolved_at=timezone.now(), resolution="kept")
+    settings.PASSBAND_DUPLICATE_JACCARD, settings.PASSBAND_DUPLICATE_COSINE = 1.01, 1.01  # nothing is close enough
+    assert "0 versions indexed, 3 checked: 0 near-duplicates" in run(capsys, "--recheck")
+    assert list(SimilarityFlag.objects.values_list("pk", flat=True)) == [resolved.pk]  # a reviewer's resolution stays

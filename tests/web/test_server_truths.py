@@ -92,3 +92,7 @@ def test_a_campaign_whose_rounds_stalled_says_how_many_were_queued_again(client,
     Campaign.objects.filter(pk=campaign.pk).update(stalled_rounds=3, last_stall_at=timezone.now())
     html = page(client, alice, campaign)
     assert "3 task rounds stalled and were queued again" in html and "Nothing was lost or counted twice." in html
+    assert "the worker holding them stopped renewing its lease (it died or was stopped)" in html
+    # Still said once the campaign is done (no rate shown then).
+    Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.DONE)
+    assert "3 task rounds stalled and were queued again" in page(client, alice, campaign)

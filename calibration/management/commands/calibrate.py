@@ -3,9 +3,8 @@ import time
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from django.db import OperationalError
 
-from accounts.errors import DATABASE_BUSY, ServiceError, is_database_locked
+from accounts.errors import ServiceError, database_busy_as_command_error
 from calibration import selectors, services
 from calibration.models import Campaign, ProbeModel
 from curation.models import Environment
@@ -53,13 +52,9 @@ class Command(BaseCommand):
         mode.add_argument("--inline", action="store_true", help="Run in this process, with no broker.")
 
     def handle(self, *args, **options):
-        try:
+        # Each round commits on its own: what was stored stays stored.
+        with database_busy_as_command_error(what_stays="What was stored stays stored."):
             self._handle(options)
-        except OperationalError as error:
-            if not is_database_locked(error):
-                raise
-            # Each round commits on its own: what was stored stays stored.
-            raise CommandError(f"{DATABASE_BUSY} What was stored stays stored; run the command again.") from None
 
     def _handle(self, options):
         environment = Environment.objects.filter(name=options["environment"]).first()

@@ -2,6 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.errors import database_busy_as_command_error
 from curation import imports
 from curation.management.commands._import_common import (
     add_destination_arguments,
@@ -52,14 +53,16 @@ class Command(BaseCommand):
         )
         column_mapping = import_mapping(env, user, name=mapping, path=mapping_file)
         try:
-            report = imports.tasks_import(
-                environment=env,
-                owner=user,
-                path=file,
-                filename=file.name,
-                mapping=column_mapping,
-                run_audits=not no_audit,
-            )
+            # All or nothing: a locked database leaves nothing imported.
+            with database_busy_as_command_error(what_stays="Nothing was imported."):
+                report = imports.tasks_import(
+                    environment=env,
+                    owner=user,
+                    path=file,
+                    filename=file.name,
+                    mapping=column_mapping,
+                    run_audits=not no_audit,
+                )
         except imports.ImportRejected as error:
             raise rejected(self, error) from None
         write_report(self, report)

@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.errors import database_busy_as_command_error
 from curation.models import Environment
 from similarity import services
 
@@ -17,6 +18,11 @@ class Command(BaseCommand):
         parser.add_argument("--rebuild", action="store_true", help="Drop and recompute the signatures first.")
 
     def handle(self, *args, environment: str, recheck: bool, rebuild: bool, **options):
+        # Flags are written in short batches, each committed: what was indexed stays indexed.
+        with database_busy_as_command_error(what_stays="What was indexed stays indexed."):
+            self._index(environment=environment, recheck=recheck, rebuild=rebuild)
+
+    def _index(self, *, environment: str, recheck: bool, rebuild: bool) -> None:
         environment_id = None
         if environment:
             found = Environment.objects.filter(name=environment).first()

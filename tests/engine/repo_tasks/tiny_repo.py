@@ -55,3 +55,20 @@ SPEC = RepoTaskSpec(
     hidden_tests={"tests/test_ops.py": HIDDEN_TESTS},
     timeout_seconds=20,
 )
+
+
+def tiny_row(snapshot: str, *, key="calc-clamp", fail_to_pass=("tests/test_ops.py::test_clamp_high",), answer=None):
+    """A task on the tiny repository whose verifier names `snapshot` (a digest, or an uploaded file's name)."""
+    return {
+        "key": key,
+        "prompt": "clamp() ignores its upper bound. Answer with a unified diff.",
+        "answer": answer if answer is not None else f"```diff\n{REFERENCE_PATCH}```",
+        "verifier": {
+            "kind": "repo_tests",
+            "snapshot": snapshot,
+            "fail_to_pass": list(fail_to_pass),
+            "pass_to_pass": ["tests/test_ops.py::test_add", "tests/test_more.py::test_add_negative"],
+            "hidden_tests": {"tests/test_ops.py": HIDDEN_TESTS},
+            "timeout_seconds": 30,
+        },
+    }
