@@ -220,8 +220,8 @@ class Guard:
         for name, value in zip(names, values):
             if kwargs.get(name, value) is not value:
                 self._tampered(nodeid, f"the test's argument {name!r} was rewritten while it ran")
-        if self.get_trace() is not None:
-            self._tampered(nodeid, "a tracer is installed in the test process")
+        if self.get_trace() is not None or self.get_profile() is not None:
+            self._tampered(nodeid, "a tracer or profiler is installed in the test process")
 
     def _tampered(self, nodeid, evidence):
         self.report(nodeid, evidence)

@@ -117,9 +117,11 @@ def test_make_run_names_a_metrics_folder_for_every_process_and_empties_it(tmp_pa
     """scripts/run-local.sh with a stand-in interpreter that records what each process was started with."""
     log = tmp_path / "started.txt"
     python = tmp_path / "python"
-    # The web server's stand-in waits a moment: the script stops the workers once it returns.
+    # The web server's stand-in waits a moment: the script stops the workers once it returns. The workers' and
+    # beat's stand-ins run until they are stopped, so the supervisor never starts them again.
     python.write_text(
-        f'#!/bin/sh\necho "$PROMETHEUS_MULTIPROC_DIR $*" >> {log}\n[ "$1" = manage.py ] && sleep 2\nexit 0\n'
+        f'#!/bin/sh\necho "$PROMETHEUS_MULTIPROC_DIR $*" >> {log}\n'
+        '[ "$1" = manage.py ] && exec sleep 2\n[ "$1" = -m ] && exec sleep 60\nexit 0\n'
     )
     python.chmod(0o755)
     var = tmp_path / "var"

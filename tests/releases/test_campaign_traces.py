@@ -54,7 +54,9 @@ def repeat_the_call_task():
             "seed": 1,
             "checks": [{"table": "deals", "where": {"id": 1}, "expect": {"stage": "won"}}],
         },
-        "tools": [tool for tool in backoffice.TOOL_SCHEMAS if tool["function"]["name"] == "get_record"],
+        "tools": [
+            tool for tool in backoffice.TOOL_SCHEMAS if tool["function"]["name"] in ("get_record", "update_record")
+        ],
         "domain": "workflow",
     }
 
