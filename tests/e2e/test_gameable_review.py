@@ -15,6 +15,8 @@ def test_a_gameable_task_needs_an_override_before_approval(page, live_server, si
     import_tasks(arithmetic, alice, math_task("weak-sum", "What is 2 + 3?", "5", verifier=weak), run_audits=True)
     task = arithmetic.tasks.get()
     task_transition(task=task, to_status=TaskStatus.SUBMITTED, by=alice)
+    # The task is unprobed, so Approve asks first (tests/e2e/test_review_truths.py): the reviewer says yes.
+    page.on("dialog", lambda dialog: dialog.accept())
     sign_in(page, "bob")
     page.goto(live_server.url + "/review/")
     page.wait_for_selector("#gameable-flag")
