@@ -1,13 +1,16 @@
-"""The README as written: every fenced block, extracted from README.md (not copied here), is checked.
+"""The README and docs/*.md as written: every fenced block, extracted from the pages (not copied here), is
+checked, and every relative link resolves.
 
-- python blocks compile, and json blocks parse;
+- python blocks compile, and json blocks parse; every block of the README names its language;
 - every shell line is valid shell (bash -n), and every `manage.py` command in it names a command that
-  exists with arguments its own parser accepts;
+  exists with arguments its own parser accepts (a synopsis's `[optional]` parts left out);
 - the commands a newcomer runs first run for real, as written, on the demo data (`load_demo`), in a
-  subprocess with the environment the README's setup block gives (DEBUG=1, no SECRET_KEY).
+  subprocess with the environment the README's setup block gives (DEBUG=1, no SECRET_KEY);
+- every link to a file of the checkout names one that exists, and a `#heading` in it names a heading
+  of that page (GitHub's anchors).
 
 What a block needs from elsewhere (a GPU server, the network, Docker, files the reader makes) is not
-run here; the tests named in the README run those with their own servers (tests/support/readme.py).
+run here; the tests docs/trainers.md names run those with their own servers (tests/support/readme.py).
 """
 
 from __future__ import annotations
@@ -22,20 +25,22 @@ import sys
 from pathlib import Path
 
 import pytest
-from django.core.management import get_commands, load_command_class
+from django.core.management import CommandError, get_commands, load_command_class
 
+from tests.support.readme import DOCUMENTS, README, ROOT, fenced_blocks
 from tests.support.workers import test_database_url
 
-ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 LANGUAGES = {"sh", "python", "json", "text"}
+SYNOPSIS_OPTION = re.compile(r"\s\[[^\[\]]*\]")
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 
 
-def blocks() -> list[tuple[int, str, str]]:
-    """(line, language, body) of every fenced block of the README."""
-    text = README.read_text()
-    return [(text[: m.start()].count("\n") + 1, m.group(1), m.group(2)) for m in FENCE.finditer(text)]
+def _name(document: Path) -> str:
+    return str(document.relative_to(ROOT))
+
+
+def documents_with(language: str) -> list[Path]:
+    return [document for document in DOCUMENTS if any(lang == language for _, lang, _ in fenced_blocks(document))]
 
 
 def shell_commands(body: str) -> list[str]:
@@ -50,49 +55,107 @@ def shell_commands(body: str) -> list[str]:
 
 
 def manage_py_argv(command: str) -> list[str] | None:
-    """The arguments after `manage.py` when the command runs it, else None."""
-    words = shlex.split(command)
+    """The arguments after `manage.py` when the command runs it, else None; `[optional]` synopsis parts dropped."""
+    words = shlex.split(SYNOPSIS_OPTION.sub("", command))
     for index, word in enumerate(words):
         if word.endswith("manage.py"):
             return words[index + 1 :]
     return None
 
 
-def test_every_block_names_its_language_and_the_python_and_json_ones_parse():
-    found = blocks()
-    assert len(found) > 20
-    for line, language, body in found:
+def test_every_readme_block_names_its_language():
+    found = fenced_blocks(README)
+    assert len(found) > 8
+    for line, language, _ in found:
         assert language in LANGUAGES, f"README.md line {line}: a block without a known language ({language!r})"
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=_name)
+def test_python_and_json_blocks_parse(document):
+    for line, language, body in fenced_blocks(document):
         if language == "python":
-            ast.parse(body, filename=f"README.md:{line}")
+            ast.parse(body, filename=f"{_name(document)}:{line}")
         elif language == "json":
-            json.loads(body)
+            try:
+                json.loads(body)
+            except json.JSONDecodeError as error:
+                pytest.fail(f"{_name(document)} line {line}: {error}")
 
 
-def test_every_shell_line_is_valid_and_every_manage_py_command_parses():
+@pytest.mark.parametrize("document", documents_with("sh"), ids=_name)
+def test_every_shell_line_is_valid_and_every_manage_py_command_parses(document):
     commands = [
-        (line, command) for line, language, body in blocks() if language == "sh" for command in shell_commands(body)
+        (line, command)
+        for line, language, body in fenced_blocks(document)
+        if language == "sh"
+        for command in shell_commands(body)
     ]
-    assert any(manage_py_argv(command) for _, command in commands)
     known = get_commands()
     for line, command in commands:
+        where = f"{_name(document)} line {line}"
         checked = subprocess.run(["bash", "-n"], input=command, capture_output=True, text=True)
-        assert checked.returncode == 0, f"README.md line {line}: {command}\n{checked.stderr}"
+        assert checked.returncode == 0, f"{where}: {command}\n{checked.stderr}"
         argv = manage_py_argv(command)
         if argv is None:
             continue
         name, *arguments = argv
-        assert name in known, f"README.md line {line}: no manage.py command {name!r}"
+        assert name in known, f"{where}: no manage.py command {name!r}"
         parser = load_command_class(known[name], name).create_parser("manage.py", name)
         try:
             parser.parse_args(arguments)
-        except SystemExit:
-            pytest.fail(f"README.md line {line}: manage.py {name} refuses {arguments}")
+        except (SystemExit, CommandError) as error:
+            pytest.fail(f"{where}: manage.py {name} refuses {arguments}: {error}")
+
+
+def test_the_readme_and_the_docs_run_manage_py():
+    assert any(
+        manage_py_argv(command)
+        for document in (README, *documents_with("sh"))
+        for _, language, body in fenced_blocks(document)
+        if language == "sh"
+        for command in shell_commands(body)
+    )
+
+
+def anchor(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation but `-` and `_` dropped, spaces as `-`."""
+    text = re.sub(r"`|\*\*|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(document: Path) -> set[str]:
+    """Every heading anchor of `document` (outside fenced blocks), a repeated one numbered as GitHub does."""
+    seen: dict[str, int] = {}
+    found = set()
+    for match in re.finditer(r"^#{1,6} (.+)$", _prose(document, keep_code=True), re.MULTILINE):
+        name = anchor(match.group(1))
+        found.add(f"{name}-{seen[name]}" if name in seen else name)
+        seen[name] = seen.get(name, 0) + 1
+    return found
+
+
+def _prose(document: Path, *, keep_code: bool = False) -> str:
+    """`document` without its fenced blocks, and without inline code unless `keep_code` (a link in code is an
+    example, not a link; a heading's code is part of its anchor)."""
+    text = re.sub(r"^```.*?^```", "", document.read_text(), flags=re.DOTALL | re.MULTILINE)
+    return text if keep_code else re.sub(r"`[^`\n]*`", "", text)
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=_name)
+def test_every_relative_link_resolves(document):
+    for target in LINK.findall(_prose(document)):
+        if re.match(r"[a-z]+:", target):
+            continue  # https:, mailto:
+        path, _, heading = target.partition("#")
+        linked = (document.parent / path).resolve() if path else document
+        assert linked.exists(), f"{_name(document)}: {target} names no file"
+        if heading and linked.suffix == ".md":
+            assert heading in anchors(linked), f"{_name(document)}: {target} names no heading of {linked.name}"
 
 
 def _readme_env() -> dict[str, str]:
     """The README's setup block, applied: its exports, over an environment without SECRET_KEY."""
-    setup = next(body for _, language, body in blocks() if language == "sh" and "export DEBUG=" in body)
+    setup = next(body for _, language, body in fenced_blocks(README) if language == "sh" and "export DEBUG=" in body)
     env = {key: value for key, value in os.environ.items() if key not in ("SECRET_KEY", "DEBUG")}
     for command in shell_commands(setup):
         if command.startswith("export "):
@@ -102,9 +165,15 @@ def _readme_env() -> dict[str, str]:
 
 
 def _run_readme_line(containing: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    """Run the README's one shell line containing `containing`, as written, with `python` the virtualenv's."""
+    """Run the documentation's one shell line containing `containing`, as written, with `python` the
+    virtualenv's."""
     [command] = [
-        c for _, language, body in blocks() if language == "sh" for c in shell_commands(body) if containing in c
+        c
+        for document in DOCUMENTS
+        for _, language, body in fenced_blocks(document)
+        if language == "sh"
+        for c in shell_commands(body)
+        if containing in c
     ]
     argv = shlex.split(command)
     argv[0] = sys.executable if argv[0] in ("python", ".venv/bin/python") else argv[0]
@@ -121,9 +190,9 @@ def test_the_first_commands_run_as_written_on_the_demo_data(tmp_path, media):
         timeout=600,
     )  # fmt: skip
     assert demo.returncode == 0, demo.stderr
-    token = _run_readme_line("create_api_token", env, tmp_path)
+    token = _run_readme_line("create_api_token admin", env, tmp_path)
     assert token.returncode == 0, token.stderr
     assert re.search(r"pb_\w+", token.stdout), token.stdout
-    harbor = _run_readme_line("export_harbor", env, tmp_path)
+    harbor = _run_readme_line("export_harbor --environment humaneval", env, tmp_path)
     assert harbor.returncode == 0, harbor.stderr
     assert (tmp_path / "harbor").is_dir() and any((tmp_path / "harbor").iterdir())

@@ -49,7 +49,7 @@ def test_harbors_task_model_and_linter_load_every_exported_folder(tmp_path, alic
     assert loaded["sum-line"]["verifier_timeout"] == 2 * 2 + 60  # two cases of 2 s, and the margin
     assert loaded["add"]["memory_mb"] == 1024
 
-    # The README's example in Harbor's Python, and its `harbor lint` line, run where the export is.
+    # docs/trainers.md's example in Harbor's Python, and its `harbor lint` line, run where the export is.
     example = subprocess.run(
         [python, "-c", readme_python('Task("harbor/')], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )

@@ -194,7 +194,7 @@ def test_traces_rebuild_with_the_models_tokenizer_and_match_the_stored_ids(campa
         assert all(observation["content"] in text for observation in turn["observations"])
         assert ids[span["start"] : span["end"]] == turn["environment_token_ids"]
     assert trace["context_matches"] == [True] * len(turns)
-    # The README's example rebuilds the same texts.
+    # docs/trainers.md's example rebuilds the same texts.
     model_turns = run_readme_python("def model_turns")["model_turns"]
     assert model_turns(trace, tokenizer) == [turn["text"] for turn in turns]
     assert trace["reward"] == rollout.reward == 0.0 and trace["trainable"]

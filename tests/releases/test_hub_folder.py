@@ -54,7 +54,7 @@ def test_every_config_of_the_folder_loads_with_datasets(release, tmp_path, monke
     assert "probe" in card.text  # the probe model's name
     assert (folder / "manifest.json").exists()
 
-    # The README's example, run where its folder is, with a cache of its own (never the machine's) that
+    # docs/trainers.md's example, run where its folder is, with a cache of its own (never the machine's) that
     # already holds another folder of the same name: a release 1 of another database, in the old layout.
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))
     decoy = _decoy_folder(tmp_path / "elsewhere" / "release-1-hub")

@@ -118,8 +118,10 @@ def test_nemo_gyms_parser_data_preparation_and_client_run_the_folder(release, tm
         ("capital", 0.0, "fail"),
     ]
 
-    # The README's `ng_prepare_data` line, NeMo Gym's own command, run in the folder as written.
-    line = readme_shell_line("ng_prepare_data").replace("passband_release_1", name)
+    # docs/trainers.md's `ng_prepare_data` line, NeMo Gym's own command, run in the folder as written.
+    line = readme_shell_line('ng_prepare_data "+config_paths=[resources_servers/passband_release_1').replace(
+        "passband_release_1", name
+    )
     prepared = run_side_command(python, line, cwd=folder)
     assert prepared.returncode == 0, prepared.stdout[-3000:] + prepared.stderr[-3000:]
     rows = [json.loads(row) for row in (folder / "data" / "prepared" / "train.jsonl").read_text().splitlines()]

@@ -1,5 +1,5 @@
-"""The README's trainer examples for verifiers, OpenEnv and NeMo Gym rows, run as written on a release the
-app built (in the folder the README's file names assume; a served address where the README names one).
+"""docs/trainers.md's examples for verifiers, OpenEnv and NeMo Gym rows, run as written on a release the
+app built (in the folder the examples' file names assume; a served address where an example names one).
 The TRL reward function runs in test_one_verdict.py, the traces example in test_campaign_traces.py, the
 Hub's in test_hub_folder.py, the NeMo Gym folder's in test_nemo_gym_folder.py, Harbor's in
 test_harbor_own_code.py."""
