@@ -33,12 +33,18 @@ interpreter() {
 build() {
   local package=$1 venv python
   venv="$CACHE/$(requirement "$package" | tr '=' '-' | tr -s '-')-py3.12"
+  mkdir -p "$CACHE"
+  # One build at a time per environment (two clones or test processes may ask at once): the others wait for it.
+  exec 9>"$venv.lock"
+  flock 9
   if [ ! -f "$venv/.complete" ]; then
     python=$(interpreter) || { echo "no Python 3.12 interpreter on this machine (pyenv 3.12.x or python3.12)" >&2; exit 3; }
     echo "building the side environment of $(requirement "$package") in $venv (once)" >&2
     rm -rf "$venv.partial" "$venv"
-    $python -m venv "$venv.partial"
-    "$venv.partial/bin/python" -m pip install --quiet "$(requirement "$package")" >&2
+    # Each step is checked by hand: `set -e` does not apply inside `build ... && echo` (the python command).
+    $python -m venv "$venv.partial" || { echo "could not create $venv.partial" >&2; exit 1; }
+    "$venv.partial/bin/python" -m pip install --quiet "$(requirement "$package")" >&2 ||
+      { echo "pip could not install $(requirement "$package"); nothing is marked built" >&2; rm -rf "$venv.partial"; exit 1; }
     touch "$venv.partial/.complete"
     mv "$venv.partial" "$venv"
   fi
