@@ -20,6 +20,7 @@ from curation.models import (
     TaskVersion,
 )
 from curation.services import DraftAudit, draft_audit, generated_key, version_add, version_row, versions_written
+from curation.weak_tests import weak_tests_flag
 from engine import task_files
 from engine.task_format import LineProblem, TaskDraft
 from engine.task_mapping import ColumnMapping
@@ -40,6 +41,7 @@ class ImportReport:
     duplicates: list[str] = field(default_factory=list)
     audit_failures: list[str] = field(default_factory=list)
     gameable: list[str] = field(default_factory=list)  # tasks a degenerate completion earned reward on
+    weak_tests: list[str] = field(default_factory=list)  # tasks whose tests let most mutants survive
     problems: list[LineProblem] = field(default_factory=list)
     problems_not_shown: int = 0  # past task_files.MAX_PROBLEMS_KEPT, problems are only counted
     unit: str = "line"  # what the problems' numbers count: "row" for Parquet and Arrow tables
@@ -67,6 +69,7 @@ class ImportReport:
             "duplicates": self.duplicates,
             "audit_failures": self.audit_failures,
             "gameable": self.gameable,
+            "weak_tests": self.weak_tests,
             "problems": [[p.filename, p.line, p.field, p.reason] for p in self.problems],
             "problems_not_shown": self.problems_not_shown,
             "unit": self.unit,
@@ -82,6 +85,7 @@ class ImportReport:
             duplicates=data["duplicates"],
             audit_failures=data["audit_failures"],
             gameable=data.get("gameable", []),
+            weak_tests=data.get("weak_tests", []),
             problems=[LineProblem(p[0], p[1], p[2], p[3], unit=unit) for p in data["problems"]],
             problems_not_shown=data.get("problems_not_shown", 0),
             unit=unit,
@@ -297,6 +301,8 @@ def _drafts_write(
             report.audit_failures.append(f"{where}: " + "; ".join(audit.problems))
         if audit is not None and audit.gameable:
             report.gameable.append(f"{where}: paid " + "; ".join(item["label"] for item in audit.findings))
+        if audit is not None and weak_tests_flag(audit.weak_tests):
+            report.weak_tests.append(f"{where}: {weak_tests_flag(audit.weak_tests)}")
         known = owners_by_key.get(draft.key) if draft.key else None
         if known is None:
             batch.append((draft, audit))

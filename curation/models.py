@@ -214,6 +214,8 @@ class TaskVersion(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     gameable_override_at = models.DateTimeField(null=True, blank=True)
+    # The weak-test check (curation/weak_tests.py): None when not run, else its result as a dict.
+    weak_tests = models.JSONField(null=True, blank=True, default=None)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 

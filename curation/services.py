@@ -25,6 +25,7 @@ from curation.models import (
     TaskVersion,
 )
 from curation.thresholds import thresholds_validate
+from curation.weak_tests import weak_tests_audit
 from engine import verifiers
 from engine.task_format import TaskDraft, validate_task_object
 from engine.verifiers.base import VerifierConfigError
@@ -150,6 +151,7 @@ def version_row(
         audit_problems=audit_problems or [],
         gameable=audit.gameable if audit is not None else None,
         gameability_findings=audit.findings if audit is not None else [],
+        weak_tests=audit.weak_tests if audit is not None else None,
         created_by=created_by,
     )
 
@@ -160,16 +162,19 @@ def generated_key(environment: Environment) -> str:
 
 @dataclass(frozen=True)
 class DraftAudit:
-    """A draft's audits: the reference-answer problems ([] when it passes) and the gameability audit's
-    findings (gameable None when it could not run, e.g. for a bad verifier config)."""
+    """A draft's audits: the reference-answer problems ([] when it passes), the gameability audit's
+    findings (gameable None when it could not run, e.g. for a bad verifier config) and the weak-test
+    check's result (None when it did not run: curation/weak_tests.py)."""
 
     problems: list[str]
     gameable: bool | None = None
     findings: list[dict[str, str]] = dataclass_field(default_factory=list)
+    weak_tests: dict[str, Any] | None = None
 
 
 def draft_audit(draft: TaskDraft, *, fixtures: list[dict[str, str]] | None = None) -> DraftAudit:
-    """The reference-answer audit and the gameability audit of a draft (environment fixtures included)."""
+    """The reference-answer audit, the gameability audit (environment fixtures included) and, once the
+    reference passes, the weak-test check of a draft."""
     try:
         problems = verifiers.audit(verifier=draft.verifier, answer=draft.answer, prompt=draft.prompt, tools=draft.tools)
     except Exception as error:  # an audit that crashes is a flag on the task, never a failed import
@@ -180,6 +185,9 @@ def draft_audit(draft: TaskDraft, *, fixtures: list[dict[str, str]] | None = Non
         **gameability_audit(
             verifier=draft.verifier, answer=draft.answer, prompt=draft.prompt, fixtures=fixtures, tools=draft.tools
         ),
+        weak_tests=None
+        if problems
+        else weak_tests_audit(verifier=draft.verifier, answer=draft.answer, prompt=draft.prompt, tools=draft.tools),
     )
 
 

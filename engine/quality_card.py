@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-CARD_VERSION = "1.0.0"
+CARD_VERSION = "1.1.0"  # 1.1.0: weak_tests carries the mutation check (optional fields)
 SCHEMA_PATH = Path(__file__).with_name("quality_card.schema.json")
 NOT_RUN = {"status": "not_run"}
 
@@ -90,6 +90,22 @@ def verifier_identity(verifier: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def weak_tests_entry(stored: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The card's `weak_tests` from what the weak-test check stored on the version (None: not run)."""
+    if not stored:
+        return dict(NOT_RUN)
+    if stored.get("reason") or not stored.get("mutants"):
+        return {"status": "not_run", "reason": str(stored.get("reason") or "no mutant could be graded")}
+    return {
+        "status": "run",
+        "surviving_mutant_share": stored["survived_share"],
+        "mutants": stored["mutants"],
+        "survived": stored["survived"],
+        "flagged": bool(stored["flagged"]),
+        "limit": stored["limit"],
+    }
+
+
 def dollars(value: Any) -> str:
     """Dollars as exact decimal text ("0" for None)."""
     return "0" if value is None else format(Decimal(str(value)).normalize(), "f")
@@ -97,11 +113,11 @@ def dollars(value: Any) -> str:
 
 def cards_summary(cards: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """What a release's manifest says about its tasks' cards: counts per verifier kind, audit, gameability,
-    impossible-variant and weak-test status, tasks with open near-duplicate or contamination flags or
-    tampered rollouts, review agreement, and the summed authoring and probing cost."""
+    impossible-variant and weak-test status, tasks with open near-duplicate or contamination flags,
+    tampered rollouts or flagged weak tests, review agreement, and the summed authoring and probing cost."""
     counts: dict[str, Counter] = {name: Counter() for name in ("verifier_kinds", "audit", "gameability")}
     counts |= {"impossible_variants": Counter(), "weak_tests": Counter()}
-    tasks = near_duplicates = contaminated = tampered = second = agreed = 0
+    tasks = near_duplicates = contaminated = tampered = second = agreed = weak = 0
     authoring = probing = Decimal(0)
     for card in cards:
         tasks += 1
@@ -111,6 +127,7 @@ def cards_summary(cards: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         near_duplicates += card["similarity"]["near_duplicate"]["open"] > 0
         contaminated += card["similarity"]["contamination"]["open"] > 0
         tampered += card["tamper"]["tampered_rollouts"] > 0
+        weak += bool(card["weak_tests"].get("flagged"))
         second += card["review"]["agreement"]["second_reviews"]
         agreed += card["review"]["agreement"]["agreed"]
         authoring += Decimal(card["cost"]["authoring_usd"])
@@ -123,6 +140,7 @@ def cards_summary(cards: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "open_near_duplicates": near_duplicates,
         "open_contamination": contaminated,
         "with_tampered_rollouts": tampered,
+        "weak_tests_flagged": weak,
         "review_agreement": {"second_reviews": second, "agreed": agreed, "share": agreed / second if second else None},
         "cost_usd": {"authoring": dollars(authoring), "probing": dollars(probing)},
     }

@@ -314,6 +314,13 @@ PASSBAND_JUDGE_SAMPLE_LIMIT = int(os.environ.get("PASSBAND_JUDGE_SAMPLE_LIMIT", 
 PASSBAND_JUDGE_SAMPLE_SEED = int(os.environ.get("PASSBAND_JUDGE_SAMPLE_SEED", "0"))
 PASSBAND_JUDGE_SAMPLE_EVERY = env_float("PASSBAND_JUDGE_SAMPLE_EVERY", 3600.0)
 PASSBAND_JUDGE_FALSE_PASS_LIMIT = env_float("PASSBAND_JUDGE_FALSE_PASS_LIMIT", 0.05)
+# The weak-test check of code tasks (curation/weak_tests.py, docs/verifiers.md "Weak tests"): at most
+# PASSBAND_WEAK_TESTS_MUTANTS mutants of the reference a task at import (0: not at import), flagged when more
+# than PASSBAND_WEAK_TESTS_LIMIT of them survive the task's tests.
+PASSBAND_WEAK_TESTS_MUTANTS = int(os.environ.get("PASSBAND_WEAK_TESTS_MUTANTS", "20"))
+PASSBAND_WEAK_TESTS_LIMIT = env_float("PASSBAND_WEAK_TESTS_LIMIT", 0.5)
+if not 0 <= PASSBAND_WEAK_TESTS_MUTANTS <= 200 or not 0 <= PASSBAND_WEAK_TESTS_LIMIT <= 1:
+    raise ImproperlyConfigured("Need 0 <= PASSBAND_WEAK_TESTS_MUTANTS <= 200 and 0 <= PASSBAND_WEAK_TESTS_LIMIT <= 1.")
 # The team's review workbench (docs/review.md): a claim on a queue task lasts PASSBAND_CLAIM_MINUTES;
 # a deterministic PASSBAND_DOUBLE_REVIEW_SHARE of approved or rejected task versions (ranked by sha256 of
 # the seed and the version id) waits for a second, blind reviewer before the decision takes effect

@@ -25,7 +25,7 @@ from similarity.models import SimilarityFlag, VersionSignature
 TAMPER_LABEL = "tampering:"  # gameability findings of the repository tampering battery start so
 VERSION_FIELDS = (
     "pk", "number", "content_hash", "verifier", "audit_passed", "audit_problems", "gameable", "gameability_findings",
-    "gameable_override_reason", "gameable_override_at", "authoring_cost_usd", "created_at",
+    "gameable_override_reason", "gameable_override_at", "authoring_cost_usd", "created_at", "weak_tests",
 )  # fmt: skip
 VERSION_RELATED = {
     "key": F("task__key"),
@@ -152,7 +152,7 @@ def _card(version: dict, *, evidence: _Evidence, release_id: int | None) -> dict
             "battery_findings": [label for label in findings if label.startswith(TAMPER_LABEL)],
         },
         "impossible_variants": dict(quality_card.NOT_RUN),
-        "weak_tests": dict(quality_card.NOT_RUN),
+        "weak_tests": quality_card.weak_tests_entry(version["weak_tests"]),
         "similarity": _similarity(evidence.flags.get(pk, []), checked=pk in evidence.checked),
         "review": {
             "decisions": [

@@ -23,7 +23,7 @@ code = {"kind": "code", "style": "asserts", "asserts": ["assert add(2, 3) == 5"]
 assert verify(verifier=code, completion="def add(a, b):\\n    return a + b\\n").outcome == "pass"
 assert verify(verifier=code, completion="def add(a, b):\\n    return 0\\n").outcome == "fail"
 from engine import quality_card
-assert quality_card.schema()["$id"].endswith("/1.0.0.json")
+assert quality_card.schema()["$id"].endswith("/1.1.0.json")
 print(stats.Band.IN_BAND, "ok")
 """
 

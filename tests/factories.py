@@ -188,3 +188,45 @@ def pinned_release(owner, probe_model, versions, *, environment=None):
     release = Release.objects.create(created_by=owner, environment=environment, probe_model=probe_model, status="ready")
     ReleaseItem.objects.bulk_create(ReleaseItem(release=release, task_version=version) for version in versions)
     return release
+
+
+GRADE_PREFIX = '''def grade(score):
+    """The letter grade of a score: 90 and above A, 80 and above B, 70 and above C, else F.
+
+    >>> grade(95)
+    'A'
+    """
+'''
+GRADE_SOLUTION = """    if score >= 90:
+        return "A"
+    if score >= 80:
+        return "B"
+    if score >= 70:
+        return "C"
+    return "F"
+"""
+GRADE_EXAMPLE_ONLY = "def check(candidate):\n    assert candidate(95) == 'A'\n"
+GRADE_BOUNDARIES = "def check(candidate):\n" + "".join(
+    f"    assert candidate({score}) == {letter!r}\n"
+    for score, letter in ((95, "A"), (90, "A"), (89, "B"), (80, "B"), (79, "C"), (70, "C"), (69, "F"), (0, "F"))
+)
+
+
+def grade_task(key: str, *, test: str) -> dict:
+    """A HumanEval-style code task (the grade of a score) whose tests are `test`: GRADE_EXAMPLE_ONLY, the
+    prompt's example and nothing else, or GRADE_BOUNDARIES, every boundary from both sides."""
+    return {
+        "key": key,
+        "prompt": f"Complete this function.\n\n```python\n{GRADE_PREFIX}```",
+        "answer": GRADE_SOLUTION,
+        "verifier": {
+            "kind": "code",
+            "style": "humaneval",
+            "code_prefix": GRADE_PREFIX,
+            "test": test,
+            "entry_point": "grade",
+            "timeout_seconds": 10,
+        },
+        "domain": "code",
+        "authoring_cost_usd": 40,
+    }
