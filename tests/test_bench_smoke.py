@@ -20,6 +20,7 @@ MOVED = {
         "| per stratum of score |",
     ),
     "learned": ("bench/calibration/learned.py", ["--pilot", "200", "--seeds", "1"], "| uniform |"),
+    "weak_tests": ("bench/weak_tests.py", ["--problems", "2", "--no-import"], "| HumanEval's own | 2 |"),
 }
 
 

@@ -7,6 +7,7 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
+from django.urls import reverse
 
 from curation import import_jobs
 from curation.models import ImportJob, TaskVersion
@@ -105,3 +106,19 @@ def test_the_command_checks_an_environment_on_demand_and_exits_1_on_a_flag(gradi
     out = io.StringIO()
     call_command("weak_tests", environment="grading", task=["boundaries"], json=True, stdout=out)
     assert json.loads(out.getvalue())["checked"] == 1 and json.loads(out.getvalue())["flagged"] == []
+
+
+def test_the_task_page_shows_the_share_and_the_survivors(grading, alice, client):
+    import_tasks(grading, alice, grade_task("example-only", test=GRADE_EXAMPLE_ONLY), run_audits=True)
+    client.force_login(alice)
+    page = client.get(reverse("task_detail", args=["grading", "example-only"])).content.decode()
+    assert 'id="weak-tests-share"' in page and "weak tests</span>" in page and "line 9: &gt;= -&gt; &gt;" in page
+
+
+def test_a_card_pinned_before_1_1_0_still_validates_and_a_bad_share_is_named(grading, alice):
+    import_tasks(grading, alice, grade_task("example-only", test=GRADE_EXAMPLE_ONLY), run_audits=True)
+    card = quality_card_of(version=version_of(grading, "example-only"))
+    assert quality_card.validate({**card, "card_version": "1.0.0", "weak_tests": {"status": "not_run"}})
+    with pytest.raises(quality_card.QualityCardError) as error:
+        quality_card.validate({**card, "weak_tests": {**card["weak_tests"], "surviving_mutant_share": 1.5}})
+    assert "weak_tests/surviving_mutant_share" in str(error.value)
