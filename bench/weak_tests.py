@@ -46,7 +46,11 @@ def example_only(problem: dict, verifier: dict) -> dict | None:
 
 
 def check_all(problems: list[dict]) -> None:
-    print("| tests | tasks | mutants graded | mutants/s | mean surviving share | flagged at " + " / ".join(map(str, LIMITS)) + " |")
+    print(
+        "| tests | tasks | mutants graded | mutants/s | mean surviving share | flagged at "
+        + " / ".join(map(str, LIMITS))
+        + " |"
+    )
     print("|---|---:|---:|---:|---:|---|")
     for name in ("HumanEval's own", "the prompt's first example only"):
         results, started = [], time.perf_counter()
