@@ -23,7 +23,7 @@ from engine import verifiers
 from engine.verifiers.base import VerifierConfigError
 from engine.verifiers.kinds import code
 from engine.verifiers.mutants import Mutant, mutants_of, reprinted
-from engine.verifiers.text import defines_function
+from engine.verifiers.text import defines_function, extract_python_code
 
 MUTANTS = 20  # at most this many mutants a task
 LIMIT = 0.5  # flagged when more than this share of the mutants survived
@@ -117,7 +117,10 @@ def weak_tests_check(
     if not answer or not answer.strip():
         result.reason = "no reference answer to mutate"
         return result
-    program, first_line = _program_and_first_line(config, answer)
+    # The program as the verifier reads it from a completion (a reference in ```python fences is fine).
+    program, first_line = _program_and_first_line(
+        config, extract_python_code(answer, entry_point=config.entry_point or None)
+    )
     try:
         chosen = mutants_of(program, limit=mutants, first_line=first_line)
         control = reprinted(program)

@@ -117,5 +117,12 @@ def test_a_task_that_cannot_be_mutated_says_why(verifier, answer, reason):
     assert reason in result.reason and result.mutants == 0 and not result.flagged
 
 
+def test_a_reference_in_python_fences_is_mutated_as_the_verifier_reads_it():
+    verifier = {"kind": "code", "style": "asserts", "asserts": ["assert double(2) == 4"]}
+    answer = "Here it is:\n\n```python\ndef double(x):\n    return x * 2\n```\n"
+    result = mutation.weak_tests_check(verifier=verifier, answer=answer)
+    assert result.reason == "" and result.mutants == 2 and result.survived == []  # `x / 2` and `x * 3` both fail
+
+
 def test_other_kinds_are_not_checked():
     assert mutation.weak_tests_check(verifier={"kind": "math"}, answer="5") is None
