@@ -1,0 +1,160 @@
+"""A running campaign's pace: rollouts per minute measured from what was stored, and the time left.
+
+Every figure comes from rollouts actually stored; where the stored rows cannot tell, the figure is
+None ("unknown") rather than a guess. docs/calibration.md says how the page words each case.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Count, Min, Sum
+from django.utils import timezone
+
+from calibration.models import Campaign, CampaignItem, Rollout
+
+# Stores older than this do not count: the rate is the campaign's pace now, not its average.
+RATE_WINDOW = timedelta(minutes=10)
+# Stores closer together than this share of one round's seconds are one burst: concurrent jobs that
+# finish together, whose gaps of milliseconds say nothing about speed.
+BURST_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class Pace:
+    """What the campaign page says about speed. `rollouts_per_minute` and `eta_seconds` are None when
+    unknown; `eta_is_bound` means the time left is an upper bound (adaptive stopping with no item yet
+    decided at a round still ahead, so every open item is counted to the cap); `bursts` is how many
+    stores, merged into bursts, the rate was measured over."""
+
+    rollouts_per_minute: float | None = None
+    eta_seconds: float | None = None
+    eta_is_bound: bool = False
+    bursts: int = 0
+
+
+def campaign_pace(*, campaign: Campaign) -> Pace:
+    """The rate and time left of a running campaign (anything else: unknown).
+
+    The rate counts the rollouts stored after the window's first burst over the time from the end of
+    that burst to the end of the last one (the campaign's own first burst never anchors it: the gap
+    after it holds the warm-up); a pause longer than the bursts' usual gap since the last
+    one stretches that time (a stall slows the rate). Under two bursts: unknown. The time left is the
+    open items' expected rollouts at that rate, but never less than the rounds the slowest open item
+    still has to run one after another (the tail, where few tasks keep the workers busy). One round's
+    seconds are the median store's generation time (its rollouts' device shares add up to it), which
+    also sets how close stores must be to count as one burst."""
+    if campaign.status != Campaign.Status.RUNNING:
+        return Pace()
+    now = timezone.now()
+    stores = list(
+        Rollout.objects.filter(campaign=campaign, created_at__gte=now - RATE_WINDOW)
+        .values("created_at")
+        .annotate(count=Count("id"), device_ms=Sum("device_ms"))
+        .order_by("created_at")
+    )
+    round_seconds = statistics.median((store["device_ms"] or 0) / 1000 for store in stores) if stores else 0.0
+    bursts = _bursts(
+        [(store["created_at"], store["count"]) for store in stores], min_gap_seconds=BURST_SHARE * round_seconds
+    )
+    first_ever = Rollout.objects.filter(campaign=campaign).aggregate(first=Min("created_at"))["first"]
+    if stores and stores[0]["created_at"] == first_ever:
+        # The campaign's first gap holds its warm-up (connections, verifier processes, caches), not its pace.
+        bursts = bursts[1:]
+    rate = _rate(bursts, now=now)
+    if rate is None:
+        return Pace(bursts=len(bursts))
+    left = rollouts_left(campaign=campaign)
+    eta = max(60 * left.rollouts / rate, left.rounds * round_seconds) if left.rollouts else 0.0
+    return Pace(rollouts_per_minute=rate, eta_seconds=eta, eta_is_bound=left.is_bound, bursts=len(bursts))
+
+
+def _bursts(stores: list[tuple[datetime, int]], *, min_gap_seconds: float) -> list[tuple[datetime, int]]:
+    """Stores (instant, rollouts), oldest first, merged into bursts (end instant, rollouts): a store
+    within `min_gap_seconds` of its burst's first store joins it."""
+    bursts: list[tuple[datetime, datetime, int]] = []
+    for instant, count in stores:
+        if bursts and (instant - bursts[-1][0]).total_seconds() < min_gap_seconds:
+            first, _, rollouts = bursts[-1]
+            bursts[-1] = (first, instant, rollouts + count)
+        else:
+            bursts.append((instant, instant, count))
+    return [(end, rollouts) for _, end, rollouts in bursts]
+
+
+def _rate(bursts: list[tuple[datetime, int]], *, now: datetime) -> float | None:
+    """Rollouts per minute after the first burst, or None under two bursts."""
+    if len(bursts) < 2:
+        return None
+    span = (bursts[-1][0] - bursts[0][0]).total_seconds()
+    if span <= 0:
+        return None
+    usual_gap = span / (len(bursts) - 1)
+    stalled = max((now - bursts[-1][0]).total_seconds() - usual_gap, 0.0)
+    return sum(rollouts for _, rollouts in bursts[1:]) / ((span + stalled) / 60)
+
+
+@dataclass(frozen=True)
+class RolloutsLeft:
+    """The open items' expected rollouts to go, the most rounds one of them still runs, and whether
+    that is only an upper bound (`is_bound`)."""
+
+    rollouts: float
+    rounds: float
+    is_bound: bool
+
+
+def rollouts_left(*, campaign: Campaign) -> RolloutsLeft:
+    """Rollouts the open items of `campaign` are expected to still store.
+
+    Fixed: each open item to the cap. Adaptive: each round ahead is reached with the share of this
+    campaign's items that went on after it (items decided at that round or later); where no item has
+    been decided at a round ahead yet, every open item is counted through it, and the result is an
+    upper bound."""
+    items = list(CampaignItem.objects.filter(campaign=campaign).values_list("task_version_id", "round", "done"))
+    open_items = {version: round_index for version, round_index, done in items if not done}
+    if not open_items:
+        return RolloutsLeft(rollouts=0, rounds=0, is_bound=False)
+    last_round = math.ceil(campaign.max_rollouts / campaign.round_size) - 1
+    go_on = _going_on(campaign=campaign, items=items, last_round=last_round)
+    stored = dict(
+        Rollout.objects.filter(campaign=campaign, task_version_id__in=list(open_items))
+        .values("task_version_id")
+        .annotate(count=Count("id"))
+        .values_list("task_version_id", "count")
+        .order_by()
+    )
+    rollouts, rounds, is_bound = 0.0, 0.0, False
+    for version, round_index in open_items.items():
+        reach, expected, expected_rounds = 1.0, 0.0, 0.0
+        for ahead in range(round_index, last_round + 1):
+            if ahead > round_index:
+                share = go_on.get(ahead - 1)
+                is_bound = is_bound or share is None
+                reach *= 1.0 if share is None else share
+            end = min((ahead + 1) * campaign.round_size, campaign.max_rollouts)
+            # The current round may be partly stored already; a round ahead is all to do.
+            start = stored.get(version, 0) if ahead == round_index else ahead * campaign.round_size
+            planned = max(end - start, 0)
+            expected += reach * planned
+            expected_rounds += reach
+        rollouts += expected
+        rounds = max(rounds, expected_rounds)
+    return RolloutsLeft(rollouts=rollouts, rounds=rounds, is_bound=is_bound)
+
+
+def _going_on(*, campaign: Campaign, items: list[tuple[int, int, bool]], last_round: int) -> dict[int, float]:
+    """Per round, the share of the items decided there that went on to the next round: every item for a
+    fixed campaign; for an adaptive one, only rounds at which some item was decided."""
+    if campaign.policy != Campaign.Policy.ADAPTIVE:
+        return dict.fromkeys(range(last_round), 1.0)
+    shares = {}
+    for round_index in range(last_round):
+        went_on = sum(1 for _, at, _ in items if at > round_index)
+        stopped = sum(1 for _, at, done in items if done and at == round_index)
+        if went_on + stopped:
+            shares[round_index] = went_on / (went_on + stopped)
+    return shares
