@@ -41,35 +41,52 @@ def campaign_pace(*, campaign: Campaign) -> Pace:
 
     The rate counts the rollouts stored after the window's first burst over the time from the end of
     that burst to the end of the last one (the campaign's own first burst never anchors it: the gap
-    after it holds the warm-up); a pause longer than the bursts' usual gap since the last
-    one stretches that time (a stall slows the rate). Under two bursts: unknown. The time left is the
-    open items' expected rollouts at that rate, but never less than the rounds the slowest open item
-    still has to run one after another (the tail, where few tasks keep the workers busy). One round's
-    seconds are the median store's generation time (its rollouts' device shares add up to it), which
-    also sets how close stores must be to count as one burst."""
+    after it holds the warm-up); a pause longer than the bursts' usual gap since the last one stretches
+    that time (a stall slows the rate). Under two bursts, or over less than one round: unknown. The
+    time left is the open items' expected rollouts at that rate, but never less than the rounds the
+    slowest open item still has to run one after another (the tail, where few tasks keep the workers
+    busy). One round's seconds (_round_seconds) also set how close stores must be to be one burst."""
     if campaign.status != Campaign.Status.RUNNING:
         return Pace()
     now = timezone.now()
-    stores = list(
+    rows = list(
         Rollout.objects.filter(campaign=campaign, created_at__gte=now - RATE_WINDOW)
-        .values("created_at")
+        .values("created_at", "task_version_id")
         .annotate(count=Count("id"), device_ms=Sum("device_ms"))
         .order_by("created_at")
     )
-    round_seconds = statistics.median((store["device_ms"] or 0) / 1000 for store in stores) if stores else 0.0
-    bursts = _bursts(
-        [(store["created_at"], store["count"]) for store in stores], min_gap_seconds=BURST_SHARE * round_seconds
-    )
+    stores: dict[datetime, int] = {}
+    for row in rows:
+        stores[row["created_at"]] = stores.get(row["created_at"], 0) + row["count"]
+    round_seconds = _round_seconds(rows)
+    bursts = _bursts(list(stores.items()), min_gap_seconds=BURST_SHARE * round_seconds)
     first_ever = Rollout.objects.filter(campaign=campaign).aggregate(first=Min("created_at"))["first"]
-    if stores and stores[0]["created_at"] == first_ever:
+    if rows and rows[0]["created_at"] == first_ever:
         # The campaign's first gap holds its warm-up (connections, verifier processes, caches), not its pace.
         bursts = bursts[1:]
-    rate = _rate(bursts, now=now)
+    rate = _rate(bursts, now=now, min_span_seconds=round_seconds)
     if rate is None:
         return Pace(bursts=len(bursts))
     left = rollouts_left(campaign=campaign)
     eta = max(60 * left.rollouts / rate, left.rounds * round_seconds) if left.rollouts else 0.0
     return Pace(rollouts_per_minute=rate, eta_seconds=eta, eta_is_bound=left.is_bound, bursts=len(bursts))
+
+
+def _round_seconds(rows: list[dict]) -> float:
+    """One job's round, from stores (rows of created_at, task_version_id, count, device_ms; oldest first):
+    the longer of the median store's generation time (its rollouts' device shares add up to it) and the
+    median time between two rounds of one task (generation, verification and the queue); 0 for none."""
+    generation: dict[datetime, float] = {}
+    last_of: dict[int, datetime] = {}
+    between: list[float] = []
+    for row in rows:
+        generation[row["created_at"]] = generation.get(row["created_at"], 0.0) + (row["device_ms"] or 0) / 1000
+        if row["task_version_id"] in last_of:
+            between.append((row["created_at"] - last_of[row["task_version_id"]]).total_seconds())
+        last_of[row["task_version_id"]] = row["created_at"]
+    if not generation:
+        return 0.0
+    return max(statistics.median(generation.values()), statistics.median(between) if between else 0.0)
 
 
 def _bursts(stores: list[tuple[datetime, int]], *, min_gap_seconds: float) -> list[tuple[datetime, int]]:
@@ -85,12 +102,13 @@ def _bursts(stores: list[tuple[datetime, int]], *, min_gap_seconds: float) -> li
     return [(end, rollouts) for _, end, rollouts in bursts]
 
 
-def _rate(bursts: list[tuple[datetime, int]], *, now: datetime) -> float | None:
-    """Rollouts per minute after the first burst, or None under two bursts."""
+def _rate(bursts: list[tuple[datetime, int]], *, now: datetime, min_span_seconds: float) -> float | None:
+    """Rollouts per minute after the first burst, or None under two bursts or a span under
+    `min_span_seconds` (less than one round: concurrent jobs' stores, not yet a pace)."""
     if len(bursts) < 2:
         return None
     span = (bursts[-1][0] - bursts[0][0]).total_seconds()
-    if span <= 0:
+    if span <= 0 or span < min_span_seconds:
         return None
     usual_gap = span / (len(bursts) - 1)
     stalled = max((now - bursts[-1][0]).total_seconds() - usual_gap, 0.0)

@@ -126,14 +126,34 @@ def test_the_last_task_waits_for_its_rounds_one_after_another(arithmetic, alice)
     with serve_openai() as base_url:
         campaign = _campaign(arithmetic, alice, base_url, tasks=5, rollouts=8, round_size=4)
         versions = _versions(campaign)
-        # Rounds of 4 minutes (60 s of device time per rollout) finishing two minutes apart: workers in parallel.
+        # Rounds of 200 s (50 s of device time per rollout) finishing two minutes apart: workers in parallel.
         for position, minutes_ago in enumerate((7, 5, 3, 1)):
-            _store(campaign, versions[position], 0, minutes_ago=minutes_ago, device_seconds=60)
+            _store(campaign, versions[position], 0, minutes_ago=minutes_ago, device_seconds=50)
         CampaignItem.objects.filter(campaign=campaign, task_version_id__in=versions[:4]).update(done=True)
         progress = selectors.campaign_progress(campaign=campaign)
-    # Two a minute would do the last task's 8 rollouts in 4 minutes, but its two rounds take 4 minutes each.
+    # Two a minute would do the last task's 8 rollouts in 4 minutes, but its two rounds take 200 s each.
     assert progress["rollouts_per_minute"] == pytest.approx(2.0, rel=0.02)
-    assert progress["eta_seconds"] == pytest.approx(8 * 60, rel=0.02)
+    assert progress["eta_seconds"] == pytest.approx(400, rel=0.02)
+
+
+def test_stores_within_one_round_are_not_yet_a_pace(arithmetic, alice):
+    with serve_openai() as base_url:
+        campaign = _campaign(arithmetic, alice, base_url, tasks=6, rollouts=8, round_size=4)
+        versions = _versions(campaign)
+        # Rounds of at least 2 minutes (30 s of device time per rollout); after the warm-up store, three
+        # more within a minute and a half: less than one round, no pace yet.
+        for position, minutes_ago in enumerate((10, 8, 7.25, 6.5)):
+            _store(campaign, versions[position], 0, minutes_ago=minutes_ago, device_seconds=30)
+        assert selectors.campaign_progress(campaign=campaign)["rollouts_per_minute"] is None
+        # A task's second round 4 minutes after its first: a round takes 4 minutes (generation, verification,
+        # the queue), and 3 min 15 s from the first burst (the stores 45 s apart are one) is still less.
+        CampaignItem.objects.filter(campaign=campaign, task_version_id__in=versions[1:3]).update(round=1)
+        _store(campaign, versions[1], 1, minutes_ago=4, device_seconds=30)
+        assert selectors.campaign_progress(campaign=campaign)["rollouts_per_minute"] is None
+        _store(campaign, versions[2], 1, minutes_ago=1.5, device_seconds=30)
+        progress = selectors.campaign_progress(campaign=campaign)
+    # 12 rollouts after the burst that ended 7 min 15 s ago, over the 5 min 45 s to the last store.
+    assert progress["rollouts_per_minute"] == pytest.approx(12 / 5.75, rel=0.02)
 
 
 def test_stores_older_than_the_window_are_unknown_not_zero(arithmetic, alice):
