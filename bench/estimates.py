@@ -2,12 +2,18 @@
 campaign's estimate error, and the rate and time-left error once a tenth of the rollouts is stored.
 
 Each run registers a new probe model on an OpenAI-compatible test server slowed to a known rate (a fixed
-seconds per request, answers of about `--mean-tokens` tokens), probes an environment with it (the first
-estimate: no measured speed), then probes it again (the second estimate: measured here). Campaigns run
-in this process (campaign_run_inline: the same rounds the workers run), on a SQLite file in a temporary
-folder, so it fits 2 cores.
+seconds per request; answers ending with probability `--eos` per token), probes an environment with it
+(the first estimate: no measured speed), then probes it again (the second estimate: measured here). A
+first run warms the process up and is not counted. Campaigns run in this process, on a SQLite file in a
+temporary folder, so it fits 2 cores: one item after another (campaign_run_inline, the same rounds the
+workers run) or `--concurrency` items at once in threads, as that many workers would. A thread reads the
+campaign page's figures every `--poll` seconds, at moments unrelated to the rounds, with the estimator
+(calibration/selectors/pace.py) and with the one before it (_old_pace, the same-run baseline).
+`--policy adaptive` answers task i right with probability i/(tasks-1), so adaptive stopping drops tasks.
 
     .venv/bin/python bench/estimates.py --runs 10
+    .venv/bin/python bench/estimates.py --runs 10 --tasks 16 --policy adaptive --rollouts 16 --round-size 4 \
+        --concurrency 4 --latency-scale 4
 """
 
 from __future__ import annotations
@@ -225,6 +231,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--round-size", type=int, default=0, help="rollouts per round; 0: all in one round")
     parser.add_argument("--policy", choices=("fixed", "adaptive"), default="fixed")
     parser.add_argument("--concurrency", type=int, default=1, help="items at once (threads), as that many workers")
+    parser.add_argument("--latency-scale", type=float, default=1.0, help="times the servers' seconds per request")
     parser.add_argument("--poll", type=float, default=0.05, help="seconds between two readings of the page's figures")
     parser.add_argument("--budget", type=int, default=48, help="max new tokens per rollout")
     parser.add_argument("--eos", type=float, default=0.04, help="the server's chance of ending an answer per token")
@@ -256,7 +263,7 @@ def main() -> None:
     rows = []
     respond = _respond(args.tasks) if args.policy == "adaptive" else None
     for run in range(-1, args.runs):  # run -1 warms the process up (imports, verifier helpers); not counted
-        latency = LATENCIES[max(run, 0) % len(LATENCIES)]
+        latency = LATENCIES[max(run, 0) % len(LATENCIES)] * args.latency_scale
         environment = environment_create(name=f"bench-{run}", domain="math", default_verifier={"kind": "exact"})
         import_tasks(
             environment, user,
