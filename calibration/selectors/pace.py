@@ -151,7 +151,8 @@ def rollouts_left(*, campaign: Campaign) -> RolloutsLeft:
         for ahead in range(round_index, last_round + 1):
             if ahead > round_index:
                 share = go_on.get(ahead - 1)
-                is_bound = is_bound or share is None
+                # Unknown only matters for a round the item could still reach.
+                is_bound = is_bound or (share is None and reach > 0)
                 reach *= 1.0 if share is None else share
             end = min((ahead + 1) * campaign.round_size, campaign.max_rollouts)
             # The current round may be partly stored already; a round ahead is all to do.

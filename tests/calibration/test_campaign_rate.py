@@ -122,6 +122,20 @@ def test_adaptive_time_left_is_a_bound_until_items_are_decided_then_expected(ari
     assert progress["eta_seconds"] == pytest.approx(12 / 2 * 60, rel=0.02)
 
 
+def test_adaptive_rounds_no_task_can_reach_leave_no_bound(arithmetic, alice):
+    with serve_openai() as base_url:
+        campaign = _campaign(arithmetic, alice, base_url, tasks=4, policy="adaptive", rollouts=12, round_size=4)
+        versions = _versions(campaign)
+        for position, minutes_ago in enumerate((6, 4, 2)):
+            _store(campaign, versions[position], 0, minutes_ago=minutes_ago)
+        # Every task decided at the first round stopped: nobody reaches rounds two and three, whatever
+        # would be decided there, so the last task's time left is its first round, not a bound.
+        CampaignItem.objects.filter(campaign=campaign, task_version_id__in=versions[:3]).update(done=True)
+        progress = selectors.campaign_progress(campaign=campaign)
+    assert progress["eta_is_bound"] is False
+    assert progress["eta_seconds"] == pytest.approx(4 / 2 * 60, rel=0.02)
+
+
 def test_the_last_task_waits_for_its_rounds_one_after_another(arithmetic, alice):
     with serve_openai() as base_url:
         campaign = _campaign(arithmetic, alice, base_url, tasks=5, rollouts=8, round_size=4)
