@@ -55,14 +55,14 @@ def test_the_first_gap_is_warm_up_so_three_stores_give_the_first_rate(arithmetic
         progress = selectors.campaign_progress(campaign=campaign)
         assert progress["rollouts_per_minute"] is None and progress["eta_seconds"] is None
         # One job's rollouts share one instant: a burst of 4 says nothing about speed (it was "480 per minute").
-        _store(campaign, versions[0], 0, minutes_ago=6)
+        _store(campaign, versions[0], 0, minutes_ago=5.5)
         progress = selectors.campaign_progress(campaign=campaign)
         assert progress["stored"] == 4 and progress["rollouts_per_minute"] is None and progress["eta_seconds"] is None
         # The gap after the campaign's first store holds its warm-up: still unknown.
-        _store(campaign, versions[1], 0, minutes_ago=4)
+        _store(campaign, versions[1], 0, minutes_ago=3.5)
         progress = selectors.campaign_progress(campaign=campaign)
         assert progress["stored"] == 8 and progress["rollouts_per_minute"] is None
-        _store(campaign, versions[2], 0, minutes_ago=2)
+        _store(campaign, versions[2], 0, minutes_ago=1.5)
         progress = selectors.campaign_progress(campaign=campaign)
     # 4 rollouts after the second store, over the 2 minutes from it to the third.
     assert progress["rollouts_per_minute"] == pytest.approx(2.0, rel=0.02)
@@ -76,15 +76,15 @@ def test_jobs_that_store_together_are_one_burst_not_a_speed(arithmetic, alice):
         campaign = _campaign(arithmetic, alice, base_url, tasks=6)
         versions = _versions(campaign)
         # Rounds of a minute each (15 s of device time per rollout); two workers finish a second apart.
-        _store(campaign, versions[0], 0, minutes_ago=6, device_seconds=15)
-        _store(campaign, versions[1], 0, minutes_ago=4, device_seconds=15)
-        _store(campaign, versions[2], 0, minutes_ago=4 - 1 / 60, device_seconds=15)
+        _store(campaign, versions[0], 0, minutes_ago=5.5, device_seconds=15)
+        _store(campaign, versions[1], 0, minutes_ago=3.5, device_seconds=15)
+        _store(campaign, versions[2], 0, minutes_ago=3.5 - 1 / 60, device_seconds=15)
         progress = selectors.campaign_progress(campaign=campaign)
         # The two stores a second apart are one burst after the warm-up one: no speed yet.
         assert progress["rollouts_per_minute"] is None and progress["rate_bursts"] == 1
-        _store(campaign, versions[3], 0, minutes_ago=2, device_seconds=15)
+        _store(campaign, versions[3], 0, minutes_ago=1.5, device_seconds=15)
         progress = selectors.campaign_progress(campaign=campaign)
-    # 4 rollouts after the burst of two stores, over the time from its end (3 min 59 s ago) to 2 min ago.
+    # 4 rollouts after the burst of two stores, over the time from its end (3 min 29 s ago) to 1 min 30 s ago.
     assert progress["rollouts_per_minute"] == pytest.approx(4 / (119 / 60), rel=0.02)
 
 
@@ -96,16 +96,17 @@ def test_a_stall_since_the_last_store_slows_the_rate(arithmetic, alice):
             _store(campaign, versions[position], 0, minutes_ago=minutes_ago)
         progress = selectors.campaign_progress(campaign=campaign)
     # 8 rollouts after the store 8 minutes ago, stored a minute apart; nothing for 6 minutes since: the
-    # 5 minutes beyond the usual gap count, 8 over 2 + 5 minutes.
-    assert progress["rollouts_per_minute"] == pytest.approx(8 / 7, rel=0.02)
-    assert progress["eta_seconds"] == pytest.approx(8 / (8 / 7) * 60, rel=0.02)
+    # 5 minutes beyond the usual gap count, 8 over 2 + 5 minutes (the stall grows while the test runs: 5%).
+    assert progress["rollouts_per_minute"] == pytest.approx(8 / 7, rel=0.05)
+    assert progress["eta_seconds"] == pytest.approx(8 / (8 / 7) * 60, rel=0.05)
 
 
-def test_adaptive_time_left_is_a_bound_until_items_are_decided_then_expected(arithmetic, alice):
+def test_adaptive_time_left_is_a_bound_until_items_are_decided_then_expected(client, arithmetic, alice):
+    client.force_login(alice)
     with serve_openai() as base_url:
         campaign = _campaign(arithmetic, alice, base_url, tasks=4, policy="adaptive", rollouts=8, round_size=4)
         versions = _versions(campaign)
-        for position, minutes_ago in enumerate((6, 4, 2)):
+        for position, minutes_ago in enumerate((5.5, 3.5, 1.5)):
             _store(campaign, versions[position], 0, minutes_ago=minutes_ago)
         progress = selectors.campaign_progress(campaign=campaign)
         # Two a minute; no item decided at the first round yet: every open item counted to the cap of 8
@@ -113,6 +114,8 @@ def test_adaptive_time_left_is_a_bound_until_items_are_decided_then_expected(ari
         assert progress["rollouts_per_minute"] == pytest.approx(2.0, rel=0.02)
         assert progress["eta_is_bound"] is True
         assert progress["eta_seconds"] == pytest.approx(10 * 60, rel=0.02)
+        page = client.get(f"/campaigns/{campaign.pk}/").content.decode()
+        assert "2.0 rollouts per minute" in page and 'id="campaign-eta-bound">at most' in page
         # The first round decides: one task stops (in band), one goes on to round two.
         CampaignItem.objects.filter(campaign=campaign, task_version_id=versions[0]).update(done=True)
         CampaignItem.objects.filter(campaign=campaign, task_version_id=versions[1]).update(round=1)
@@ -120,13 +123,15 @@ def test_adaptive_time_left_is_a_bound_until_items_are_decided_then_expected(ari
     # Half go on: the one in round two has 4 left, the stored one 0 + 4/2, the unstarted one 4 + 4/2.
     assert progress["eta_is_bound"] is False
     assert progress["eta_seconds"] == pytest.approx(12 / 2 * 60, rel=0.02)
+    page = client.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert "campaign-eta-bound" not in page and "about 6" in page
 
 
 def test_adaptive_rounds_no_task_can_reach_leave_no_bound(arithmetic, alice):
     with serve_openai() as base_url:
         campaign = _campaign(arithmetic, alice, base_url, tasks=4, policy="adaptive", rollouts=12, round_size=4)
         versions = _versions(campaign)
-        for position, minutes_ago in enumerate((6, 4, 2)):
+        for position, minutes_ago in enumerate((5.5, 3.5, 1.5)):
             _store(campaign, versions[position], 0, minutes_ago=minutes_ago)
         # Every task decided at the first round stopped: nobody reaches rounds two and three, whatever
         # would be decided there, so the last task's time left is its first round, not a bound.
@@ -156,7 +161,7 @@ def test_stores_within_one_round_are_not_yet_a_pace(arithmetic, alice):
         versions = _versions(campaign)
         # Rounds of at least 2 minutes (30 s of device time per rollout); after the warm-up store, three
         # more within a minute and a half: less than one round, no pace yet.
-        for position, minutes_ago in enumerate((10, 8, 7.25, 6.5)):
+        for position, minutes_ago in enumerate((9.5, 8, 7.25, 6.5)):
             _store(campaign, versions[position], 0, minutes_ago=minutes_ago, device_seconds=30)
         assert selectors.campaign_progress(campaign=campaign)["rollouts_per_minute"] is None
         # A task's second round 4 minutes after its first: a round takes 4 minutes (generation, verification,
@@ -186,7 +191,7 @@ def test_a_campaign_not_running_has_no_rate(arithmetic, alice):
     with serve_openai() as base_url:
         campaign = _campaign(arithmetic, alice, base_url, tasks=4)
         versions = _versions(campaign)
-        for position, minutes_ago in enumerate((6, 4, 2)):
+        for position, minutes_ago in enumerate((5.5, 3.5, 1.5)):
             _store(campaign, versions[position], 0, minutes_ago=minutes_ago)
         services.campaign_set_status(campaign=campaign, status=Campaign.Status.PAUSED)
         progress = selectors.campaign_progress(campaign=Campaign.objects.get(pk=campaign.pk))
