@@ -18,6 +18,8 @@ from calibration.models import Campaign, CampaignItem, Rollout
 
 # Stores older than this do not count: the rate is the campaign's pace now, not its average.
 RATE_WINDOW = timedelta(minutes=10)
+# At most this many (store, task) rows, the latest: a fast campaign's ten minutes are plenty of bursts.
+WINDOW_ROWS = 2000
 # Stores closer together than this share of one round's seconds are one burst: concurrent jobs that
 # finish together, whose gaps of milliseconds say nothing about speed.
 BURST_SHARE = 0.25
@@ -53,8 +55,8 @@ def campaign_pace(*, campaign: Campaign) -> Pace:
         Rollout.objects.filter(campaign=campaign, created_at__gte=now - RATE_WINDOW)
         .values("created_at", "task_version_id")
         .annotate(count=Count("id"), device_ms=Sum("device_ms"))
-        .order_by("created_at")
-    )
+        .order_by("-created_at")[:WINDOW_ROWS]
+    )[::-1]
     stores: dict[datetime, int] = {}
     for row in rows:
         stores[row["created_at"]] = stores.get(row["created_at"], 0) + row["count"]
@@ -126,54 +128,53 @@ class RolloutsLeft:
 
 
 def rollouts_left(*, campaign: Campaign) -> RolloutsLeft:
-    """Rollouts the open items of `campaign` are expected to still store.
+    """Rollouts the open items of `campaign` are expected to still store (three small aggregates, whatever
+    the campaign's size).
 
     Fixed: each open item to the cap. Adaptive: each round ahead is reached with the share of this
     campaign's items that went on after it (items decided at that round or later); where no item has
-    been decided at a round ahead yet, every open item is counted through it, and the result is an
-    upper bound."""
-    items = list(CampaignItem.objects.filter(campaign=campaign).values_list("task_version_id", "round", "done"))
-    open_items = {version: round_index for version, round_index, done in items if not done}
-    if not open_items:
-        return RolloutsLeft(rollouts=0, rounds=0, is_bound=False)
-    last_round = math.ceil(campaign.max_rollouts / campaign.round_size) - 1
-    go_on = _going_on(campaign=campaign, items=items, last_round=last_round)
-    stored = dict(
-        Rollout.objects.filter(campaign=campaign, task_version_id__in=list(open_items))
-        .values("task_version_id")
-        .annotate(count=Count("id"))
-        .values_list("task_version_id", "count")
-        .order_by()
+    been decided at a round an open item could still reach, every open item is counted through it, and
+    the result is an upper bound. An item moves to its next round only once its round is stored, so the
+    open items' current rounds hold what they have stored."""
+    counts = list(
+        CampaignItem.objects.filter(campaign=campaign).values_list("round", "done").annotate(n=Count("id")).order_by()
     )
-    rollouts, rounds, is_bound = 0.0, 0.0, False
-    for version, round_index in open_items.items():
-        reach, expected, expected_rounds = 1.0, 0.0, 0.0
-        for ahead in range(round_index, last_round + 1):
-            if ahead > round_index:
-                share = go_on.get(ahead - 1)
-                # Unknown only matters for a round the item could still reach.
-                is_bound = is_bound or (share is None and reach > 0)
-                reach *= 1.0 if share is None else share
-            end = min((ahead + 1) * campaign.round_size, campaign.max_rollouts)
-            # The current round may be partly stored already; a round ahead is all to do.
-            start = stored.get(version, 0) if ahead == round_index else ahead * campaign.round_size
-            planned = max(end - start, 0)
-            expected += reach * planned
+    open_rounds = {round_index: n for round_index, done, n in counts if not done}
+    if not open_rounds:
+        return RolloutsLeft(rollouts=0, rounds=0, is_bound=False)
+    open_versions = CampaignItem.objects.filter(campaign=campaign, done=False).values("task_version")
+    stored_open = Rollout.objects.filter(campaign=campaign, task_version__in=open_versions).count()
+    last_round = math.ceil(campaign.max_rollouts / campaign.round_size) - 1
+    go_on = _going_on(campaign=campaign, counts=counts, last_round=last_round)
+
+    def end(round_index: int) -> int:
+        return min((round_index + 1) * campaign.round_size, campaign.max_rollouts)
+
+    # The open items' current rounds, less what they stored; then each round ahead as it is reached.
+    rollouts = float(max(sum(n * end(at) for at, n in open_rounds.items()) - stored_open, 0))
+    rounds, is_bound = 0.0, False
+    for round_index, n in open_rounds.items():
+        reach, expected_rounds = 1.0, 1.0
+        for ahead in range(round_index + 1, last_round + 1):
+            share = go_on.get(ahead - 1)
+            is_bound = is_bound or (share is None and reach > 0)
+            reach *= 1.0 if share is None else share
+            rollouts += n * reach * (end(ahead) - ahead * campaign.round_size)
             expected_rounds += reach
-        rollouts += expected
         rounds = max(rounds, expected_rounds)
     return RolloutsLeft(rollouts=rollouts, rounds=rounds, is_bound=is_bound)
 
 
-def _going_on(*, campaign: Campaign, items: list[tuple[int, int, bool]], last_round: int) -> dict[int, float]:
-    """Per round, the share of the items decided there that went on to the next round: every item for a
-    fixed campaign; for an adaptive one, only rounds at which some item was decided."""
+def _going_on(*, campaign: Campaign, counts: list[tuple[int, bool, int]], last_round: int) -> dict[int, float]:
+    """Per round, the share of the items decided there that went on to the next round, from (round, done,
+    items) counts: every item for a fixed campaign; for an adaptive one, only rounds at which some item
+    was decided."""
     if campaign.policy != Campaign.Policy.ADAPTIVE:
         return dict.fromkeys(range(last_round), 1.0)
     shares = {}
     for round_index in range(last_round):
-        went_on = sum(1 for _, at, _ in items if at > round_index)
-        stopped = sum(1 for _, at, done in items if done and at == round_index)
+        went_on = sum(n for at, _, n in counts if at > round_index)
+        stopped = sum(n for at, done, n in counts if done and at == round_index)
         if went_on + stopped:
             shares[round_index] = went_on / (went_on + stopped)
     return shares
