@@ -28,6 +28,9 @@ class CampaignProgressSerializer(serializers.Serializer):
     cost_usd = serializers.FloatField(source="cost")
     rollouts_per_minute = serializers.FloatField(allow_null=True, help_text="Measured; null while unknown.")
     eta_seconds = serializers.FloatField(allow_null=True, help_text="At the measured rate; null while unknown.")
+    eta_is_bound = serializers.BooleanField(
+        help_text="eta_seconds is an upper bound: adaptive stopping with no task decided yet at a round ahead."
+    )
     model_load_seconds = serializers.FloatField(allow_null=True)
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from django.conf import settings
 from django.db.models import (
     Count,
@@ -12,7 +10,6 @@ from django.db.models import (
     QuerySet,
     Sum,
 )
-from django.utils import timezone
 
 from calibration.models import (
     Campaign,
@@ -23,6 +20,7 @@ from calibration.models import (
     Rollout,
     outcome_count_aggregates,
 )
+from calibration.selectors.pace import RATE_WINDOW, campaign_pace
 from calibration.services.calibrations import policy_for, sampling_policy, thresholds_for
 from curation.models import TaskVersion
 from engine import stats
@@ -35,8 +33,9 @@ def campaign_progress(*, campaign: Campaign) -> dict:
     """Items done, rollouts stored and verdicts so far, cost, and the measured rate: one count-and-cost
     query that the campaign page, the trajectory viewer's campaign filter, the CLI and the API all show.
 
-    `rollouts_per_minute` and `eta_seconds` are None ("unknown") until the window holds two stores
-    (_campaign_rate); a cancelled campaign's unscored rollouts count as `discarded`, at no cost."""
+    `rollouts_per_minute` and `eta_seconds` are None ("unknown") until the window holds two bursts of
+    stores, `eta_is_bound` when the time left is only an upper bound (pace.campaign_pace); a cancelled
+    campaign's unscored rollouts count as `discarded`, at no cost."""
     items = CampaignItem.objects.filter(campaign=campaign).aggregate(
         total=Count("id"), done=Count("id", filter=Q(done=True))
     )
@@ -60,11 +59,13 @@ def campaign_progress(*, campaign: Campaign) -> dict:
     truncated_share = rollouts["truncated"] / generated if generated else None
     open_items = items["total"] - items["done"]
     cancelled = campaign.status == Campaign.Status.CANCELLED
-    rate, eta = _campaign_rate(campaign=campaign, to_do=0 if cancelled else open_items)
+    pace = campaign_pace(campaign=campaign)
     return {
-        "rollouts_per_minute": rate,
+        "rollouts_per_minute": pace.rollouts_per_minute,
         "rate_window_minutes": int(RATE_WINDOW.total_seconds() // 60),
-        "eta_seconds": eta,
+        "rate_bursts": pace.bursts,
+        "eta_seconds": pace.eta_seconds,
+        "eta_is_bound": pace.eta_is_bound,
         "items_total": items["total"],
         "items_done": items["done"],
         # A cancelled campaign has nothing left to do: its open items are dropped, not waiting.
@@ -105,37 +106,6 @@ def truncation_by_model(*, task_version) -> dict[int, dict]:
         row["probe_model"]: {**row, "share": row["truncated"] / row["generated"] if row["generated"] else None}
         for row in rows
     }
-
-
-RATE_WINDOW = timedelta(minutes=10)
-
-
-def _campaign_rate(*, campaign: Campaign, to_do: int) -> tuple[float | None, float | None]:
-    """Rollouts per minute as measured from what was stored, and the seconds left at that rate for
-    the open items' remaining rollouts (adaptive: up to the cap); None for either when unknown.
-
-    A job stores its rollouts at one instant, so one store says nothing about speed: the rate is the
-    rollouts stored after the window's first store (last RATE_WINDOW) over the time from that store to
-    now. Fewer than two stores in the window (the start, a stall, a model still loading): unknown."""
-    if campaign.status != Campaign.Status.RUNNING:
-        return None, None
-    now = timezone.now()
-    stores = list(
-        Rollout.objects.filter(campaign=campaign, created_at__gte=now - RATE_WINDOW)
-        .values("created_at")
-        .annotate(count=Count("id"))
-        .order_by("created_at")
-    )
-    if len(stores) < 2:
-        return None, None
-    seconds = (now - stores[0]["created_at"]).total_seconds()
-    if seconds <= 0:
-        return None, None
-    rate = sum(store["count"] for store in stores[1:]) / (seconds / 60)
-    open_versions = CampaignItem.objects.filter(campaign=campaign, done=False).values("task_version")
-    stored_open = Rollout.objects.filter(campaign=campaign, task_version__in=open_versions).count()
-    remaining = max(to_do * campaign.max_rollouts - stored_open, 0)
-    return rate, 60 * remaining / rate
 
 
 def campaign_band_table(*, campaign: Campaign) -> list[tuple[str, int]]:

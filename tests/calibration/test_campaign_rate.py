@@ -1,4 +1,7 @@
-"""The campaign's rate and time left come from what was stored, and say unknown rather than guess."""
+"""The campaign's rate and time left come from what was stored, and say unknown rather than guess.
+
+Each test stores real rollouts (through a fake OpenAI-compatible server), then gives them chosen store
+instants and generation times, and reads what the campaign page reads."""
 
 from datetime import timedelta
 
@@ -6,14 +9,14 @@ import pytest
 from django.utils import timezone
 
 from calibration import selectors, services
-from calibration.models import Rollout
+from calibration.models import Campaign, CampaignItem, Rollout
 from tests.factories import import_tasks
 from tests.support.openai_server import serve_openai
 
 pytestmark = pytest.mark.django_db
 
 
-def _campaign(arithmetic, alice, base_url, tasks: int):
+def _campaign(arithmetic, alice, base_url, tasks: int, **options) -> Campaign:
     import_tasks(
         arithmetic,
         alice,
@@ -23,42 +26,173 @@ def _campaign(arithmetic, alice, base_url, tasks: int):
         ],
     )
     model = services.probe_model_add(name="fake", backend="openai", base_url=base_url, model="fake-model")
+    options = {"rollouts": 4, "round_size": 4, **options}
     return services.campaign_start(
-        environment=arithmetic, probe_model=model, created_by=alice, rollouts=4, round_size=4, enqueue=False
+        environment=arithmetic, probe_model=model, created_by=alice, enqueue=False, **options
     )
 
 
-def _store(campaign, version_id: int, round_index: int, *, minutes_ago: float):
+def _versions(campaign: Campaign) -> list[int]:
+    return list(campaign.items.order_by("task_version_id").values_list("task_version_id", flat=True))
+
+
+def _store(campaign, version_id: int, round_index: int, *, minutes_ago: float, device_seconds: float = 0.01):
+    """One job's round, stored `minutes_ago` minutes ago, each rollout charged `device_seconds`."""
     services.rollouts_generate(campaign_id=campaign.pk, task_version_ids=[version_id], round_index=round_index)
-    Rollout.objects.filter(campaign=campaign, task_version_id=version_id).update(
-        created_at=timezone.now() - timedelta(minutes=minutes_ago)
-    )
+    start = round_index * campaign.round_size
+    Rollout.objects.filter(
+        campaign=campaign,
+        task_version_id=version_id,
+        sample_index__gte=start,
+        sample_index__lt=start + campaign.round_size,
+    ).update(created_at=timezone.now() - timedelta(minutes=minutes_ago), device_ms=1000 * device_seconds)
 
 
-def test_one_store_is_unknown_two_stores_give_the_measured_rate(arithmetic, alice):
+def test_the_first_gap_is_warm_up_so_three_stores_give_the_first_rate(arithmetic, alice):
     with serve_openai() as base_url:
         campaign = _campaign(arithmetic, alice, base_url, tasks=10)
-        versions = list(campaign.items.order_by("task_version_id").values_list("task_version_id", flat=True))
+        versions = _versions(campaign)
         progress = selectors.campaign_progress(campaign=campaign)
         assert progress["rollouts_per_minute"] is None and progress["eta_seconds"] is None
         # One job's rollouts share one instant: a burst of 4 says nothing about speed (it was "480 per minute").
-        _store(campaign, versions[0], 0, minutes_ago=4)
+        _store(campaign, versions[0], 0, minutes_ago=5.5)
         progress = selectors.campaign_progress(campaign=campaign)
         assert progress["stored"] == 4 and progress["rollouts_per_minute"] is None and progress["eta_seconds"] is None
-        # A second store two minutes later: 4 rollouts after the first store, over the 4 minutes since it.
-        _store(campaign, versions[1], 0, minutes_ago=2)
+        # The gap after the campaign's first store holds its warm-up: still unknown.
+        _store(campaign, versions[1], 0, minutes_ago=3.5)
         progress = selectors.campaign_progress(campaign=campaign)
-    assert progress["rollouts_per_minute"] == pytest.approx(1.0, rel=0.02)
-    # 10 open tasks × 4 rollouts, 8 stored: 32 left at one a minute.
-    assert progress["eta_seconds"] == pytest.approx(32 * 60, rel=0.02)
+        assert progress["stored"] == 8 and progress["rollouts_per_minute"] is None
+        _store(campaign, versions[2], 0, minutes_ago=1.5)
+        progress = selectors.campaign_progress(campaign=campaign)
+    # 4 rollouts after the second store, over the 2 minutes from it to the third.
+    assert progress["rollouts_per_minute"] == pytest.approx(2.0, rel=0.02)
+    # 10 tasks × 4 rollouts, 12 stored: 28 left at two a minute; a fixed campaign's time left is no bound.
+    assert progress["eta_seconds"] == pytest.approx(14 * 60, rel=0.02)
+    assert progress["eta_is_bound"] is False
+
+
+def test_jobs_that_store_together_are_one_burst_not_a_speed(arithmetic, alice):
+    with serve_openai() as base_url:
+        campaign = _campaign(arithmetic, alice, base_url, tasks=6)
+        versions = _versions(campaign)
+        # Rounds of a minute each (15 s of device time per rollout); two workers finish a second apart.
+        _store(campaign, versions[0], 0, minutes_ago=5.5, device_seconds=15)
+        _store(campaign, versions[1], 0, minutes_ago=3.5, device_seconds=15)
+        _store(campaign, versions[2], 0, minutes_ago=3.5 - 1 / 60, device_seconds=15)
+        progress = selectors.campaign_progress(campaign=campaign)
+        # The two stores a second apart are one burst after the warm-up one: no speed yet.
+        assert progress["rollouts_per_minute"] is None and progress["rate_bursts"] == 1
+        _store(campaign, versions[3], 0, minutes_ago=1.5, device_seconds=15)
+        progress = selectors.campaign_progress(campaign=campaign)
+    # 4 rollouts after the burst of two stores, over the time from its end (3 min 29 s ago) to 1 min 30 s ago.
+    assert progress["rollouts_per_minute"] == pytest.approx(4 / (119 / 60), rel=0.02)
+
+
+def test_a_stall_since_the_last_store_slows_the_rate(arithmetic, alice):
+    with serve_openai() as base_url:
+        campaign = _campaign(arithmetic, alice, base_url, tasks=6)
+        versions = _versions(campaign)
+        for position, minutes_ago in enumerate((9, 8, 7, 6)):
+            _store(campaign, versions[position], 0, minutes_ago=minutes_ago)
+        progress = selectors.campaign_progress(campaign=campaign)
+    # 8 rollouts after the store 8 minutes ago, stored a minute apart; nothing for 6 minutes since: the
+    # 5 minutes beyond the usual gap count, 8 over 2 + 5 minutes (the stall grows while the test runs: 5%).
+    assert progress["rollouts_per_minute"] == pytest.approx(8 / 7, rel=0.05)
+    assert progress["eta_seconds"] == pytest.approx(8 / (8 / 7) * 60, rel=0.05)
+
+
+def test_adaptive_time_left_is_a_bound_until_items_are_decided_then_expected(client, arithmetic, alice):
+    client.force_login(alice)
+    with serve_openai() as base_url:
+        campaign = _campaign(arithmetic, alice, base_url, tasks=4, policy="adaptive", rollouts=8, round_size=4)
+        versions = _versions(campaign)
+        for position, minutes_ago in enumerate((5.5, 3.5, 1.5)):
+            _store(campaign, versions[position], 0, minutes_ago=minutes_ago)
+        progress = selectors.campaign_progress(campaign=campaign)
+        # Two a minute; no item decided at the first round yet: every open item counted to the cap of 8
+        # (three with round two to go, one with both), 20 rollouts, at most 10 minutes.
+        assert progress["rollouts_per_minute"] == pytest.approx(2.0, rel=0.02)
+        assert progress["eta_is_bound"] is True
+        assert progress["eta_seconds"] == pytest.approx(10 * 60, rel=0.02)
+        page = client.get(f"/campaigns/{campaign.pk}/").content.decode()
+        assert "2.0 rollouts per minute" in page and 'id="campaign-eta-bound">at most' in page
+        # The first round decides: one task stops (in band), one goes on to round two.
+        CampaignItem.objects.filter(campaign=campaign, task_version_id=versions[0]).update(done=True)
+        CampaignItem.objects.filter(campaign=campaign, task_version_id=versions[1]).update(round=1)
+        progress = selectors.campaign_progress(campaign=campaign)
+    # Half go on: the one in round two has 4 left, the stored one 0 + 4/2, the unstarted one 4 + 4/2.
+    assert progress["eta_is_bound"] is False
+    assert progress["eta_seconds"] == pytest.approx(12 / 2 * 60, rel=0.02)
+    page = client.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert "campaign-eta-bound" not in page and "about 6" in page
+
+
+def test_adaptive_rounds_no_task_can_reach_leave_no_bound(arithmetic, alice):
+    with serve_openai() as base_url:
+        campaign = _campaign(arithmetic, alice, base_url, tasks=4, policy="adaptive", rollouts=12, round_size=4)
+        versions = _versions(campaign)
+        for position, minutes_ago in enumerate((5.5, 3.5, 1.5)):
+            _store(campaign, versions[position], 0, minutes_ago=minutes_ago)
+        # Every task decided at the first round stopped: nobody reaches rounds two and three, whatever
+        # would be decided there, so the last task's time left is its first round, not a bound.
+        CampaignItem.objects.filter(campaign=campaign, task_version_id__in=versions[:3]).update(done=True)
+        progress = selectors.campaign_progress(campaign=campaign)
+    assert progress["eta_is_bound"] is False
+    assert progress["eta_seconds"] == pytest.approx(4 / 2 * 60, rel=0.02)
+
+
+def test_the_last_task_waits_for_its_rounds_one_after_another(arithmetic, alice):
+    with serve_openai() as base_url:
+        campaign = _campaign(arithmetic, alice, base_url, tasks=5, rollouts=8, round_size=4)
+        versions = _versions(campaign)
+        # Rounds of 200 s (50 s of device time per rollout) finishing two minutes apart: workers in parallel.
+        for position, minutes_ago in enumerate((7, 5, 3, 1)):
+            _store(campaign, versions[position], 0, minutes_ago=minutes_ago, device_seconds=50)
+        CampaignItem.objects.filter(campaign=campaign, task_version_id__in=versions[:4]).update(done=True)
+        progress = selectors.campaign_progress(campaign=campaign)
+    # Two a minute would do the last task's 8 rollouts in 4 minutes, but its two rounds take 200 s each.
+    assert progress["rollouts_per_minute"] == pytest.approx(2.0, rel=0.02)
+    assert progress["eta_seconds"] == pytest.approx(400, rel=0.02)
+
+
+def test_stores_within_one_round_are_not_yet_a_pace(arithmetic, alice):
+    with serve_openai() as base_url:
+        campaign = _campaign(arithmetic, alice, base_url, tasks=6, rollouts=8, round_size=4)
+        versions = _versions(campaign)
+        # Rounds of at least 2 minutes (30 s of device time per rollout); after the warm-up store, three
+        # more within a minute and a half: less than one round, no pace yet.
+        for position, minutes_ago in enumerate((9.5, 8, 7.25, 6.5)):
+            _store(campaign, versions[position], 0, minutes_ago=minutes_ago, device_seconds=30)
+        assert selectors.campaign_progress(campaign=campaign)["rollouts_per_minute"] is None
+        # A task's second round 4 minutes after its first: a round takes 4 minutes (generation, verification,
+        # the queue), and 3 min 15 s from the first burst (the stores 45 s apart are one) is still less.
+        CampaignItem.objects.filter(campaign=campaign, task_version_id__in=versions[1:3]).update(round=1)
+        _store(campaign, versions[1], 1, minutes_ago=4, device_seconds=30)
+        assert selectors.campaign_progress(campaign=campaign)["rollouts_per_minute"] is None
+        _store(campaign, versions[2], 1, minutes_ago=1.5, device_seconds=30)
+        progress = selectors.campaign_progress(campaign=campaign)
+    # 12 rollouts after the burst that ended 7 min 15 s ago, over the 5 min 45 s to the last store.
+    assert progress["rollouts_per_minute"] == pytest.approx(12 / 5.75, rel=0.02)
 
 
 def test_stores_older_than_the_window_are_unknown_not_zero(arithmetic, alice):
     with serve_openai() as base_url:
         campaign = _campaign(arithmetic, alice, base_url, tasks=3)
-        versions = list(campaign.items.order_by("task_version_id").values_list("task_version_id", flat=True))
+        versions = _versions(campaign)
         _store(campaign, versions[0], 0, minutes_ago=30)
         _store(campaign, versions[1], 0, minutes_ago=25)
+        _store(campaign, versions[2], 0, minutes_ago=20)
         progress = selectors.campaign_progress(campaign=campaign)
-    assert progress["stored"] == 8
+    assert progress["stored"] == 12
     assert progress["rollouts_per_minute"] is None and progress["eta_seconds"] is None
+
+
+def test_a_campaign_not_running_has_no_rate(arithmetic, alice):
+    with serve_openai() as base_url:
+        campaign = _campaign(arithmetic, alice, base_url, tasks=4)
+        versions = _versions(campaign)
+        for position, minutes_ago in enumerate((5.5, 3.5, 1.5)):
+            _store(campaign, versions[position], 0, minutes_ago=minutes_ago)
+        services.campaign_set_status(campaign=campaign, status=Campaign.Status.PAUSED)
+        progress = selectors.campaign_progress(campaign=Campaign.objects.get(pk=campaign.pk))
+    assert progress["stored"] == 12 and progress["rollouts_per_minute"] is None and progress["eta_seconds"] is None
