@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from accounts.audit import audit_record
 from calibration.models import Band, ProbeModel
-from calibration.services.calibrations import thresholds_for
+from calibration.services.policies import thresholds_for
 from curation import files
 from curation.models import Environment, TaskStatus, TaskVersion
 from curation.policy import tasks_visible_to

@@ -23,7 +23,7 @@ from calibration.models import (
     Rollout,
     outcome_count_aggregates,
 )
-from calibration.services.calibrations import policy_for, sampling_policy, thresholds_for
+from calibration.services.policies import policy_for, sampling_policy, thresholds_for
 from curation.models import TaskVersion
 from engine import stats
 
