@@ -63,10 +63,10 @@ def seed(*, tasks: int) -> tuple:
         cursor.execute(
             """INSERT INTO calibration_calibration (task_version_id, probe_model_id, attempts, successes, verifier_errors,
                    generation_errors, pass_rate, interval_low, interval_high, band, decided, grpo_signal, cost_usd,
-                   flags, policy, updated_at, diagnosis, diagnosis_evidence)
+                   flags, policy, updated_at, diagnosis, diagnosis_evidence, tampered)
                SELECT v.id, %s, 16, v.id %% 17, 0, 0, (v.id %% 17) / 16.0, 0.05, 0.6,
                    CASE WHEN v.id %% 17 = 0 THEN 'too_hard' WHEN v.id %% 17 >= 12 THEN 'retire' ELSE 'in_band' END,
-                   true, 0.8, 0.01, '[]'::jsonb, '{}'::jsonb, now(), '', '{}'::jsonb
+                   true, 0.8, 0.01, '[]'::jsonb, '{}'::jsonb, now(), '', '{}'::jsonb, 0
                FROM curation_taskversion v""",
             [model.pk],
         )
