@@ -63,10 +63,10 @@ def seed(*, tasks: int) -> tuple:
         cursor.execute(
             """INSERT INTO calibration_calibration (task_version_id, probe_model_id, attempts, successes, verifier_errors,
                    generation_errors, pass_rate, interval_low, interval_high, band, decided, grpo_signal, cost_usd,
-                   flags, policy, updated_at, diagnosis, diagnosis_evidence)
+                   flags, policy, updated_at, diagnosis, diagnosis_evidence, tampered)
                SELECT v.id, %s, 16, v.id %% 17, 0, 0, (v.id %% 17) / 16.0, 0.05, 0.6,
                    CASE WHEN v.id %% 17 = 0 THEN 'too_hard' WHEN v.id %% 17 >= 12 THEN 'retire' ELSE 'in_band' END,
-                   true, 0.8, 0.01, '[]'::jsonb, '{}'::jsonb, now(), '', '{}'::jsonb
+                   true, 0.8, 0.01, '[]'::jsonb, '{}'::jsonb, now(), '', '{}'::jsonb, 0
                FROM curation_taskversion v""",
             [model.pk],
         )
@@ -76,10 +76,10 @@ def seed(*, tasks: int) -> tuple:
 
 def copy_rows_per_second(*, queryset) -> tuple[int, float]:
     """COPY (the export query) TO STDOUT: the same rows, as PostgreSQL's own text output, under the
-    same session settings as the export (releases.EXPORT_SESSION_SETTINGS)."""
+    same session settings as the export (releases.records.EXPORT_SESSION_SETTINGS)."""
     from django.db import connection, transaction
 
-    from releases.services import EXPORT_SESSION_SETTINGS
+    from releases.records import EXPORT_SESSION_SETTINGS
 
     sql, params = queryset.query.sql_with_params()
     connection.ensure_connection()
@@ -114,7 +114,7 @@ def main() -> None:
     django_in_fresh_database(suffix="_bench_export")
 
     from engine import formats
-    from releases import services as releases
+    from releases import records
 
     started = time.perf_counter()
     environment, model = seed(tasks=args.tasks)
@@ -123,7 +123,7 @@ def main() -> None:
         f"peak RSS {peak_rss_mib():.0f} MiB"
     )
 
-    versions = releases.export_versions(environment=environment, probe_model=model)
+    versions = records.export_versions(environment=environment, probe_model=model)
     if args.card_overhead:
         card_overhead(versions=versions, model=model, tasks=args.tasks, repeats=args.repeats)
         return
@@ -145,7 +145,7 @@ def main() -> None:
                     copy_times.append(copy_seconds)
                     started = time.perf_counter()
                     rows = formats.write_file(
-                        records=releases.export_records(versions=versions, probe_model=model),
+                        records=records.export_records(versions=versions, probe_model=model),
                         format=format,
                         file_type=file_type,
                         path=path,
@@ -166,24 +166,24 @@ def card_overhead(*, versions, model, tasks: int, repeats: int) -> None:
     """Native JSONL with each version's quality card (releases/quality_cards.py), against the same export with
     the card selector answering no cards, paired and repeated; best of each."""
     from engine import formats
-    from releases import services as releases
+    from releases import records
 
-    real = releases.quality_cards
+    real = records.quality_cards
     times: dict[str, list[float]] = {"with cards": [], "without cards": []}
     with tempfile.TemporaryDirectory() as folder:
         for _ in range(repeats):
             for mode in times:
-                releases.quality_cards = real if mode == "with cards" else (lambda **kwargs: {})
+                records.quality_cards = real if mode == "with cards" else (lambda **kwargs: {})
                 started = time.perf_counter()
                 rows = formats.write_file(
-                    records=releases.export_records(versions=versions, probe_model=model),
+                    records=records.export_records(versions=versions, probe_model=model),
                     format="native",
                     file_type="jsonl",
                     path=Path(folder) / "native.jsonl",
                 )
                 times[mode].append(time.perf_counter() - started)
                 assert rows == tasks
-    releases.quality_cards = real
+    records.quality_cards = real
     for mode, seconds in times.items():
         print(f"| native | jsonl | {mode} | {tasks} | {min(seconds):.2f} s | {tasks / min(seconds):,.0f} rows/s |")
 

@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 
 from curation.errors import CurationError
 from curation.models import Environment, ImportMapping
+from curation.policy import CHANGE, allows
 from engine import task_files
 from engine.task_format import LineProblem, TaskDraft
 from engine.task_mapping import ColumnMapping, MappingError
@@ -46,7 +47,7 @@ def import_mapping_save(
                     )
             except IntegrityError:  # saved by someone else a moment ago
                 raise CurationError(f"A mapping {name!r} was just saved in {environment.name}; try again.") from None
-        if saved.created_by_id != by.pk and not by.is_staff:
+        if not allows(by, CHANGE, saved):
             raise CurationError(
                 f"The mapping {name!r} of {environment.name} was saved by {saved.created_by}; choose another name."
             )

@@ -19,6 +19,7 @@ from curation.models import (
     Task,
     TaskVersion,
 )
+from curation.policy import task_may_change
 from curation.services import DraftAudit, draft_audit, generated_key, version_add, version_row, versions_written
 from curation.weak_tests import weak_tests_flag
 from engine import task_files
@@ -267,7 +268,7 @@ def _lines_to_write(
             continue
         seen_hashes[line.content_hash] = line.line
         known = owners_by_key.get(line.key) if line.key else None
-        if known is not None and known[1] != owner.pk and not owner.is_staff:
+        if known is not None and not task_may_change(owner, Task(pk=known[0], owner_id=known[1])):
             report.problems.append(
                 LineProblem(
                     report.filename,

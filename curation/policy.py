@@ -201,6 +201,9 @@ RULES: dict[tuple[str, str], Callable[[AbstractBaseUser, Model], bool]] = {
     ("campaign", EXPORT): lambda user, campaign: is_trainer(user),
     ("importjob", SEE): _owner_or_staff("owner_id"),
     ("importjob", CHANGE): _owner_or_staff("owner_id"),
+    # A saved column mapping is shared in its environment; only who saved it (or staff) may overwrite it.
+    ("importmapping", SEE): _signed_in,
+    ("importmapping", CHANGE): _owner_or_staff("created_by_id"),
     ("release", SEE): release_may_see,
     ("release", CHANGE): release_may_see,
     ("release", EXPORT): release_may_see,

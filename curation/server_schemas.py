@@ -16,6 +16,7 @@ from django.utils import timezone
 from curation.errors import CurationError
 from curation.mcp_servers import mcp_server_check
 from curation.models import McpServer
+from curation.policy import CHANGE, allows
 
 
 def server_tools_changed_record(*, server: McpServer, changes: list[str]) -> str:
@@ -37,7 +38,7 @@ def mcp_server_schema_accept(*, server: McpServer, accepted_by: AbstractBaseUser
     """Staff accept the server's tools as it lists them now: they become the accepted schema and the
     recorded change is cleared, so waiting rollouts run again. Raises CurationError (not staff, or the
     server cannot be listed)."""
-    if not getattr(accepted_by, "is_staff", False):
+    if not allows(accepted_by, CHANGE, server):
         raise CurationError("Only staff can accept a server's new tool schema.")
     server = mcp_server_check(server=server)
     server.tools_changed, server.tools_changed_at, server.tools_accepted_at = "", None, timezone.now()
@@ -51,7 +52,7 @@ def mcp_server_schema_accept_later(*, server: McpServer, accepted_by: AbstractBa
     its check marked pending. Raises CurationError (not staff)."""
     from curation import tasks
 
-    if not getattr(accepted_by, "is_staff", False):
+    if not allows(accepted_by, CHANGE, server):
         raise CurationError("Only staff can accept a server's new tool schema.")
     server.check_status, server.check_error = McpServer.CheckStatus.PENDING, ""
     server.save(update_fields=["check_status", "check_error"])

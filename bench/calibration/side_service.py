@@ -59,7 +59,7 @@ def main() -> None:
 
     from calibration import services
     from calibration.models import Calibration, ProbeModel
-    from calibration.services.calibrations import sampling_policy, thresholds_for
+    from calibration.services.policies import sampling_policy, thresholds_for
     from curation.imports import tasks_import
     from curation.services import environment_create
     from engine import stats

@@ -19,16 +19,15 @@ from calibration.selectors.costs import cost_summary, environment_costs, task_co
 from calibration.selectors.curriculum import Curriculum, curriculum_next
 from calibration.selectors.dashboards import (
     bands_over_time,
-    campaign_policy_in_use,
     campaigns_progress,
     campaigns_progress_of,
     curriculum_sweep,
     model_comparison,
-    operating_characteristic,
     pass_rate_histogram,
     verifier_latency,
 )
 from calibration.selectors.health import environment_band_counts, environment_health
+from calibration.selectors.policies import campaign_policy_in_use, operating_characteristic
 from calibration.selectors.probes import SCOPES, probe_estimate, probe_task_versions, probes_running
 from calibration.selectors.tasks import (
     FLAGS,

@@ -21,7 +21,7 @@ from calibration.models import (
     outcome_count_aggregates,
 )
 from calibration.selectors.pace import RATE_WINDOW, campaign_pace
-from calibration.services.calibrations import policy_for, sampling_policy, thresholds_for
+from calibration.services.policies import policy_for, sampling_policy, thresholds_for
 from curation.models import TaskVersion
 from engine import stats
 

@@ -15,7 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Sum
 
 from calibration.models import Calibration, FeedbackReport, ProbeModel
-from calibration.services.calibrations import thresholds_for
+from calibration.services.policies import thresholds_for
 from curation.models import Environment, StatusChange, Task, TaskStatus
 from curation.policy import PUBLISHED, tasks_visible_to
 from engine import stats
@@ -68,7 +68,58 @@ def curriculum_next(
     )
     changes = _feedback_changes(visible)
     tasks = [task for task in visible if _in_pool(task, step=step, changes=changes)]
-    version_ids = [task.current_version_id for task in visible]
+    evidence = _evidence(version_ids=[task.current_version_id for task in visible], probe_model=probe_model, step=step)
+    thresholds = thresholds_for(environment)
+    candidates = [(task.pk, evidence.posterior(task, None)) for task in tasks]
+    drawn, estimates = stats.curriculum_sample(
+        candidates=candidates, count=count, seed=seed, thresholds=thresholds, group_size=group_size
+    )
+    history = _in_band_history(tasks=visible, evidence=evidence, thresholds=thresholds)
+    by_id = {task.pk: task for task in tasks}
+    pool = {str(band): 0 for band in stats.BANDS}
+    for estimate in estimates:
+        pool[str(estimate.band)] += 1
+    return Curriculum(
+        drawn=[
+            CurriculumTask(
+                task=by_id[choice.item],
+                estimate=choice,
+                checkpoints=len(evidence.by_step.get(by_id[choice.item].current_version_id, [])),
+            )
+            for choice in drawn
+        ],
+        pool=pool,
+        candidates=len(estimates),
+        in_band_history=history,
+        forecast=stats.pool_forecast(history),
+    )
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """What the draw knows of each version: `probes`, its (successes, attempts) under the probe model, and
+    `by_step`, its trainer feedback as (checkpoint step, passes, attempts) in step order."""
+
+    probes: dict[int, tuple[int, int]]
+    by_step: dict[int, list[tuple[int, int, int]]]
+    discount: float
+
+    def posterior(self, task: Task, until: int | None) -> stats.Beta:
+        """The task's pass rate given the probe and the feedback of checkpoints up to `until` (None: all)."""
+        return stats.checkpoint_posterior(
+            probe=self.probes.get(task.current_version_id),
+            checkpoints=[
+                (passes, attempts)
+                for step_at, passes, attempts in self.by_step.get(task.current_version_id, [])
+                if until is None or step_at <= until
+            ],
+            discount=self.discount,
+        )
+
+
+def _evidence(*, version_ids: list[int], probe_model: ProbeModel | None, step: int | None) -> _Evidence:
+    """The calibrations under `probe_model` (none without one) and the feedback reported before `step`
+    (all of it when None) of the versions `version_ids`."""
     probes: dict[int, tuple[int, int]] = {}
     if probe_model is not None:
         probes = {
@@ -88,55 +139,24 @@ def curriculum_next(
         .order_by("task_version", "checkpoint_step")
     ):
         by_step[row["task_version"]].append((row["checkpoint_step"], row["passes"], row["attempts"]))
-    thresholds = thresholds_for(environment)
-    discount = settings.PASSBAND_FEEDBACK_DISCOUNT
+    return _Evidence(probes=probes, by_step=by_step, discount=settings.PASSBAND_FEEDBACK_DISCOUNT)
 
-    def posterior(task: Task, until: int | None) -> stats.Beta:
-        return stats.checkpoint_posterior(
-            probe=probes.get(task.current_version_id),
-            checkpoints=[
-                (passes, attempts)
-                for step_at, passes, attempts in by_step.get(task.current_version_id, [])
-                if until is None or step_at <= until
-            ],
-            discount=discount,
-        )
 
-    candidates = [(task.pk, posterior(task, None)) for task in tasks]
-    drawn, estimates = stats.curriculum_sample(
-        candidates=candidates, count=count, seed=seed, thresholds=thresholds, group_size=group_size
-    )
-    # The in-band pool at each of the last checkpoints, counting the tasks feedback retired since.
-    steps = sorted({step_at for rows in by_step.values() for step_at, _, _ in rows})[-FORECAST_CHECKPOINTS:]
-    history = [
+def _in_band_history(*, tasks: list[Task], evidence: _Evidence, thresholds: stats.Thresholds) -> list[tuple[int, int]]:
+    """(step, tasks in band by their estimate then) at each of the last FORECAST_CHECKPOINTS reported
+    checkpoints, counting the tasks feedback retired since."""
+    steps = sorted({step_at for rows in evidence.by_step.values() for step_at, _, _ in rows})[-FORECAST_CHECKPOINTS:]
+    return [
         (
             step_at,
             sum(
-                stats.band_for_rate(pass_rate=posterior(task, step_at).mean, thresholds=thresholds) == stats.IN_BAND
-                for task in visible
+                stats.band_for_rate(pass_rate=evidence.posterior(task, step_at).mean, thresholds=thresholds)
+                == stats.IN_BAND
+                for task in tasks
             ),
         )
         for step_at in steps
     ]
-    checkpoints = {version: [(p, a) for _, p, a in rows] for version, rows in by_step.items()}
-    by_id = {task.pk: task for task in tasks}
-    pool = {str(band): 0 for band in stats.BANDS}
-    for estimate in estimates:
-        pool[str(estimate.band)] += 1
-    return Curriculum(
-        drawn=[
-            CurriculumTask(
-                task=by_id[choice.item],
-                estimate=choice,
-                checkpoints=len(checkpoints.get(by_id[choice.item].current_version_id, [])),
-            )
-            for choice in drawn
-        ],
-        pool=pool,
-        candidates=len(estimates),
-        in_band_history=history,
-        forecast=stats.pool_forecast(history),
-    )
 
 
 def _feedback_changes(tasks: list[Task]) -> dict[int, list[tuple[int, str, str]]]:

@@ -4,7 +4,9 @@
 - campaigns: start, queue, reconcile, pause, resume, cancel
 - leases: a worker's lease on the round it works on, renewed by a heartbeat; what counts as stalled
 - rounds: the round pipeline (round_generate, round_score, round_run) and the inline runner
-- calibrations: priors, sampling policy, thresholds, refreshing stored calibrations
+- policies: an environment's thresholds, a campaign's stored sampling policy and its stopping rule
+- learning: an environment's population prior and the stopping tables learned from its own probes
+- calibrations: refreshing stored calibrations from their rollouts, re-banding on new thresholds
 - side_information: each task's score before it is probed (declared difficulty, other probe models)
   and the learned tables per stratum of it
 - diagnosis: why a too_hard task is too hard (suspect_verifier, truncated, hard), stored with its band
@@ -15,17 +17,10 @@
 """
 
 from calibration.services.calibrations import (
-    EVIDENCE,
-    PRIOR_CACHE_SECONDS,
     calibration_refresh,
     calibrations_refresh,
     environment_calibrations_refresh,
-    environment_learned_table,
-    environment_learning,
-    environment_prior,
     environment_thresholds_set,
-    policy_for,
-    thresholds_for,
 )
 from calibration.services.campaigns import (
     campaign_enqueue_pending,
@@ -59,7 +54,14 @@ from calibration.services.ladder import (
     campaign_start_ladder,
     ladder_fit,
 )
+from calibration.services.learning import (
+    PRIOR_CACHE_SECONDS,
+    environment_learned_table,
+    environment_learning,
+    environment_prior,
+)
 from calibration.services.leases import round_lease_release, round_lease_renew, round_leased
+from calibration.services.policies import EVIDENCE, policy_for, thresholds_for
 from calibration.services.probe_models import (
     backend_for_probe_model,
     probe_model_add,

@@ -1,20 +1,19 @@
-"""Calibrations: the population prior, the sampling policy, and the refresh that stores each band.
+"""Calibrations: the refresh that stores each task version's band from its rollouts, and the re-banding
+of an environment when its thresholds change.
 
-The band rule itself lives in engine.stats; this module gathers the counts and stores the verdict."""
+The band rule itself lives in engine.stats; this module gathers the counts and stores the verdict. The
+priors and learned tables it probes with: calibration.services.learning; the policies: .policies."""
 
 from __future__ import annotations
 
 import logging
-import zlib
-from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import cast
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.cache import cache
 from django.db import transaction
-from django.db.models import F, Sum
+from django.db.models import Sum
 from django.utils import timezone
 
 from accounts.audit import audit_record_many
@@ -23,274 +22,32 @@ from calibration.models import (
     Band,
     Calibration,
     Campaign,
-    Outcome,
     ProbeModel,
     Rollout,
     outcome_count_aggregates,
 )
-from calibration.services import side_information
 from calibration.services.diagnosis import calibrations_diagnose_rows
+from calibration.services.learning import LearnedTables, environment_learned_tables, environment_prior
+from calibration.services.policies import PREDICTED_POLICY, sampling_policy, thresholds_for
 from curation.models import Environment, TaskVersion
 from curation.thresholds import thresholds_validate
 from engine import stats
 
 logger = logging.getLogger(__name__)
 
-# A task whose verifier errors on more than settings.PASSBAND_VERIFIER_TROUBLE_SHARE of its verdicts
-# is verifier trouble, not hard.
-EVIDENCE = (Outcome.PASS, Outcome.FAIL)
-
-
-def thresholds_for(environment: Environment) -> stats.Thresholds:
-    return stats.Thresholds.with_default_zones(floor=environment.floor, retire_at=environment.retire_at)
-
-
-def policy_for(campaign: Campaign) -> dict:
-    """The sampling policy of a campaign, as stored on the calibrations it produces."""
-    return {
-        "kind": campaign.policy,
-        "round_size": campaign.round_size,
-        "max_rollouts": campaign.max_rollouts,
-        "confidence": campaign.confidence,
-    }
-
-
-def sampling_policy(policy: dict, *, attempts: int) -> stats.SamplingPolicy:
-    """The stopping rule's policy for a stored campaign policy (see policy_for) after `attempts`."""
-    if policy.get("kind") == Campaign.Policy.ADAPTIVE:
-        cap = max(policy["max_rollouts"], policy["round_size"])
-        return stats.SamplingPolicy(
-            kind="adaptive", round_size=policy["round_size"], cap=cap, confidence=policy.get("confidence", 0.95)
-        )
-    # Fixed N: the attempts there are (errors are not attempts, so a fixed-N campaign may end with
-    # fewer than N), banded only where the stopping rule's claims hold on them; else undecided.
-    return stats.SamplingPolicy(kind="fixed", fixed_n=max(1, attempts), confidence=policy.get("confidence", 0.95))
-
-
 # Marks "compute the environment's population prior here" in calibration_refresh.
 _POPULATION_PRIOR = object()
 
-
-PRIOR_CACHE_SECONDS = 120
-
-
-def environment_prior(*, environment: Environment, probe_model: ProbeModel, cached: bool = False) -> stats.Beta | None:
-    """Empirical-Bayes prior of an environment's pass rates under one probe model, or None.
-
-    Fitted on the fly (stats.fit_population_prior) from the calibrations of the environment's
-    current task versions under this model; None (so Jeffreys) until PASSBAND_PRIOR_MIN_TASKS of
-    them have attempts (0 turns it off). Computed rather than stored, so it always follows the
-    latest evidence. `cached=True` (the per-round refresh) reuses a fit up to PRIOR_CACHE_SECONDS
-    old, so a large environment is not re-read after every round of every task; "no prior yet"
-    is not cached.
-    """
-    if settings.PASSBAND_PRIOR_MIN_TASKS <= 0:
-        return None
-    if cached:
-        key = f"passband:environment-prior:{environment.pk}:{probe_model.pk}:{settings.PASSBAND_PRIOR_MIN_TASKS}"
-        hit = cache.get(key)
-        if hit is not None:
-            return stats.Beta(*hit)
-        prior = environment_prior(environment=environment, probe_model=probe_model)
-        # Only a fitted prior is kept: while too few tasks have evidence, each refresh looks again
-        # (a cheap query then), so the prior starts to count as soon as the evidence is there.
-        if prior is not None:
-            cache.set(key, list(prior), PRIOR_CACHE_SECONDS)
-        return prior
-    return stats.fit_population_prior(
-        evidence=_environment_evidence(environment=environment, probe_model=probe_model),
-        min_tasks=settings.PASSBAND_PRIOR_MIN_TASKS,
-    )
-
-
-def _environment_evidence(*, environment: Environment, probe_model: ProbeModel) -> list[tuple[int, int]]:
-    """(successes, attempts) of each current task version of the environment with attempts under the model."""
-    return [
-        (successes, attempts)
-        for _, successes, attempts in _environment_evidence_by_version(environment=environment, probe_model=probe_model)
-    ]
-
-
-def _environment_evidence_by_version(
-    *, environment: Environment, probe_model: ProbeModel
-) -> list[tuple[int, int, int]]:
-    """(version id, successes, attempts) of each current task version with attempts under the model."""
-    return list(
-        Calibration.objects.filter(
-            probe_model=probe_model,
-            task_version__task__environment=environment,
-            task_version__task__current_version=F("task_version"),
-            attempts__gt=0,
-        ).values_list("task_version_id", "successes", "attempts")
-    )
-
-
-LEARNED_TABLE_CACHE_SECONDS = 3600
-
-
-def environment_learned_table(
-    *,
-    environment: Environment,
-    probe_model: ProbeModel,
-    policy: stats.SamplingPolicy,
-    task: int | None = None,
-    version: TaskVersion | None = None,
-) -> stats.StoppingTable | None:
-    """The stopping table learned from the environment's own probes under one model, or None (the
-    calibrated rule): the table task ``task`` (an id), at ``version``, follows; see
-    ``environment_learning``."""
-    learned = _environment_learned_tables(environment=environment, probe_model=probe_model, policy=policy)
-    return None if learned is None else learned.table_for(task, version)
-
-
-def environment_learning(
-    *, environment: Environment, probe_model: ProbeModel, policy: stats.SamplingPolicy
-) -> Learning | None:
-    """What the environment learned from its own probes under ``probe_model``, once it has enough tasks
-    to learn from: the tables it probes with, or none and why the calibrated rule was kept
-    (stats.LearnedTable.reason: no table meets the limits, or one could harm a population the
-    evidence allows). None below the minimum, with learning off, and for a fixed or non-calibrated
-    policy. With PASSBAND_LEARNED_MIXTURE the learned policy may be a mixture of two tables
-    (stats.search_prices); ``LearnedTables.table_for`` gives a task (by id) the one it follows.
-
-    Side information (calibration.services.side_information): once the minimum of calibrated tasks
-    have a score from a source (the declared difficulty, or the other probe models' results), one
-    table per stratum of score is learned too, held to the same check, and a task with a score
-    follows its stratum's table; ``strata_reason`` says why not when the strata keep the rule, and is
-    None when too few tasks have a score."""
-    entry = _learned_entry(environment=environment, probe_model=probe_model, policy=policy)
-    if entry is None:
-        return None
-    strata: dict = entry.get("strata") or {}
-    tables = None
-    if "table" in entry or "tables" in strata:
-        tables = LearnedTables(
-            table=stats.table_from_lists(entry["table"]) if "table" in entry else None,
-            cheaper=None if entry.get("cheaper") is None else stats.table_from_lists(entry["cheaper"]),
-            share=entry.get("share", 0.0),
-            cuts=tuple(strata.get("cuts", ())),
-            strata=tuple(stats.table_from_lists(rows) for rows in strata.get("tables", ())),
-            source=strata.get("source", ""),
-            scores=strata.get("scores", {}),
-        )
-    return Learning(
-        tables=tables, reason=entry["reason"], strata_reason=strata.get("reason"), strata_source=strata.get("source")
-    )
-
-
-def _environment_learned_tables(
-    *, environment: Environment, probe_model: ProbeModel, policy: stats.SamplingPolicy
-) -> LearnedTables | None:
-    """The tables the environment probes with under one model, or None: the calibrated rule decides."""
-    learning = environment_learning(environment=environment, probe_model=probe_model, policy=policy)
-    return None if learning is None else learning.tables
-
-
-def _learned_entry(*, environment: Environment, probe_model: ProbeModel, policy: stats.SamplingPolicy) -> dict | None:
-    """The cached outcome of learning: {"reason"} when the rule is kept, with "table", "cheaper" and
-    "share" when a table was learned; None when nothing is learned (off, too few tasks, a policy
-    that is not learned). The fit and the search take seconds, so the outcome is cached for
-    LEARNED_TABLE_CACHE_SECONDS per environment, model, thresholds and policy; "too few tasks" is not
-    cached (a cheap count, so learning starts as soon as the evidence is there)."""
-    minimum = settings.PASSBAND_LEARNED_MIN_TASKS
-    if minimum <= 0 or policy.kind != "adaptive" or policy.rule != "calibrated":
-        return None
-    thresholds = thresholds_for(environment)
-    key = (
-        f"passband:learned-table:v6:{environment.pk}:{probe_model.pk}:{thresholds.floor}:{thresholds.retire_at}:"
-        f"{policy.round_size}:{policy.cap}:{minimum}:{int(settings.PASSBAND_LEARNED_MIXTURE)}"
-    )
-    hit = cache.get(key)
-    if hit is None:
-        rows = _environment_evidence_by_version(environment=environment, probe_model=probe_model)
-        if len(rows) < minimum:
-            return None
-        evidence = [(successes, attempts) for _, successes, attempts in rows]
-        # The bootstrap resamples' seed comes from the environment's name, not its id: the same
-        # evidence learns the same table on any database (ids depend on what was created first).
-        seed = zlib.crc32(environment.name.encode())
-        learned = stats.learned_table_from_evidence(
-            evidence=evidence,
-            thresholds=thresholds,
-            policy=policy,
-            seed=seed,
-            min_tasks=minimum,
-            mixture=settings.PASSBAND_LEARNED_MIXTURE,
-        )
-        logger.info(
-            "learned table for %s under %s: %s (predicted %.1f rollouts, %.2f%% wrong; the rule: %.1f, %.2f%%)",
-            environment.name,
-            probe_model.name,
-            learned.reason,
-            learned.predicted.rollouts,
-            100 * learned.predicted.error,
-            learned.default_predicted.rollouts,
-            100 * learned.default_predicted.error,
-        )
-        hit = {"reason": learned.reason}
-        if learned.learned:
-            hit.update(table=stats.table_to_lists(learned.table), cheaper=None, share=0.0)
-            if learned.cheaper is not None:
-                hit.update(cheaper=stats.table_to_lists(learned.cheaper), share=learned.cheaper_share)
-        strata = side_information.strata_entry(
-            rows=rows,
-            scores=side_information.task_scores(environment=environment, probe_model=probe_model),
-            thresholds=thresholds,
-            policy=policy,
-            seed=seed,
-            minimum=minimum,
-            name=environment.name,
-            baseline=(learned.predicted if learned.learned else learned.default_predicted).rollouts,
-        )
-        if strata is not None:
-            hit["strata"] = strata
-        cache.set(key, hit, LEARNED_TABLE_CACHE_SECONDS)
-    return hit
-
-
-@dataclass(frozen=True)
-class Learning:
-    """An environment's learning outcome under one model: ``tables`` when it probes with learned
-    tables, else None; ``reason``: "learned", or why the calibrated rule was kept for the table
-    without side information; ``strata_reason``: the same for the tables per stratum of score, and
-    ``strata_source``: the source of that score (None for both: no source scores enough calibrated
-    tasks; calibration.services.side_information)."""
-
-    tables: LearnedTables | None
-    reason: str
-    strata_reason: str | None = None
-    strata_source: str | None = None
-
-
-@dataclass(frozen=True)
-class LearnedTables:
-    """An environment's learned policy: ``table`` (None: the rule), and a ``cheaper`` one a ``share`` of
-    tasks follow; with side information, ``strata``: one table per stratum of the ``source``'s score,
-    split at ``cuts`` (ascending scores; the first table is the lowest, hardest, stratum's), and
-    ``scores``: the source's score of each version id (the declared difficulty is read off the
-    version itself, so a task imported since still finds its stratum)."""
-
-    table: stats.StoppingTable | None
-    cheaper: stats.StoppingTable | None
-    share: float
-    cuts: tuple[float, ...] = ()
-    strata: tuple[stats.StoppingTable, ...] = ()
-    source: str = ""
-    scores: dict[int, float] = field(default_factory=dict)
-
-    def score_of(self, version: TaskVersion) -> float | None:
-        if self.source == side_information.DECLARED:
-            return None if version.declared_difficulty is None else -version.declared_difficulty
-        return self.scores.get(version.pk)
-
-    def table_for(self, task: int | None, version: TaskVersion | None = None) -> stats.StoppingTable | None:
-        score = None if version is None or not self.strata else self.score_of(version)
-        if score is not None:
-            # The stratum stats.StratifiedTables.stratum gives: the cuts at or below the score.
-            return self.strata[sum(cut <= score for cut in self.cuts)]
-        if task is not None and self.cheaper is not None and stats.follows_cheaper(task, self.share):
-            return self.cheaper
-        return self.table
+# The counts of a version with no rollouts yet.
+_NO_ROLLOUTS = {
+    "successes": 0,
+    "failures": 0,
+    "verifier_errors": 0,
+    "tampered": 0,
+    "generation_errors": 0,
+    "world_errors": 0,
+    "cost": None,
+}
 
 
 def calibration_refresh(
@@ -338,8 +95,45 @@ CALIBRATION_FIELDS = (
     "updated_at",
 )
 
-# The stored policy of a band predicted for a checkpoint (calibration/services/checkpoints.py).
-PREDICTED_POLICY = "predicted"
+
+class _Priors:
+    """The prior and learned table of each version in one refresh, each fitted once per environment:
+    `population_prior` is a prior given by the caller, or _POPULATION_PRIOR to fit the environment's."""
+
+    def __init__(self, *, probe_model: ProbeModel, population_prior: stats.Beta | None | object):
+        self.probe_model = probe_model
+        self.population_prior = population_prior
+        self.fitted: dict[int, stats.Beta | None] = {}
+        self.learned: dict[tuple, LearnedTables | None] = {}
+
+    def prior(self, version: TaskVersion, policy: dict) -> stats.Beta:
+        """The policy's own (ladder) prior, else the environment's population prior, else Jeffreys."""
+        if policy.get("prior"):
+            return stats.Beta(*policy["prior"])
+        if self.population_prior is not _POPULATION_PRIOR:
+            population = cast("stats.Beta | None", self.population_prior)
+        else:
+            environment = version.task.environment
+            if environment.pk not in self.fitted:
+                self.fitted[environment.pk] = environment_prior(
+                    environment=environment, probe_model=self.probe_model, cached=True
+                )
+            population = self.fitted[environment.pk]
+        return population or stats.JEFFREYS_PRIOR
+
+    def table(self, version: TaskVersion, policy: dict) -> stats.StoppingTable | None:
+        """The learned table the version follows under `policy`; None: the calibrated rule."""
+        if policy.get("prior") or policy.get("kind") != Campaign.Policy.ADAPTIVE:
+            return None  # a ladder prior's campaign, or fixed N: the rule, as stored
+        sampling = sampling_policy(policy, attempts=0)
+        environment = version.task.environment
+        key = (environment.pk, sampling)
+        if key not in self.learned:
+            self.learned[key] = environment_learned_tables(
+                environment=environment, probe_model=self.probe_model, policy=sampling
+            )
+        tables = self.learned[key]
+        return None if tables is None else tables.table_for(version.task_id, version)
 
 
 def calibrations_refresh(
@@ -357,15 +151,6 @@ def calibrations_refresh(
     if not task_versions:
         return {}
     ids = [version.pk for version in task_versions]
-    zero = {
-        "successes": 0,
-        "failures": 0,
-        "verifier_errors": 0,
-        "tampered": 0,
-        "generation_errors": 0,
-        "world_errors": 0,
-        "cost": None,
-    }
     counts = _rollout_counts(ids=ids, probe_model=probe_model)
     policies = _policies_with_stored(ids=ids, probe_model=probe_model, policies=policies or {})
     # A predicted band has no rollouts to recompute it from: it stays as predicted until probed.
@@ -373,47 +158,20 @@ def calibrations_refresh(
     if kept:
         task_versions = [version for version in task_versions if version.pk not in kept]
         ids = [pk for pk in ids if pk not in kept]
-    fitted: dict[int, stats.Beta | None] = {}
-    learned: dict[tuple, LearnedTables | None] = {}
-
-    def learned_table(environment: Environment, policy: dict, version: TaskVersion) -> stats.StoppingTable | None:
-        if policy.get("prior") or policy.get("kind") != Campaign.Policy.ADAPTIVE:
-            return None  # a ladder prior's campaign, or fixed N: the rule, as stored
-        sampling = sampling_policy(policy, attempts=0)
-        key = (environment.pk, sampling)
-        if key not in learned:
-            learned[key] = _environment_learned_tables(
-                environment=environment, probe_model=probe_model, policy=sampling
-            )
-        tables = learned[key]
-        return None if tables is None else tables.table_for(version.task_id, version)
-
-    def population(environment: Environment) -> stats.Beta | None:
-        if population_prior is not _POPULATION_PRIOR:
-            return cast("stats.Beta | None", population_prior)
-        if environment.pk not in fitted:
-            fitted[environment.pk] = environment_prior(environment=environment, probe_model=probe_model, cached=True)
-        return fitted[environment.pk]
-
+    priors = _Priors(probe_model=probe_model, population_prior=population_prior)
     now = timezone.now()
-    rows = []
-    for version in task_versions:
-        policy = policies[version.pk]
-        if policy.get("prior"):
-            prior = stats.Beta(*policy["prior"])
-        else:
-            prior = population(version.task.environment) or stats.JEFFREYS_PRIOR
-        rows.append(
-            _calibration_row(
-                version=version,
-                probe_model=probe_model,
-                counts=counts.get(version.pk, zero),
-                policy=policy,
-                prior=prior,
-                now=now,
-                table=learned_table(version.task.environment, policy, version),
-            )
+    rows = [
+        _calibration_row(
+            version=version,
+            probe_model=probe_model,
+            counts=counts.get(version.pk, _NO_ROLLOUTS),
+            policy=policies[version.pk],
+            prior=priors.prior(version, policies[version.pk]),
+            now=now,
+            table=priors.table(version, policies[version.pk]),
         )
+        for version in task_versions
+    ]
     # Where bands are assigned, so a too_hard task's diagnosis changes with its band.
     calibrations_diagnose_rows(rows=rows, versions={version.pk: version for version in task_versions})
     bands_before = dict(

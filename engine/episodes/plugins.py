@@ -274,22 +274,7 @@ def plugin_from_module(
         raise PluginError("invalid tool schema: " + "; ".join(problems[:5]))
     schemas = tuple(module.TOOL_SCHEMAS)
     names = [schema["function"]["name"] for schema in schemas]
-    tools = getattr(module, "TOOLS", None)
-    if tools is not None:
-        if not isinstance(tools, dict) or not all(callable(function) for function in tools.values()):
-            raise PluginError(f"{module.__name__}.TOOLS must be a dict of tool name -> function")
-        unimplemented = [tool for tool in names if tool not in tools]
-        if unimplemented:
-            raise PluginError(
-                f"TOOL_SCHEMAS names {', '.join(unimplemented)}, which TOOLS does not implement "
-                f"(TOOLS has {', '.join(tools) or 'nothing'}): add the function or remove the schema"
-            )
-        undeclared = [tool for tool in tools if tool not in names]
-        if undeclared:
-            raise PluginError(
-                f"TOOLS implements {', '.join(undeclared)}, which TOOL_SCHEMAS does not declare: "
-                "give each tool a schema, or the model can never call it"
-            )
+    _tools_check(module, names)
     tables = module.TABLES
     if (
         not isinstance(tables, (list, tuple))
@@ -308,20 +293,7 @@ def plugin_from_module(
     single = not (hasattr(module, "__path__"))
     dependencies = _declared_dependencies(module)
     if check_imports:
-        provided = frozenset(top_level_modules(dependencies)) if dependencies else frozenset()
-        foreign = [
-            problem
-            for module_name, path in files
-            for problem in _foreign_imports(
-                module_name, path, package=module.__name__, single=single, provided=provided
-            )
-        ]
-        if foreign:
-            raise PluginError(
-                "the tool package must be self-contained (the standard library, its own modules and the "
-                "distributions it names in DEPENDENCIES), because only these exist in its sandbox: "
-                + "; ".join(foreign[:5])
-            )
+        _self_contained_check(module, files=files, dependencies=dependencies, single=single)
     return Plugin(
         name=name,
         module=module,
@@ -334,6 +306,47 @@ def plugin_from_module(
         source_files=tuple(path for _, path in files),
         dependencies=dependencies,
     )
+
+
+def _tools_check(module: ModuleType, names: list[str]) -> None:
+    """PluginError unless the module's TOOLS, when it has them (rather than call_tool), are functions that
+    implement exactly the tools `names` its TOOL_SCHEMAS declare."""
+    tools = getattr(module, "TOOLS", None)
+    if tools is None:
+        return
+    if not isinstance(tools, dict) or not all(callable(function) for function in tools.values()):
+        raise PluginError(f"{module.__name__}.TOOLS must be a dict of tool name -> function")
+    unimplemented = [tool for tool in names if tool not in tools]
+    if unimplemented:
+        raise PluginError(
+            f"TOOL_SCHEMAS names {', '.join(unimplemented)}, which TOOLS does not implement "
+            f"(TOOLS has {', '.join(tools) or 'nothing'}): add the function or remove the schema"
+        )
+    undeclared = [tool for tool in tools if tool not in names]
+    if undeclared:
+        raise PluginError(
+            f"TOOLS implements {', '.join(undeclared)}, which TOOL_SCHEMAS does not declare: "
+            "give each tool a schema, or the model can never call it"
+        )
+
+
+def _self_contained_check(
+    module: ModuleType, *, files: list[tuple[str, Path]], dependencies: tuple[str, ...], single: bool
+) -> None:
+    """PluginError naming the first imports of the module's source `files` that its sandbox cannot satisfy
+    (anything beyond the standard library, its own modules and its declared `dependencies`)."""
+    provided = frozenset(top_level_modules(dependencies)) if dependencies else frozenset()
+    foreign = [
+        problem
+        for module_name, path in files
+        for problem in _foreign_imports(module_name, path, package=module.__name__, single=single, provided=provided)
+    ]
+    if foreign:
+        raise PluginError(
+            "the tool package must be self-contained (the standard library, its own modules and the "
+            "distributions it names in DEPENDENCIES), because only these exist in its sandbox: "
+            + "; ".join(foreign[:5])
+        )
 
 
 def _distribution(entry_point: metadata.EntryPoint) -> tuple[str, str]:

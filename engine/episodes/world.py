@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,21 +31,6 @@ from engine.episodes import plugin_runtime, plugins
 from engine.sandbox import SandboxLimits
 from engine.sandbox.view import SandboxView, sandbox_for
 
-
-class _Installed(Mapping[str, Any]):
-    """Environment name -> plug-in module, from discovery (kept for callers that read ENVIRONMENTS)."""
-
-    def __getitem__(self, name: str) -> Any:
-        return plugins.get(name).module
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(plugins.installed())
-
-    def __len__(self) -> int:
-        return len(plugins.installed())
-
-
-ENVIRONMENTS: Mapping[str, Any] = _Installed()
 _SOURCES: dict[tuple[str, str], str] = {}
 RUNTIME_MODULE = "_passband_plugin_runtime"
 

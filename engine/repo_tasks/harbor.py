@@ -152,18 +152,8 @@ def _bounded(value: object, *, where: str, low: float, high: float, default: flo
     return min(max(float(value), low), high)
 
 
-def task_from_harbor_folder(files: Mapping[str, bytes], *, folder: str) -> tuple[dict, dict[str, bytes]]:
-    """A Harbor task folder (``{relative path: bytes}``) in the layout ``harbor_folder`` writes, as a task row
-    whose ``verifier.snapshot`` is still to be filled, and the repository's files (``environment/repo/``).
-
-    Read: ``instruction.md`` (the prompt), ``task.toml`` (``[metadata] passband_key`` or the folder's name
-    as the key; the verifier's timeout less the two minutes the export added; the environment's memory),
-    ``tests/tests.json`` (``fail_to_pass``, ``pass_to_pass``), ``tests/hidden/`` (the hidden tests),
-    ``solution/solve.sh`` (the reference patch: the body of its here-document). Raises HarborFolderError
-    naming the file and field."""
-    prompt = _text(files, "instruction.md", folder).strip()
-    if not prompt:
-        raise HarborFolderError(f"{folder}/instruction.md: empty")
+def _task_toml(files: Mapping[str, bytes], folder: str) -> tuple[str, float, float]:
+    """(key, verifier timeout in seconds, memory in MB) from the folder's ``task.toml``."""
     try:
         config = tomllib.loads(_text(files, "task.toml", folder))
     except tomllib.TOMLDecodeError as error:
@@ -189,16 +179,50 @@ def task_from_harbor_folder(files: Mapping[str, bytes], *, folder: str) -> tuple
         high=4096,
         default=2048,
     )
+    return key, timeout, memory
+
+
+def _test_lists(files: Mapping[str, bytes], folder: str) -> dict[str, list[str]]:
+    """``fail_to_pass`` and ``pass_to_pass`` (pytest node ids) from the folder's ``tests/tests.json``."""
     try:
         tests = json.loads(_text(files, "tests/tests.json", folder))
     except json.JSONDecodeError as error:
         raise HarborFolderError(f"{folder}/tests/tests.json: not JSON ({error})") from error
-    lists = {}
+    lists: dict[str, list[str]] = {}
     for field in ("fail_to_pass", "pass_to_pass"):
         value = tests.get(field, []) if isinstance(tests, dict) else None
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise HarborFolderError(f"{folder}/tests/tests.json, field '{field}': must be a list of pytest node ids")
         lists[field] = value
+    return lists
+
+
+def _reference_patch(files: Mapping[str, bytes], folder: str) -> str:
+    """The reference patch: the unified diff in the here-document of the folder's ``solution/solve.sh``."""
+    solve = _text(files, "solution/solve.sh", folder)
+    heredoc = _HEREDOC.search(solve)
+    patch = extract_patch(heredoc.group(2) + "\n") if heredoc else ""
+    if not patch.strip():
+        raise HarborFolderError(
+            f"{folder}/solution/solve.sh: holds no reference patch (a unified diff in a here-document)"
+        )
+    return patch
+
+
+def task_from_harbor_folder(files: Mapping[str, bytes], *, folder: str) -> tuple[dict, dict[str, bytes]]:
+    """A Harbor task folder (``{relative path: bytes}``) in the layout ``harbor_folder`` writes, as a task row
+    whose ``verifier.snapshot`` is still to be filled, and the repository's files (``environment/repo/``).
+
+    Read: ``instruction.md`` (the prompt), ``task.toml`` (``[metadata] passband_key`` or the folder's name
+    as the key; the verifier's timeout less the two minutes the export added; the environment's memory),
+    ``tests/tests.json`` (``fail_to_pass``, ``pass_to_pass``), ``tests/hidden/`` (the hidden tests),
+    ``solution/solve.sh`` (the reference patch: the body of its here-document). Raises HarborFolderError
+    naming the file and field."""
+    prompt = _text(files, "instruction.md", folder).strip()
+    if not prompt:
+        raise HarborFolderError(f"{folder}/instruction.md: empty")
+    key, timeout, memory = _task_toml(files, folder)
+    lists = _test_lists(files, folder)
     hidden = {
         path.removeprefix("tests/hidden/"): _text(files, path, folder)
         for path in sorted(files)
@@ -211,13 +235,7 @@ def task_from_harbor_folder(files: Mapping[str, bytes], *, folder: str) -> tuple
     }
     if not repository:
         raise HarborFolderError(f"{folder}/environment/repo/: missing or empty (the repository the tests run on)")
-    solve = _text(files, "solution/solve.sh", folder)
-    heredoc = _HEREDOC.search(solve)
-    patch = extract_patch(heredoc.group(2) + "\n") if heredoc else ""
-    if not patch.strip():
-        raise HarborFolderError(
-            f"{folder}/solution/solve.sh: holds no reference patch (a unified diff in a here-document)"
-        )
+    patch = _reference_patch(files, folder)
     row = {
         "key": key,
         "prompt": prompt,

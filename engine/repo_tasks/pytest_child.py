@@ -117,19 +117,17 @@ def _forked(request, report_fd, nonce_fd, output_fd):
 
 
 def run_session(report_fd: int, nonce_fd: int, repo: str, args: list, plan_path: str) -> int:
-    """One pytest session on ``repo`` with the grader's plan; out: pytest's exit code."""
+    """One pytest session on ``repo`` with the grader's plan; out: pytest's exit code.
+
+    Everything the grader relies on is bound here, before any repository code runs: the helpers below
+    are factories whose closures hold their own references, so that code replacing this script's
+    globals (``__main__``) later changes nothing the session calls."""
     nonce = os.read(nonce_fd, 128).decode()
     os.close(nonce_fd)
     with open(plan_path, encoding="utf-8") as handle:
         plan = json.load(handle)
     os.unlink(plan_path)
-    write = os.write
-    dumps = json.dumps
 
-    import importlib
-    import inspect
-
-    import _pytest.pathlib
     import _pytest.python
     import _pytest.runner
     import pytest
@@ -137,11 +135,7 @@ def run_session(report_fd: int, nonce_fd: int, repo: str, args: list, plan_path:
 
     hidden_tests = _load_source("passband_hidden_tests", plan["prepare_source"])
     test_guard = _load_source("passband_test_guard", plan["guard_source"])
-
-    def record(**fields):
-        fields["nonce"] = nonce
-        write(report_fd, (dumps(fields) + "\n").encode())
-
+    record = _recorder(report_fd, nonce)
     sessions = []
 
     def report_tampering(nodeid, evidence):
@@ -150,7 +144,47 @@ def run_session(report_fd: int, nonce_fd: int, repo: str, args: list, plan_path:
             session.shouldstop = "the grader found the tests tampered with"
 
     guard = test_guard.Guard(report_tampering, plan["sentinel"])
-    compiled = {}  # absolute path -> (prepared, code) or the SyntaxError
+    compiled, summary = _compile_files(plan, repo, hidden_tests, rewrite_asserts)
+    canary_names = {qualname.rpartition(".")[2] for entry in summary.values() for qualname in entry["canaries"]}
+    # What the grader expects, recorded before any repository code can run.
+    record(event="plan", files=summary)
+    completed = set()
+    ours = {}  # id(module namespace) -> the module
+    plugin = _grader_plugin(
+        record=record,
+        changed_internals=_internals_watch(_pytest.python, _pytest.runner),
+        load_module=_module_loader(repo=repo, compiled=compiled, guard=guard, record=record, ours=ours),
+        wrap_items=_items_wrapper(
+            record=record, guard=guard, canary_names=canary_names, completed=completed, ours=ours
+        ),
+        compiled=compiled,
+        completed=completed,
+        sessions=sessions,
+    )
+    sys.path.insert(0, repo)
+    os.chdir(repo)
+    code = pytest.main(args, plugins=[plugin])
+    record(event="exit", code=int(code))
+    return int(code)
+
+
+def _recorder(report_fd, nonce):
+    """``record(**fields)``: one JSON line with the nonce on the report pipe."""
+    write = os.write
+    dumps = json.dumps
+
+    def record(**fields):
+        fields["nonce"] = nonce
+        write(report_fd, (dumps(fields) + "\n").encode())
+
+    return record
+
+
+def _compile_files(plan, repo, hidden_tests, rewrite_asserts):
+    """The plan's hidden test files prepared (renamed, strict, canaries) and compiled with pytest's
+    assertion rewrite: ({absolute path: (prepared, code) or the SyntaxError}, {path: what the grader
+    expects of it})."""
+    compiled = {}
     summary = {}
     for number, entry in enumerate(plan["files"]):
         path = os.path.join(repo, entry["path"])
@@ -168,28 +202,38 @@ def run_session(report_fd: int, nonce_fd: int, repo: str, args: list, plan_path:
             compiled[path] = error
             continue
         summary[entry["path"]] = {"original": entry["original"], "tests": prepared.tests, "canaries": prepared.canaries}
-    canary_names = {qualname.rpartition(".")[2] for entry in summary.values() for qualname in entry["canaries"]}
-    # What the grader expects, recorded before any repository code can run.
-    record(event="plan", files=summary)
+    return compiled, summary
 
-    function_type = _pytest.python.Function
+
+def _internals_watch(python, runner):
+    """``changed_internals()``: the names of pytest's internals that run a test which are no longer the
+    functions they were when this was called."""
+    function_type = python.Function
     guarded = {
         "Function.runtest": function_type.runtest,
-        "pytest_pyfunc_call": _pytest.python.pytest_pyfunc_call,
-        "call_and_report": _pytest.runner.call_and_report,
-        "runtestprotocol": _pytest.runner.runtestprotocol,
+        "pytest_pyfunc_call": python.pytest_pyfunc_call,
+        "call_and_report": runner.call_and_report,
+        "runtestprotocol": runner.runtestprotocol,
     }
     guarded_now = {
         "Function.runtest": lambda: function_type.runtest,
-        "pytest_pyfunc_call": lambda: _pytest.python.pytest_pyfunc_call,
-        "call_and_report": lambda: _pytest.runner.call_and_report,
-        "runtestprotocol": lambda: _pytest.runner.runtestprotocol,
+        "pytest_pyfunc_call": lambda: python.pytest_pyfunc_call,
+        "call_and_report": lambda: runner.call_and_report,
+        "runtestprotocol": lambda: runner.runtestprotocol,
     }
-    completed = set()
-    ours = {}  # id(module namespace) -> the module
 
     def changed_internals():
         return sorted(name for name, original in guarded.items() if guarded_now[name]() is not original)
+
+    return changed_internals
+
+
+def _module_loader(*, repo, compiled, guard, record, ours):
+    """``load_module(path)``: a hidden test module, executed from its compiled code by the guard (never
+    read from disk or ``sys.modules``), its problems recorded as tampering; it joins ``ours``."""
+    import importlib
+
+    import _pytest.pathlib
 
     def load_module(path):
         entry = compiled[path]
@@ -209,6 +253,70 @@ def run_session(report_fd: int, nonce_fd: int, repo: str, args: list, plan_path:
         ours[id(module.__dict__)] = module
         return module
 
+    return load_module
+
+
+def _items_wrapper(*, record, guard, canary_names, completed, ours):
+    """``wrap_items(config, items)``: one case of each canary kept, then each collected test of our modules
+    wrapped by the guard and marked in ``completed`` when it returns; the rest recorded as unwrapped."""
+    import inspect
+
+    import _pytest.python
+
+    function_type = _pytest.python.Function
+
+    def canary_failure(excinfo, style=None):
+        return "the canary's assertion failed, as it must"
+
+    def completing(function, nodeid):
+        def passband_test(*args, **kwargs):
+            result = function(*args, **kwargs)
+            completed.add(nodeid)
+            return result
+
+        passband_test.__wrapped__ = function  # type: ignore[attr-defined]
+        return passband_test
+
+    def wrap_items(config, items):
+        # One case of each canary is enough: the others would only cost time.
+        seen, dropped = set(), []
+        for item in list(items):
+            name = getattr(item, "originalname", None)
+            if name in canary_names and (item.parent.nodeid, name) in seen:
+                items.remove(item)
+                dropped.append(item)
+            seen.add((item.parent.nodeid, name))
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        collected = []
+        for item in items:
+            obj = getattr(item, "obj", None)
+            function = getattr(obj, "__func__", obj)
+            module = getattr(item, "module", None)
+            if (
+                type(item) is not function_type
+                or not inspect.isfunction(function)
+                or inspect.iscoroutinefunction(function)
+                or id(getattr(module, "__dict__", None)) not in ours
+            ):
+                record(event="unwrapped", id=item.nodeid)
+                continue
+            collected.append(item.nodeid)
+            if getattr(item, "originalname", None) in canary_names:
+                # A canary fails by design: its traceback is never read, so none is formatted.
+                item.repr_failure = canary_failure
+            params = dict(item.callspec.params) if hasattr(item, "callspec") else {}
+            item.obj = completing(guard.wrap(obj, item.nodeid, params), item.nodeid)
+        record(event="collected", ids=collected)
+
+    return wrap_items
+
+
+def _grader_plugin(*, record, changed_internals, load_module, wrap_items, compiled, completed, sessions):
+    """The pytest plug-in that collects the hidden test files through ``load_module``, wraps their tests
+    (``wrap_items``) and records each report, with whether pytest's internals changed."""
+    import pytest
+
     class GraderModule(pytest.Module):
         def _getobj(self):
             module = load_module(str(self.path))
@@ -224,36 +332,7 @@ def run_session(report_fd: int, nonce_fd: int, repo: str, args: list, plan_path:
 
         @pytest.hookimpl(trylast=True)
         def pytest_collection_modifyitems(self, config, items):
-            # One case of each canary is enough: the others would only cost time.
-            seen, dropped = set(), []
-            for item in list(items):
-                name = getattr(item, "originalname", None)
-                if name in canary_names and (item.parent.nodeid, name) in seen:
-                    items.remove(item)
-                    dropped.append(item)
-                seen.add((item.parent.nodeid, name))
-            if dropped:
-                config.hook.pytest_deselected(items=dropped)
-            collected = []
-            for item in items:
-                obj = getattr(item, "obj", None)
-                function = getattr(obj, "__func__", obj)
-                module = getattr(item, "module", None)
-                if (
-                    type(item) is not function_type
-                    or not inspect.isfunction(function)
-                    or inspect.iscoroutinefunction(function)
-                    or id(getattr(module, "__dict__", None)) not in ours
-                ):
-                    record(event="unwrapped", id=item.nodeid)
-                    continue
-                collected.append(item.nodeid)
-                if getattr(item, "originalname", None) in canary_names:
-                    # A canary fails by design: its traceback is never read, so none is formatted.
-                    item.repr_failure = _canary_failure
-                params = dict(item.callspec.params) if hasattr(item, "callspec") else {}
-                item.obj = _completing(guard.wrap(obj, item.nodeid, params), item.nodeid)
-            record(event="collected", ids=collected)
+            wrap_items(config, items)
 
         def pytest_sessionstart(self, session):
             sessions.append(session)
@@ -276,23 +355,7 @@ def run_session(report_fd: int, nonce_fd: int, repo: str, args: list, plan_path:
         def pytest_sessionfinish(self, session, exitstatus):
             record(event="finish", exitstatus=int(exitstatus), changed=changed_internals())
 
-    def _canary_failure(excinfo, style=None):
-        return "the canary's assertion failed, as it must"
-
-    def _completing(function, nodeid):
-        def passband_test(*args, **kwargs):
-            result = function(*args, **kwargs)
-            completed.add(nodeid)
-            return result
-
-        passband_test.__wrapped__ = function  # type: ignore[attr-defined]
-        return passband_test
-
-    sys.path.insert(0, repo)
-    os.chdir(repo)
-    code = pytest.main(args, plugins=[PassbandGrader()])
-    record(event="exit", code=int(code))
-    return int(code)
+    return PassbandGrader()
 
 
 main()

@@ -8,8 +8,8 @@ from django.core.management import call_command
 
 from calibration import services
 from calibration.models import Band, Calibration, Diagnosis, Rollout
-from releases import services as release_services
 from releases import task_filters
+from releases.records import export_versions
 from tests.factories import TOO_HARD_MAX_NEW_TOKENS, too_hard_answer, too_hard_probe, too_hard_tasks
 from tests.support.openai_server import serve_openai
 
@@ -103,7 +103,7 @@ def test_the_task_filter_selects_by_diagnosis_on_lists_and_exports(tasks, alice,
     assert [task.key for task in task_filters.tasks_matching(user=alice, task_filter=task_filter)] == ["prose"]
     assert task_filter.query()["diagnosis"] == "suspect_verifier"
     truncated = task_filters.task_filter_parse({"environment": "arithmetic", "diagnosis": "truncated"})
-    exported = release_services.export_versions(task_filter=truncated, user=alice)
+    exported = export_versions(task_filter=truncated, user=alice)
     assert [record["task_key"] for record in exported] == ["long"]
     with pytest.raises(task_filters.TaskFilterError, match="diagnosis: 'broken' is not one of suspect_verifier"):
         task_filters.task_filter_parse({"diagnosis": "broken"})

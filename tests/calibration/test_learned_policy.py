@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from calibration import services
 from calibration.models import Calibration, Campaign, ProbeModel, Rollout
-from calibration.services.calibrations import sampling_policy, thresholds_for
+from calibration.services.policies import sampling_policy, thresholds_for
 from curation.models import TaskVersion
 from engine import stats
 from tests.calibration.scripted import import_scripted, scripted_model
@@ -178,7 +178,7 @@ def test_a_learned_mixture_gives_each_task_its_own_table(environment_of_extremes
     settings.PASSBAND_LEARNED_MIN_TASKS = 50
     settings.PASSBAND_LEARNED_MIXTURE = True
     policy = sampling_policy(ADAPTIVE, attempts=0)
-    tables = services.calibrations._environment_learned_tables(
+    tables = services.learning.environment_learned_tables(
         environment=task.environment, probe_model=model, policy=policy
     )
     assert tables is not None

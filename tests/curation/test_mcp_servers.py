@@ -222,3 +222,19 @@ def test_the_command_registers_a_server_for_an_environment(kv_url, arithmetic):
     assert Environment.objects.get(name="arithmetic").mcp_server.name == "kv"
     with pytest.raises(CommandError, match="a server named 'kv' already exists"):
         call_command("add_mcp_server", "kv", "--url", kv_url)
+
+
+@pytest.mark.django_db
+def test_only_staff_accept_a_servers_new_tool_schema(kv_url, alice, staff):
+    from curation.server_schemas import mcp_server_schema_accept, mcp_server_schema_accept_later
+
+    server = mcp_server_register(name="kv", url=kv_url)
+    McpServer.objects.filter(pk=server.pk).update(tools_changed="the tools changed", tools_accepted_at=None)
+    server.refresh_from_db()
+    for accept in (mcp_server_schema_accept, mcp_server_schema_accept_later):
+        with pytest.raises(CurationError, match="Only staff can accept"):
+            accept(server=server, accepted_by=alice)
+    server.refresh_from_db()
+    assert server.tools_changed == "the tools changed" and server.tools_accepted_at is None
+    accepted = mcp_server_schema_accept(server=server, accepted_by=staff)
+    assert accepted.tools_changed == "" and accepted.tools_accepted_at is not None

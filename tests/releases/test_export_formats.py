@@ -5,7 +5,7 @@ import json
 import pytest
 
 from engine import formats
-from releases import services as releases
+from releases.records import export_records, export_versions
 from tests.releases.export_data import TOOL, calibrated_environment, predicted_calibration
 
 pytestmark = pytest.mark.django_db
@@ -14,8 +14,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def records(arithmetic, alice):
     model = calibrated_environment(arithmetic, alice)
-    versions = releases.export_versions(environment=arithmetic, probe_model=model)
-    return list(releases.export_records(versions=versions, probe_model=model))
+    versions = export_versions(environment=arithmetic, probe_model=model)
+    return list(export_records(versions=versions, probe_model=model))
 
 
 def expected_rows(records, format, file_type):
@@ -87,8 +87,8 @@ def test_a_predicted_band_is_marked_in_every_format(arithmetic, alice, format, f
     datasets = pytest.importorskip("datasets")
     model = calibrated_environment(arithmetic, alice)
     predicted_calibration(arithmetic, model, "tool-add")
-    versions = releases.export_versions(environment=arithmetic, probe_model=model)
-    records = list(releases.export_records(versions=versions, probe_model=model))
+    versions = export_versions(environment=arithmetic, probe_model=model)
+    records = list(export_records(versions=versions, probe_model=model))
     path = tmp_path / f"{format}.{file_type}"
     assert formats.write_file(records=records, format=format, file_type=file_type, path=path) == 4
     loaded = datasets.load_dataset(
@@ -143,12 +143,12 @@ def test_native_jsonl_imports_back(records, tmp_path, alice):
 
 def test_filters_and_unknown_values(arithmetic, alice):
     model = calibrated_environment(arithmetic, alice)
-    in_band = releases.export_versions(environment=arithmetic, probe_model=model, band="in_band")
+    in_band = export_versions(environment=arithmetic, probe_model=model, band="in_band")
     assert sorted(r["task_key"] for r in in_band) == ["product", "sum"]
-    assert releases.export_versions(environment=arithmetic, probe_model=model, status="draft").count() == 0
+    assert export_versions(environment=arithmetic, probe_model=model, status="draft").count() == 0
     from releases.task_filters import TaskFilterError
 
     with pytest.raises(TaskFilterError, match="band: 'hot' is not one of undecided, too_hard"):
-        releases.export_versions(band="hot")
+        export_versions(band="hot")
     with pytest.raises(formats.ExportFormatError, match="Unknown format 'csv'"):
         formats.check_format("csv")

@@ -23,6 +23,7 @@ from releases import tasks
 from releases.hub import release_hub_folder
 from releases.nemo_gym_folder import release_nemo_gym_folder
 from releases.quality_cards import quality_card_of
+from releases.records import release_records
 from similarity.models import SimilarityFlag
 from tests.factories import import_tasks
 from tests.releases.export_data import calibrated_environment
@@ -164,7 +165,7 @@ def test_a_release_keeps_the_card_it_was_pinned_with(arithmetic, evidence, charl
     release = built_release(arithmetic, charlie, evidence)
     product = arithmetic.tasks.get(key="product")
     Review.objects.create(task=product, task_version=product.current_version, reviewer=bob, decision="reject")
-    pinned = [row["quality_card"] for row in releases.release_records(release=release) if row["task_key"] == "product"]
+    pinned = [row["quality_card"] for row in release_records(release=release) if row["task_key"] == "product"]
     assert pinned[0]["review"]["decisions"] == []
     assert quality_card_of(version=product.current_version)["review"]["decisions"][0]["decision"] == "reject"
     assert quality_card_of(version=product.current_version)["provenance"]["releases"] == [release.pk]

@@ -7,6 +7,7 @@ from calibration.models import ProbeModel
 from curation.models import Task, TaskStatus
 from releases import services as releases
 from releases.models import ReleaseItem
+from releases.records import export_versions
 from similarity import services
 from tests.factories import import_tasks
 from tests.similarity.texts import APPLES, TRAIN, humaneval, task
@@ -47,8 +48,8 @@ def test_api_task_list_filters_on_contamination(client, checked, charlie):
 def test_export_and_release_leave_contaminated_tasks_out_when_asked(
     checked, charlie, django_capture_on_commit_callbacks
 ):
-    every = releases.export_versions(environment=checked)
-    clean = releases.export_versions(environment=checked, exclude_contaminated=True)
+    every = export_versions(environment=checked)
+    clean = export_versions(environment=checked, exclude_contaminated=True)
     assert sorted(row["task_key"] for row in every) == ["apples", "copy", "train"]
     assert sorted(row["task_key"] for row in clean) == ["apples", "train"]
 

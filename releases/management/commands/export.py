@@ -8,8 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from engine import formats
-from releases import services as releases
-from releases import task_filters
+from releases import records, task_filters
 
 
 class Command(BaseCommand):
@@ -44,9 +43,9 @@ class Command(BaseCommand):
             task_filter = dataclasses.replace(task_filter, contaminated=False)
         env, probe_model = task_filter.environment, task_filter.probe_model
         file_type = file_type or ("parquet" if output.suffix == ".parquet" else "jsonl")
-        versions = releases.export_versions(task_filter=task_filter)
+        versions = records.export_versions(task_filter=task_filter)
         count = formats.write_file(
-            records=releases.export_records(versions=versions, probe_model=probe_model),
+            records=records.export_records(versions=versions, probe_model=probe_model),
             format=format,
             file_type=file_type,
             path=output,
