@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import functools
 import importlib
+import logging
 from collections.abc import Iterable
 from importlib import metadata
 from types import ModuleType
 
 from engine.registry import Refused, Registry, installed_entry_points
 from engine.worlds.provider import WorldProvider, WorldTask, provider_problems
+
+logger = logging.getLogger("engine.worlds")
 
 GROUP = "passband.environments"
 # (module of engine.worlds.providers, attribute): the order is the order providers are asked.
@@ -77,6 +80,6 @@ def provider_for(task: WorldTask) -> WorldProvider | None:
         try:
             if provider.claims(task):
                 return provider
-        except Exception:  # noqa: BLE001, S112 - an installed provider's bug is not this task's problem
-            continue
+        except Exception as error:  # noqa: BLE001 - an installed provider's bug is not this task's problem
+            logger.warning("world provider %s failed to say whether it claims a task: %s", provider.name, error)
     return None
