@@ -5,7 +5,6 @@ the inline runner and the benchmarks call round_run, which is both in a row."""
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Callable
 
@@ -40,8 +39,6 @@ from calibration.services.rollout_store import rollout_row, rollouts_insert, ver
 from curation.models import TaskVersion
 from engine import backends, stats, verifiers
 from engine.verifiers.kinds import episode_reward
-
-logger = logging.getLogger(__name__)
 
 # On an episode whose environment reward and Passband check disagree (episode_reward tasks).
 REWARD_DISAGREEMENT_FLAG = "reward_disagreement"
