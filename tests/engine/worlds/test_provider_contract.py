@@ -1,6 +1,7 @@
-"""The contract every registered world provider meets, Passband's own and installed ones alike: it is well
-formed, claims its own examples (and no built-in takes them first), and each example's world opens, answers
-its tool call and shows its state. The registry keeps the built-ins whatever an installed package declares."""
+"""The contract every registered world provider meets, Passband's own and installed ones alike (the installed
+`lights` of tests/plugins/passband-example-world among them): it is well formed, claims its own examples (and
+no provider ahead of it takes them), and each example's world opens, answers its tool call and shows its
+state. The registry keeps the built-ins whatever an installed package declares."""
 
 from importlib import metadata
 
@@ -19,9 +20,12 @@ EXAMPLES = [
 ]
 
 
-def test_the_builtins_come_first_in_their_order():
+def test_the_builtins_come_first_in_their_order_and_the_example_package_is_installed():
     assert registry.provider_registry().names()[:4] == ("mcp", "openenv", "repository", "plugin")
     assert all(entry.builtin for entry in ENTRIES[:4])
+    lights = registry.provider_registry().entry("lights")
+    assert lights is not None, f"run make install (refused: {registry.errors()})"
+    assert lights.distribution == "passband-example-world"
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[entry.item.name for entry in ENTRIES])
