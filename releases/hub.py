@@ -34,15 +34,6 @@ from releases.services import release_file_name
 # Tags the Hub lists reinforcement-learning environments and their libraries under.
 HUB_TAGS = ("rl-environment", "reinforcement-learning", "passband", "trl", "verifiers", "nemo-gym", "grpo")
 SPLIT = "train"
-FORMAT_NOTES = {
-    "native": "Passband's import format plus environment, version, hash and calibration (verifier, tools and "
-    "metadata as JSON text).",
-    "trl": "TRL's GRPOTrainer: `prompt` as chat messages; `answer`, `verifier` (JSON text) and the rest reach the "
-    "reward function.",
-    "verifiers": "Prime Intellect verifiers: `prompt`, `answer`, `info` (JSON text) and `task`.",
-    "nemo_gym": "NeMo Gym: `responses_create_params` (JSON text: `input` and Responses API tools) and the "
-    "verifier columns.",
-}
 
 
 def release_hub_folder(*, release: Release, folder: Path, license: str = "other") -> Path:
@@ -56,7 +47,7 @@ def release_hub_folder(*, release: Release, folder: Path, license: str = "other"
         raise ReleaseError(f"Release {release.pk} holds no task: the Hub's loader refuses a split without rows.")
     data_files: dict[str, str] = {}
     with new_folder(folder, what="dataset") as staging:
-        for format in formats.FORMATS:
+        for format in formats.names():
             stored = release_file_name(release=release, format=format, file_type="parquet")
             (staging / format).mkdir()
             try:
@@ -86,22 +77,7 @@ def dataset_card(*, release: Release, license: str, data_files: dict[str, str]) 
     `data_files`: each format's parquet path in the folder."""
     manifest = release.manifest
     tasks = int(manifest["tasks"])
-    metadata = {
-        "pretty_name": f"Passband release {release.pk}"
-        + (f": {release.environment.name}" if release.environment else ""),
-        "license": license,
-        "tags": list(HUB_TAGS),
-        "task_categories": ["text-generation"],
-        "size_categories": [_size_category(tasks)],
-        "configs": [
-            {
-                "config_name": format,
-                "data_files": [{"split": SPLIT, "path": data_files[format]}],
-                **({"default": True} if format == "native" else {}),
-            }
-            for format in formats.FORMATS
-        ],
-    }
+    metadata = _card_metadata(release=release, license=license, data_files=data_files, tasks=tasks)
     probe_model = manifest.get("probe_model", {})
     bands = "\n".join(f"| {band} | {count} |" for band, count in sorted(manifest.get("bands", {}).items()))
     domains = ", ".join(
@@ -111,7 +87,7 @@ def dataset_card(*, release: Release, license: str, data_files: dict[str, str]) 
         f"| {environment} | {values.get('floor')} | {values.get('retire_at')} |"
         for environment, values in sorted((release.thresholds or {}).items())
     )
-    configs = "\n".join(f"| `{format}` | {FORMAT_NOTES[format]} |" for format in formats.FORMATS)
+    configs = "\n".join(f"| `{format.name}` | {format.description} |" for format in formats.all_formats())
     warnings = "".join(f"\n> **Warning.** {warning}\n" for warning in manifest.get("warnings", []))
     model_line = ", ".join(f"{key} `{value}`" for key, value in probe_model.items() if value)
     body = f"""
@@ -164,6 +140,26 @@ code that calibrated it). A verifier error or timeout is no reward (null), never
 `manifest.json` is the release's manifest: filter, thresholds, counts, and each file's row count and sha256.
 """
     return "---\n" + yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True) + "---\n" + body
+
+
+def _card_metadata(*, release: Release, license: str, data_files: dict[str, str], tasks: int) -> dict:
+    """The dataset card's YAML metadata: name, license, tags, size and one config per registered format."""
+    return {
+        "pretty_name": f"Passband release {release.pk}"
+        + (f": {release.environment.name}" if release.environment else ""),
+        "license": license,
+        "tags": list(HUB_TAGS),
+        "task_categories": ["text-generation"],
+        "size_categories": [_size_category(tasks)],
+        "configs": [
+            {
+                "config_name": format.name,
+                "data_files": [{"split": SPLIT, "path": data_files[format.name]}],
+                **({"default": True} if format.hub_default else {}),
+            }
+            for format in formats.all_formats()
+        ],
+    }
 
 
 def _size_category(rows: int) -> str:

@@ -256,7 +256,7 @@ def probe_model_identity(*, probe_model: ProbeModel) -> dict[str, str]:
 def _release_files_write(*, release: Release, folder: Path) -> dict[str, dict]:
     """Every format as every file type in `folder`; each file's rows, bytes and SHA-256 by its name."""
     files = {}
-    for format in formats.FORMATS:
+    for format in formats.names():
         for file_type in formats.FILE_TYPES:
             path = folder / f"{format}.{file_type}"
             rows = formats.write_file(

@@ -33,7 +33,9 @@ NEEDED = (
     "engine/sandbox/server.py",
     "engine/sandbox/runtime/judge.py",
     "engine/stats/__init__.py",
-    "engine/formats.py",
+    "engine/formats/__init__.py",
+    "engine/formats/registry.py",
+    "engine/worlds/registry.py",
     "engine/quality_card.schema.json",
 )
 NOT_SHIPPED = ("accounts/", "api/", "calibration/", "curation/", "releases/", "similarity/", "web/", "tests/")

@@ -67,7 +67,7 @@ class ReleaseSerializer(serializers.Serializer):
             f"{format}.{file_type}": request.build_absolute_uri(
                 f"/api/v1/releases/{release.pk}/files/{format}.{file_type}"
             )
-            for format in formats.FORMATS
+            for format in formats.names()
             for file_type in formats.FILE_TYPES
         }
 
@@ -150,7 +150,7 @@ class ReleaseFile(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("export_format", str, OpenApiParameter.PATH, enum=list(formats.FORMATS)),
+            OpenApiParameter("export_format", str, OpenApiParameter.PATH, enum=list(formats.names())),
             OpenApiParameter("file_type", str, OpenApiParameter.PATH, enum=list(formats.FILE_TYPES)),
         ],
         responses={(200, "application/octet-stream"): bytes},
@@ -159,9 +159,9 @@ class ReleaseFile(APIView):
         # Not `format`: DRF reserves that URL keyword for choosing a renderer.
         format = export_format
         release = release_for(request, release_id, policy.EXPORT)
-        if format not in formats.FORMATS or file_type not in formats.FILE_TYPES:
+        if format not in formats.names() or file_type not in formats.FILE_TYPES:
             raise Http404(
-                f"No file {format}.{file_type}; formats: {', '.join(formats.FORMATS)}; types: jsonl, parquet."
+                f"No file {format}.{file_type}; formats: {', '.join(formats.names())}; types: jsonl, parquet."
             )
         if release.status != ReleaseStatus.READY:
             raise Conflict(f"Release {release.pk} is {release.status}, not ready.")

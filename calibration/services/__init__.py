@@ -39,6 +39,7 @@ from calibration.services.checkpoints import (
     run_checkpoints,
 )
 from calibration.services.diagnosis import too_hard_diagnose
+from calibration.services.episodes import is_tool_task
 from calibration.services.feedback import (
     FEEDBACK_RETIRE_REASON,
     FEEDBACK_REVIVE_REASON,
@@ -72,7 +73,6 @@ from calibration.services.retention import rollouts_prune
 from calibration.services.rounds import (
     campaign_items_advance,
     campaign_run_inline,
-    is_tool_task,
     rollouts_generate,
     rollouts_verify,
     round_generate,

@@ -148,7 +148,12 @@ def probe_model_endpoint_check(*, base_url: str, api_key_env: str) -> None:
 
 
 def backend_for_probe_model(probe_model: ProbeModel) -> backends.Backend:
-    return backends.backend_for(
+    return backends.backend_for(backend_options(probe_model))
+
+
+def backend_options(probe_model: ProbeModel) -> backends.BackendOptions:
+    """The backend configuration of `probe_model` (the key its backend is kept under in a worker)."""
+    return backends.BackendOptions(
         kind=probe_model.backend,
         model=probe_model.model,
         base_url=probe_model.base_url,

@@ -5,7 +5,6 @@ the inline runner and the benchmarks call round_run, which is both in a row."""
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Callable
 
@@ -31,28 +30,16 @@ from calibration.services.campaigns import (
     campaign_is_running,
     round_enqueue,
 )
-from calibration.services.health import EpisodeAttempt, episode_health_record
+from calibration.services.episodes import episodes_generate, is_tool_task
 from calibration.services.policies import policy_for
 from calibration.services.probe_models import (
     backend_for_probe_model,
     sampling_params,
 )
 from calibration.services.rollout_store import rollout_row, rollouts_insert, verdicts_save
-from calibration.services.worlds import plugin_world_ready, remote_tools_guard
-from curation import mcp_servers
 from curation.models import TaskVersion
 from engine import backends, stats, verifiers
-from engine.episodes import plugins
-from engine.episodes import world as episode_world
-from engine.episodes.remote_mcp import McpServerConfig, McpWorld, RemoteSchemaError, RemoteUnavailable
-from engine.episodes.remote_openenv import OpenEnvWorld
-from engine.episodes.runner import EpisodeLimits, run_episode
-from engine.repo_tasks import snapshots as repo_snapshots
-from engine.repo_tasks.world import ENVIRONMENT as REPO_ENVIRONMENT
-from engine.repo_tasks.world import RepoWorld
-from engine.verifiers.kinds import episode_reward, repo_tests
-
-logger = logging.getLogger(__name__)
+from engine.verifiers.kinds import episode_reward
 
 # On an episode whose environment reward and Passband check disagree (episode_reward tasks).
 REWARD_DISAGREEMENT_FLAG = "reward_disagreement"
@@ -62,169 +49,6 @@ def round_indices(campaign: Campaign, round_index: int) -> range:
     """Sample indices of one round: [round * round_size, min(next round, max_rollouts))."""
     start = round_index * campaign.round_size
     return range(start, min(start + campaign.round_size, campaign.max_rollouts))
-
-
-def is_tool_task(version: TaskVersion) -> bool:
-    """A task whose rollouts are tool-use episodes: it declares tools and a tool environment, or its
-    environment is on a remote server, MCP or OpenEnv (whose tools the session gives)."""
-    if version.task.environment.remote_server is not None:
-        return True
-    if (version.verifier or {}).get("kind") == repo_tests.KIND:
-        return bool(version.tools)  # a repository episode (engine/repo_tasks/world.py)
-    return bool(version.tools) and bool((version.verifier or {}).get("environment"))
-
-
-def _episodes_generate(
-    *, version: TaskVersion, probe_model: ProbeModel, seeds: list[int], params: backends.SamplingParams
-) -> tuple[list[backends.Generation], list[dict | None]]:
-    """One tool-use episode per seed (engine/episodes): a Generation summary and a transcript each.
-
-    The world is chosen here, by the environment's kind: the plug-in world the task names (in the
-    sandbox), the task's repository (a fresh copy per rollout, engine/repo_tasks/world.py), or one session of
-    the environment's remote server per rollout (an MCP session, engine/episodes/remote_mcp.py, or an OpenEnv
-    /ws session, engine/episodes/remote_openenv.py). A rollout the server failed (RemoteUnavailable) is an
-    infrastructure failure: no transcript."""
-    server = version.task.environment.remote_server
-    repository = None
-    if server is None and version.verifier.get("kind") == repo_tests.KIND:
-        try:
-            repository = repo_snapshots.load(version.verifier["snapshot"])
-        except repo_snapshots.SnapshotError as error:
-            # This worker cannot read the snapshot (storage down, not shared): the samples wait, no attempt counts.
-            logger.error("task version %s: %s", version.pk, error)
-            failed = [backends.Generation.failed(seed=seed, error=f"on this worker: {error}") for seed in seeds]
-            episode_health_record(
-                environment=version.task.environment,
-                world=REPO_ENVIRONMENT,
-                attempts=[EpisodeAttempt(failure=f"on this worker: {error}") for _ in seeds],
-            )
-            return failed, [{} for _ in seeds]
-    elif server is None:
-        try:
-            episode_world.environment(version.verifier["environment"])
-        except plugins.UnknownEnvironment as error:
-            # This worker lacks the plug-in (installed elsewhere, or refused here): the samples wait, like
-            # for a server that is down, and the campaign page shows why; no attempt is counted.
-            logger.error("task version %s: %s", version.pk, error)
-            failed = [backends.Generation.failed(seed=seed, error=f"on this worker: {error}") for seed in seeds]
-            episode_health_record(
-                environment=version.task.environment,
-                world=str(version.verifier["environment"]),
-                attempts=[EpisodeAttempt(failure=f"on this worker: {error}") for _ in seeds],
-            )
-            return failed, [{} for _ in seeds]
-    backend = backend_for_probe_model(probe_model)
-    limits = EpisodeLimits(
-        max_turns=getattr(settings, "PASSBAND_EPISODE_MAX_TURNS", 6),
-        max_completion_tokens=4 * params.max_new_tokens,
-    )
-    generations: list[backends.Generation] = []
-    episodes: list[dict | None] = []
-    attempts: list[EpisodeAttempt] = []
-    reset_failures: dict[tuple[str, int], str] = {}
-    for seed in seeds:
-        if repository is not None:
-            # A fresh copy of the repository per rollout: the world is the rollout's own overlay.
-            episode = run_episode(
-                backend=backend,
-                messages=version.prompt,
-                tools=version.tools,
-                environment=REPO_ENVIRONMENT,
-                world_seed=0,
-                seed=seed,
-                params=params,
-                limits=limits,
-                world=RepoWorld(snapshot=repository, dependencies=tuple(version.verifier.get("dependencies") or ())),
-            )
-            generations.append(episode.generation)
-            episodes.append(episode.transcript)
-            attempts.append(EpisodeAttempt(transcript=episode.transcript))
-            continue
-        if server is None:
-            world_seed = int(version.verifier.get("seed", 0))
-            world = plugin_world_ready(
-                environment=version.verifier["environment"],
-                seed=world_seed,
-                tool_seconds=limits.tool_seconds,
-                failures=reset_failures,
-            )
-            if isinstance(world, str):
-                # The plug-in's failure after a bounded retry, not the model's: the world's outcome (stored).
-                generations.append(backends.Generation.failed(seed=seed, error=world, kind="world"))
-                episodes.append(None)
-                attempts.append(EpisodeAttempt(failure=world))
-                continue
-            episode = run_episode(
-                backend=backend,
-                messages=version.prompt,
-                tools=version.tools,
-                environment=version.verifier["environment"],
-                world_seed=world_seed,
-                seed=seed,
-                params=params,
-                limits=limits,
-                world=world,
-            )
-            generations.append(episode.generation)
-            episodes.append(episode.transcript)
-            attempts.append(EpisodeAttempt(transcript=episode.transcript))
-            continue
-        try:
-            episode = _remote_episode(
-                server=server, version=version, backend=backend, seed=seed, params=params, limits=limits
-            )
-        except RemoteUnavailable as failure:
-            metrics.mcp_failure(server=server.name, protocol=server.protocol, reason=failure.reason)
-            generations.append(backends.Generation.failed(seed=seed, error=str(failure), kind="infrastructure"))
-            episodes.append(None)
-            attempts.append(EpisodeAttempt(failure=str(failure)))
-            continue
-        metrics.mcp_session(server=server.name, protocol=server.protocol)
-        generations.append(episode.generation)
-        episodes.append(episode.transcript)
-        attempts.append(EpisodeAttempt(transcript=episode.transcript))
-    if server is not None:
-        world_name = f"{server.protocol}:{server.name}"
-    else:
-        world_name = REPO_ENVIRONMENT if repository is not None else str(version.verifier["environment"])
-    episode_health_record(environment=version.task.environment, world=world_name, attempts=attempts)
-    return generations, episodes
-
-
-def _remote_world(*, server, version: TaskVersion) -> McpWorld | OpenEnvWorld:
-    """The world of one rollout on `server`, by its protocol (not yet open)."""
-    config = mcp_servers.client_config(server)
-    verifier = version.verifier or {}
-    if not isinstance(config, McpServerConfig):
-        seed = verifier.get("seed")
-        return OpenEnvWorld(config=config, seed=int(seed) if seed is not None else None)
-    reward_arguments = verifier.get("reward_arguments") or {}
-    # A task that lists tools offers only those of the server's; one that lists none, all of them.
-    allowed = tuple(str((tool.get("function") or tool).get("name", "")) for tool in version.tools or [])
-    return McpWorld(config=config, reward_arguments=reward_arguments, allowed=allowed)
-
-
-def _remote_episode(*, server, version: TaskVersion, backend, seed: int, params, limits: EpisodeLimits):
-    """One episode in its own session of the remote server, within the server's session cap. An
-    OpenEnv session's first observation follows the task's prompt (`opening_messages`)."""
-    with mcp_servers.session_slot(server, wait_s=server.timeout_s):
-        try:
-            world = _remote_world(server=server, version=version)
-            with world:
-                remote_tools_guard(server=server, offered=world.tool_schemas, allowed=getattr(world, "allowed", ()))
-                return run_episode(
-                    backend=backend,
-                    messages=[*version.prompt, *world.opening_messages],
-                    tools=world.tool_schemas,
-                    environment=world.environment,
-                    world_seed=world.seed,
-                    seed=seed,
-                    params=params,
-                    limits=limits,
-                    world=world,
-                )
-        except RemoteSchemaError as error:
-            raise RemoteUnavailable(f"server {server.name}: {error}", reason="bad_schema") from None
 
 
 def _version_ids(task_version_ids: int | list[int]) -> list[int]:
@@ -396,7 +220,7 @@ def _generate_all(
             yield version, indices, seeds_of[version.pk], device_ms, generations, [None] * len(generations)
     for version, indices in episodic:
         started = time.perf_counter()
-        generations, episodes = _episodes_generate(
+        generations, episodes = episodes_generate(
             version=version, probe_model=probe_model, seeds=seeds_of[version.pk], params=params
         )
         device_ms = costs.device_time_shares(

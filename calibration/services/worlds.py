@@ -1,47 +1,55 @@
-"""Worlds made ready for a round's episodes: plug-in worlds with a bounded retry, remote sessions whose
-tools are still the accepted ones.
+"""A task version as a world provider sees it (engine/worlds), and what the host lends a provider for a remote
+server: its client configuration, its session cap, and the check that a session's tools are the accepted ones.
 
-A plug-in that cannot reset from a task's seed fails the same way every time (the seed is the task's, not
-the rollout's): the round tries `PASSBAND_WORLD_RESET_TRIES` times (a crash or a time-out under load may be
-passing), then the failure is the task's outcome for every sample of the round, named for what failed, and
-is not asked for again like a model server that is down.
+The world itself comes from whichever registered provider claims the task (engine/worlds/registry.py); how
+its failures count is engine/worlds/provider.py.
 """
 
 from __future__ import annotations
 
-import time
-
 from django.conf import settings
 
-from curation.models import McpServer
+from curation import mcp_servers
+from curation.models import McpServer, TaskVersion
 from curation.server_schemas import server_tools_changed_record
-from engine.episodes import world as episode_world
 from engine.episodes.remote_mcp import RemoteUnavailable
 from engine.episodes.schema_drift import tool_schema_changes
+from engine.worlds.provider import RemoteServer, WorldOptions, WorldProvider, WorldTask
+from engine.worlds.registry import provider_for
 
 
-def plugin_world_ready(
-    *, environment: str, seed: int, tool_seconds: float, failures: dict[tuple[str, int], str]
-) -> episode_world.SandboxedWorld | str:
-    """A plug-in world of (environment, seed), reset in the sandbox; or, after the bounded retry, what failed
-    ("world <name>: ..."). `failures` remembers a world that did not reset, for the rest of the job."""
-    key = (environment, seed)
-    if key in failures:
-        return failures[key]
-    tries = max(1, int(getattr(settings, "PASSBAND_WORLD_RESET_TRIES", 3)))
-    last = ""
-    for attempt in range(tries):
-        world = episode_world.SandboxedWorld(environment=environment, seed=seed, tool_seconds=tool_seconds)
-        try:
-            world.reset()
-        except episode_world.WorldResetError as failure:
-            last = str(failure)
-            if attempt + 1 < tries:
-                time.sleep(0.2 * (attempt + 1))
-            continue
-        return world
-    failures[key] = f"world {environment}: {last} (tried {tries} times)"
-    return failures[key]
+def world_task(version: TaskVersion) -> WorldTask:
+    """What a world provider sees of `version` (its environment's remote server lent as a RemoteServer)."""
+    server = version.task.environment.remote_server
+    return WorldTask(
+        prompt=version.prompt,
+        tools=version.tools or [],
+        verifier=version.verifier or {},
+        server=remote_server(server) if server is not None else None,
+    )
+
+
+def world_provider(version: TaskVersion) -> WorldProvider | None:
+    """The provider that gives `version` its world; None for a task that is not an episode."""
+    return provider_for(world_task(version))
+
+
+def world_options(*, tool_seconds: float) -> WorldOptions:
+    """How this worker runs worlds: `tool_seconds` per call, PASSBAND_WORLD_RESET_TRIES tries to reset."""
+    return WorldOptions(
+        tool_seconds=tool_seconds, reset_tries=max(1, int(getattr(settings, "PASSBAND_WORLD_RESET_TRIES", 3)))
+    )
+
+
+def remote_server(server: McpServer) -> RemoteServer:
+    """`server` as a provider gets it: how to reach it, a session slot within its cap, its tools guard."""
+    return RemoteServer(
+        name=server.name,
+        protocol=server.protocol,
+        client_config=lambda: mcp_servers.client_config(server),
+        session_slot=lambda: mcp_servers.session_slot(server, wait_s=server.timeout_s),
+        tools_guard=lambda offered, allowed: remote_tools_guard(server=server, offered=offered, allowed=allowed),
+    )
 
 
 def remote_tools_guard(*, server: McpServer, offered: list, allowed: tuple[str, ...] = ()) -> None:

@@ -28,7 +28,9 @@ from typing import Any
 
 import jsonschema
 
+from engine.registry import Refused, distribution_of
 from engine.sandbox.view import MissingDistribution, SandboxView, top_level_modules
+from engine.worlds.provider import WorldProvider
 
 GROUP = "passband.environments"
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,79}$")
@@ -92,17 +94,6 @@ class Plugin:
     def label(self) -> str:
         origin = f"{self.distribution} {self.version}".strip()
         return f"{self.name} ({origin}, module {self.module_name})" if origin else f"{self.name} ({self.module_name})"
-
-
-@dataclass(frozen=True)
-class Refused:
-    """An entry point that did not pass validation."""
-
-    name: str
-    value: str
-    distribution: str
-    version: str
-    error: str
 
 
 @dataclass(frozen=True)
@@ -349,27 +340,27 @@ def _self_contained_check(
         )
 
 
-def _distribution(entry_point: metadata.EntryPoint) -> tuple[str, str]:
-    dist = getattr(entry_point, "dist", None)
-    if dist is None:
-        return "", ""
-    return dist.metadata["Name"] or "", dist.version or ""
-
-
 def discover_from(entry_points: Iterable[metadata.EntryPoint]) -> Discovery:
     """Load and validate these entry points (what `discover` does with the installed ones)."""
     plugins: dict[str, Plugin] = {}
     refused: list[Refused] = []
     for entry_point in sorted(entry_points, key=lambda point: (point.name, point.value)):
-        distribution, version = _distribution(entry_point)
+        distribution, version = distribution_of(entry_point)
         try:
-            plugins[entry_point.name] = _load(entry_point, plugins, distribution=distribution, version=version)
+            plugin = _load(entry_point, plugins, distribution=distribution, version=version)
         except PluginError as error:
             refused.append(Refused(entry_point.name, entry_point.value, distribution, version, str(error)))
+            continue
+        if plugin is not None:
+            plugins[entry_point.name] = plugin
     return Discovery(plugins=plugins, refused=tuple(refused))
 
 
-def _load(entry_point: metadata.EntryPoint, plugins: dict[str, Plugin], *, distribution: str, version: str) -> Plugin:
+def _load(
+    entry_point: metadata.EntryPoint, plugins: dict[str, Plugin], *, distribution: str, version: str
+) -> Plugin | None:
+    """The validated plug-in an entry point declares; None for a world provider declared in the same group
+    (engine/worlds/registry.py takes those)."""
     if entry_point.name in plugins:
         other = plugins[entry_point.name]
         raise PluginError(
@@ -379,8 +370,13 @@ def _load(entry_point: metadata.EntryPoint, plugins: dict[str, Plugin], *, distr
         loaded = entry_point.load()
     except Exception as error:  # noqa: BLE001 - a broken plug-in is reported, never fatal
         raise PluginError(f"importing {entry_point.value} failed: {type(error).__name__}: {error}") from None
+    if isinstance(loaded, WorldProvider):
+        return None
     if not isinstance(loaded, ModuleType):
-        raise PluginError(f"the entry point must name a module (the tool package), not a {type(loaded).__name__}")
+        raise PluginError(
+            "the entry point must name a module (the tool package) or an engine.worlds.provider.WorldProvider, "
+            f"not a {type(loaded).__name__}"
+        )
     return plugin_from_module(loaded, name=entry_point.name, distribution=distribution, version=version)
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
 
+from engine.registry import Refused, distribution_of, installed_entry_points
 from engine.verifiers.kind import VerifierKind, kind_problems
 
 logger = logging.getLogger("engine.verifiers")
@@ -64,17 +65,6 @@ class Registered:
         return self.distribution == BUILTIN
 
 
-@dataclass(frozen=True)
-class Refused:
-    """An installed kind that was not registered, and why."""
-
-    name: str
-    value: str
-    distribution: str
-    version: str
-    error: str
-
-
 class KindRegistry:
     """Kinds by name. ``register`` is the API built-ins and tests use; ``load_entry_points`` the door for
     installed packages."""
@@ -113,7 +103,7 @@ class KindRegistry:
         from engine.verifiers.plugin_kinds import isolated
 
         for entry_point in sorted(entry_points, key=lambda point: (point.name, point.value)):
-            distribution, version = _distribution(entry_point)
+            distribution, version = distribution_of(entry_point)
             try:
                 declared = _load(entry_point)
                 if declared.name != entry_point.name:
@@ -146,13 +136,6 @@ class KindRegistry:
         return tuple(self._refused)
 
 
-def _distribution(entry_point: metadata.EntryPoint) -> tuple[str, str]:
-    dist = getattr(entry_point, "dist", None)
-    if dist is None:
-        return "", ""
-    return dist.metadata["Name"] or "", dist.version or ""
-
-
 def _load(entry_point: metadata.EntryPoint) -> VerifierKind:
     try:
         loaded = entry_point.load()
@@ -164,21 +147,13 @@ def _load(entry_point: metadata.EntryPoint) -> VerifierKind:
     return loaded
 
 
-def _installed_entry_points() -> list[metadata.EntryPoint]:
-    try:
-        return list(metadata.entry_points(group=GROUP))
-    except Exception as error:  # noqa: BLE001 - unreadable package metadata must not lose the built-ins
-        logger.warning("reading the %s entry points failed: %s", GROUP, error)
-        return []
-
-
 def build(entry_points: Iterable[metadata.EntryPoint] | None = None) -> KindRegistry:
     """A registry with every built-in kind, then the installed ones (``entry_points``, default: those of the
     ``passband.verifiers`` group)."""
     built = KindRegistry()
     for name in BUILTIN_KINDS:
         built.register_builtin(name)
-    built.load_entry_points(_installed_entry_points() if entry_points is None else entry_points)
+    built.load_entry_points(installed_entry_points(GROUP) if entry_points is None else entry_points)
     return built
 
 

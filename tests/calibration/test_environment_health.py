@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from calibration import selectors, services
 from calibration.models import EpisodeHealth
-from calibration.services import rounds
+from calibration.services.episodes import episodes_generate
 from calibration.services.health import EpisodeAttempt, episode_health_record
 from curation.models import TaskVersion
 from curation.services import environment_create
@@ -111,7 +111,7 @@ def test_a_world_that_cannot_reset_is_the_worlds_failure_and_shows_why(alice, wi
     probe_model = services.probe_model_add(
         name="unused", backend="openai", base_url="http://127.0.0.1:9/v1", model="unused"
     )
-    generations, episodes = rounds._episodes_generate(
+    generations, episodes = episodes_generate(
         version=version, probe_model=probe_model, seeds=[1, 2], params=SamplingParams(max_new_tokens=8)
     )
     # No model call was made (the server above does not exist) and nothing is evidence: after a bounded retry,

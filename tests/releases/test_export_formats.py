@@ -22,7 +22,7 @@ def expected_rows(records, format, file_type):
     rows = list(formats.rows_of(records=[dict(r) for r in records], format=format))
     if file_type == "parquet":
         for row in rows:
-            for column in formats.JSON_COLUMNS[format]:
+            for column in formats.format_named(format).json_columns:
                 row[column] = formats.json_text(row[column])
     return rows
 
@@ -31,13 +31,13 @@ def decoded(row: dict, format: str, file_type: str) -> dict:
     """Undo the documented JSON-text columns so rows compare as the trainer will use them."""
     row = dict(row)
     if file_type == "parquet":
-        for column in formats.JSON_COLUMNS[format]:
+        for column in formats.format_named(format).json_columns:
             row[column] = json.loads(row[column])
     return row
 
 
 @pytest.mark.parametrize("file_type", formats.FILE_TYPES)
-@pytest.mark.parametrize("format", formats.FORMATS)
+@pytest.mark.parametrize("format", formats.names())
 def test_every_format_loads_with_datasets_and_round_trips(records, format, file_type, tmp_path):
     datasets = pytest.importorskip("datasets")
     path = tmp_path / f"{format}.{file_type}"
@@ -53,20 +53,20 @@ def test_every_format_loads_with_datasets_and_round_trips(records, format, file_
     for got, want in zip(loaded, expected, strict=True):
         if format in ("native", "nemo_gym") and file_type == "jsonl":
             # A JSON reader unifies objects of one column into one struct: keys a row lacks read back as None.
-            got = {k: v for k, v in got.items() if k not in formats.JSON_COLUMNS[format]}
-            want = {k: v for k, v in want.items() if k not in formats.JSON_COLUMNS[format]}
+            got = {k: v for k, v in got.items() if k not in formats.format_named(format).json_columns}
+            want = {k: v for k, v in want.items() if k not in formats.format_named(format).json_columns}
         assert got == want
 
 
 def test_every_row_carries_key_hash_and_calibration(records):
     by_key = {record["task_key"]: record for record in records}
-    for format in formats.FORMATS:
+    for format in formats.names():
         for record, row in zip(
             records, formats.rows_of(records=[dict(r) for r in records], format=format), strict=True
         ):
             text = json.dumps(row)
             assert record["task_key"] in text and record["version_hash"] in text
-    row = formats.trl_row(by_key["sum"])
+    row = formats.format_named("trl").row(by_key["sum"])
     assert row["calibration"] == {
         "probe_model": "probe",
         "attempts": 8,
@@ -77,11 +77,11 @@ def test_every_row_carries_key_hash_and_calibration(records):
         "band_predicted": False,
         "grpo_signal": 0.5,
     }
-    assert formats.trl_row(by_key["tool-add"])["calibration"] is None
+    assert formats.format_named("trl").row(by_key["tool-add"])["calibration"] is None
 
 
 @pytest.mark.parametrize("file_type", formats.FILE_TYPES)
-@pytest.mark.parametrize("format", formats.FORMATS)
+@pytest.mark.parametrize("format", formats.names())
 def test_a_predicted_band_is_marked_in_every_format(arithmetic, alice, format, file_type, tmp_path):
     """A band the item-response model predicted for a checkpoint (no rollouts) says so in every row."""
     datasets = pytest.importorskip("datasets")
@@ -102,23 +102,23 @@ def test_a_predicted_band_is_marked_in_every_format(arithmetic, alice, format, f
 
 def test_formats_put_fields_where_each_trainer_expects_them(records):
     by_key = {record["task_key"]: record for record in records}
-    trl = formats.trl_row(by_key["capital"])
+    trl = formats.format_named("trl").row(by_key["capital"])
     assert trl["prompt"][0] == {"role": "system", "content": "Answer in one word."}
     assert json.loads(trl["verifier"]) == {"kind": "exact", "ignore_case": True}
-    verifiers_row = formats.verifiers_row(by_key["product"])
+    verifiers_row = formats.format_named("verifiers").row(by_key["product"])
     assert verifiers_row["task"] == "arithmetic" and verifiers_row["answer"] == "1547"
     assert json.loads(verifiers_row["info"])["metadata"] == {"source": "textbook", "page": 3}
-    nemo = formats.nemo_gym_row(by_key["tool-add"])
+    nemo = formats.format_named("nemo_gym").row(by_key["tool-add"])
     # The Responses API's function tool shape, which NeMo Gym validates against.
     assert nemo["responses_create_params"]["tools"] == [
         {"type": "function", "name": "add", "parameters": TOOL["function"]["parameters"], "strict": False}
     ]
     assert formats.chat_tool(nemo["responses_create_params"]["tools"][0]) == TOOL
     assert nemo["verifier"] == {"kind": "numeric", "abs_tol": 0.5} and nemo["expected_answer"] == "4"
-    assert "tools" not in formats.nemo_gym_row(by_key["sum"])["responses_create_params"]
-    native = formats.native_row(by_key["sum"])
+    assert "tools" not in formats.format_named("nemo_gym").row(by_key["sum"])["responses_create_params"]
+    native = formats.format_named("native").row(by_key["sum"])
     assert native["key"] == "sum" and native["authoring_cost_usd"] == "250.00" and native["difficulty"] is None
-    assert formats.native_row(by_key["product"])["difficulty"] == 2.0
+    assert formats.format_named("native").row(by_key["product"])["difficulty"] == 2.0
 
 
 def test_native_jsonl_imports_back(records, tmp_path, alice):

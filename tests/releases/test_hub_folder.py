@@ -35,9 +35,9 @@ def test_every_config_of_the_folder_loads_with_datasets(release, tmp_path, monke
     folder = tmp_path / "hub"
     out = hub_folder(release, folder, "--license", "cc-by-4.0")
     assert f"hf upload ORG/NAME {folder} . --repo-type dataset" in out
-    assert datasets.get_dataset_config_names(str(folder)) == list(formats.FORMATS)
+    assert datasets.get_dataset_config_names(str(folder)) == list(formats.names())
     keys = {"sum", "product"}
-    for config in formats.FORMATS:
+    for config in formats.names():
         loaded = datasets.load_dataset(str(folder), config, cache_dir=str(tmp_path / "cache"))
         assert list(loaded) == ["train"] and loaded["train"].num_rows == 2, config
         column = "key" if config == "native" else "task_key"
@@ -49,7 +49,7 @@ def test_every_config_of_the_folder_loads_with_datasets(release, tmp_path, monke
     card = DatasetCard.load(folder / "README.md")
     assert card.data.license == "cc-by-4.0"
     assert {"rl-environment", "trl", "verifiers", "nemo-gym"} <= set(card.data.tags)
-    assert [config["config_name"] for config in card.data.configs] == list(formats.FORMATS)
+    assert [config["config_name"] for config in card.data.configs] == list(formats.names())
     assert "| in_band | 2 |" in card.text and "| arithmetic | 0.02 | 0.7 |" in card.text
     assert "probe" in card.text  # the probe model's name
     assert (folder / "manifest.json").exists()

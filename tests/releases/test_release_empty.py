@@ -54,7 +54,7 @@ def test_an_empty_release_on_request_warns_and_every_file_reads(
     release.refresh_from_db()  # the build named the folder its files are in
     body = client.get(f"/api/v1/releases/{release.pk}", HTTP_AUTHORIZATION=f"Bearer {secret}").json()
     assert body["manifest"]["tasks"] == 0 and "This release is empty" in body["warnings"][0]
-    for format in formats.FORMATS:
+    for format in formats.names():
         path = services.release_file_path(release=release, format=format, file_type="parquet")
         parquet = pq.ParquetFile(path)
         # The full schema and no row group: no reader is asked for batches of zero rows.

@@ -64,7 +64,7 @@ def release_list(request):
             "environments": Environment.objects.all(),
             "bands": Band.values,
             "statuses": TaskStatus.values,
-            "file_names": [f"{format}.{file_type}" for format in formats.FORMATS for file_type in formats.FILE_TYPES],
+            "file_names": [f"{format}.{file_type}" for format in formats.names() for file_type in formats.FILE_TYPES],
             "building": any(release.status in (ReleaseStatus.PENDING, ReleaseStatus.BUILDING) for release in rows),
         },
     )
@@ -75,8 +75,8 @@ def release_file(request, release_id: int, file_name: str):
     """One built file of a ready release, as an attachment with its sha256 from the manifest."""
     release = policy.get_for(request.user, "export", Release.objects.all(), pk=release_id)
     format, _, file_type = file_name.partition(".")
-    if format not in formats.FORMATS or file_type not in formats.FILE_TYPES:
-        raise Http404(f"No file {file_name}; formats: {', '.join(formats.FORMATS)}; types: jsonl, parquet.")
+    if format not in formats.names() or file_type not in formats.FILE_TYPES:
+        raise Http404(f"No file {file_name}; formats: {', '.join(formats.names())}; types: jsonl, parquet.")
     if release.status != ReleaseStatus.READY:
         messages.error(request, f"Release {release.pk} is {release.status}, not ready: its files are not built yet.")
         return redirect("release_list")

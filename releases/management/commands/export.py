@@ -22,7 +22,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--model", default="", help="Probe model whose calibration rows carry; default: the latest used."
         )
-        parser.add_argument("--format", required=True, choices=formats.FORMATS)
+        parser.add_argument("--format", required=True, choices=formats.names())
         parser.add_argument(
             "--file-type", choices=formats.FILE_TYPES, help="Default: from the file name (.parquet or .jsonl)."
         )

@@ -3,7 +3,7 @@
 import pytest
 
 import engine.backends as backends
-from engine.backends import Generation, SamplingParams, backend_for, rollout_seed
+from engine.backends import BackendOptions, Generation, SamplingParams, backend_for, rollout_seed
 from tests.support.openai_server import serve_openai
 
 
@@ -59,17 +59,19 @@ def test_failed_generation_is_an_error_without_tokens():
 
 def test_backend_for_rejects_unknown_kinds_and_missing_settings():
     with pytest.raises(ValueError, match="unknown backend kind"):
-        backend_for(kind="llamafile")
+        backend_for(BackendOptions(kind="llamafile"))
     with pytest.raises(ValueError, match="base_url"):
-        backend_for(kind="openai", model="m")
+        backend_for(BackendOptions(kind="openai", model="m"))
 
 
 def test_backend_for_keeps_one_backend_per_configuration():
     with serve_openai() as base_url:
         try:
-            first = backend_for(kind="openai", model="fake-model", base_url=base_url)
-            assert backend_for(kind="openai", model="fake-model", base_url=base_url) is first
-            other = backend_for(kind="openai", model="fake-model", base_url=base_url, endpoint="completions")
+            first = backend_for(BackendOptions(kind="openai", model="fake-model", base_url=base_url))
+            assert backend_for(BackendOptions(kind="openai", model="fake-model", base_url=base_url)) is first
+            other = backend_for(
+                BackendOptions(kind="openai", model="fake-model", base_url=base_url, endpoint="completions")
+            )
             assert other is not first
             assert first.name == "openai" and first.model == "fake-model"
         finally:
@@ -79,10 +81,10 @@ def test_backend_for_keeps_one_backend_per_configuration():
 def test_backend_for_starts_afresh_in_a_forked_child(monkeypatch):
     with serve_openai() as base_url:
         try:
-            parent = backend_for(kind="openai", model="fake-model", base_url=base_url)
+            parent = backend_for(BackendOptions(kind="openai", model="fake-model", base_url=base_url))
             # What a prefork worker sees: the registry was filled by another process id.
             monkeypatch.setattr(backends, "_backends_pid", -1)
-            child = backend_for(kind="openai", model="fake-model", base_url=base_url)
+            child = backend_for(BackendOptions(kind="openai", model="fake-model", base_url=base_url))
             assert child is not parent
         finally:
             backends.backends_clear()

@@ -1,0 +1,85 @@
+"""The world-provider registry: which kinds of world exist, built-in or installed.
+
+Built-in providers are registered by name (``BUILTIN_PROVIDERS``: a module of engine/worlds/providers and the
+provider object in it), in the order they are asked whether they claim a task. Installed packages declare
+theirs under the entry point group ``passband.environments`` (the entry point's name is the provider's name,
+its value names a ``WorldProvider`` object); they are asked after the built-ins, so no package can take a
+built-in's tasks. The same group declares tool-environment plug-ins (an entry point naming a module,
+engine/episodes/plugins.py): those are the built-in ``plugin`` provider's worlds, not providers, and this
+registry passes them by. A package that cannot be imported or declares a malformed provider is refused and
+listed in ``errors()``, never fatal, and never loses a built-in.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+from collections.abc import Iterable
+from importlib import metadata
+from types import ModuleType
+
+from engine.registry import Refused, Registry, installed_entry_points
+from engine.worlds.provider import WorldProvider, WorldTask, provider_problems
+
+logger = logging.getLogger("engine.worlds")
+
+GROUP = "passband.environments"
+# (module of engine.worlds.providers, attribute): the order is the order providers are asked.
+BUILTIN_PROVIDERS = (
+    ("remote", "MCP"),
+    ("remote", "OPENENV"),
+    ("repository", "PROVIDER"),
+    ("plugin", "PROVIDER"),
+)
+
+
+def _plugin_environment(loaded: object) -> bool:
+    # A module under the group is a tool-environment plug-in, the `plugin` provider's (engine/episodes/plugins.py).
+    return isinstance(loaded, ModuleType)
+
+
+def build(entry_points: Iterable[metadata.EntryPoint] | None = None) -> Registry[WorldProvider]:
+    """A registry with every built-in provider, then the installed ones (``entry_points``, default: those of
+    the ``passband.environments`` group)."""
+    built: Registry[WorldProvider] = Registry(
+        what="world provider", problems=provider_problems, skip=_plugin_environment
+    )
+    for module_name, attribute in BUILTIN_PROVIDERS:
+        module = importlib.import_module(f"engine.worlds.providers.{module_name}")
+        built.register(getattr(module, attribute), source=f"{module.__name__}:{attribute}")
+    built.load_entry_points(installed_entry_points(GROUP) if entry_points is None else entry_points)
+    return built
+
+
+@functools.lru_cache(maxsize=1)
+def provider_registry() -> Registry[WorldProvider]:
+    """The process's registry, built on first use."""
+    return build()
+
+
+def refresh() -> None:
+    """Forget the registry: the next use discovers the installed providers again."""
+    provider_registry.cache_clear()
+
+
+def errors() -> tuple[Refused, ...]:
+    """The installed providers that were refused, with why."""
+    return provider_registry().refused()
+
+
+def all_providers() -> tuple[WorldProvider, ...]:
+    """Every registered provider, built-ins first (the order they are asked)."""
+    return provider_registry().items()
+
+
+def provider_for(task: WorldTask) -> WorldProvider | None:
+    """The first registered provider that claims ``task``; None for a task that is not an episode (plain
+    prompt and answer). A provider whose ``claims`` raises is passed by: it cannot take another's task."""
+    for provider in all_providers():
+        try:
+            if provider.claims(task):
+                return provider
+        except Exception as error:  # noqa: BLE001 - an installed provider's bug is not this task's problem
+            logger.warning("world provider %s failed to say whether it claims a task: %s", provider.name, error)
+    return None
