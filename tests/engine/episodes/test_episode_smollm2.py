@@ -19,16 +19,14 @@ CALL = '<tool_call>{"name": "get_record", "arguments": {"table": "deals", "id": 
 
 
 @pytest.fixture(scope="module")
-def backend():
+def backend(smollm2_cpu):
     import torch
-
-    from engine.backends.transformers_backend import TransformersBackend
 
     # One thread: on a loaded CI machine torch's thread pool spins against other processes and a
     # 135M model then runs ~10x slower than on one thread. Restored for the rest of the session.
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield TransformersBackend(device="cpu")
+    yield smollm2_cpu
     torch.set_num_threads(threads)
 
 

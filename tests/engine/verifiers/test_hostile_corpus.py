@@ -31,8 +31,8 @@ def verdict_of(verifier, completion, answer=None, prompt=None):
 # -- code: the verdict is decided outside the program's interpreter ---------------------------
 
 # Short limits: a stall ends as a timeout whatever the limit, and the stalls (a sleep, a loop, a stopped judge)
-# wait them out in every style and isolation here and in tests/engine/integrations/test_harbor_code.py. The
-# honest solution needs milliseconds of either.
+# wait them out in both styles here, in the Harbor folders' cases (tests/engine/integrations/test_harbor_code.py)
+# and in bench/harbor_corpus.py. The honest solution needs milliseconds of either.
 LIMIT_SECONDS = 2
 CPU_SECONDS = 1
 

@@ -21,12 +21,14 @@ from engine.sandbox.view import SandboxView
 from engine.verifiers import verify
 from engine.verifiers.kinds import code as code_kind
 
+# Short limits: every stall here ends as a timeout whichever limit fires first (no test asserts which one), and
+# the honest solution needs milliseconds of either; the code kind rounds CPU up to whole seconds, so 1 is its least.
 TASK = {
     "kind": "code",
     "style": "asserts",
     "asserts": ["assert solve() == 42"],
-    "timeout_seconds": 3,
-    "cpu_seconds": 2,
+    "timeout_seconds": 2,
+    "cpu_seconds": 1,
     "memory_mb": 256,
 }
 ISOLATIONS = ["auto", "fallback"]
