@@ -1,13 +1,6 @@
 from django.contrib import admin
 
-from curation.models import (
-    Comment,
-    Environment,
-    Review,
-    StatusChange,
-    Task,
-    TaskVersion,
-)
+from curation.models import Comment, Environment, StatusChange, Task, TaskVersion
 
 
 @admin.register(Environment)
@@ -35,13 +28,6 @@ class TaskVersionAdmin(admin.ModelAdmin):
 @admin.register(StatusChange)
 class StatusChangeAdmin(admin.ModelAdmin):
     list_display = ("task", "from_status", "to_status", "changed_by", "changed_at")
-
-
-@admin.register(Review)
-class ReviewAdmin(admin.ModelAdmin):
-    list_display = ("task", "decision", "reviewer", "created_at")
-    list_filter = ("decision",)
-    raw_id_fields = ("task", "task_version")
 
 
 @admin.register(Comment)

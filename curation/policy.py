@@ -26,7 +26,7 @@ from rest_framework.permissions import IsAuthenticated
 
 from accounts.authentication import scope_required
 from accounts.permissions import AUTHORS, LEADS, REVIEWERS, TRAINERS, group_names, in_group
-from curation.models import BlindItem, Task, TaskStatus
+from curation.models import Task, TaskStatus
 from curation.routes import API, BROWSER, CURATORS, PUBLIC, ROUTES, SIGNED_IN, STAFF, Route
 
 # What each role sees of the corpus. Reviewers and staff see everything (they judge it); trainers
@@ -134,8 +134,9 @@ def task_may_retire(user: AbstractBaseUser, task) -> bool:
     return is_reviewer(user)
 
 
-# Blind items a person decided first: that person never gives the second, independent verdict.
-DECIDED_BY_A_PERSON = (BlindItem.Kind.DOUBLE_REVIEW,)
+# Blind items (review.models.BlindItem.Kind) a person decided first: that person never gives the second,
+# independent verdict. Named by value: curation does not import review (tests/review/test_app.py holds them equal).
+DECIDED_BY_A_PERSON = ("double_review",)
 
 
 def blind_item_may_review(user: AbstractBaseUser, item) -> bool:
@@ -211,7 +212,7 @@ RULES: dict[tuple[str, str], Callable[[AbstractBaseUser, Model], bool]] = {
     ("apitoken", CHANGE): _owner_only("user_id"),
     ("probemodel", SEE): _signed_in,
     ("probemodel", CHANGE): lambda user, probe_model: user.is_authenticated and user.is_staff,
-    # Blind review (curation.blind_reviews): reviewers only; never an item of their own task (staff may).
+    # Blind review (review.blind_reviews): reviewers only; never an item of their own task (staff may).
     ("blinditem", SEE): lambda user, item: is_reviewer(user),
     ("blinditem", REVIEW): lambda user, item: blind_item_may_review(user, item),
     # A lead settles two reviewers' disagreement; never on their own task (staff may).

@@ -1,4 +1,4 @@
-"""Reads for curation: review progress and comment threads (which tasks a user may see: curation.policy).
+"""Reads for curation: comment threads (which tasks a user may see: curation.policy).
 
 Reads that join calibrations (the task list, the review queue) live in calibration.selectors.
 """
@@ -7,39 +7,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import Count, F, Q
 from django.db.models.fields.json import KT
-from django.utils import timezone
 
 from curation import policy
-from curation.models import Comment, Environment, Review, Task, TaskStatus, TaskVersion
+from curation.models import Comment, Environment, Task, TaskStatus, TaskVersion
 from engine.episodes import plugins
 from engine.verifiers.registry import all_kinds, kind_named
 
 logger = logging.getLogger(__name__)
-
-
-def reviewer_progress(*, since_days: int = 7) -> list[dict]:
-    """Per reviewer: decisions today, in the last `since_days` days, and by kind over all time."""
-    now = timezone.now()
-    start_of_day = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    rows = (
-        Review.objects.values("reviewer__username")
-        .annotate(
-            total=Count("id"),
-            today=Count("id", filter=Q(created_at__gte=start_of_day)),
-            recent=Count("id", filter=Q(created_at__gte=now - timedelta(days=since_days))),
-            approved=Count("id", filter=Q(decision=Review.Decision.APPROVE)),
-            rejected=Count("id", filter=Q(decision=Review.Decision.REJECT)),
-            sent_back=Count("id", filter=Q(decision=Review.Decision.SEND_BACK)),
-        )
-        .order_by("-today", "-total", "reviewer__username")
-    )
-    return list(rows)
 
 
 def comment_threads(*, task: Task) -> list[Comment]:

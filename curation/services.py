@@ -17,13 +17,7 @@ from django.db import transaction
 from accounts.audit import audit_record
 from curation import policy
 from curation.errors import CurationError
-from curation.models import (
-    Environment,
-    StatusChange,
-    Task,
-    TaskStatus,
-    TaskVersion,
-)
+from curation.models import Environment, StatusChange, Task, TaskStatus, TaskVersion
 from curation.thresholds import thresholds_validate
 from curation.weak_tests import weak_tests_audit
 from engine import verifiers

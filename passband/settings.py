@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "mozilla_django_oidc",
     "accounts",
     "curation",
+    "review",
     "calibration",
     "similarity",
     "releases",

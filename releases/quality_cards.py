@@ -17,9 +17,10 @@ from django.db.models import Count, F
 from django.db.models.expressions import RawSQL
 
 from calibration.models import Calibration, Rollout
-from curation.models import BlindItem, BlindReview, Review, TaskVersion
+from curation.models import TaskVersion
 from engine import quality_card
 from releases.models import ReleaseItem, ReleaseStatus
+from review.models import BlindItem, BlindReview, Review
 from similarity.models import SimilarityFlag, VersionSignature
 
 TAMPER_LABEL = "tampering:"  # gameability findings of the repository tampering battery start so

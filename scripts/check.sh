@@ -13,7 +13,8 @@ step "ruff check"
 "$BIN/ruff" check --no-cache .
 step "ruff format --check"
 "$BIN/ruff" format --check --no-cache .
-# web | api -> releases -> calibration | similarity -> curation -> accounts -> engine; no Django in the engine.
+# web | api -> releases -> calibration | similarity -> review : curation (review uses curation, not back) -> accounts
+# -> engine; no Django in the engine.
 step "lint-imports"
 "$BIN/lint-imports" --no-cache
 step "mypy"

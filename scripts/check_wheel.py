@@ -38,7 +38,9 @@ NEEDED = (
     "engine/worlds/registry.py",
     "engine/quality_card.schema.json",
 )
-NOT_SHIPPED = ("accounts/", "api/", "calibration/", "curation/", "releases/", "similarity/", "web/", "tests/")
+NOT_SHIPPED = (
+    "accounts/", "api/", "calibration/", "curation/", "releases/", "review/", "similarity/", "web/", "tests/",
+)  # fmt: skip
 
 
 def build_wheel(scratch: Path) -> Path:

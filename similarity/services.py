@@ -13,11 +13,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from curation import policy, review_services
+from curation import policy
 from curation.errors import CurationError
 from curation.models import TaskStatus, TaskVersion
 from curation.services import task_transition
 from engine import similarity
+from review import services as review_services
 from similarity.errors import SimilarityError
 from similarity.models import SimilarityFlag, VersionSignature
 

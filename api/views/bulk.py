@@ -9,9 +9,10 @@ from rest_framework.views import APIView
 from accounts.errors import ServiceError
 from api.views.tasks import api_task_filter
 from calibration.models import Band
-from curation import policy, review_services
+from curation import policy
 from curation.models import TaskStatus
 from releases import task_filters
+from review import services as review_services
 
 
 class BulkRequest(serializers.Serializer):

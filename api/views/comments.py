@@ -9,8 +9,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.errors import ServiceError
-from curation import notifications, policy, review_services
-from curation.models import Comment, Notification, Task
+from curation import policy
+from curation.models import Comment, Task
+from review import notifications
+from review import services as review_services
+from review.models import Notification
 
 
 class CommentSerializer(serializers.ModelSerializer):

@@ -8,7 +8,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from curation import blind_reviews, judge_master_keys, policy
+from curation import judge_master_keys, policy
+from review import blind_reviews
 
 
 class ProportionSerializer(serializers.Serializer):

@@ -28,11 +28,11 @@ from calibration.models import (
     Diagnosis,
     ProbeModel,
 )
-from curation import assignments, double_review
 from curation.models import Environment, Task, TaskStatus
 from curation.policy import tasks_visible_to
 from curation.selectors import GAMEABLE, gameable_q
 from engine import stats
+from review import assignments, double_review
 
 SORTS = {
     "key": "key_order",  # natural order: /2 before /10
@@ -214,7 +214,7 @@ def review_queue(
     Each task carries its latest calibration's fields (see tasks_with_calibration) and a
     `priority` from 0 (verifier trouble) to 4 (no flag). Ties go to the task waiting longest.
     Tasks another reviewer holds by a live claim are left out and the user's own claims come first
-    (curation.assignments); so are tasks waiting for a second, blind review (curation.double_review).
+    (review.assignments); so are tasks waiting for a second, blind review (review.double_review).
     """
     tasks = tasks_with_calibration(user=user, environment=environment, band=band, search=search)
     tasks = tasks.filter(status__in=[TaskStatus.SUBMITTED, TaskStatus.IN_REVIEW]).annotate(

@@ -1,5 +1,5 @@
 """Judged rollouts sampled for blind review: people check LLM judges (docs/verifiers.md, "Judges checked
-against people"); the review itself is curation.blind_reviews."""
+against people"); the review itself is review.blind_reviews."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from django.db.models import Count
 
 from calibration.errors import CalibrationError
 from calibration.models import Outcome, Rollout
-from curation.models import BlindItem, TaskVersion
+from curation.models import TaskVersion
 from engine.verifiers.kinds import llm_judge
+from review.models import BlindItem
 
 JUDGED = (Outcome.PASS, Outcome.FAIL)  # an error or timeout is no verdict to check
 _RANKS = 2**64

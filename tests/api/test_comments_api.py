@@ -8,9 +8,9 @@ import pytest
 from django.urls import reverse
 
 from accounts.services import api_token_create
-from curation import review_services
-from curation.models import Notification
-from curation.notifications import mentioned_usernames
+from review import services as review_services
+from review.models import Notification
+from review.notifications import mentioned_usernames
 from tests.factories import import_tasks, math_task
 
 pytestmark = pytest.mark.django_db

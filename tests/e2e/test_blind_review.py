@@ -4,7 +4,7 @@ then the judge's page warns: the judge passed both responses and the reviewer fa
 import pytest
 
 from calibration import services
-from curation.models import BlindReview
+from review.models import BlindReview
 from tests.factories import judge_task, rollouts_with
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -5,8 +5,9 @@ under the strict CSP."""
 import pytest
 
 from calibration.models import CampaignItem, ProbeModel
-from curation.models import Review, TaskStatus
-from tests.curation.test_review import submitted
+from curation.models import TaskStatus
+from review.models import Review
+from tests.review.test_review import submitted
 from tests.web.test_history import two_releases  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)

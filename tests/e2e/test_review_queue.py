@@ -11,8 +11,9 @@ from calibration.models import (
     ProbeModel,
     Rollout,
 )
-from curation.models import Review, TaskStatus
+from curation.models import TaskStatus
 from curation.services import task_transition
+from review.models import Review
 from tests.factories import import_tasks, math_task
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -5,8 +5,9 @@ the agreement page reports the pair. Every page under the strict CSP."""
 
 import pytest
 
-from curation.models import ReviewClaim, TaskStatus
-from tests.curation.test_review import submitted
+from curation.models import TaskStatus
+from review.models import ReviewClaim
+from tests.review.test_review import submitted
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

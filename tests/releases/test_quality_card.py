@@ -13,7 +13,7 @@ from django.core.management import call_command
 
 from accounts.services import api_token_create
 from calibration.models import Calibration, ProbeModel
-from curation.models import Review, Task
+from curation.models import Task
 from curation.services import environment_create
 from engine import quality_card
 from engine.integrations.openenv_env import PassbandEnvironment
@@ -24,6 +24,7 @@ from releases.hub import release_hub_folder
 from releases.nemo_gym_folder import release_nemo_gym_folder
 from releases.quality_cards import quality_card_of
 from releases.records import release_records
+from review.models import Review
 from similarity.models import SimilarityFlag
 from tests.factories import import_tasks
 from tests.releases.export_data import calibrated_environment

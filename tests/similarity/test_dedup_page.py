@@ -3,7 +3,8 @@
 import pytest
 from django.urls import reverse
 
-from curation.models import Review, Task, TaskStatus
+from curation.models import Task, TaskStatus
+from review.models import Review
 from similarity import services
 from similarity.models import SimilarityFlag
 from tests.factories import import_tasks

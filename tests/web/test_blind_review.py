@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from accounts.services import api_token_create
 from calibration import services
-from curation.models import BlindItem, BlindReview
+from review.models import BlindItem, BlindReview
 from tests.conftest import make_user
 from tests.factories import judge_task, rollouts_with
 

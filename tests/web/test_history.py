@@ -12,13 +12,14 @@ from django.urls import reverse
 from accounts.models import AuditEvent
 from accounts.services import api_token_create, api_token_revoke
 from calibration.models import Calibration
-from curation import assignments, review_services
 from curation.models import Task, TaskStatus
 from curation.services import task_version_edit
 from releases import selectors as release_selectors
 from releases import services as releases
-from tests.curation.test_review import submitted
+from review import assignments
+from review import services as review_services
 from tests.releases.export_data import calibrated_environment
+from tests.review.test_review import submitted
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,9 @@ import pytest
 from django.urls import reverse
 
 from calibration.models import Campaign, ProbeModel
-from curation.models import Comment, Review, TaskStatus
+from curation.models import Comment, TaskStatus
 from curation.services import task_transition
+from review.models import Review
 from tests.conftest import make_user
 from tests.factories import import_tasks, math_task
 
@@ -84,7 +85,7 @@ def test_histogram_data(client, alice, bob, charlie, arithmetic):
 
 def test_others_approved_tasks_are_read_only_for_authors(client, alice, bob, dora, task):
     task_transition(task=task, to_status=TaskStatus.SUBMITTED, by=alice)
-    from curation.review_services import review_approve
+    from review.services import review_approve
 
     review_approve(task=task, reviewer=bob)
     assert status_of(client, dora, "get", reverse("task_detail", args=["arithmetic", "t-1"])) == 200

@@ -7,9 +7,10 @@ alice authors, bob and dora review, lena leads.
 import pytest
 from django.urls import reverse
 
-from curation import review_services
-from curation.models import BlindItem, ReviewClaim, TaskStatus
-from tests.curation.test_review import submitted
+from curation.models import TaskStatus
+from review import services as review_services
+from review.models import BlindItem, ReviewClaim
+from tests.review.test_review import submitted
 
 pytestmark = pytest.mark.django_db
 

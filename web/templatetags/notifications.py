@@ -2,7 +2,7 @@
 
 from django import template
 
-from curation.notifications import unread_count
+from review.notifications import unread_count
 
 register = template.Library()
 

@@ -10,8 +10,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
-from curation import policy, review_services
+from curation import policy
 from releases import task_filters
+from review import services as review_services
 from web.views import shared
 
 DONE = {"submit": "submitted for review", "approve": "approved", "reject": "rejected", "send_back": "sent back"}

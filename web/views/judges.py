@@ -5,10 +5,11 @@ from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
 
-from curation import blind_reviews, double_review, judge_master_keys, policy
+from curation import judge_master_keys, policy
 from curation.errors import CurationError
-from curation.models import BlindItem, BlindReview
 from engine.verifiers.judges import get_judge, judge_names
+from review import blind_reviews, double_review
+from review.models import BlindItem, BlindReview
 from web.views import shared, team
 
 
@@ -18,7 +19,7 @@ def blind_review_next(request):
     item = blind_reviews.blind_items_open(reviewer=request.user).first()
     if item is not None:
         return redirect("blind_review", item_id=item.pk)
-    return render(request, "curation/blind_review.html", {"item": None})
+    return render(request, "review/blind_review.html", {"item": None})
 
 
 @policy.page("blind_review")
@@ -40,7 +41,7 @@ def blind_review(request, item_id: int):
         "waiting": blind_reviews.blind_items_open(reviewer=request.user).count(),
         "verdicts": BlindReview.Verdict.values,
     }
-    return render(request, "curation/blind_review.html", context)
+    return render(request, "review/blind_review.html", context)
 
 
 def _limit() -> float:

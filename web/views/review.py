@@ -11,8 +11,12 @@ from django.views.decorators.http import require_POST
 from accounts.errors import ServiceError
 from calibration import selectors as calibration_selectors
 from calibration.models import Band, ProbeModel, Rollout
-from curation import assignments, gameability, policy, review_services, selectors
-from curation.models import Comment, Environment, Review
+from curation import gameability, policy, selectors
+from curation.models import Comment, Environment
+from review import assignments
+from review import selectors as review_selectors
+from review import services as review_services
+from review.models import Review
 from similarity import selectors as similarity_selectors
 from web.templatetags.display import band_label
 from web.views import shared
@@ -88,7 +92,7 @@ def review_queue(request):
         "flags": calibration_selectors.PRIORITIES[:-1]
         + [(selectors.GAMEABLE, "gameable verifier")]
         + similarity_selectors.FLAG_CHOICES,
-        "progress": selectors.reviewer_progress(),
+        "progress": review_selectors.reviewer_progress(),
         "previous_url": _queue_url(request.GET, position - 1) if position > 0 else "",
         "next_url": _queue_url(request.GET, position + 1) if position + 1 < total else "",
     }
@@ -110,7 +114,7 @@ def review_queue(request):
             approve_confirm=_approve_confirm(task),
             similarity_flags=similarity_selectors.version_flags(task_version=version, user=request.user),
         )
-    return render(request, "curation/review_queue.html", context)
+    return render(request, "review/review_queue.html", context)
 
 
 REVIEW_ACTIONS = {

@@ -11,12 +11,13 @@ from django.views.decorators.http import require_POST
 from accounts.errors import ServiceError
 from calibration import selectors as calibration_selectors
 from calibration.models import Band, Diagnosis, ProbeModel, Rollout
-from curation import files, import_jobs, imports, policy, repo_uploads, review_services, selectors, services
+from curation import files, import_jobs, imports, policy, repo_uploads, selectors, services
 from curation.errors import CurationError
 from curation.models import Environment, ImportJob, TaskStatus
 from engine import input_rules, stats
 from engine.packing import token_count
 from releases import task_filters
+from review import services as review_services
 from similarity import selectors as similarity_selectors
 from web.views import probes, shared
 

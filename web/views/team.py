@@ -10,8 +10,11 @@ from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
 from calibration.models import ProbeModel
-from curation import assignments, defects, double_review, notifications, policy, review_services
-from curation.models import BlindItem, Review, Task
+from curation import policy
+from curation.models import Task
+from review import assignments, defects, double_review, notifications
+from review import services as review_services
+from review.models import BlindItem, Review
 from web.views import shared
 
 
@@ -64,7 +67,7 @@ def review_claims(request):
         "reviewers": assignments.reviewers(),
         "strategies": assignments.STRATEGIES,
     }
-    return render(request, "curation/review_claims.html", context)
+    return render(request, "review/review_claims.html", context)
 
 
 @policy.page("second_review_next")
@@ -73,7 +76,7 @@ def second_review_next(request):
     item = double_review.second_reviews_open(reviewer=request.user).first()
     if item is not None:
         return redirect("blind_review", item_id=item.pk)
-    return render(request, "curation/blind_task_review.html", {"item": None})
+    return render(request, "review/blind_task_review.html", {"item": None})
 
 
 def blind_task_review(request, item: BlindItem):
@@ -92,7 +95,7 @@ def blind_task_review(request, item: BlindItem):
         "own_review": item.reviews.filter(reviewer=request.user).first(),
         "waiting": double_review.second_reviews_open(reviewer=request.user).count(),
     }
-    return render(request, "curation/blind_task_review.html", context)
+    return render(request, "review/blind_task_review.html", context)
 
 
 @policy.page("review_agreement")
@@ -105,13 +108,13 @@ def review_agreement(request):
         "gold": double_review.gold_accuracy(),
         "disputed": double_review.adjudication_queue().count(),
     }
-    return render(request, "curation/review_agreement.html", context)
+    return render(request, "review/review_agreement.html", context)
 
 
 @policy.page("adjudication_list")
 def adjudication_list(request):
     """Leads: double reviews whose reviewers disagree, each with both decisions and notes."""
-    return render(request, "curation/adjudication.html", {"items": double_review.adjudication_queue()})
+    return render(request, "review/adjudication.html", {"items": double_review.adjudication_queue()})
 
 
 @require_POST
@@ -206,7 +209,7 @@ def defect_rates(request):
         "environments": defects.defect_rates(group="environment", viewer=request.user),
         "defects": Review.Defect.choices,
     }
-    return render(request, "curation/defect_rates.html", context)
+    return render(request, "review/defect_rates.html", context)
 
 
 @policy.page("notification_list")
@@ -217,4 +220,4 @@ def notification_list(request):
         messages.success(request, f"{changed} notification(s) marked read.")
         return redirect("notification_list")
     rows = notifications.notifications_for(user=request.user)[:200]
-    return render(request, "curation/notifications.html", {"notifications": rows})
+    return render(request, "review/notifications.html", {"notifications": rows})

@@ -4,10 +4,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from calibration.models import Band
-from curation import review_services
 from curation.errors import CurationError
 from curation.models import TaskStatus
 from releases import task_filters
+from review import services as review_services
 
 
 class Command(BaseCommand):

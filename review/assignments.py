@@ -23,8 +23,9 @@ from django.utils import timezone
 from accounts.audit import audit_record
 from accounts.permissions import LEADS, REVIEWERS
 from curation import policy
-from curation.errors import CurationError
-from curation.models import ReviewClaim, ReviewerDomain, Task, TaskStatus
+from curation.models import Task, TaskStatus
+from review.errors import ReviewError
+from review.models import ReviewClaim, ReviewerDomain
 
 WAITING = (TaskStatus.SUBMITTED, TaskStatus.IN_REVIEW)
 STRATEGIES = ("round_robin", "domain")
@@ -76,10 +77,10 @@ def reviewers() -> QuerySet:
 
 
 def claim_check(*, task: Task, reviewer: AbstractBaseUser) -> None:
-    """Raise CurationError when another reviewer holds `task` by a live claim (what decisions call)."""
+    """Raise ReviewError when another reviewer holds `task` by a live claim (what decisions call)."""
     claim = claim_holder(task)
     if claim is not None and claim.reviewer_id != reviewer.pk:
-        raise CurationError(
+        raise ReviewError(
             f"{task.key} is claimed by {claim.reviewer.get_username()} until "
             f"{timezone.localtime(claim.expires_at):%H:%M}; take another task or ask a lead to reassign it."
         )
@@ -96,13 +97,13 @@ def _hold(*, task: Task, reviewer: AbstractBaseUser, how: str, by: AbstractBaseU
 
 @transaction.atomic
 def claim_take(*, task: Task, reviewer: AbstractBaseUser) -> ReviewClaim:
-    """`reviewer` claims `task` (or renews their own claim). Raises CurationError when the task is not
+    """`reviewer` claims `task` (or renews their own claim). Raises ReviewError when the task is not
     waiting for review, is the reviewer's own, or another reviewer holds it."""
     task = Task.objects.select_for_update().get(pk=task.pk)
     if not policy.task_may_review(reviewer, task):
-        raise CurationError(f"{task.key} is your own task: another reviewer must review it.")
+        raise ReviewError(f"{task.key} is your own task: another reviewer must review it.")
     if task.status not in WAITING:
-        raise CurationError(f"{task.key} is {task.status}, not waiting for review.")
+        raise ReviewError(f"{task.key} is {task.status}, not waiting for review.")
     claim_check(task=task, reviewer=reviewer)
     return _hold(task=task, reviewer=reviewer, how=ReviewClaim.How.CLAIMED, by=reviewer)
 
@@ -113,7 +114,7 @@ def claim_release(*, task: Task, by: AbstractBaseUser) -> None:
     if claim is None:
         return
     if claim.reviewer_id != by.pk and not policy.is_lead(by):
-        raise CurationError(f"Only {claim.reviewer.get_username()} or a lead can release this claim.")
+        raise ReviewError(f"Only {claim.reviewer.get_username()} or a lead can release this claim.")
     claim.delete()
 
 
@@ -124,7 +125,7 @@ def claim_end(*, task: Task) -> None:
 
 def _lead_check(user: AbstractBaseUser) -> None:
     if not policy.is_lead(user):
-        raise CurationError("Only leads and staff assign and reassign review work.")
+        raise ReviewError("Only leads and staff assign and reassign review work.")
 
 
 @transaction.atomic
@@ -133,9 +134,9 @@ def claim_reassign(*, task: Task, to_reviewer: AbstractBaseUser, by: AbstractBas
     _lead_check(by)
     task = Task.objects.select_for_update().get(pk=task.pk)
     if task.status not in WAITING:
-        raise CurationError(f"{task.key} is {task.status}, not waiting for review.")
+        raise ReviewError(f"{task.key} is {task.status}, not waiting for review.")
     if not policy.task_may_review(to_reviewer, task):
-        raise CurationError(f"{to_reviewer.get_username()} may not review {task.key} (not a reviewer, or their own).")
+        raise ReviewError(f"{to_reviewer.get_username()} may not review {task.key} (not a reviewer, or their own).")
     audit_record(actor=by, action="reassign", obj=task, detail={"to": to_reviewer.get_username()})
     return _hold(task=task, reviewer=to_reviewer, how=ReviewClaim.How.REASSIGNED, by=by)
 
@@ -159,10 +160,10 @@ def queue_assign(*, tasks: QuerySet[Task], strategy: str, by: AbstractBaseUser, 
     still unclaimed."""
     _lead_check(by)
     if strategy not in STRATEGIES:
-        raise CurationError(f"Unknown strategy {strategy!r}; use {' or '.join(STRATEGIES)}.")
+        raise ReviewError(f"Unknown strategy {strategy!r}; use {' or '.join(STRATEGIES)}.")
     people = list(reviewers())
     if not people:
-        raise CurationError("There is nobody in the reviewers or leads group to assign work to.")
+        raise ReviewError("There is nobody in the reviewers or leads group to assign work to.")
     domains = {person.pk: {row.domain for row in person.review_domains.all()} for person in people}
     now = timezone.now()
     waiting = (
@@ -201,11 +202,11 @@ def reviewer_domain_set(*, reviewer: AbstractBaseUser, domains: list[str], by: A
     """Set the domains `reviewer` takes when the queue is assigned by domain; returns them sorted."""
     _lead_check(by)
     if not policy.is_reviewer(reviewer):
-        raise CurationError(f"{reviewer.get_username()} is not a reviewer.")
+        raise ReviewError(f"{reviewer.get_username()} is not a reviewer.")
     cleaned = sorted({domain.strip() for domain in domains if domain.strip()})
     for domain in cleaned:
         if len(domain) > 40:
-            raise CurationError(f"Domain {domain[:40]!r}… is longer than 40 characters.")
+            raise ReviewError(f"Domain {domain[:40]!r}… is longer than 40 characters.")
     with transaction.atomic():
         ReviewerDomain.objects.filter(reviewer=reviewer).exclude(domain__in=cleaned).delete()
         for domain in cleaned:

@@ -5,10 +5,11 @@ from django.urls import reverse
 
 from calibration import selectors as review_selectors
 from calibration.models import Band, Calibration, ProbeModel
-from curation import review_services
 from curation.errors import CurationError
-from curation.models import Comment, Review, StatusChange, TaskStatus
+from curation.models import Comment, StatusChange, TaskStatus
 from curation.services import task_transition
+from review import services as review_services
+from review.models import Review
 from tests.factories import import_tasks, math_task
 
 pytestmark = pytest.mark.django_db

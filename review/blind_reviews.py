@@ -17,10 +17,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Min, OuterRef, QuerySet, Subquery
 
 from curation import policy
-from curation.errors import CurationError
-from curation.models import BlindItem, BlindReview, TaskVersion
+from curation.models import TaskVersion
 from engine import stats
 from engine.verifiers.kinds import llm_judge
+from review.errors import ReviewError
+from review.models import BlindItem, BlindReview
 
 NOTE_MAX_CHARS = 4000
 
@@ -164,24 +165,24 @@ def decided_version_examples(
 
 @transaction.atomic
 def blind_review_record(*, item: BlindItem, reviewer: AbstractBaseUser, verdict: str, note: str = "") -> BlindReview:
-    """Record `reviewer`'s verdict on `item`. Raises CurationError, saying what to do, for a verdict
+    """Record `reviewer`'s verdict on `item`. Raises ReviewError, saying what to do, for a verdict
     that is not one of BlindReview.Verdict, a note that is too long, a reviewer who may not review
     the item (not a reviewer, or their own task), a second review by the same person, or an item
     that has all the reviews it wants."""
     if verdict not in BlindReview.Verdict.values:
-        raise CurationError(f"Choose a verdict: {' or '.join(BlindReview.Verdict.values)}.")
+        raise ReviewError(f"Choose a verdict: {' or '.join(BlindReview.Verdict.values)}.")
     note = note.strip()
     if len(note) > NOTE_MAX_CHARS:
-        raise CurationError(f"The note is {len(note)} characters; keep it under {NOTE_MAX_CHARS}.")
+        raise ReviewError(f"The note is {len(note)} characters; keep it under {NOTE_MAX_CHARS}.")
     if not policy.allows(reviewer, policy.REVIEW, item):
-        raise CurationError("Only reviewers give blind verdicts, and never on their own tasks.")
+        raise ReviewError("Only reviewers give blind verdicts, and never on their own tasks.")
     locked = BlindItem.objects.select_for_update().get(pk=item.pk)
     if locked.reviews.filter(reviewer=reviewer).exists():
-        raise CurationError("You have already given your verdict on this item; it cannot be changed.")
+        raise ReviewError("You have already given your verdict on this item; it cannot be changed.")
     if locked.reviews.count() >= locked.reviews_wanted:
-        raise CurationError("This item has all the reviews it needs; take the next one.")
+        raise ReviewError("This item has all the reviews it needs; take the next one.")
     try:
         with transaction.atomic():
             return BlindReview.objects.create(item=locked, reviewer=reviewer, verdict=verdict, note=note)
     except IntegrityError:
-        raise CurationError("You have already given your verdict on this item; it cannot be changed.") from None
+        raise ReviewError("You have already given your verdict on this item; it cannot be changed.") from None

@@ -9,13 +9,15 @@ import pytest
 from django.urls import reverse
 
 from calibration.models import Campaign, CampaignItem, ProbeModel, Rollout
-from curation import defects, review_services
 from curation.errors import CurationError
-from curation.models import Review, TaskStatus
+from curation.models import TaskStatus
 from curation.services import environment_create
+from review import defects
+from review import services as review_services
+from review.models import Review
 from tests.conftest import make_user
-from tests.curation.test_review import submitted
 from tests.factories import rollouts_with
+from tests.review.test_review import submitted
 
 pytestmark = pytest.mark.django_db
 

@@ -10,11 +10,13 @@ import pytest
 from django.utils import timezone
 
 from calibration import selectors
-from curation import assignments, review_services
 from curation.errors import CurationError
-from curation.models import ReviewClaim, Task, TaskStatus
+from curation.models import Task, TaskStatus
 from curation.services import environment_create
-from tests.curation.test_review import submitted
+from review import assignments
+from review import services as review_services
+from review.models import ReviewClaim
+from tests.review.test_review import submitted
 
 pytestmark = pytest.mark.django_db
 

@@ -6,10 +6,12 @@ alice authors, bob and dora review, lena leads.
 
 import pytest
 
-from curation import double_review, review_services
 from curation.errors import CurationError
-from curation.models import Adjudication, BlindItem, BlindReview, Review, TaskStatus
-from tests.curation.test_review import submitted
+from curation.models import TaskStatus
+from review import double_review
+from review import services as review_services
+from review.models import Adjudication, BlindItem, BlindReview, Review
+from tests.review.test_review import submitted
 
 pytestmark = pytest.mark.django_db
 

@@ -2,7 +2,7 @@
 
 Every status change goes through services.task_transition, so each one is audited (who, when,
 from, to, why) as a StatusChange and shown on the task. A task another reviewer holds by a live
-claim cannot be decided (curation.assignments); deciding a task ends its claim.
+claim cannot be decided (review.assignments); deciding a task ends its claim.
 """
 
 from __future__ import annotations
@@ -15,25 +15,28 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from curation import assignments, double_review, notifications, policy
+from curation import policy
 from curation.errors import CurationError
 from curation.gameability import blocks_approval
-from curation.models import Comment, Review, Task, TaskStatus, TaskVersion
+from curation.models import Comment, Task, TaskStatus, TaskVersion
 from curation.services import task_transition, task_version_write
+from review import assignments, double_review, notifications
+from review.errors import ReviewError
+from review.models import Review
 
 REVIEWABLE = (TaskStatus.SUBMITTED, TaskStatus.IN_REVIEW)
 
 
 def _reviewer_check(*, task: Task, reviewer: AbstractBaseUser) -> None:
     if not policy.is_reviewer(reviewer):
-        raise CurationError("Only reviewers and staff can review tasks.")
+        raise ReviewError("Only reviewers and staff can review tasks.")
     if not policy.task_may_review(reviewer, task):
-        raise CurationError(f"{task.key} is your own task: another reviewer must review it.")
+        raise ReviewError(f"{task.key} is your own task: another reviewer must review it.")
 
 
 @transaction.atomic
 def review_claim(*, task: Task, reviewer: AbstractBaseUser) -> Task:
-    """Claim a task for `reviewer` (curation.assignments: hidden from other reviewers until the claim
+    """Claim a task for `reviewer` (review.assignments: hidden from other reviewers until the claim
     expires) and take it into review (submitted -> in_review; a task in review stays so)."""
     _reviewer_check(task=task, reviewer=reviewer)
     assignments.claim_take(task=task, reviewer=reviewer)
@@ -41,7 +44,7 @@ def review_claim(*, task: Task, reviewer: AbstractBaseUser) -> Task:
     if task.status == TaskStatus.IN_REVIEW:
         return task
     if task.status != TaskStatus.SUBMITTED:
-        raise CurationError(f"{task.key} is {task.status}, not waiting for review.")
+        raise ReviewError(f"{task.key} is {task.status}, not waiting for review.")
     return _into_review(task=task, reviewer=reviewer)
 
 
@@ -75,7 +78,7 @@ def _review_start(*, task: Task, reviewer: AbstractBaseUser) -> Task:
     _reviewer_check(task=task, reviewer=reviewer)
     task.refresh_from_db(fields=["status", "current_version"])
     if task.status not in REVIEWABLE:
-        raise CurationError(f"{task.key} is {task.status}; only submitted or in-review tasks can be decided.")
+        raise ReviewError(f"{task.key} is {task.status}; only submitted or in-review tasks can be decided.")
     assignments.claim_check(task=task, reviewer=reviewer)
     double_review.pending_check(task=task)
     if task.status == TaskStatus.SUBMITTED:
@@ -101,21 +104,21 @@ def _review_write(
 
 def _defect_check(defect: str) -> str:
     if defect not in Review.Defect.values:
-        raise CurationError(f"Name the defect: one of {', '.join(Review.Defect.values)}.")
+        raise ReviewError(f"Name the defect: one of {', '.join(Review.Defect.values)}.")
     return defect
 
 
 def review_approve(*, task: Task, reviewer: AbstractBaseUser, comment: str = "") -> Review | None:
     """Approve a submitted or in-review task. A task whose current version failed its audit cannot be
     approved, nor one flagged gameable that no reviewer has overridden. None: the task was drawn for
-    two reviews, and the approval waits for a second, blind reviewer (curation.double_review)."""
+    two reviews, and the approval waits for a second, blind reviewer (review.double_review)."""
     task.refresh_from_db(fields=["current_version"])  # a fix may have made a new version since the page loaded
     current = TaskVersion.objects.filter(pk=task.current_version_id).first()  # fresh: an override may be new
     if current is not None and current.audit_passed is False:
-        raise CurationError(f"{task.key} failed its audit; send it back instead of approving it.")
+        raise ReviewError(f"{task.key} failed its audit; send it back instead of approving it.")
     blocked = blocks_approval(current)
     if blocked:
-        raise CurationError(f"{task.key} cannot be approved: {blocked}.")
+        raise ReviewError(f"{task.key} cannot be approved: {blocked}.")
     return _review_decide(
         task=task, reviewer=reviewer, decision=Review.Decision.APPROVE, to_status=TaskStatus.APPROVED, comment=comment
     )
@@ -127,7 +130,7 @@ def review_reject(
     """Reject a task; the comment saying why is mandatory, and the defect (Review.Defect) is recorded.
     None: it waits for a second, blind reviewer."""
     if not comment.strip():
-        raise CurationError("Say why: a comment is required to reject a task.")
+        raise ReviewError("Say why: a comment is required to reject a task.")
     return _review_decide(
         task=task,
         reviewer=reviewer,
@@ -143,7 +146,7 @@ def review_fix(*, task: Task, reviewer: AbstractBaseUser, content: dict, defect:
     """A reviewer corrects a task under review (prompt, answer, verifier: the upload format's fields in
     `content`): a new version, audited again, becomes current; rollouts and calibrations stay with the
     old version. The task stays in review (the reviewer may now approve it); the fix is a Review of the
-    old version with its defect. Raises CurationError naming the field for invalid content."""
+    old version with its defect. Raises ReviewError naming the field for invalid content."""
     _defect_check(defect)
     task = _review_start(task=task, reviewer=reviewer)
     fixed_version_id = task.current_version_id
@@ -162,7 +165,7 @@ def review_fix(*, task: Task, reviewer: AbstractBaseUser, content: dict, defect:
 def review_send_back(*, task: Task, reviewer: AbstractBaseUser, comment: str) -> Review | None:
     """Return a task to its author (changes_requested) with a comment saying what to change."""
     if not comment.strip():
-        raise CurationError("Say what to change: a comment is required to send a task back.")
+        raise ReviewError("Say what to change: a comment is required to send a task back.")
     return _review_decide(
         task=task,
         reviewer=reviewer,
@@ -194,9 +197,9 @@ def reviews_bulk(
     audit, already decided) are listed as skipped with the reason.
     """
     if decision not in DECISIONS:
-        raise CurationError(f"Unknown decision {decision!r}; use approve, reject or send_back.")
+        raise ReviewError(f"Unknown decision {decision!r}; use approve, reject or send_back.")
     if decision != Review.Decision.APPROVE and not comment.strip():
-        raise CurationError("Say why: a comment is required to reject or send back tasks in bulk.")
+        raise ReviewError("Say why: a comment is required to reject or send back tasks in bulk.")
     result = BulkReviewResult()
     for task in tasks.select_related("current_version").order_by("pk").iterator(chunk_size=500):
         try:
@@ -214,7 +217,7 @@ def tasks_submit_bulk(*, tasks: QuerySet[Task], author: AbstractBaseUser) -> Bul
     that cannot move (someone else's, failed audit, wrong status) are listed as skipped with the reason.
     """
     if not policy.is_author(author):
-        raise CurationError("Only authors and staff can submit tasks.")
+        raise ReviewError("Only authors and staff can submit tasks.")
     result = BulkReviewResult()
     for task in tasks.select_related("current_version").order_by("pk").iterator(chunk_size=500):
         if not policy.task_may_change(author, task):
@@ -239,23 +242,23 @@ def tasks_bulk_action(
     if action == "submit":
         return tasks_submit_bulk(tasks=tasks, author=user)
     if action not in DECISIONS:
-        raise CurationError(f"Unknown action {action!r}; use one of {', '.join(BULK_ACTIONS)}.")
+        raise ReviewError(f"Unknown action {action!r}; use one of {', '.join(BULK_ACTIONS)}.")
     if not policy.is_reviewer(user):
-        raise CurationError("Only reviewers and staff can review tasks.")
+        raise ReviewError("Only reviewers and staff can review tasks.")
     return reviews_bulk(tasks=tasks, reviewer=user, decision=action, comment=comment)
 
 
 @transaction.atomic
 def comment_add(*, task: Task, author: AbstractBaseUser, body: str, parent: Comment | None = None) -> Comment:
     """Add a comment, or a reply when `parent` is given (replies attach to the thread's root); everyone
-    it @mentions who may see the task is notified (curation.notifications)."""
+    it @mentions who may see the task is notified (review.notifications)."""
     if not policy.task_may_discuss(author, task):
-        raise CurationError("Only the task's author and reviewers can comment on it.")
+        raise ReviewError("Only the task's author and reviewers can comment on it.")
     if not body.strip():
-        raise CurationError("A comment cannot be empty.")
+        raise ReviewError("A comment cannot be empty.")
     if parent is not None:
         if parent.task_id != task.pk:
-            raise CurationError("A reply must belong to the same task as its comment.")
+            raise ReviewError("A reply must belong to the same task as its comment.")
         while parent.parent_id is not None:
             parent = parent.parent
     comment = Comment.objects.create(task=task, author=author, body=body.strip(), parent=parent)
@@ -266,7 +269,7 @@ def comment_add(*, task: Task, author: AbstractBaseUser, body: str, parent: Comm
 def comment_resolve(*, comment: Comment, by: AbstractBaseUser) -> Comment:
     """Mark a thread resolved (its root comment); resolving twice changes nothing."""
     if not policy.task_may_discuss(by, comment.task):
-        raise CurationError("Only the task's author and reviewers can resolve comments.")
+        raise ReviewError("Only the task's author and reviewers can resolve comments.")
     while comment.parent_id is not None:
         comment = comment.parent
     if comment.resolved_at is None:

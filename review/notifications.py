@@ -15,7 +15,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from curation import policy
-from curation.models import Comment, Notification
+from curation.models import Comment
+from review.models import Notification
 
 MENTION = re.compile(r"(?<![\w.+-])@([\w.@+-]*\w)")
 

@@ -1,6 +1,6 @@
 """Two independent reviews of one task, gold items, agreement between reviewers, adjudication.
 
-Built on the blind-review records (curation.blind_reviews): a first reviewer's approve or reject of a
+Built on the blind-review records (review.blind_reviews): a first reviewer's approve or reject of a
 drawn task version (a deterministic PASSBAND_DOUBLE_REVIEW_SHARE, `drawn_for_double_review`) does
 not take effect; it becomes a BlindItem of kind double_review (decided_by the first reviewer,
 decision pass = approve, fail = reject) that a second reviewer judges blind. When both agree the
@@ -25,11 +25,13 @@ from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
 from accounts.audit import audit_record
-from curation import blind_reviews, policy
-from curation.errors import CurationError
-from curation.models import Adjudication, BlindItem, BlindReview, Review, Task, TaskStatus, TaskVersion
+from curation import policy
+from curation.models import Task, TaskStatus, TaskVersion
 from curation.services import task_transition
 from engine import stats
+from review import blind_reviews
+from review.errors import ReviewError
+from review.models import Adjudication, BlindItem, BlindReview, Review
 
 TASK_KINDS = (BlindItem.Kind.DOUBLE_REVIEW, BlindItem.Kind.GOLD_TASK)
 PASS, FAIL = BlindReview.Verdict.PASS, BlindReview.Verdict.FAIL
@@ -70,9 +72,9 @@ def queue_without_pending(tasks: QuerySet[Task]) -> QuerySet[Task]:
 
 
 def pending_check(*, task: Task) -> None:
-    """Raise CurationError when `task`'s current version waits for a second review or a lead (decisions call it)."""
+    """Raise ReviewError when `task`'s current version waits for a second review or a lead (decisions call it)."""
     if _unsettled().filter(task_version_id=task.current_version_id).exists():
-        raise CurationError(
+        raise ReviewError(
             f"{task.key} waits for a second, blind review (or a lead's adjudication), not for your decision."
         )
 
@@ -258,7 +260,7 @@ def _apply(*, item: BlindItem, verdict: str, by: AbstractBaseUser, reason: str, 
 
 @transaction.atomic
 def second_review_record(*, item: BlindItem, reviewer: AbstractBaseUser, verdict: str, note: str = "") -> BlindReview:
-    """Record a blind verdict on a task item (curation.blind_reviews.blind_review_record's checks). On
+    """Record a blind verdict on a task item (review.blind_reviews.blind_review_record's checks). On
     a double review that agrees with the first decision, the decision takes effect; one that disagrees
     goes to the leads' adjudication queue."""
     review = blind_reviews.blind_review_record(item=item, reviewer=reviewer, verdict=verdict, note=note)
@@ -276,18 +278,18 @@ def second_review_record(*, item: BlindItem, reviewer: AbstractBaseUser, verdict
 @transaction.atomic
 def adjudicate(*, item: BlindItem, lead: AbstractBaseUser, verdict: str, comment: str = "") -> Adjudication:
     """A lead's final approve (pass) or reject (fail) of a disagreed double review; it takes effect on the
-    task. Raises CurationError for a lead who may not, an item not in dispute, or one already settled."""
+    task. Raises ReviewError for a lead who may not, an item not in dispute, or one already settled."""
     if verdict not in VERDICT_OF.values():
-        raise CurationError("Choose approve or reject.")
+        raise ReviewError("Choose approve or reject.")
     if not policy.allows(lead, policy.ADJUDICATE, item):
-        raise CurationError("Only leads adjudicate, and never on their own tasks.")
+        raise ReviewError("Only leads adjudicate, and never on their own tasks.")
     item = BlindItem.objects.select_for_update().get(pk=item.pk)
     if not BlindItem.objects.filter(_disagreeing(), pk=item.pk).exists():
-        raise CurationError("This item is not a disagreement between two reviewers.")
+        raise ReviewError("This item is not a disagreement between two reviewers.")
     if Adjudication.objects.filter(item=item).exists():
-        raise CurationError("A lead has already settled this disagreement.")
+        raise ReviewError("A lead has already settled this disagreement.")
     if verdict == FAIL and not comment.strip():
-        raise CurationError("Say why: a comment is required to reject a task.")
+        raise ReviewError("Say why: a comment is required to reject a task.")
     adjudication = Adjudication.objects.create(item=item, lead=lead, decision=verdict, comment=comment.strip())
     audit_record(actor=lead, action="adjudicate", obj=item.task_version.task, detail={"decision": DECISION_OF[verdict]})
     reason = f"adjudicated by {lead.get_username()}" + (f": {comment.strip()}" if comment.strip() else "")
@@ -299,12 +301,12 @@ def gold_add(*, task: Task, decision: str, by: AbstractBaseUser) -> BlindItem:
     """Make `task`'s current version a gold item whose right decision is `decision` (approve or reject),
     mixed into the second-review queue; adding it twice changes nothing."""
     if not policy.is_lead(by):
-        raise CurationError("Only leads and staff add gold items.")
+        raise ReviewError("Only leads and staff add gold items.")
     if decision not in VERDICT_OF:
-        raise CurationError("A gold item's decision is approve or reject.")
+        raise ReviewError("A gold item's decision is approve or reject.")
     version = TaskVersion.objects.filter(pk=task.current_version_id).first()
     if version is None:
-        raise CurationError(f"{task.key} has no content to review.")
+        raise ReviewError(f"{task.key} has no content to review.")
     item, _ = BlindItem.objects.get_or_create(
         kind=BlindItem.Kind.GOLD_TASK,
         object_id=version.pk,

@@ -12,8 +12,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q
 
 from curation import policy
-from curation.models import Review
 from engine import stats
+from review.models import Review
 
 DECIDED = (Review.Decision.APPROVE, Review.Decision.REJECT, Review.Decision.FIX)
 DEFECTIVE = (Review.Decision.REJECT, Review.Decision.FIX)
