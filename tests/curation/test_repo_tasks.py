@@ -110,10 +110,12 @@ def test_the_demo_set_imports_and_a_sample_passes_its_audits(repositories, alice
     rows = list(repo_demo.task_rows(store=snapshot_store))
     assert 20 <= len(rows) <= 50
     assert len({row["verifier"]["snapshot"] for row in rows}) == len(rows)  # one bug per snapshot
-    report = import_tasks(repositories, alice, *rows[:2], run_audits=True)
+    # One task through the audits (its reference, the empty answer and the gameability battery in the sandbox);
+    # every demo task's reference patch passes and the empty patch fails in tests/calibration/test_repo_campaigns.py.
+    report = import_tasks(repositories, alice, rows[0], run_audits=True)
     assert report.audit_failures == [] and report.gameable == []
-    report = import_tasks(repositories, alice, *rows[2:])
-    assert len(report.created) == len(rows) - 2
+    report = import_tasks(repositories, alice, *rows[1:])
+    assert len(report.created) == len(rows) - 1
 
 
 def test_a_repository_task_may_only_declare_the_repository_worlds_tools(repositories, alice):
