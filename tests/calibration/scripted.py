@@ -64,18 +64,23 @@ def cannot_say(prompt_text: str, seed: int) -> str:
     return "I cannot say."
 
 
+def probing_worker():
+    """One real worker process for `probe_through_a_worker` (a context manager): start it once for every probe
+    of a test."""
+    return running_worker(queues="default,generate,verify", concurrency=1)
+
+
 def probe_through_a_worker(environment, owner, respond, name: str, *, rollouts: int):
-    """A campaign of `rollouts` per task (one round) against a scripted model, run by one real worker process
-    until it is done; returns (the probe model, the campaign)."""
+    """A campaign of `rollouts` per task (one round) against a scripted model, run by the worker the caller
+    started (`probing_worker`) until it is done; returns (the probe model, the campaign)."""
     with OpenAITestServer(respond=respond, record_requests=False) as server:
         model = services.probe_model_add(name=name, backend="openai", base_url=server.base_url, model="fake-model")
         campaign = services.campaign_start(
             environment=environment, probe_model=model, created_by=owner, rollouts=rollouts, round_size=rollouts, seed=1
         )
-        with running_worker(queues="default,generate,verify", concurrency=1):
-            wait_for(
-                lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE,
-                timeout=240,
-                what="the worker to finish the campaign",
-            )
+        wait_for(
+            lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE,
+            timeout=240,
+            what="the worker to finish the campaign",
+        )
     return model, campaign

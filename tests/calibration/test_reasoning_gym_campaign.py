@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from calibration.models import Calibration, Outcome, Rollout
 from curation.models import Environment, Task
-from tests.calibration.scripted import answers_every_task, cannot_say, probe_through_a_worker
+from tests.calibration.scripted import answers_every_task, cannot_say, probe_through_a_worker, probing_worker
 from tests.support.workers import flush_broker
 
 GENERATOR = "basic_arithmetic"
@@ -44,13 +44,14 @@ def test_an_oracle_passes_every_generated_task_and_a_null_policy_none(alice, cli
     tasks = Task.objects.filter(environment=environment)
     assert tasks.count() == 8  # four levels of num_digits, two tasks each
 
-    right, campaign = probe_through_a_worker(environment, alice, oracle(environment), "oracle", rollouts=3)
+    with probing_worker():
+        right, campaign = probe_through_a_worker(environment, alice, oracle(environment), "oracle", rollouts=3)
+        null, null_campaign = probe_through_a_worker(environment, alice, cannot_say, "null", rollouts=3)
     rollouts = Rollout.objects.filter(campaign=campaign)
     assert rollouts.count() == 24 and set(rollouts.values_list("outcome", flat=True)) == {Outcome.PASS}
     assert all("scored 1 by basic_arithmetic" in detail for detail in rollouts.values_list("detail", flat=True))
 
-    null, campaign = probe_through_a_worker(environment, alice, cannot_say, "null", rollouts=3)
-    rollouts = Rollout.objects.filter(campaign=campaign)
+    rollouts = Rollout.objects.filter(campaign=null_campaign)
     assert rollouts.count() == 24 and set(rollouts.values_list("outcome", flat=True)) == {Outcome.FAIL}
     assert set(Calibration.objects.filter(probe_model=null).values_list("successes", flat=True)) == {0}
 

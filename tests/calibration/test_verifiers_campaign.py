@@ -11,7 +11,7 @@ from django.core.management import call_command
 from accounts.services import api_token_create
 from calibration.models import Calibration, Outcome, Rollout
 from curation.models import Environment, Task, TaskStatus
-from tests.calibration.scripted import answers_every_task, cannot_say, probe_through_a_worker
+from tests.calibration.scripted import answers_every_task, cannot_say, probe_through_a_worker, probing_worker
 from tests.support.workers import flush_broker
 
 ROLLOUTS = 3
@@ -56,13 +56,14 @@ def test_an_oracle_passes_every_task_and_a_null_policy_none(alice, charlie, clie
     environment = imported(alice, tmp_path)
     assert Task.objects.filter(environment=environment).count() == 8
 
-    right, campaign = probe_through_a_worker(environment, alice, oracle(environment), "oracle", rollouts=ROLLOUTS)
+    with probing_worker():
+        right, campaign = probe_through_a_worker(environment, alice, oracle(environment), "oracle", rollouts=ROLLOUTS)
+        null, null_campaign = probe_through_a_worker(environment, alice, cannot_say, "null", rollouts=ROLLOUTS)
     passed = Rollout.objects.filter(campaign=campaign)
     assert passed.count() == 8 * ROLLOUTS and set(passed.values_list("outcome", flat=True)) == {Outcome.PASS}
     assert set(passed.values_list("detail", flat=True)) == {"reward 1.25 of 1.25 (brief 1×0.25, correct 1×1)"}
 
-    null, campaign = probe_through_a_worker(environment, alice, cannot_say, "null", rollouts=ROLLOUTS)
-    failed = Rollout.objects.filter(campaign=campaign)
+    failed = Rollout.objects.filter(campaign=null_campaign)
     assert failed.count() == 8 * ROLLOUTS and set(failed.values_list("outcome", flat=True)) == {Outcome.FAIL}
     assert all("reward 0.25 of 1.25" in detail for detail in failed.values_list("detail", flat=True))
     assert set(Calibration.objects.filter(probe_model=null).values_list("successes", flat=True)) == {0}
