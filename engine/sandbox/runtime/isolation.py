@@ -168,7 +168,11 @@ def build_root(new_root: str, *, sources: list[str] | None = None, old_tmp: int 
             continue
         os.makedirs(target, exist_ok=True)
         mount(origin, target, None, MS_BIND | MS_REC)
-    views.apply(new_root, mount)
+    views.apply(
+        new_root,
+        mount,
+        lambda source: _through_old_tmp(old_tmp, source) if old_tmp >= 0 and source.startswith("/tmp/") else source,
+    )
     # Every mount under the new root (the binds and whatever sits below them) becomes read-only.
     with open("/proc/self/mountinfo") as mountinfo:
         mount_points = [line.split()[4] for line in mountinfo]

@@ -66,9 +66,11 @@ def _is_site_directory(path: str) -> bool:
     return os.path.basename(os.path.normpath(path)) in ("site-packages", "dist-packages")
 
 
-def apply(new_root: str, mount) -> None:
+def apply(new_root: str, mount, origin=lambda source: source) -> None:
     """In the server's new root, before it is made read-only: hide the installed packages and bind the
-    allowed entries. ``mount``: isolation.mount (passed in, to keep this module free of the setup code)."""
+    allowed entries. ``mount``: isolation.mount (passed in, to keep this module free of the setup code);
+    ``origin(source)``: the path to bind ``source`` from (a package under /tmp is reached through a
+    descriptor of /tmp taken before the new root's tmpfs covered it)."""
     if not VIEW["restricted"]:
         return
     for directory in site_directories():
@@ -80,13 +82,14 @@ def apply(new_root: str, mount) -> None:
     os.makedirs(new_root + PACKAGES_MOUNT)
     for source in VIEW["packages"]:
         target = os.path.join(new_root + PACKAGES_MOUNT, os.path.basename(source))
-        if os.path.lexists(target) or not os.path.exists(source):
+        reached = origin(source)
+        if os.path.lexists(target) or not os.path.exists(reached):
             continue
-        if os.path.isdir(source):
+        if os.path.isdir(reached):
             os.makedirs(target)
         else:
             open(target, "w").close()
-        mount(source, target, None, 0x1000 | 0x4000)  # MS_BIND | MS_REC
+        mount(reached, target, None, 0x1000 | 0x4000)  # MS_BIND | MS_REC
 
 
 def refuse_nested_user_namespaces() -> None:
