@@ -94,7 +94,11 @@ def test_a_crash_mid_episode_restarts_the_world_from_its_seed_with_the_earlier_c
         world.reset()
         assert world.call("set_cell", {"cell": "B1", "value": 9}).status == "ok"
         status, content = observed(world.call("crash", {}))
-        assert status == "tool_error" and "exit code 3" in content["error"] and "restarted from its seed" in content["error"]
+        assert (
+            status == "tool_error"
+            and "exit code 3" in content["error"]
+            and "restarted from its seed" in content["error"]
+        )
         # The restarted world holds what the model did before the crash, and goes on answering.
         assert world.call("get_cell", {"cell": "B1"}).content == json.dumps({"cell": "B1", "value": 9}, sort_keys=True)
         assert {"id": "B1", "value": 9} in world.state()["cells"]
