@@ -5,7 +5,6 @@ limit, and what its process can see. The real fork server throughout."""
 
 import json
 import os
-from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -18,18 +17,6 @@ from engine.worlds.provider import WorldFailed, WorldOptions, WorldTask
 from engine.worlds.providers import plugin as plugin_provider
 
 ROOT = Path(__file__).resolve().parents[3]
-EXAMPLE = ROOT / "tests" / "plugins" / "passband-example-sheet"
-
-
-@pytest.fixture
-def sheet(monkeypatch):
-    """Discovery over the installed plug-ins plus the example's class (a real EntryPoint)."""
-    monkeypatch.syspath_prepend(str(EXAMPLE))
-    point = metadata.EntryPoint(name="sheet", value="passband_sheet:SheetWorld", group=plugins.GROUP)
-    found = plugins.discover_from([*metadata.entry_points(group=plugins.GROUP), point])
-    monkeypatch.setattr(plugins, "discover", lambda: found)
-    assert "sheet" in found.plugins, found.refused
-    return found.plugins["sheet"]
 
 
 def observed(result):
