@@ -19,6 +19,7 @@ import json
 import os
 import select
 import time
+import weakref
 from collections.abc import Callable
 
 from engine.sandbox.limits import SandboxLimits
@@ -56,6 +57,8 @@ class SandboxSession:
         self._poll.register(self._stderr_fd, select.POLLIN)
         self._started = time.monotonic()
         self.ended: SandboxRun | None = None
+        # A session dropped without close() still ends its run: its request pipe closes with it.
+        self._finalizer = weakref.finalize(self, _close_all, [request_fd, *read_ends])
 
     @property
     def open(self) -> bool:
@@ -109,6 +112,7 @@ class SandboxSession:
         """End the session (the program is killed if it still runs) and say how its run ended."""
         if self.ended is not None:
             return self.ended
+        self._finalizer.detach()
         if self._request_fd is not None:
             os.close(self._request_fd)
             self._request_fd = None
@@ -123,6 +127,14 @@ class SandboxSession:
             return os.read(fd, 1 << 16)
         except OSError:
             return b""
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def open_session(
