@@ -115,6 +115,17 @@ def test_a_reset_that_raises_or_hangs_is_the_worlds_failure_in_bounded_time(shee
             pass
 
 
+def test_a_call_past_its_time_is_a_timeout_and_ends_the_worlds_process(sheet):
+    world = StatefulWorld(environment="sheet", seed=2, tool_seconds=1)
+    try:
+        world.reset()
+        assert observed(world.call("stall", {})) == ("timeout", {"error": "the tool timed out"})
+        with pytest.raises(RuntimeError, match="could not read the world's state"):
+            world.state()
+    finally:
+        world.close()
+
+
 def test_the_memory_limit_holds_and_the_world_survives_a_tool_that_hits_it(sheet):
     world = StatefulWorld(environment="sheet", seed=2)
     try:

@@ -36,6 +36,7 @@ TOOL_SCHEMAS = [
     },
     {"type": "function", "function": {"name": "crash", "parameters": {"type": "object", "properties": {}}}},
     {"type": "function", "function": {"name": "hog", "parameters": {"type": "object", "properties": {}}}},
+    {"type": "function", "function": {"name": "stall", "parameters": {"type": "object", "properties": {}}}},
     {
         "type": "function",
         "function": {
@@ -92,6 +93,10 @@ class SheetWorld:
 
     def crash(self):
         os._exit(3)
+
+    def stall(self):
+        while True:
+            pass
 
     def hog(self):
         return {"bytes": len(bytearray(4 << 30))}
