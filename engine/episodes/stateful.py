@@ -135,14 +135,16 @@ class StatefulWorld:
             )
             reply = self._request({"op": "reset", "seed": self.seed}, seconds=max(deadline - time.monotonic(), 0.01))
         except SessionTimeout:
+            self.close()
             raise WorldResetError(
                 f"environment {self.environment} could not reset from seed {self.seed}: "
                 f"start and reset took longer than {self.reset_seconds:g} s"
             ) from None
         except (SessionEnded, ValueError) as error:
-            raise WorldResetError(
-                f"environment {self.environment} could not reset from seed {self.seed}: {self._ending(error)}"
-            ) from None
+            why = self._ending(error)
+            self.close()
+            message = f"environment {self.environment} could not reset from seed {self.seed}: {why}"
+            raise WorldResetError(message) from None
         if reply.get("status") != "ok":
             self.close()
             raise WorldResetError(
