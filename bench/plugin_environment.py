@@ -133,7 +133,7 @@ def main() -> None:
             )
         direct, passband = median["direct"][1], median["passband"][1]
         print(
-            f"  overhead per tool call: {1000 / passband - 1000 / direct:.1f} ms "
+            f"  overhead per tool call: {1000 / passband - 1000 / direct:.3f} ms "
             f"(Passband at {passband / direct:.1%} of the direct calls/s)"
         )
 
