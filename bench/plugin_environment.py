@@ -13,6 +13,12 @@ and the final state; the model's turns are left out, so this is the world's cost
 The per-call overhead is the sandbox's: a process started and isolated per call, by design (a tool that hangs
 or eats memory is killed without harming the worker). Two episodes at a time (`--parallel 2`) show what the
 2 cores give.
+
+`--stateful` measures a stateful plug-in instead: the example `sheet` class (tests/plugins/passband-example-sheet,
+its tools using pandas), directly (`LocalWorld`) against `StatefulWorld`, what its episodes use: one sandboxed
+process per episode (started and reset once, outside the calls), each call a line to it and a line back.
+
+    .venv/bin/python bench/plugin_environment.py --stateful --episodes 20 --rounds 3
 """
 
 from __future__ import annotations
@@ -23,12 +29,17 @@ import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from engine.episodes import plugins  # noqa: E402
+from engine.episodes.stateful import StatefulWorld  # noqa: E402
 from engine.episodes.world import LocalWorld, SandboxedWorld  # noqa: E402
+
+SHEET = ROOT / "tests" / "plugins" / "passband-example-sheet"
 
 
 def task_sets() -> dict[str, list[dict]]:
@@ -42,6 +53,24 @@ def task_sets() -> dict[str, list[dict]]:
     else:
         sets["inventory"] = inventory_tasks()
     return sets
+
+
+def stateful_task_sets() -> dict[str, list[dict]]:
+    """Episodes of the example `sheet` class: ten cells written, read back, a column summed (pandas). The package
+    is found through an entry point like an installed one (declared here when it is not installed)."""
+    sys.path.insert(0, str(SHEET))
+    if "sheet" not in plugins.installed():
+        point = metadata.EntryPoint(name="sheet", value="passband_sheet:SheetWorld", group=plugins.GROUP)
+        found = plugins.discover_from([*metadata.entry_points(group=plugins.GROUP), point])
+        plugins.discover = lambda: found  # type: ignore[assignment]  # what installing the package would give
+    tasks = []
+    for seed in range(4):
+        calls = [{"name": "set_cell", "arguments": {"cell": f"B{row}", "value": row * seed}} for row in range(1, 11)]
+        calls += [{"name": "get_cell", "arguments": {"cell": f"B{row}"}} for row in range(1, 11)]
+        calls.append({"name": "sum_column", "arguments": {"column": "B"}})
+        verifier = {"kind": "state_check", "environment": "sheet", "seed": seed}
+        tasks.append({"key": f"sheet-{seed}", "verifier": verifier, "answer": json.dumps(calls)})
+    return {"sheet": tasks}
 
 
 def episode(world_class, task: dict) -> tuple[int, float, float]:
@@ -61,6 +90,8 @@ def episode(world_class, task: dict) -> tuple[int, float, float]:
     calls_s = time.perf_counter() - started
     started = time.perf_counter()
     world.state()
+    if hasattr(world, "close"):
+        world.close()
     return len(calls), calls_s, reset_s + time.perf_counter() - started
 
 
@@ -81,14 +112,16 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=20, help="Episodes per round and side.")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--parallel", type=int, default=1, help="Episodes at a time (threads).")
+    parser.add_argument("--stateful", action="store_true", help="The example stateful class, in its own process.")
     arguments = parser.parse_args()
-    for name, tasks in task_sets().items():
+    sandboxed = StatefulWorld if arguments.stateful else SandboxedWorld
+    for name, tasks in (stateful_task_sets() if arguments.stateful else task_sets()).items():
         rows: dict[str, list[tuple[float, float, float]]] = {"direct": [], "passband": []}
-        episode(SandboxedWorld, tasks[0])  # warm: the bundled program is built once per process
+        episode(sandboxed, tasks[0])  # warm: the bundled program is built once per process
         for round_index in range(arguments.rounds):
             order = ("direct", "passband") if round_index % 2 == 0 else ("passband", "direct")
             for side in order:
-                world_class = LocalWorld if side == "direct" else SandboxedWorld
+                world_class = LocalWorld if side == "direct" else sandboxed
                 rows[side].append(run(world_class, tasks, arguments.episodes, arguments.parallel))
         median = {side: [statistics.median(v[i] for v in values) for i in range(3)] for side, values in rows.items()}
         print(f"{name}: {len(tasks)} tasks, {arguments.episodes} episodes a round, {arguments.parallel} at a time")
@@ -100,7 +133,7 @@ def main() -> None:
             )
         direct, passband = median["direct"][1], median["passband"][1]
         print(
-            f"  overhead per tool call: {1000 / passband - 1000 / direct:.1f} ms "
+            f"  overhead per tool call: {1000 / passband - 1000 / direct:.3f} ms "
             f"(Passband at {passband / direct:.1%} of the direct calls/s)"
         )
 

@@ -5,6 +5,8 @@
 * `plugin_runtime`: what runs a plug-in's tools, in this process and inside the sandbox.
 * `world`: tool environments by name, their initial state, and where tool code runs
   (`SandboxedWorld` for episodes, `replay_state` for replays, `LocalWorld` for trusted input only).
+* `stateful`: stateful plug-ins (a gym-style class under the entry point) and `StatefulWorld`, their
+  episode's world in one sandbox session.
 * `backoffice`: the back-office workflow environment (SQLite), its tools and schemas: a plug-in
   declared in Passband's own pyproject.toml.
 * `backoffice_tasks`: its 33 demo tasks, verified by `state_check`.

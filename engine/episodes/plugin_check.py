@@ -21,7 +21,8 @@ def plugin_check(name: str, *, seed: int = 0, sandbox: Any = None) -> list[str]:
     module = plugin.module
     try:
         state = module.snapshot(module.reset(seed))
-        reloaded = module.snapshot(module.load(module.dump(module.reset(seed))))
+        # A stateful class's world never travels as bytes: it lives in its episode's process.
+        reloaded = state if plugin.stateful else module.snapshot(module.load(module.dump(module.reset(seed))))
     except Exception as error:  # noqa: BLE001 - plug-in code; the report says what broke
         return [f"reset/snapshot/dump/load raised {type(error).__name__}: {error}"]
     problems = []
@@ -45,7 +46,25 @@ def plugin_check(name: str, *, seed: int = 0, sandbox: Any = None) -> list[str]:
     else:
         if sandboxed != json.loads(json.dumps(state)):
             problems.append("the sandbox built a different world from the same seed")
+    if plugin.stateful:
+        problems.extend(_session_check(name, seed=seed, state=state, sandbox=sandbox))
     return problems
+
+
+def _session_check(name: str, *, seed: int, state: Any, sandbox: Any) -> list[str]:
+    """A stateful plug-in's episode process: started, reset from `seed` and read back like an episode's."""
+    from engine.episodes.stateful import StatefulWorld
+
+    session = StatefulWorld(environment=name, seed=seed, sandbox=sandbox)
+    try:
+        session.reset()
+        if session.state() != json.loads(json.dumps(state)):
+            return ["its episode process built a different world from the same seed"]
+    except (world.WorldResetError, RuntimeError) as error:
+        return [f"in its episode process: {error}"]
+    finally:
+        session.close()
+    return []
 
 
 def plugin_seeds_check(name: str, *, seeds: dict[int, list[str]], sandbox: Any = None) -> list[str]:

@@ -87,12 +87,85 @@ def replay(plugin: Any, world: Any, calls: list[dict[str, Any]]) -> None:
         call_tool(plugin, world, call.get("name"), call.get("arguments"))
 
 
+class StatefulPlugin:
+    """A stateful, gym-style environment class seen through the module contract, so that the same runtime
+    serves it: ``reset(seed)`` makes an instance and calls its ``reset``, each tool is the instance's method of
+    that name (or its ``step(name, arguments)``), ``snapshot(world)`` is its ``snapshot()``. It has no bytes
+    form: its world lives in one process for the whole episode (``session_main``)."""
+
+    def __init__(self, environment_class: Any) -> None:
+        self.environment_class = environment_class
+        self.__name__ = f"{environment_class.__module__}.{environment_class.__qualname__}"
+        self.TOOL_SCHEMAS = getattr(environment_class, "TOOL_SCHEMAS", None)
+        self.TABLES = getattr(environment_class, "TABLES", None)
+        for optional in ("STATE_CHECKS", "DEPENDENCIES", "ENVIRONMENT"):
+            if hasattr(environment_class, optional):
+                setattr(self, optional, getattr(environment_class, optional))
+        names = [schema["function"]["name"] for schema in self.TOOL_SCHEMAS or [] if isinstance(schema, dict)]
+        stepped = callable(getattr(environment_class, "step", None))
+        self.TOOLS = {name: self._tool(name, stepped) for name in names if stepped or hasattr(environment_class, name)}
+
+    @staticmethod
+    def _tool(name: str, stepped: bool) -> Any:
+        if stepped:
+            return lambda world, **arguments: world.step(name, arguments)
+        return lambda world, **arguments: getattr(world, name)(**arguments)
+
+    def reset(self, seed: int) -> Any:
+        world = self.environment_class()
+        world.reset(seed)
+        return world
+
+    def snapshot(self, world: Any) -> Any:
+        return world.snapshot()
+
+    def dump(self, world: Any) -> bytes:
+        return b""
+
+    def load(self, data: bytes) -> Any:
+        raise RuntimeError("a stateful environment's world lives in its process; it cannot be loaded from bytes")
+
+
+def plugin_of(module: Any, attribute: str) -> Any:
+    """What the runtime serves: the module itself, or its stateful class ``attribute`` seen as a plug-in."""
+    return StatefulPlugin(getattr(module, attribute)) if attribute else module
+
+
+def session_main(plugin: Any) -> None:
+    """One world for a whole episode (a sandbox session). Each stdin line is a request, each answered by one
+    stdout line: {"op": "reset", "seed"} -> {"status": "ok"}; {"op": "call", "tool", "arguments"} -> the
+    observation ({"status", "content"}); {"op": "state"} -> {"status": "ok", "state"}. A reset or snapshot that
+    raises answers {"status": "error", "error"}. What the plug-in prints goes to stderr, never into a reply."""
+    import os
+
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    world = None
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        operation = request.get("op")
+        try:
+            if operation == "reset":
+                world = plugin.reset(int(request["seed"]))
+                reply: dict[str, Any] = {"status": "ok"}
+            elif world is None:
+                reply = {"status": "error", "error": "the world was not reset"}
+            elif operation == "call":
+                reply = call_tool(plugin, world, request.get("tool"), request.get("arguments"))
+            else:
+                reply = {"status": "ok", "state": plugin.snapshot(world)}
+        except Exception as error:  # noqa: BLE001 - reported to the caller, who names the failure
+            reply = {"status": "error", "error": f"{type(error).__name__}: {error}"[:500]}
+        replies.write(json.dumps(reply, default=str) + "\n")
+        replies.flush()
+
+
 def sandbox_main(plugin: Any) -> None:
     """One sandbox run. stdin: {"seed", "database" (base64 of `dump`, or null to reset), "tool" and "arguments"
     (or null), "calls" (a replay, optional), "want_state"}. stdout: {"status", "content", "database"}, plus
     "state" (the snapshot) when "want_state" was set."""
     request = json.loads(sys.stdin.read())
-    if request.get("database"):
+    if request.get("database") is not None:
         world = plugin.load(base64.b64decode(request["database"]))
     else:
         world = plugin.reset(int(request["seed"]))

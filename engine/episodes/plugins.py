@@ -64,6 +64,13 @@ class Plugin:
     state_checks: tuple[str, ...] = ()
     source_files: tuple[Path, ...] = field(default=(), compare=False)
     dependencies: tuple[str, ...] = ()  # distributions its tool calls' sandbox mounts (DEPENDENCIES)
+    # A stateful class (engine/episodes/stateful.py): `module` is its plugin_runtime.StatefulPlugin, `attribute`
+    # the class's name in module `module_name`; its world lives in one sandbox session per episode.
+    attribute: str = ""
+
+    @property
+    def stateful(self) -> bool:
+        return bool(self.attribute)
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -244,9 +251,18 @@ def _declared_dependencies(module: ModuleType) -> tuple[str, ...]:
 
 
 def plugin_from_module(
-    module: ModuleType, *, name: str, distribution: str = "", version: str = "", check_imports: bool = True
+    module: ModuleType,
+    *,
+    name: str,
+    distribution: str = "",
+    version: str = "",
+    check_imports: bool = True,
+    contract: Any = None,
 ) -> Plugin:
-    """Validate a loaded plug-in module against the contract; raises PluginError saying what to fix."""
+    """Validate a loaded plug-in module against the contract; raises PluginError saying what to fix. With
+    ``contract`` (a stateful class's plugin_runtime.StatefulPlugin), that is what is validated, and ``module``
+    (where the class lives) only gives the source that runs in the sandbox."""
+    source, module = module, module if contract is None else contract
     if not NAME_PATTERN.match(name):
         raise PluginError(f"the entry point name {name!r} must be a lowercase slug (letters, digits, '-', '_')")
     missing = [attribute for attribute in REQUIRED if not hasattr(module, attribute)]
@@ -280,15 +296,15 @@ def plugin_from_module(
         raise PluginError(
             f"{module.__name__}.STATE_CHECKS must be a dict of check name -> function(state, **arguments)"
         )
-    files = source_files(module)
-    single = not (hasattr(module, "__path__"))
+    files = source_files(source)
+    single = not (hasattr(source, "__path__"))
     dependencies = _declared_dependencies(module)
     if check_imports:
-        _self_contained_check(module, files=files, dependencies=dependencies, single=single)
+        _self_contained_check(source, files=files, dependencies=dependencies, single=single)
     return Plugin(
         name=name,
         module=module,
-        module_name=module.__name__,
+        module_name=source.__name__,
         distribution=distribution,
         version=version,
         tool_schemas=schemas,
@@ -372,10 +388,14 @@ def _load(
         raise PluginError(f"importing {entry_point.value} failed: {type(error).__name__}: {error}") from None
     if isinstance(loaded, WorldProvider):
         return None
+    if isinstance(loaded, type):
+        from engine.episodes.stateful import plugin_from_class
+
+        return plugin_from_class(loaded, name=entry_point.name, distribution=distribution, version=version)
     if not isinstance(loaded, ModuleType):
         raise PluginError(
-            "the entry point must name a module (the tool package) or an engine.worlds.provider.WorldProvider, "
-            f"not a {type(loaded).__name__}"
+            "the entry point must name a module (the tool package), a stateful environment class or an "
+            f"engine.worlds.provider.WorldProvider, not a {type(loaded).__name__}"
         )
     return plugin_from_module(loaded, name=entry_point.name, distribution=distribution, version=version)
 

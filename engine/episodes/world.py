@@ -22,6 +22,7 @@ the seed.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ from engine.episodes import plugin_runtime, plugins
 from engine.sandbox import SandboxLimits
 from engine.sandbox.view import SandboxView, sandbox_for
 
-_SOURCES: dict[tuple[str, str], str] = {}
+_SOURCES: dict[tuple[str, str, str], str] = {}
 RUNTIME_MODULE = "_passband_plugin_runtime"
 
 # The sandboxed program: the plug-in's modules travel as source text and are imported from it by a
@@ -60,7 +61,8 @@ class _Bundled(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 sys.meta_path.insert(0, _Bundled())
-importlib.import_module({runtime!r}).sandbox_main(importlib.import_module(MODULE))
+_runtime = importlib.import_module({runtime!r})
+_runtime.{main}(_runtime.plugin_of(importlib.import_module(MODULE), {attribute!r}))
 """
 
 
@@ -75,15 +77,16 @@ def environment_module(name: str) -> Any:
     return plugins.get(name).module
 
 
-def environment_program(name: str) -> str:
+def environment_program(name: str, *, main: str = "sandbox_main") -> str:
     """The one script a sandbox run executes for environment `name`: its package's modules (standard
-    library and each other only, checked at discovery) and `plugin_runtime`, bundled with a loader."""
+    library and each other only, checked at discovery) and `plugin_runtime`, bundled with a loader. `main`:
+    the runtime's entry, `sandbox_main` (one request per run) or `session_main` (a stateful world's session)."""
     plugin = plugins.get(name)
-    key = (name, plugin.module_name)
+    key = (name, plugin.module_name, main)
     if key not in _SOURCES:
         sources: dict[str, str] = {}
         packages: set[str] = set()
-        for module, path in plugins.source_files(plugin.module):
+        for module, path in plugins.source_files(sys.modules[plugin.module_name]):
             sources[module] = path.read_text(encoding="utf-8")
             if path.name == "__init__.py":
                 packages.add(module)
@@ -95,7 +98,12 @@ def environment_program(name: str) -> str:
             packages.add(parent)
         sources[RUNTIME_MODULE] = Path(plugin_runtime.__file__).read_text(encoding="utf-8")
         _SOURCES[key] = _BUNDLE.format(
-            module=plugin.module_name, sources=sources, packages=sorted(packages), runtime=RUNTIME_MODULE
+            module=plugin.module_name,
+            sources=sources,
+            packages=sorted(packages),
+            runtime=RUNTIME_MODULE,
+            main=main,
+            attribute=plugin.attribute,
         )
     return _SOURCES[key]
 
@@ -227,6 +235,8 @@ class SandboxedWorld:
         return self.reset_ms
 
     def call(self, name: str, arguments: Any) -> ToolResult:
+        if plugins.get(self.environment).stateful:
+            raise RuntimeError(f"environment {self.environment} is stateful: its episodes use StatefulWorld")
         reply, result = self._run({"tool": name, "arguments": arguments})
         assert result is not None
         return result

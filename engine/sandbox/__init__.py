@@ -135,6 +135,16 @@ class Sandbox:
         request = {"mode": "script", "program": program, "stdin": stdin}
         return self._run(request, {}, limits, nonce=None)
 
+    def open_session(self, *, program: str, limits: SandboxLimits, lifetime_seconds: float) -> Any:
+        """Start ``program`` as a long-lived run answering requests line by line (engine/sandbox/session.py):
+        the same isolation and view as ``run_script``; ``limits`` apply for its whole life, which ends when the
+        session is closed or after ``lifetime_seconds``. Returns a SandboxSession; raises its SessionEnded."""
+        from engine.sandbox.session import open_session
+
+        return open_session(
+            self._send, program=program, limits=self.maxima.clamp(limits), lifetime_seconds=lifetime_seconds
+        )
+
     def isolation(self) -> dict[str, Any]:
         """What protects the host in this process's server (starting it if needed)."""
         return dict(self._ensure_server().isolation)

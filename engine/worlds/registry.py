@@ -4,9 +4,9 @@ Built-in providers are registered by name (``BUILTIN_PROVIDERS``: a module of en
 provider object in it), in the order they are asked whether they claim a task. Installed packages declare
 theirs under the entry point group ``passband.environments`` (the entry point's name is the provider's name,
 its value names a ``WorldProvider`` object); they are asked after the built-ins, so no package can take a
-built-in's tasks. The same group declares tool-environment plug-ins (an entry point naming a module,
-engine/episodes/plugins.py): those are the built-in ``plugin`` provider's worlds, not providers, and this
-registry passes them by. A package that cannot be imported or declares a malformed provider is refused and
+built-in's tasks. The same group declares tool-environment plug-ins (an entry point naming a module or a
+stateful class, engine/episodes/plugins.py): those are the built-in ``plugin`` provider's worlds, not providers,
+and this registry passes them by. A package that cannot be imported or declares a malformed provider is refused and
 listed in ``errors()``, never fatal, and never loses a built-in.
 """
 
@@ -35,8 +35,9 @@ BUILTIN_PROVIDERS = (
 
 
 def _plugin_environment(loaded: object) -> bool:
-    # A module under the group is a tool-environment plug-in, the `plugin` provider's (engine/episodes/plugins.py).
-    return isinstance(loaded, ModuleType)
+    # A module (or a stateful environment class) under the group is a tool-environment plug-in, the `plugin`
+    # provider's (engine/episodes/plugins.py).
+    return isinstance(loaded, (ModuleType, type))
 
 
 def build(entry_points: Iterable[metadata.EntryPoint] | None = None) -> Registry[WorldProvider]:

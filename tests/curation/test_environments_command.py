@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from engine.episodes import plugins
-from tests.engine.episodes.conftest import with_plugins  # noqa: F401 - the fixture
+from tests.engine.episodes.conftest import sheet, with_plugins  # noqa: F401 - the fixtures
 
 
 def run(*arguments) -> tuple[int, str]:
@@ -29,6 +29,15 @@ def test_lists_and_checks_the_installed_plugins():
     assert "tools: find_items, get_order, adjust_stock, ship_order, move_item" in out
     assert "state checks: no_negative_stock, stock_moved" in out
     assert out.count("check: ok (reset, dump/load, the sandbox, the tasks' seeds: ") == 2
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("sheet")
+def test_a_stateful_plugin_is_listed_with_its_class_and_checked_in_its_episode_process():
+    status, out = run("--check", "sheet")
+    assert status == 0, out
+    assert "sheet  (unknown package, module passband_sheet, class SheetWorld: stateful, one process per episode)" in out
+    assert "check: ok (reset, its episode process, the sandbox, the tasks' seeds: none)" in out
 
 
 def test_json_report_of_one_plugin():

@@ -126,21 +126,25 @@ def wait_done(campaign, what: str) -> None:
     wait_for(lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE, timeout=180, what=what)
 
 
-def oracle_and_null_through_workers(environment, alice, tmp_path, *, oracle, null_policy, tasks: int):
-    """Two campaigns at once through two worker processes: the oracle's passes all `tasks` tasks, every rollout,
-    and the null policy's fails every one. Returns (the oracle's campaign, the null policy's)."""
+def oracle_and_null_through_workers(
+    environment, alice, tmp_path, *, oracle, null_policy, tasks: int, extra_env: dict | None = None
+):
+    """Two campaigns at once through two worker processes (``extra_env``: more of their environment): the
+    oracle's passes all `tasks` tasks, every rollout, and the null policy's fails every one. Returns (the
+    oracle's campaign, the null policy's)."""
     with (
         OpenAITestServer(respond=oracle, tool_parser=True) as oracle_server,
         OpenAITestServer(respond=null_policy, tool_parser=True) as null_server,
-        running_worker(concurrency=2, extra_env=WORKER_ENV, log_path=tmp_path / "worker.log"),
+        running_worker(concurrency=2, extra_env={**WORKER_ENV, **(extra_env or {})}, log_path=tmp_path / "worker.log"),
     ):
         solved = start_campaign(environment, alice, oracle_server.base_url, "oracle")
         unsolved = start_campaign(environment, alice, null_server.base_url, "null")
         wait_done(solved, "the oracle's campaign")
         wait_done(unsolved, "the null policy's campaign")
     for campaign, outcome in ((solved, Outcome.PASS), (unsolved, Outcome.FAIL)):
-        outcomes = list(Rollout.objects.filter(campaign=campaign).values_list("outcome", flat=True))
-        assert len(outcomes) == ROLLOUTS * tasks and set(outcomes) == {outcome}
+        stored = list(Rollout.objects.filter(campaign=campaign).values_list("outcome", "detail"))
+        outcomes = [stored_outcome for stored_outcome, _ in stored]
+        assert len(outcomes) == ROLLOUTS * tasks and set(outcomes) == {outcome}, stored
     passes = Calibration.objects.filter(probe_model__name="oracle").values_list("successes", flat=True)
     assert list(passes) == [ROLLOUTS] * tasks
     assert set(Calibration.objects.filter(probe_model__name="null").values_list("successes", flat=True)) == {0}

@@ -33,6 +33,7 @@ class Command(BaseCommand):
                     "package": plugin.distribution,
                     "version": plugin.version,
                     "module": plugin.module_name,
+                    "class": plugin.attribute,  # a stateful plug-in's class ("" for a module)
                     "tools": list(plugin.tool_names),
                     "tables": list(plugin.tables),
                     "state_checks": list(plugin.state_checks),
@@ -66,7 +67,10 @@ class Command(BaseCommand):
     def _print(self, report: dict, *, check: bool) -> None:
         for entry in report["plugins"]:
             origin = f"{entry['package']} {entry['version']}".strip() or "unknown package"
-            self.stdout.write(f"{entry['name']}  ({origin}, module {entry['module']})")
+            where = f"module {entry['module']}"
+            if entry["class"]:
+                where += f", class {entry['class']}: stateful, one process per episode"
+            self.stdout.write(f"{entry['name']}  ({origin}, {where})")
             self.stdout.write(f"  tools: {', '.join(entry['tools'])}")
             self.stdout.write(f"  tables: {', '.join(entry['tables'])}")
             if entry["state_checks"]:
@@ -74,7 +78,8 @@ class Command(BaseCommand):
             if check:
                 problems = entry["problems"]
                 seeds = ", ".join(str(seed) for seed in entry["task_seeds"]) or "none"
-                ran = f"reset, dump/load, the sandbox, the tasks' seeds: {seeds}"
+                steps = "its episode process" if entry["class"] else "dump/load"
+                ran = f"reset, {steps}, the sandbox, the tasks' seeds: {seeds}"
                 self.stdout.write(f"  check: ok ({ran})" if not problems else "  check: FAILED")
                 for problem in problems:
                     self.stdout.write(f"    - {problem}")

@@ -4,7 +4,9 @@ Standard library only; loaded by server.py before the server isolates itself.
 
 Descriptors a run receives (in this order): the program's request (a memfd: program, stdin,
 limits, mode), the judge's request (a memfd: prelude, tests, entry point, nonce; empty for
-scripts), the write ends of stdout, stderr, the report pipe and the status pipe.
+scripts; in ``session`` mode the read end of the caller's request pipe, which becomes the program's
+stdin, and whose closing ends the run), the write ends of stdout, stderr, the report pipe and the
+status pipe.
 
 The setup process creates the run's namespaces and forks the **program** before any request
 exists; with namespaces the program is pid 1 of the run's pid namespace, so its exit takes
@@ -39,6 +41,7 @@ from .isolation import SetupError
 DEFAULT_TMP_BYTES = 64 << 20
 REQUEST_FDS = 6
 PROGRAM_EXIT_GRACE_SECONDS = 1.0
+SESSION_MAX_SECONDS = 3600.0
 ALARM_REPEAT_SECONDS = 0.25
 JUDGE_KILL_GRACE_SECONDS = 1.0
 _os_exit = os._exit
@@ -212,6 +215,10 @@ def supervise(
             socket.send_fds(program_socket, [b"t"], program_fds)
             os.close(calls_read)
             os.close(replies_write)
+        elif request["mode"] == "session":
+            # The judge's memfd is the read end of the caller's request pipe: the program's stdin.
+            program_fds = [stdout_fd, stderr_fd, report_fd, judge_request_fd, program_request_fd, status_fd]
+            socket.send_fds(program_socket, [b"s"], program_fds)
         else:
             socket.send_fds(program_socket, [b"s"], [stdout_fd, stderr_fd, report_fd, program_request_fd, status_fd])
         program_socket.close()
@@ -242,6 +249,15 @@ def supervise(
             if not namespaced:
                 audit.install_audit_guard(workdir, may_kill=program_pid, may_disarm=True)
             result = _judge(judge_request, program_pid, deadline, killer)
+        elif request["mode"] == "session":
+            for fd in (stdout_fd, stderr_fd, report_fd):
+                os.close(fd)
+            # A session lives until the caller closes its request pipe (or dies), or its lifetime ends.
+            lifetime = min(float(request.get("lifetime_seconds") or 0), SESSION_MAX_SECONDS)
+            wait_status, usage, timed_out = _wait_with_deadline(
+                program_pid, started + max(lifetime, float(limits["wall_seconds"])), hangup_fd=judge_request_fd
+            )
+            result = {"event": "exit", "timed_out": timed_out, **_ending(wait_status, usage)}
         else:
             for fd in (judge_request_fd, stdout_fd, stderr_fd, report_fd):
                 os.close(fd)
@@ -335,12 +351,18 @@ def _end_program(pid: int, grace: float) -> dict[str, object]:
     return {**_ending(wait_status, usage), "ended_by_supervisor": True}
 
 
-def _wait_with_deadline(pid: int, deadline: float) -> tuple[int, object, bool]:
-    """wait4 with a deadline; on expiry kill the program. Returns (status, rusage, timed_out)."""
+def _wait_with_deadline(pid: int, deadline: float, hangup_fd: int | None = None) -> tuple[int, object, bool]:
+    """wait4 with a deadline; on expiry kill the program. Returns (status, rusage, timed_out). With
+    ``hangup_fd`` (a pipe's read end), the program is killed too once every write end is closed."""
     try:
         pidfd = os.pidfd_open(pid)
     except (AttributeError, OSError):
         pidfd = None
+    poller = select.poll()
+    if pidfd is not None:
+        poller.register(pidfd, select.POLLIN)
+    if hangup_fd is not None:
+        poller.register(hangup_fd, 0)  # no interest in data: only POLLHUP (the caller is done) wakes us
     while True:
         finished, wait_status, usage = os.wait4(pid, os.WNOHANG)
         if finished:
@@ -350,10 +372,12 @@ def _wait_with_deadline(pid: int, deadline: float) -> tuple[int, object, bool]:
             _kill_group(pid)
             _, wait_status, usage = os.wait4(pid, 0)
             return wait_status, usage, True
-        if pidfd is not None:
-            select.select([pidfd], [], [], remaining)
-        else:
-            time.sleep(min(remaining, 0.005))
+        step = remaining if pidfd is not None else min(remaining, 0.005)
+        for fd, _events in poller.poll(step * 1000):
+            if fd == hangup_fd:
+                _kill_group(pid)
+                _, wait_status, usage = os.wait4(pid, 0)
+                return wait_status, usage, False
 
 
 def _kill_group(pid: int) -> None:
@@ -365,10 +389,11 @@ def _kill_group(pid: int) -> None:
             pass
 
 
-def _arrange_fds(fds: list[int], stdin: bytes = b"") -> int:
-    """Make ``fds`` descriptors 1, 2, 3... with a memfd holding ``stdin`` as 0, close every
-    other descriptor, and return the number of the last one."""
-    stdin_fd = os.memfd_create("stdin")
+def _arrange_fds(fds: list[int], stdin: bytes = b"", stdin_fd: int | None = None) -> int:
+    """Make ``fds`` descriptors 1, 2, 3... with a memfd holding ``stdin`` (or ``stdin_fd``) as 0, close
+    every other descriptor, and return the number of the last one."""
+    if stdin_fd is None:
+        stdin_fd = os.memfd_create("stdin")
     if stdin:
         os.write(stdin_fd, stdin)
         os.lseek(stdin_fd, 0, os.SEEK_SET)
@@ -414,7 +439,8 @@ def _become_program(fds: list[int], workdir: str, namespaced: bool, maxima: dict
         request = read_request(request_fd)
         os.close(request_fd)
         limits = isolation.clamp_limits(request["limits"], maxima)
-        status_target = _arrange_fds(fds, request.get("stdin", "").encode())
+        stdin_pipe = fds.pop(-2) if request["mode"] == "session" else None
+        status_target = _arrange_fds(fds, request.get("stdin", "").encode(), stdin_fd=stdin_pipe)
         isolation.apply_limits(limits, namespaced, judge=False)
     except BaseException as error:  # noqa: BLE001
         # Reported on the status pipe: nothing the program writes may turn a run into an error.

@@ -1,5 +1,6 @@
 """The world of a task on a tool-environment plug-in (engine/episodes/plugins.py): the environment its
-verifier names, reset from the task's seed in the sandbox, each tool call a sandbox run.
+verifier names, reset from the task's seed in the sandbox, each tool call a sandbox run (a stateful plug-in's
+world: one sandboxed process for the whole episode, engine/episodes/stateful.py).
 
 A plug-in that cannot reset from a task's seed fails the same way every time (the seed is the task's, not the
 rollout's): the world is tried ``options.reset_tries`` times (a crash or a time-out under load may be
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from engine.episodes import plugins
 from engine.episodes import world as episode_world
+from engine.episodes.stateful import StatefulWorld
 from engine.worlds.provider import (
     EpisodeWorld,
     ProviderExample,
@@ -45,18 +47,28 @@ class PluginWorlds:
     @contextlib.contextmanager
     def episode(self, *, seed: int) -> Iterator[EpisodeWorld]:
         world = self._ready()
-        yield EpisodeWorld(
-            world=world, messages=self.task.prompt, tools=self.task.tools, environment=self.name, world_seed=self.seed
-        )
+        try:
+            yield EpisodeWorld(
+                world=world,
+                messages=self.task.prompt,
+                tools=self.task.tools,
+                environment=self.name,
+                world_seed=self.seed,
+            )
+        finally:
+            if isinstance(world, StatefulWorld):
+                world.close()  # the episode's process ends with the episode
 
-    def _ready(self) -> episode_world.SandboxedWorld:
-        """A world reset in the sandbox; WorldFailed after the bounded retry (remembered for the batch)."""
+    def _ready(self) -> episode_world.SandboxedWorld | StatefulWorld:
+        """A world reset in the sandbox (a stateful plug-in's: its own process, for the episode); WorldFailed
+        after the bounded retry (remembered for the batch)."""
         if self.failure:
             raise WorldFailed(self.failure)
         tries = max(1, self.options.reset_tries)
         last = ""
+        stateful = plugins.get(self.name).stateful
         for attempt in range(tries):
-            world = episode_world.SandboxedWorld(
+            world = (StatefulWorld if stateful else episode_world.SandboxedWorld)(
                 environment=self.name, seed=self.seed, tool_seconds=self.options.tool_seconds
             )
             try:

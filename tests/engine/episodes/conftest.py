@@ -18,6 +18,7 @@ if _REPOSITORY_ROOT not in sys.path:
     sys.path.insert(0, _REPOSITORY_ROOT)
 
 BROKEN = "tests.engine.episodes.broken_plugins"
+SHEET_PACKAGE = Path(_REPOSITORY_ROOT) / "tests" / "plugins" / "passband-example-sheet"
 
 
 def entry_point(name, module):
@@ -35,3 +36,15 @@ def with_plugins(monkeypatch):
         return found
 
     yield install
+
+
+@pytest.fixture
+def sheet(monkeypatch):
+    """Discovery over the installed plug-ins plus the example stateful class `sheet`
+    (tests/plugins/passband-example-sheet, a real EntryPoint naming its class)."""
+    monkeypatch.syspath_prepend(str(SHEET_PACKAGE))
+    point = metadata.EntryPoint(name="sheet", value="passband_sheet:SheetWorld", group=plugins.GROUP)
+    found = plugins.discover_from([*metadata.entry_points(group=plugins.GROUP), point])
+    monkeypatch.setattr(plugins, "discover", lambda: found)
+    assert "sheet" in found.plugins, found.refused
+    return found.plugins["sheet"]
