@@ -188,7 +188,7 @@ def main() -> None:
             except ImportError:
                 pass
         warm_up()
-        sys.modules["passband_sandbox.supervisor"].prepare_interpreter()
+        sys.modules["passband_sandbox.isolation"].prepare_interpreter()
     except BaseException as error:  # noqa: BLE001
         print(json.dumps({"ready": False, "error": str(error)}), flush=True)
         os._exit(1)

@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
-import io
 import json
 import os
 import select
 import shutil
 import signal
 import socket
-import sys
 import tempfile
 import time
 from typing import NoReturn
@@ -403,27 +401,6 @@ def _arrange_fds(fds: list[int], stdin: bytes = b"", stdin_fd: int | None = None
         os.dup2(source, target)
     isolation.close_fds_except(set(range(len(sources))))
     return len(sources) - 1
-
-
-def prepare_interpreter() -> None:
-    """Once, in the server before it forks anything: what the program and the judge of every
-    run would otherwise each do before their code runs. A forked process pays for every page it
-    writes, so settings made here once are cheaper than the same settings made in each run.
-
-    The server was started with an empty environment; its standard streams are reopened by
-    every run on the run's own descriptors 0-2.
-    """
-    os.environ.clear()
-    os.environ.update(isolation.SANDBOX_ENVIRONMENT)
-    # Python's own SIGINT handler would let a process of the run interrupt another with
-    # KeyboardInterrupt; SIGPIPE stays ignored (a closed pipe is an OSError, not a death).
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    for stream, errors in ((sys.stdin, "replace"), (sys.stdout, "backslashreplace"), (sys.stderr, "backslashreplace")):
-        assert isinstance(stream, io.TextIOWrapper)  # the interpreter's own streams
-        stream.reconfigure(encoding="utf-8", errors=errors, line_buffering=stream is sys.stderr or None)
-    sys.argv = ["solution.py"]
-    sys.dont_write_bytecode = True
-    sys.path = [path for path in sys.path if path]  # no cwd on the path: /tmp is writable
 
 
 def _become_program(fds: list[int], workdir: str, namespaced: bool, maxima: dict) -> None:
