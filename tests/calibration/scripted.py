@@ -70,13 +70,23 @@ def probing_worker():
     return running_worker(queues="default,generate,verify", concurrency=1)
 
 
-def probe_through_a_worker(environment, owner, respond, name: str, *, rollouts: int):
+def probe_through_a_worker(
+    environment, owner, respond, name: str, *, rollouts: int, seed: int = 1, tool_parser: bool = False, **model_fields
+):
     """A campaign of `rollouts` per task (one round) against a scripted model, run by the worker the caller
-    started (`probing_worker`) until it is done; returns (the probe model, the campaign)."""
-    with OpenAITestServer(respond=respond, record_requests=False) as server:
-        model = services.probe_model_add(name=name, backend="openai", base_url=server.base_url, model="fake-model")
+    started (`probing_worker`) until it is done; returns (the probe model, the campaign). `tool_parser`: the
+    server returns tool calls as OpenAI's structured field; `model_fields`: more of the probe model's settings."""
+    with OpenAITestServer(respond=respond, record_requests=False, tool_parser=tool_parser) as server:
+        model = services.probe_model_add(
+            name=name, backend="openai", base_url=server.base_url, model="fake-model", **model_fields
+        )
         campaign = services.campaign_start(
-            environment=environment, probe_model=model, created_by=owner, rollouts=rollouts, round_size=rollouts, seed=1
+            environment=environment,
+            probe_model=model,
+            created_by=owner,
+            rollouts=rollouts,
+            round_size=rollouts,
+            seed=seed,
         )
         wait_for(
             lambda: Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE,

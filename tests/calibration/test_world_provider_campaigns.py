@@ -9,12 +9,12 @@ import json
 import pytest
 
 from calibration import services
-from calibration.models import Calibration, Campaign, Outcome, Rollout
+from calibration.models import Calibration, Outcome, Rollout
 from curation.services import environment_create
 from engine.worlds.registry import provider_registry
+from tests.calibration.scripted import probe_through_a_worker, probing_worker
 from tests.factories import import_tasks
-from tests.support.openai_server import OpenAITestServer
-from tests.support.workers import flush_broker, running_worker, wait_for
+from tests.support.workers import flush_broker
 
 pytestmark = pytest.mark.workers
 
@@ -57,36 +57,22 @@ def test_an_installed_world_provider_runs_a_probe_through_real_workers(alice):
     assert all(services.is_tool_task(task.current_version) for task in environment.tasks.all())
 
     flush_broker()
-    with (
-        OpenAITestServer(respond=oracle(tasks), tool_parser=True) as oracle_server,
-        OpenAITestServer(respond=null_policy, tool_parser=True) as null_server,
-    ):
-        probe_models = {
-            policy: services.probe_model_add(
-                name=policy, backend="openai", base_url=server.base_url, model=policy, max_new_tokens=MAX_NEW_TOKENS
-            )
-            for policy, server in (("oracle", oracle_server), ("null", null_server))
-        }
-        campaigns = {
-            policy: services.campaign_start(
-                environment=environment,
-                probe_model=probe_model,
-                created_by=alice,
+    with probing_worker():
+        probes = {
+            policy: probe_through_a_worker(
+                environment,
+                alice,
+                respond,
+                policy,
                 rollouts=ROLLOUTS,
-                round_size=ROLLOUTS,
                 seed=5,
+                tool_parser=True,
+                max_new_tokens=MAX_NEW_TOKENS,
             )
-            for policy, probe_model in probe_models.items()
+            for policy, respond in (("oracle", oracle(tasks)), ("null", null_policy))
         }
-        with running_worker(queues="default,generate,verify", concurrency=1):
-            wait_for(
-                lambda: all(
-                    Campaign.objects.get(pk=campaign.pk).status == Campaign.Status.DONE
-                    for campaign in campaigns.values()
-                ),
-                timeout=300,
-                what="the worker to finish both campaigns",
-            )
+    probe_models = {policy: model for policy, (model, _) in probes.items()}
+    campaigns = {policy: campaign for policy, (_, campaign) in probes.items()}
 
     for policy, campaign in campaigns.items():
         rollouts = list(Rollout.objects.filter(campaign=campaign).select_related("task_version__task"))
