@@ -1,6 +1,7 @@
 """Check an installed environment plug-in end to end: what `manage.py environments --check` runs.
 
-Discovery already validated its declarations (engine.episodes.plugins); this runs it: a reset and a
+Discovery already validated its declarations (engine.episodes.plugins); this installs its own packages when
+it declares a lock and this host lacks them (engine/episodes/plugin_packages.py), then runs it: a reset and a
 snapshot in this process (JSON with exactly its TABLES), a dump/load round trip, and the same world
 read inside the sandbox, which proves the package's source is self-contained enough to run there;
 then a reset in the sandbox from every seed the tasks name (`plugin_seeds_check`), since a world that
@@ -12,13 +13,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.episodes import plugins, world
+from engine.episodes import plugin_packages, plugins, world
 
 
 def plugin_check(name: str, *, seed: int = 0, sandbox: Any = None) -> list[str]:
     """Problems found running plug-in `name` ([] when it works); raises plugins.UnknownEnvironment."""
     plugin = plugins.get(name)
     module = plugin.module
+    try:
+        plugin_packages.install(plugin)  # its own packages (REQUIREMENTS), installed here when they are not yet
+    except plugin_packages.InstallFailed as error:
+        return [f"its packages: {error}"]
     try:
         state = module.snapshot(module.reset(seed))
         # A stateful class's world never travels as bytes: it lives in its episode's process.

@@ -98,7 +98,7 @@ class StatefulPlugin:
         self.__name__ = f"{environment_class.__module__}.{environment_class.__qualname__}"
         self.TOOL_SCHEMAS = getattr(environment_class, "TOOL_SCHEMAS", None)
         self.TABLES = getattr(environment_class, "TABLES", None)
-        for optional in ("STATE_CHECKS", "DEPENDENCIES", "ENVIRONMENT"):
+        for optional in ("STATE_CHECKS", "DEPENDENCIES", "REQUIREMENTS", "ENVIRONMENT"):
             if hasattr(environment_class, optional):
                 setattr(self, optional, getattr(environment_class, optional))
         names = [schema["function"]["name"] for schema in self.TOOL_SCHEMAS or [] if isinstance(schema, dict)]

@@ -28,8 +28,10 @@ from typing import Any
 
 import jsonschema
 
+from engine.episodes import plugin_packages
 from engine.registry import Refused, distribution_of
-from engine.sandbox.view import MissingDistribution, SandboxView, top_level_modules
+from engine.sandbox.package_environments import Lock
+from engine.sandbox.view import top_level_modules
 from engine.worlds.provider import WorldProvider
 
 GROUP = "passband.environments"
@@ -37,6 +39,9 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,79}$")
 TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 REQUIRED = ("TOOL_SCHEMAS", "TABLES", "reset", "snapshot", "dump", "load")
 FUNCTION_KEYS = {"name", "description", "parameters", "strict"}
+LOCKED_IMPORT_HINT = (
+    " (a package of the plug-in's REQUIREMENTS lock exists only in its sandbox: import it inside the tools that use it)"
+)
 
 
 class PluginError(Exception):
@@ -64,6 +69,7 @@ class Plugin:
     state_checks: tuple[str, ...] = ()
     source_files: tuple[Path, ...] = field(default=(), compare=False)
     dependencies: tuple[str, ...] = ()  # distributions its tool calls' sandbox mounts (DEPENDENCIES)
+    lock: Lock | None = None  # its own package environment's lock (REQUIREMENTS), engine/episodes/plugin_packages.py
     # A stateful class (engine/episodes/stateful.py): `module` is its plugin_runtime.StatefulPlugin, `attribute`
     # the class's name in module `module_name`; its world lives in one sandbox session per episode.
     attribute: str = ""
@@ -191,10 +197,10 @@ DYNAMIC_IMPORTS = frozenset({"__import__", "import_module"})
 
 
 def _foreign_imports(
-    name: str, path: Path, *, package: str, single: bool = False, provided: frozenset[str] = frozenset()
+    name: str, path: Path, *, package: str, single: bool = False, provided: frozenset[str] | None = frozenset()
 ) -> list[str]:
     """Imports of anything but the standard library, the package itself and ``provided`` (the top-level
-    modules of its declared dependencies), as "file:line imports x". A dynamic import (``__import__``,
+    modules of its declared dependencies; None: any), as "file:line imports x". A dynamic import (``__import__``,
     ``importlib.import_module``) counts by its literal argument and is refused without one. A help for
     authors, not the boundary: what the sandbox does not mount cannot be imported however it is named."""
     try:
@@ -223,7 +229,7 @@ def _foreign_imports(
         for target in targets:
             own = target == package or target.startswith(package + ".")
             top = target.split(".")[0]
-            if not own and top not in sys.stdlib_module_names and top not in provided:
+            if not own and top not in sys.stdlib_module_names and provided is not None and top not in provided:
                 found.append(f"{name} ({path.name}:{node.lineno}) imports {target}")
     return found
 
@@ -232,19 +238,6 @@ def _called_name(function: ast.expr) -> str:
     if isinstance(function, ast.Name):
         return function.id
     return function.attr if isinstance(function, ast.Attribute) else ""
-
-
-def _declared_dependencies(module: ModuleType) -> tuple[str, ...]:
-    """The module's DEPENDENCIES (distribution names the sandbox mounts for its tools); PluginError when
-    malformed or not installed."""
-    declared = getattr(module, "DEPENDENCIES", ())
-    if not isinstance(declared, (list, tuple)) or not all(isinstance(item, str) and item for item in declared):
-        raise PluginError(f"{module.__name__}.DEPENDENCIES must be a tuple of distribution names, e.g. ('numpy',)")
-    try:
-        SandboxView.of(distributions=tuple(declared)).entries()
-    except MissingDistribution as error:
-        raise PluginError(f"{module.__name__}.DEPENDENCIES: {error}; install it beside the plug-in") from None
-    return tuple(declared)
 
 
 # -- validation and discovery ------------------------------------------------------------------------
@@ -298,9 +291,12 @@ def plugin_from_module(
         )
     files = source_files(source)
     single = not (hasattr(source, "__path__"))
-    dependencies = _declared_dependencies(module)
+    try:
+        dependencies, lock = plugin_packages.declared(module, source=source)
+    except plugin_packages.DeclarationError as error:
+        raise PluginError(str(error)) from None
     if check_imports:
-        _self_contained_check(source, files=files, dependencies=dependencies, single=single)
+        _self_contained_check(source, files=files, dependencies=dependencies, single=single, locked=lock is not None)
     return Plugin(
         name=name,
         module=module,
@@ -312,6 +308,7 @@ def plugin_from_module(
         state_checks=tuple(checks),
         source_files=tuple(path for _, path in files),
         dependencies=dependencies,
+        lock=lock,
     )
 
 
@@ -338,11 +335,12 @@ def _tools_check(module: ModuleType, names: list[str]) -> None:
 
 
 def _self_contained_check(
-    module: ModuleType, *, files: list[tuple[str, Path]], dependencies: tuple[str, ...], single: bool
+    module: ModuleType, *, files: list[tuple[str, Path]], dependencies: tuple[str, ...], single: bool, locked: bool
 ) -> None:
     """PluginError naming the first imports of the module's source `files` that its sandbox cannot satisfy
-    (anything beyond the standard library, its own modules and its declared `dependencies`)."""
-    provided = frozenset(top_level_modules(dependencies)) if dependencies else frozenset()
+    (anything beyond the standard library, its own modules and its declared `dependencies`; with a lock, whose
+    packages' module names are known only once installed, only dynamic and relative imports are checked)."""
+    provided = None if locked else frozenset(top_level_modules(dependencies)) if dependencies else frozenset()
     foreign = [
         problem
         for module_name, path in files
@@ -385,7 +383,8 @@ def _load(
     try:
         loaded = entry_point.load()
     except Exception as error:  # noqa: BLE001 - a broken plug-in is reported, never fatal
-        raise PluginError(f"importing {entry_point.value} failed: {type(error).__name__}: {error}") from None
+        hint = LOCKED_IMPORT_HINT if isinstance(error, ModuleNotFoundError) else ""
+        raise PluginError(f"importing {entry_point.value} failed: {type(error).__name__}: {error}{hint}") from None
     if isinstance(loaded, WorldProvider):
         return None
     if isinstance(loaded, type):

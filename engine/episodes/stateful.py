@@ -4,11 +4,11 @@ episode (docs/environments.md, "A stateful environment").
 An entry point of the group `passband.environments` that names a class (``sheet = "my_sheet:SheetWorld"``)
 declares one. The class has ``TOOL_SCHEMAS``, ``TABLES``, ``reset(self, seed)``, ``snapshot(self)`` and, per
 tool, a method of the tool's name (or one ``step(self, name, arguments)``); optionally ``STATE_CHECKS``,
-``DEPENDENCIES``, ``MEMORY_MB`` and ``RESET_SECONDS``. `plugin_from_class` validates it (the module contract's
+``DEPENDENCIES``, ``REQUIREMENTS``, ``MEMORY_MB`` and ``RESET_SECONDS``. `plugin_from_class` validates it (the module contract's
 checks, through `plugin_runtime.StatefulPlugin`).
 
 `StatefulWorld` is its episode's world: a sandbox session (engine/sandbox/session.py: the isolation and
-filesystem view of a tool call's run, the plug-in's DEPENDENCIES mounted) running `plugin_runtime.session_main`.
+filesystem view of a tool call's run, the plug-in's packages mounted) running `plugin_runtime.session_main`.
 Its start and reset must finish within ``RESET_SECONDS`` (`WorldResetError` otherwise, retried by the provider),
 its memory is bounded by ``MEMORY_MB``, each call by ``tool_seconds`` (past it: a `timeout` observation, the
 session ended). A process that dies mid-episode is restarted from ``reset`` with the same seed and the calls it
@@ -25,11 +25,11 @@ import sys
 import time
 from typing import Any
 
-from engine.episodes import plugin_runtime, plugins
+from engine.episodes import plugin_packages, plugin_runtime, plugins
 from engine.episodes.world import ToolResult, WorldResetError, environment_program
 from engine.sandbox import SandboxLimits
 from engine.sandbox.session import SandboxSession, SessionEnded, SessionTimeout
-from engine.sandbox.view import SandboxView, sandbox_for
+from engine.sandbox.view import sandbox_for
 from engine.worlds.provider import WorldFailed
 
 MEMORY_MB = 512
@@ -90,7 +90,7 @@ class StatefulWorld:
         self.tool_seconds = tool_seconds
         self.reset_seconds = float(getattr(environment_class, "RESET_SECONDS", RESET_SECONDS))
         memory = int(getattr(environment_class, "MEMORY_MB", MEMORY_MB)) << 20
-        self._sandbox = sandbox or sandbox_for(SandboxView.of(distributions=plugin.dependencies))
+        self._sandbox = sandbox or sandbox_for(plugin_packages.sandbox_view(plugin))
         # cpu_seconds is the whole life's CPU (an rlimit of the one process); each call is bounded by its wall.
         self._limits = SandboxLimits(
             wall_seconds=self.reset_seconds, cpu_seconds=LIFETIME_SECONDS, memory_bytes=memory, max_output_bytes=8 << 20

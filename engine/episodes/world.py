@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.episodes import plugin_runtime, plugins
+from engine.episodes import plugin_packages, plugin_runtime, plugins
 from engine.sandbox import SandboxLimits
-from engine.sandbox.view import SandboxView, sandbox_for
+from engine.sandbox.view import sandbox_for
 
 _SOURCES: dict[tuple[str, str, str], str] = {}
 RUNTIME_MODULE = "_passband_plugin_runtime"
@@ -190,8 +190,8 @@ class SandboxedWorld:
     def __init__(self, *, environment: str, seed: int, tool_seconds: float = 5.0, sandbox: Any = None) -> None:
         self.environment = environment
         self.seed = seed
-        # The plug-in's own view: the standard library and the distributions it declares, nothing of Passband's.
-        self._sandbox = sandbox or sandbox_for(SandboxView.of(distributions=plugins.get(environment).dependencies))
+        # The plug-in's own view: the standard library and the packages it declares, nothing of Passband's.
+        self._sandbox = sandbox or sandbox_for(plugin_packages.sandbox_view(plugins.get(environment)))
         self._limits = SandboxLimits(
             wall_seconds=tool_seconds, cpu_seconds=tool_seconds, memory_bytes=512 << 20, max_output_bytes=8 << 20
         )

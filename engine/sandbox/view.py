@@ -33,14 +33,26 @@ class MissingDistribution(LookupError):
 @dataclass(frozen=True)
 class SandboxView:
     """installed_packages: every package of the interpreter (today's code verification); otherwise the
-    standard library and ``distributions`` only (names as pip knows them)."""
+    standard library, ``distributions`` only (names as pip knows them) and what ``folders`` hold (a plug-in's
+    own package environment, engine/sandbox/package_environments.py), a folder's entries first."""
 
     installed_packages: bool = True
     distributions: tuple[str, ...] = ()
+    folders: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, *, distributions: tuple[str, ...] | list[str] = ()) -> SandboxView:
-        return cls(installed_packages=False, distributions=tuple(sorted({_normal(name) for name in distributions})))
+    def of(cls, *, distributions: tuple[str, ...] | list[str] = (), folders: tuple[str, ...] = ()) -> SandboxView:
+        names = tuple(sorted({_normal(name) for name in distributions}))
+        return cls(installed_packages=False, distributions=names, folders=tuple(folders))
+
+    def folder_entries(self) -> list[str]:
+        """Absolute paths of the top-level files and folders of ``folders`` (their scripts' folder aside)."""
+        entries = []
+        for folder in self.folders:
+            for name in sorted(os.listdir(folder)):
+                if name not in ("bin", "__pycache__"):
+                    entries.append(os.path.join(os.path.realpath(folder), name))
+        return entries
 
     def entries(self) -> list[str]:
         """Absolute paths of the top-level files and folders of the named distributions and of everything
@@ -69,7 +81,8 @@ class SandboxView:
                 found = REQUIREMENT_NAME.match(requirement)
                 if found:
                     pending.append((found.group(1), False))
-        return sorted(entries)
+        # The folders' entries first: the sandbox binds the first entry of a name, so their packages win.
+        return self.folder_entries() + sorted(entries)
 
 
 TEST_RUNNER = ("pytest",)

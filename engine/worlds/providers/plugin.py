@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from engine.episodes import plugins
+from engine.episodes import plugin_packages, plugins
 from engine.episodes import world as episode_world
 from engine.episodes.stateful import StatefulWorld
 from engine.worlds.provider import (
@@ -85,12 +85,15 @@ class PluginWorlds:
 
 def prepare(task: WorldTask, options: WorldOptions) -> PluginWorlds:
     """The task's plug-in worlds; WorldMissing when this worker lacks the plug-in (installed elsewhere, or
-    refused here)."""
+    refused here) or cannot install its own packages (its lock, on first use: engine/episodes/plugin_packages.py)."""
     name = str(task.verifier["environment"])
     try:
         episode_world.environment(name)
+        plugin_packages.install(plugins.get(name))
     except plugins.UnknownEnvironment as error:
         raise WorldMissing(str(error), world=name) from None
+    except plugin_packages.InstallFailed as error:
+        raise WorldMissing(f"environment {name}: its packages could not be installed here: {error}", world=name) from None
     return PluginWorlds(task=task, options=options, name=name, seed=int(task.verifier.get("seed", 0)))
 
 

@@ -17,6 +17,8 @@ _REPOSITORY_ROOT = str(Path(__file__).resolve().parents[3])
 if _REPOSITORY_ROOT not in sys.path:
     sys.path.insert(0, _REPOSITORY_ROOT)
 
+from tests.support.plugin_packages import offline_packages_env  # noqa: E402 - after the root is importable
+
 BROKEN = "tests.engine.episodes.broken_plugins"
 SHEET_PACKAGE = Path(_REPOSITORY_ROOT) / "tests" / "plugins" / "passband-example-sheet"
 
@@ -39,9 +41,12 @@ def with_plugins(monkeypatch):
 
 
 @pytest.fixture
-def sheet(monkeypatch):
+def sheet(monkeypatch, tmp_path_factory):
     """Discovery over the installed plug-ins plus the example stateful class `sheet`
-    (tests/plugins/passband-example-sheet, a real EntryPoint naming its class)."""
+    (tests/plugins/passband-example-sheet, a real EntryPoint naming its class); its lock is installed, on first
+    use, into a package cache shared by the session's tests, from the wheel beside the example."""
+    for name, value in offline_packages_env(tmp_path_factory.getbasetemp() / "package-cache").items():
+        monkeypatch.setenv(name, value)
     monkeypatch.syspath_prepend(str(SHEET_PACKAGE))
     point = metadata.EntryPoint(name="sheet", value="passband_sheet:SheetWorld", group=plugins.GROUP)
     found = plugins.discover_from([*metadata.entry_points(group=plugins.GROUP), point])

@@ -34,6 +34,14 @@ TOOL_SCHEMAS = [
             "parameters": {"type": "object", "properties": {"column": {"type": "string"}}, "required": ["column"]},
         },
     },
+    {
+        "type": "function",
+        "function": {
+            "name": "render",
+            "description": "The whole sheet as a text table, one row per cell.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    },
     {"type": "function", "function": {"name": "crash", "parameters": {"type": "object", "properties": {}}}},
     {"type": "function", "function": {"name": "hog", "parameters": {"type": "object", "properties": {}}}},
     {"type": "function", "function": {"name": "stall", "parameters": {"type": "object", "properties": {}}}},
@@ -62,7 +70,8 @@ def at_least(state, cell, minimum):
 class SheetWorld:
     TABLES = ("cells",)
     TOOL_SCHEMAS = TOOL_SCHEMAS
-    DEPENDENCIES = ("pandas",)
+    DEPENDENCIES = ("pandas",)  # installed beside Passband, mounted read-only
+    REQUIREMENTS = "requirements.lock"  # installed hash-pinned into the plug-in's own environment
     STATE_CHECKS = {"at_least": at_least}
     MEMORY_MB = 768
     RESET_SECONDS = 20
@@ -90,6 +99,13 @@ class SheetWorld:
         frame = pandas.DataFrame([{"cell": name, "value": value} for name, value in self.cells.items()])
         in_column = frame[frame["cell"].str.match(f"^{column}[0-9]+$")]
         return {"column": column, "sum": float(in_column["value"].sum()) if len(in_column) else 0.0}
+
+    def render(self):
+        import texttable  # from the lock: it exists only in the sandbox, so imported where it is used
+
+        table = texttable.Texttable()
+        table.add_rows([["cell", "value"], *([name, self.cells[name]] for name in sorted(self.cells))])
+        return {"table": table.draw(), "texttable": texttable.__file__}
 
     def crash(self):
         os._exit(3)
