@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -57,7 +58,10 @@ def task_sets() -> dict[str, list[dict]]:
 
 def stateful_task_sets() -> dict[str, list[dict]]:
     """Episodes of the example `sheet` class: ten cells written, read back, a column summed (pandas). The package
-    is found through an entry point like an installed one (declared here when it is not installed)."""
+    is found through an entry point like an installed one (declared here when it is not installed); its lock's
+    wheel is installed from beside it, as the suite does (tests/support/plugin_packages.py)."""
+    os.environ.setdefault("PIP_NO_INDEX", "1")
+    os.environ.setdefault("PIP_FIND_LINKS", str(SHEET / "wheels"))
     sys.path.insert(0, str(SHEET))
     if "sheet" not in plugins.installed():
         point = metadata.EntryPoint(name="sheet", value="passband_sheet:SheetWorld", group=plugins.GROUP)

@@ -1,8 +1,11 @@
 """A stateful plug-in probed end to end through real Celery workers: the example `sheet` package
 (tests/plugins/passband-example-sheet), a gym-style class holding a spreadsheet in memory, its tools using
-pandas, one sandboxed process per episode. Installed the way a package is (a dist-info declaring its class
-under the entry point group, on the workers' path). The oracle passes every task, also the one where its world
-crashes mid-episode (restarted from its seed, the earlier calls replayed); the null policy passes none."""
+pandas and texttable, one sandboxed process per episode. Installed the way a package is (a dist-info declaring its
+class under the entry point group, on the workers' path). texttable is not Passband's: the sheet's lock pins it
+with its hash, and the worker installs it on first use into a package environment of the plug-in's own, in its
+own cache (another host's), from the wheel beside the example. The oracle passes every task, also the one where
+its world crashes mid-episode (restarted from its seed, the earlier calls replayed) and the one whose tool renders
+the sheet with texttable; the null policy passes none."""
 
 import json
 from pathlib import Path
@@ -13,6 +16,7 @@ from calibration.models import Rollout
 from curation.services import environment_create
 from engine.episodes import plugins
 from tests.factories import import_tasks
+from tests.support.plugin_packages import offline_packages_env
 from tests.support.server_campaigns import oracle_and_null_through_workers
 
 pytestmark = pytest.mark.workers
@@ -23,7 +27,10 @@ EXAMPLE = ROOT / "tests" / "plugins" / "passband-example-sheet"
 
 @pytest.fixture
 def sheet_installed(tmp_path, monkeypatch):
-    """The example package's dist-info on a folder of its own, seen by this process and by the workers."""
+    """The example package's dist-info on a folder of its own, seen by this process and by the workers; the
+    workers install its lock into a package cache of their own."""
+    for name, value in offline_packages_env(tmp_path / "test-process-cache").items():
+        monkeypatch.setenv(name, value)
     site = tmp_path / "site"
     info = site / "passband_example_sheet-0.1.0.dist-info"
     info.mkdir(parents=True)
@@ -32,7 +39,7 @@ def sheet_installed(tmp_path, monkeypatch):
     for folder in (EXAMPLE, site):
         monkeypatch.syspath_prepend(str(folder))
     plugins.refresh()
-    yield {"PYTHONPATH": f"{site}:{EXAMPLE}:{ROOT}"}
+    yield {"PYTHONPATH": f"{site}:{EXAMPLE}:{ROOT}", **offline_packages_env(tmp_path / "worker-cache")}
     plugins.refresh()
 
 
@@ -57,7 +64,7 @@ def set_cell(cell: str, value: float) -> dict:
 
 
 def sheet_tasks() -> list[dict]:
-    """Three tasks of the example package (importable once the fixture put it on the path)."""
+    """Four tasks of the example package (importable once the fixture put it on the path)."""
     return [
         sheet_task(
             "sheet-set",
@@ -77,6 +84,14 @@ def sheet_tasks() -> list[dict]:
                 {"table": "cells", "where": {"id": "B1"}, "expect": {"value": 22}},
                 {"check": "at_least", "arguments": {"cell": "B1", "minimum": 22}},
             ],
+        ),
+        sheet_task(
+            "sheet-render",
+            "Render the sheet, then write how many cells it has into B1.",
+            seed=4,
+            tools=("render", "set_cell"),
+            calls=[{"name": "render", "arguments": {}}, set_cell("B1", 3)],
+            checks=[{"table": "cells", "where": {"id": "B1"}, "expect": {"value": 3}}],
         ),
         sheet_task(
             "sheet-crash",
@@ -137,3 +152,19 @@ def test_a_stateful_plugin_passes_the_oracle_fails_the_null_policy_and_survives_
             assert {"id": "C1", "value": 1} in episode["final_state"]["cells"]
         else:
             assert episode["counts"]["tool_calls"] == episode["counts"]["ok"]
+        if rollout.task_version.task.key == "sheet-render":
+            rendered = json.loads(observation(episode, "render"))
+            assert "| A1   | 4     |" in rendered["table"], rendered
+    # The worker installed the lock on its own host's cache, as it would on a host the test process never saw.
+    installed = (tmp_path / "worker-cache" / "package-environments").glob("*/installed.json")
+    assert [json.loads(record.read_text())["requirements"] for record in installed] == [["texttable==1.7.0"]]
+
+
+def observation(episode: dict, tool: str) -> str:
+    """What the model was shown for its first call of ``tool``."""
+    return next(
+        item["content"]
+        for turn in episode["turns"]
+        for item in turn.get("observations") or []
+        if item.get("name") == tool
+    )
