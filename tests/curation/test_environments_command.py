@@ -1,14 +1,20 @@
-"""manage.py environments: the installed plug-ins with their origin and tools, and the refused ones."""
+"""manage.py environments: the installed plug-ins with their origin, tools and packages, the refused ones, and
+every other registry (verifier kinds, world providers, export formats) with each one's origin; --install installs
+a plug-in's own packages as a worker does on first use."""
 
 import json
+import os
 from importlib import metadata
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
 from engine.episodes import plugins
+from engine.sandbox import package_environments
 from tests.engine.episodes.conftest import sheet, with_plugins  # noqa: F401 - the fixtures
+from tests.support.plugin_packages import SHEET_WHEELS
 
 
 def run(*arguments) -> tuple[int, str]:
@@ -24,8 +30,8 @@ def run(*arguments) -> tuple[int, str]:
 def test_lists_and_checks_the_installed_plugins():
     status, out = run("--check")
     assert status == 0
-    assert "backoffice  (passband 0.1.0, module engine.episodes.backoffice)" in out
-    assert "inventory  (passband-example-env 0.3.1, module passband_inventory)" in out
+    assert "backoffice  (built-in, module engine.episodes.backoffice)" in out
+    assert "inventory  (installed: passband-example-env 0.3.1, module passband_inventory)" in out
     assert "tools: find_items, get_order, adjust_stock, ship_order, move_item" in out
     assert "state checks: no_negative_stock, stock_moved" in out
     assert out.count("check: ok (reset, dump/load, the sandbox, the tasks' seeds: ") == 2
@@ -36,7 +42,10 @@ def test_lists_and_checks_the_installed_plugins():
 def test_a_stateful_plugin_is_listed_with_its_class_and_checked_in_its_episode_process():
     status, out = run("--check", "sheet")
     assert status == 0, out
-    assert "sheet  (unknown package, module passband_sheet, class SheetWorld: stateful, one process per episode)" in out
+    assert (
+        "sheet  (installed: unknown package, module passband_sheet, class SheetWorld: stateful, one process per episode)"
+        in out
+    )
     assert "check: ok (reset, its episode process, the sandbox, the tasks' seeds: none)" in out
 
 
@@ -57,7 +66,7 @@ def test_a_refused_plugin_is_reported_and_fails_the_command(monkeypatch):
     assert status == 1
     assert "REFUSED broken  (entry point tests.engine.episodes.broken_plugins.bad_schema)" in out
     assert "tool 0 (add): function.parameters must be a JSON Schema object" in out
-    assert "inventory  (passband-example-env 0.3.1" in out  # the others are still listed
+    assert "inventory  (installed: passband-example-env 0.3.1" in out  # the others are still listed
 
 
 def test_an_unknown_name_lists_the_installed_ones():
@@ -106,3 +115,51 @@ def test_the_check_resets_the_tasks_own_seeds(alice, with_plugins):  # noqa: F81
     status, out = run("--check", "counter")
     assert status == 1 and "check: FAILED" in out
     assert "seed 13 (tasks count-up): environment counter could not reset from seed 13" in out
+
+
+def test_every_registry_is_listed_with_each_ones_origin():
+    status, out = run()
+    assert status == 0, out
+    lines = out.splitlines()
+    for heading, builtin, installed in (
+        (
+            "Verifier kinds (entry point group passband.verifiers):",
+            "exact  (built-in, engine.verifiers.kinds.exact)",
+            "word_count  (installed: passband-example-verifier 0.1.0, passband_word_count:VERIFIER_KIND)",
+        ),
+        (
+            "World providers (entry point group passband.environments):",
+            "plugin  (built-in, engine.worlds.providers.plugin:PROVIDER)",
+            "lights  (installed: passband-example-world 0.1.0, passband_lights:PROVIDER)",
+        ),
+        ("Export formats (entry point group passband.formats):", "native  (built-in, engine.formats.native)", None),
+    ):
+        assert heading in lines and f"  {builtin}" in lines, out
+        assert installed is None or f"  {installed}" in lines, out
+    report = json.loads(run("--json")[1])["registries"]
+    assert {entry["name"]: entry["origin"] for entry in report["world providers"]["registered"]}["mcp"] == "built-in"
+    assert [entry["name"] for entry in report["export formats"]["registered"]][:4] == [
+        "native",
+        "trl",
+        "verifiers",
+        "nemo_gym",
+    ]
+
+
+def test_install_puts_a_plugins_own_packages_on_this_host_and_a_failure_fails_the_command(sheet, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("PIP_FIND_LINKS", str(Path(os.environ["PASSBAND_CACHE_DIR"]) / "no-wheels-here"))
+    monkeypatch.setenv("PASSBAND_CACHE_DIR", os.environ["PASSBAND_CACHE_DIR"] + "-install-command")
+    status, out = run("sheet")
+    assert status == 0
+    assert "  dependencies (installed beside Passband): pandas" in out
+    assert (
+        "  own packages (requirements.lock): texttable==1.7.0: not installed on this host yet (a worker installs it "
+        "on first use; --install)" in out
+    )
+    status, out = run("--install", "sheet")
+    assert status == 1 and "  install: FAILED: pip could not install requirements.lock (texttable==1.7.0): " in out
+    assert package_environments.installed_site(sheet.lock) is None
+    monkeypatch.setenv("PIP_FIND_LINKS", str(SHEET_WHEELS))
+    status, out = run("--install", "sheet")
+    site = package_environments.installed_site(sheet.lock)
+    assert status == 0 and site is not None and f"  own packages (requirements.lock): texttable==1.7.0: {site}" in out

@@ -93,7 +93,9 @@ def prepare(task: WorldTask, options: WorldOptions) -> PluginWorlds:
     except plugins.UnknownEnvironment as error:
         raise WorldMissing(str(error), world=name) from None
     except plugin_packages.InstallFailed as error:
-        raise WorldMissing(f"environment {name}: its packages could not be installed here: {error}", world=name) from None
+        raise WorldMissing(
+            f"environment {name}: its packages could not be installed here: {error}", world=name
+        ) from None
     return PluginWorlds(task=task, options=options, name=name, seed=int(task.verifier.get("seed", 0)))
 
 
