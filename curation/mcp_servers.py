@@ -1,7 +1,8 @@
-"""Remote environment servers (MCP tool servers and OpenEnv environment servers): registering and
-checking one (staff), how a worker reaches it, and the cap on its sessions. One record, one page,
-one command for both; `protocol` says which. See docs/environments.md, "MCP servers" and "OpenEnv
-servers".
+"""Remote environment servers (MCP tool servers, OpenEnv environment servers, and servers of any protocol an
+installed world provider declares): registering and checking one (staff), how a worker reaches it, and the cap
+on its sessions. One record, one page, one command for all; `protocol` says which, one of the world-provider
+registry's remote protocols (engine/worlds/registry.py `remote_protocols`). See docs/environments.md, "MCP
+servers", "OpenEnv servers" and "A remote protocol of your own".
 
 The rules of judge endpoints hold: a task never carries a URL, a command or a secret. Staff register
 a server by its streamable HTTP URL (held to the outbound policy, engine/outbound: an http(s) address
@@ -35,10 +36,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from curation.errors import CurationError
-from curation.models import Environment, McpServer
+from curation.models import Environment, McpServer, remote_protocol_labels
 from curation.services import ENVIRONMENT_NAME
 from engine import outbound
 from engine.episodes import remote_openenv
+from engine.episodes.plugins import tool_schema_problems
 from engine.episodes.remote_mcp import (
     DEFAULT_REWARD_TOOL,
     McpSchemaError,
@@ -47,6 +49,8 @@ from engine.episodes.remote_mcp import (
     server_tools,
 )
 from engine.episodes.remote_openenv import OpenEnvServerConfig
+from engine.worlds.provider import RemoteEndpoint
+from engine.worlds.registry import remote_protocols
 
 logger = logging.getLogger(__name__)
 
@@ -78,20 +82,27 @@ def mcp_server_register(
     check: bool = True,
 ) -> McpServer:
     """Register a remote server (staff). `protocol` "mcp": exactly one of `url` (streamable HTTP) and
-    `stdio` (a name in PASSBAND_MCP_STDIO_SERVERS); "openenv": `url`, the OpenEnv app's root (no
-    stdio, no reward tool: the environment gives its rewards itself). With `check`, the server must
-    answer (an MCP session lists usable tools; an OpenEnv /schema gives an offerable action and a /ws
-    session resets) before it is saved. Raises CurationError saying which field is wrong and what to do."""
+    `stdio` (a name in PASSBAND_MCP_STDIO_SERVERS); "openenv", or a protocol an installed world provider
+    declares: `url` (no stdio, no reward tool: the server or its provider gives the rewards). With `check`, the
+    server must answer (an MCP session lists usable tools; an OpenEnv /schema gives an offerable action and a
+    /ws session resets; another protocol's provider lists its tools) before it is saved. Raises CurationError
+    saying which field is wrong and what to do."""
     if not ENVIRONMENT_NAME.match(name or ""):
         raise CurationError(f"name: {name!r} is not valid; use 1-80 letters, digits, '-' or '_'.")
     if McpServer.objects.filter(name=name).exists():
         raise CurationError(f"name: a server named {name!r} already exists.")
-    if protocol not in McpServer.Protocol.values:
-        raise CurationError(f"protocol: must be one of {', '.join(McpServer.Protocol.values)}; got {protocol!r}.")
+    labels = remote_protocol_labels()
+    if protocol not in labels:
+        raise CurationError(
+            f"protocol: must be one of {', '.join(labels)} (the world providers' remote protocols); got {protocol!r}."
+        )
     url, stdio = (url or "").strip(), (stdio or "").strip()
-    if protocol == McpServer.Protocol.OPENENV:
+    if protocol != McpServer.Protocol.MCP:
         if stdio or not url:
-            raise CurationError("url: an OpenEnv server is reached by its URL, such as http://env:8000 (no stdio).")
+            article = "an" if labels[protocol][:1] in "AEIOU" else "a"
+            raise CurationError(
+                f"url: {article} {labels[protocol]} is reached by its URL, such as http://env:8000 (no stdio)."
+            )
         reward_tool = ""
     if bool(url) == bool(stdio):
         raise CurationError("url: give the server's streamable HTTP URL, or the name of a stdio server in settings.")
@@ -166,6 +177,8 @@ def _tools_of(server: McpServer) -> list[dict[str, Any]]:
     # A check waits at most the operator's check timeout, whatever the server's own timeout is.
     config = dataclasses.replace(config, timeout_s=min(config.timeout_s, outbound.current_policy().check_timeout_s))
     try:
+        if isinstance(config, RemoteEndpoint):
+            return _provider_tools(server, config)
         if isinstance(config, OpenEnvServerConfig):
             return remote_openenv.server_tools(config)
         return server_tools(config)
@@ -178,25 +191,43 @@ def _tools_of(server: McpServer) -> list[dict[str, Any]]:
         raise CurationError(f"url: the server did not answer: {error}") from None
 
 
+def _provider_tools(server: McpServer, endpoint: RemoteEndpoint) -> list[dict[str, Any]]:
+    """The tools a server of an installed provider's protocol offers now, as its provider lists them (none when
+    the provider does not list tools); CurationError naming the field when it cannot."""
+    protocol = remote_protocols().get(server.protocol)
+    if protocol is None or protocol.list_tools is None:
+        return []
+    try:
+        tools = protocol.list_tools(endpoint)
+    except outbound.OutboundRefused as error:
+        raise CurationError(f"url: refused by the outbound policy: {error}") from None
+    except Exception as error:  # noqa: BLE001 - an installed provider's client: its failure is the check's answer
+        raise CurationError(f"url: the server did not answer: {type(error).__name__}: {error}") from None
+    problems = tool_schema_problems(tools)
+    if problems:
+        raise CurationError(f"tools: {'; '.join(problems[:3])}. Fix the server's tools, then check again.")
+    functions = [schema["function"] for schema in tools]
+    return [
+        {"name": f["name"], "description": f.get("description", ""), "hidden": False, "parameters": f.get("parameters")}
+        for f in functions
+    ]
+
+
 def environment_use_mcp_server(*, environment: Environment, server: McpServer | None) -> Environment:
     """Make the environment's tool-use episodes run on `server` (None: back to the built-in worlds);
     the environment's kind is the server's protocol."""
-    if server is None:
-        environment.kind = Environment.Kind.BUILTIN
-    else:
-        environment.kind = (
-            Environment.Kind.OPENENV if server.protocol == McpServer.Protocol.OPENENV else Environment.Kind.MCP
-        )
+    environment.kind = Environment.Kind.BUILTIN if server is None else server.protocol
     environment.mcp_server = server
     environment.save(update_fields=["kind", "mcp_server"])
     return environment
 
 
-def client_config(server: McpServer) -> McpServerConfig | OpenEnvServerConfig:
+def client_config(server: McpServer) -> McpServerConfig | OpenEnvServerConfig | RemoteEndpoint:
     """How this process reaches `server`: the URL or the settings' stdio command, and the bearer
     token read from the variable the registration names, which the operator must have declared for
-    the server's origin. Raises McpUnavailable (reason "refused") when the declaration does not
-    allow it (an old registration, a declaration withdrawn since)."""
+    the server's origin (a RemoteEndpoint for a protocol an installed provider declares). Raises
+    McpUnavailable (reason "refused") when the declaration does not allow it (an old registration, a
+    declaration withdrawn since)."""
     headers = {}
     if server.api_key_env:
         try:
@@ -205,6 +236,8 @@ def client_config(server: McpServer) -> McpServerConfig | OpenEnvServerConfig:
             raise McpUnavailable(f"server {server.name}: its API key is refused: {error}", reason="refused") from None
     if server.protocol == McpServer.Protocol.OPENENV:
         return OpenEnvServerConfig(name=server.name, url=server.url, headers=headers, timeout_s=server.timeout_s)
+    if server.protocol != McpServer.Protocol.MCP:
+        return RemoteEndpoint(name=server.name, url=server.url, headers=headers, timeout_s=server.timeout_s)
     if server.stdio:
         entry = settings.PASSBAND_MCP_STDIO_SERVERS.get(server.stdio)
         if entry is None:

@@ -1,6 +1,7 @@
 """Records of what authors write: environments, tasks and their immutable versions."""
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
@@ -18,14 +19,40 @@ def default_retire_at() -> float:
     return settings.PASSBAND_RETIRE
 
 
+def remote_protocol_labels() -> dict[str, str]:
+    """Each remote protocol a registered world provider gives worlds on (engine/worlds/registry.py), with what
+    pages call a server of it: Passband's MCP and OpenEnv, and any an installed provider adds."""
+    from engine.worlds.registry import remote_protocols
+
+    return {name: protocol.label for name, protocol in remote_protocols().items()}
+
+
+def validate_remote_protocol(value: str) -> None:
+    """A server's protocol is one a registered world provider declares (not a fixed list: a package adds one)."""
+    known = remote_protocol_labels()
+    if value not in known:
+        raise ValidationError(
+            f"{value!r} is not a remote protocol of this installation; the world providers give: {', '.join(known)}. "
+            "Install the package whose world provider declares it.",
+            code="unknown_protocol",
+        )
+
+
+def validate_environment_kind(value: str) -> None:
+    """An environment's kind: built-in worlds, or the protocol of the remote server its episodes run on."""
+    if value != Environment.Kind.BUILTIN:
+        validate_remote_protocol(value)
+
+
 class McpServer(models.Model):
     """A remote environment server registered by staff (curation/mcp_servers.py): an MCP tool server
-    or an OpenEnv environment server (`protocol`), where it is and how it is used. Secrets are never
+    or an OpenEnv environment server, or a server of a protocol an installed world provider declares
+    (`protocol`, validated against the world-provider registry), where it is and how it is used. Secrets are never
     stored here: `api_key_env` names a variable the operator declared for the server's origin
     (PASSBAND_OUTBOUND_SECRETS) that holds the bearer token, and a stdio server is a command in
     settings (PASSBAND_MCP_STDIO_SERVERS)."""
 
-    class Protocol(models.TextChoices):
+    class Protocol(models.TextChoices):  # Passband's own; installed world providers may add more
         MCP = "mcp", "MCP server"
         OPENENV = "openenv", "OpenEnv server"
 
@@ -36,7 +63,7 @@ class McpServer(models.Model):
         FAILED = "failed", "Check failed"
 
     name = models.SlugField(max_length=80, unique=True)
-    protocol = models.CharField(max_length=20, choices=Protocol.choices, default=Protocol.MCP)
+    protocol = models.CharField(max_length=40, default=Protocol.MCP, validators=[validate_remote_protocol])
     url = models.CharField(
         max_length=500,
         blank=True,
@@ -76,6 +103,11 @@ class McpServer(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def protocol_label(self) -> str:
+        """What pages call this server ("MCP server"); the protocol's name when no provider declares it here."""
+        return remote_protocol_labels().get(self.protocol, f"{self.protocol} server")
+
 
 class Environment(models.Model):
     """A named collection of tasks with its own verifier default and thresholds. Its `kind` says
@@ -106,7 +138,8 @@ class Environment(models.Model):
         validators=[MinValueValidator(1), MaxValueValidator(32768)],
         help_text="Default completion budget for probes of this environment; blank: the probe model's.",
     )
-    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.BUILTIN)
+    # Built-in worlds, or the protocol of its remote server (Kind's MCP and OpenEnv, or an installed one's).
+    kind = models.CharField(max_length=40, default=Kind.BUILTIN, validators=[validate_environment_kind])
     mcp_server = models.ForeignKey(
         McpServer, on_delete=models.PROTECT, null=True, blank=True, related_name="environments"
     )
@@ -114,8 +147,8 @@ class Environment(models.Model):
 
     @property
     def remote_server(self) -> McpServer | None:
-        """The server this environment's episodes run on (kind mcp or openenv), else None."""
-        return self.mcp_server if self.kind in (self.Kind.MCP, self.Kind.OPENENV) else None
+        """The server this environment's episodes run on (a kind other than built-in), else None."""
+        return self.mcp_server if self.kind != self.Kind.BUILTIN else None
 
     class Meta:
         ordering = ["name"]

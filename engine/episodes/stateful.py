@@ -4,8 +4,8 @@ episode (docs/environments.md, "A stateful environment").
 An entry point of the group `passband.environments` that names a class (``sheet = "my_sheet:SheetWorld"``)
 declares one. The class has ``TOOL_SCHEMAS``, ``TABLES``, ``reset(self, seed)``, ``snapshot(self)`` and, per
 tool, a method of the tool's name (or one ``step(self, name, arguments)``); optionally ``STATE_CHECKS``,
-``DEPENDENCIES``, ``REQUIREMENTS``, ``MEMORY_MB`` and ``RESET_SECONDS``. `plugin_from_class` validates it (the module contract's
-checks, through `plugin_runtime.StatefulPlugin`).
+``DEPENDENCIES``, ``REQUIREMENTS``, ``MEMORY_MB`` and ``RESET_SECONDS``. `plugin_from_class` validates it (the
+module contract's checks, through `plugin_runtime.StatefulPlugin`).
 
 `StatefulWorld` is its episode's world: a sandbox session (engine/sandbox/session.py: the isolation and
 filesystem view of a tool call's run, the plug-in's packages mounted) running `plugin_runtime.session_main`.

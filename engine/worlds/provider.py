@@ -65,6 +65,40 @@ class RemoteServer:
 
 
 @dataclass(frozen=True)
+class RemoteEndpoint:
+    """How this process reaches a server of an installed provider's remote protocol (what its
+    ``RemoteServer.client_config()`` gives): the URL staff registered, the bearer header read from the variable
+    the operator declared for its origin, and the seconds per request. ``client()`` is an httpx client that
+    leaves only through the outbound policy (resolved address checked, no redirects): the door's rule, inherited
+    by every protocol that connects through it."""
+
+    name: str
+    url: str
+    headers: Mapping[str, str]
+    timeout_s: float
+
+    def client(self) -> Any:
+        from engine.outbound import http_client
+
+        return http_client(timeout_s=self.timeout_s, headers=dict(self.headers))
+
+
+@dataclass(frozen=True)
+class RemoteProtocol:
+    """A kind of remote server a provider gives worlds on. Staff register servers of it under the provider's
+    name (the server's ``protocol``), by URL; the provider claims the tasks whose server speaks it.
+
+    label: what pages call such a server ("MCP server").
+    list_tools(endpoint) -> [OpenAI function schemas]: the tools a server offers now, for its registration's
+        check and its "check again" (each episode's tools are then held to the accepted ones, ``tools_guard``).
+        None: the host lists them (Passband's own protocols).
+    """
+
+    label: str
+    list_tools: Callable[[RemoteEndpoint], list[dict[str, Any]]] | None = None
+
+
+@dataclass(frozen=True)
 class WorldTask:
     """What a provider sees of one task version: its prompt (chat messages), the tools it offers, its verifier
     config, and the remote server its environment is on (None: not on one)."""
@@ -127,6 +161,8 @@ class WorldProvider:
     prepare(task, options) -> TaskWorlds: the task's worlds on this worker; raises WorldMissing when it cannot.
     examples: self-contained tasks for the contract test; ``examples_unavailable`` says why there are none.
     description: one line for listings. version: the provider's version.
+    remote: the remote protocol it gives worlds on (``RemoteProtocol``), None for worlds that are not on a
+        registered server. Its name is the provider's: a new protocol needs no change to Passband.
     """
 
     name: str
@@ -136,6 +172,7 @@ class WorldProvider:
     examples_unavailable: str = ""
     description: str = ""
     version: str = "1"
+    remote: RemoteProtocol | None = None
 
 
 def provider_problems(provider: Any) -> list[str]:
@@ -154,4 +191,12 @@ def provider_problems(provider: Any) -> list[str]:
         problems.append("give at least one ProviderExample (or say in examples_unavailable why there can be none)")
     if not isinstance(provider.version, str) or not provider.version:
         problems.append("version must be a non-empty string")
+    remote = provider.remote
+    if remote is not None and not (
+        isinstance(remote, RemoteProtocol)
+        and isinstance(remote.label, str)
+        and remote.label.strip()
+        and (remote.list_tools is None or callable(remote.list_tools))
+    ):
+        problems.append("remote must be a RemoteProtocol with a label and, if any, a callable list_tools")
     return problems

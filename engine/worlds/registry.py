@@ -20,7 +20,7 @@ from importlib import metadata
 from types import ModuleType
 
 from engine.registry import Refused, Registry, installed_entry_points
-from engine.worlds.provider import WorldProvider, WorldTask, provider_problems
+from engine.worlds.provider import RemoteProtocol, WorldProvider, WorldTask, provider_problems
 
 logger = logging.getLogger("engine.worlds")
 
@@ -72,6 +72,11 @@ def errors() -> tuple[Refused, ...]:
 def all_providers() -> tuple[WorldProvider, ...]:
     """Every registered provider, built-ins first (the order they are asked)."""
     return provider_registry().items()
+
+
+def remote_protocols() -> dict[str, RemoteProtocol]:
+    """The remote protocols servers may be registered with: each provider that declares one, by its name."""
+    return {provider.name: provider.remote for provider in all_providers() if provider.remote is not None}
 
 
 def provider_for(task: WorldTask) -> WorldProvider | None:

@@ -10,12 +10,17 @@ from django.views.decorators.http import require_POST
 
 from accounts.errors import ServiceError
 from curation import mcp_servers, policy, server_schemas
-from curation.models import Environment, McpServer
+from curation.models import Environment, McpServer, remote_protocol_labels
+
+
+def protocol_choices() -> list[tuple[str, str]]:
+    """The world providers' remote protocols (Passband's and installed ones), read when the form is built."""
+    return list(remote_protocol_labels().items())
 
 
 class McpServerForm(forms.Form):
     name = forms.SlugField(max_length=80, help_text="Letters, digits, '-' and '_'.")
-    protocol = forms.ChoiceField(choices=McpServer.Protocol.choices, initial=McpServer.Protocol.MCP, required=False)
+    protocol = forms.ChoiceField(choices=protocol_choices, initial=McpServer.Protocol.MCP, required=False)
     url = forms.CharField(
         max_length=500,
         required=False,

@@ -13,7 +13,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name")
-        parser.add_argument("--protocol", default="mcp", choices=["mcp", "openenv"], help="mcp (default) or openenv.")
+        parser.add_argument(
+            "--protocol",
+            default="mcp",
+            help="mcp (default), openenv, or a protocol an installed world provider declares (manage.py environments).",
+        )
         parser.add_argument("--url", default="", help="Streamable HTTP endpoint, e.g. http://tools:8000/mcp")
         parser.add_argument("--stdio", default="", help="Or: the name of a stdio server in PASSBAND_MCP_STDIO_SERVERS.")
         parser.add_argument("--api-key-env", default="", help="Environment variable holding a bearer token.")
@@ -44,7 +48,7 @@ class Command(BaseCommand):
         except ServiceError as error:
             raise CommandError(str(error)) from None
         tools = ", ".join(tool["name"] + (" (reward)" if tool["hidden"] else "") for tool in server.tools)
-        self.stdout.write(f"Registered {server.get_protocol_display()} {server.name}: {tools or 'no tools'}.")
+        self.stdout.write(f"Registered {server.protocol_label} {server.name}: {tools or 'no tools'}.")
         if environment is not None:
             mcp_servers.environment_use_mcp_server(environment=environment, server=server)
             self.stdout.write(f"Episodes of {environment.name} run on {server.name}.")

@@ -14,7 +14,14 @@ from typing import Any
 
 from engine.episodes.remote_mcp import McpServerConfig, McpWorld, RemoteSchemaError, RemoteUnavailable
 from engine.episodes.remote_openenv import OpenEnvWorld
-from engine.worlds.provider import EpisodeWorld, RemoteServer, WorldOptions, WorldProvider, WorldTask
+from engine.worlds.provider import (
+    EpisodeWorld,
+    RemoteProtocol,
+    RemoteServer,
+    WorldOptions,
+    WorldProvider,
+    WorldTask,
+)
 
 
 @dataclass
@@ -72,21 +79,26 @@ def prepare(task: WorldTask, options: WorldOptions) -> RemoteWorlds:
     return RemoteWorlds(task=task, server=task.server)
 
 
-def _provider(protocol: str, *, description: str, workers_test: str) -> WorldProvider:
+def _provider(protocol: str, *, label: str, description: str, workers_test: str) -> WorldProvider:
     return WorldProvider(
         name=protocol,
         claims=_on(protocol),
         prepare=prepare,
         description=description,
         examples_unavailable=f"a remote world needs a running server; tests/calibration/{workers_test} probes one",
+        remote=RemoteProtocol(label=label),
     )
 
 
 MCP = _provider(
-    "mcp", description="one session of the environment's MCP server per episode", workers_test="test_mcp_workers.py"
+    "mcp",
+    label="MCP server",
+    description="one session of the environment's MCP server per episode",
+    workers_test="test_mcp_workers.py",
 )
 OPENENV = _provider(
     "openenv",
+    label="OpenEnv server",
     description="one /ws session of the environment's OpenEnv server per episode, reset with the task's seed",
     workers_test="test_openenv_workers.py",
 )
