@@ -19,6 +19,13 @@ its tools using pandas), directly (`LocalWorld`) against `StatefulWorld`, what i
 process per episode (started and reset once, outside the calls), each call a line to it and a line back.
 
     .venv/bin/python bench/plugin_environment.py --stateful --episodes 20 --rounds 3
+
+`--reset` measures what a stateful episode waits for before the model is asked anything (`StatefulWorld.reset`:
+its process started, the plug-in imported, reset from the seed) with the pool of pre-started processes
+(engine/episodes/world_pool.py, `PASSBAND_WORLD_POOL=1`) against none (`0`), same run, arms alternating by round.
+Episodes follow one another `--gap` seconds apart (what a model's turns give the next process to start).
+
+    .venv/bin/python bench/plugin_environment.py --reset --episodes 20 --rounds 3 --gap 1
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.episodes import plugins  # noqa: E402
+from engine.episodes import plugins, world_pool  # noqa: E402
 from engine.episodes.stateful import StatefulWorld  # noqa: E402
 from engine.episodes.world import LocalWorld, SandboxedWorld  # noqa: E402
 
@@ -60,8 +67,7 @@ def stateful_task_sets() -> dict[str, list[dict]]:
     """Episodes of the example `sheet` class: ten cells written, read back, a column summed (pandas). The package
     is found through an entry point like an installed one (declared here when it is not installed); its lock's
     wheel is installed from beside it, as the suite does (tests/support/plugin_packages.py)."""
-    os.environ.setdefault("PIP_NO_INDEX", "1")
-    os.environ.setdefault("PIP_FIND_LINKS", str(SHEET / "wheels"))
+    os.environ.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(SHEET / "wheels"))
     sys.path.insert(0, str(SHEET))
     if "sheet" not in plugins.installed():
         point = metadata.EntryPoint(name="sheet", value="passband_sheet:SheetWorld", group=plugins.GROUP)
@@ -111,13 +117,51 @@ def run(world_class, tasks: list[dict], episodes: int, parallel: int) -> tuple[f
     return episodes / elapsed, calls / calls_s, 1000 * sum(r[2] for r in results) / episodes
 
 
+def reset_waits(episodes: int, *, pool: int, gap_s: float) -> list[float]:
+    """ms each of ``episodes`` sheet episodes waited for its world (start and reset), ``gap_s`` apart, with a
+    pool of ``pool`` pre-started processes (the first episode of an arm starts its own)."""
+    os.environ["PASSBAND_WORLD_POOL"] = str(pool)
+    world_pool.drain()
+    waits = []
+    for index in range(episodes):
+        world = StatefulWorld(environment="sheet", seed=index % 4)
+        waits.append(world.reset())
+        world.close()
+        time.sleep(gap_s)
+    world_pool.drain()
+    return waits
+
+
+def reset_report(arguments: argparse.Namespace) -> None:
+    stateful_task_sets()  # the sheet's entry point, as for --stateful
+    reset_waits(1, pool=0, gap_s=0)  # warm: the bundled program is built once per process
+    waits: dict[str, list[float]] = {"no pool": [], "pool of 1": []}
+    for round_index in range(arguments.rounds):
+        arms = ("no pool", "pool of 1") if round_index % 2 == 0 else ("pool of 1", "no pool")
+        for arm in arms:
+            pool = 0 if arm == "no pool" else 1
+            waits[arm] += reset_waits(arguments.episodes, pool=pool, gap_s=arguments.gap)
+    print(f"sheet: {arguments.rounds} rounds of {arguments.episodes} episodes per arm, {arguments.gap:g} s apart")
+    for arm, values in waits.items():
+        ordered = sorted(values)
+        print(
+            f"  {arm:9} start and reset: median {statistics.median(values):7.1f} ms, "
+            f"90th percentile {ordered[int(0.9 * (len(ordered) - 1))]:7.1f} ms, most {ordered[-1]:7.1f} ms"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=20, help="Episodes per round and side.")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--parallel", type=int, default=1, help="Episodes at a time (threads).")
     parser.add_argument("--stateful", action="store_true", help="The example stateful class, in its own process.")
+    parser.add_argument("--reset", action="store_true", help="Start and reset of stateful episodes, pool or none.")
+    parser.add_argument("--gap", type=float, default=1.0, help="With --reset: seconds between episodes.")
     arguments = parser.parse_args()
+    if arguments.reset:
+        reset_report(arguments)
+        return
     sandboxed = StatefulWorld if arguments.stateful else SandboxedWorld
     for name, tasks in (stateful_task_sets() if arguments.stateful else task_sets()).items():
         rows: dict[str, list[tuple[float, float, float]]] = {"direct": [], "passband": []}

@@ -74,12 +74,19 @@ def _session_check(name: str, *, seed: int, state: Any, sandbox: Any) -> list[st
 
 def plugin_seeds_check(name: str, *, seeds: dict[int, list[str]], sandbox: Any = None) -> list[str]:
     """Reset plug-in `name` from each of the tasks' own seeds (seed -> the tasks' keys), in the sandbox as
-    rollouts do; one problem per seed that cannot, naming its tasks ([] when every seed resets)."""
+    rollouts do (a stateful class in its episode process, within its RESET_SECONDS); one problem per seed that
+    cannot, naming its tasks ([] when every seed resets)."""
+    from engine.episodes.stateful import StatefulWorld
+
+    world_class = StatefulWorld if plugins.get(name).stateful else world.SandboxedWorld
     problems = []
     for seed, keys in sorted(seeds.items()):
+        checked = world_class(environment=name, seed=seed, sandbox=sandbox)
         try:
-            world.SandboxedWorld(environment=name, seed=seed, sandbox=sandbox).reset()
+            checked.reset()
         except world.WorldResetError as error:
             named = ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
             problems.append(f"seed {seed} (tasks {named}): {error}")
+        finally:
+            getattr(checked, "close", lambda: None)()
     return problems

@@ -9,7 +9,9 @@ module contract's checks, through `plugin_runtime.StatefulPlugin`).
 
 `StatefulWorld` is its episode's world: a sandbox session (engine/sandbox/session.py: the isolation and
 filesystem view of a tool call's run, the plug-in's packages mounted) running `plugin_runtime.session_main`.
-Its start and reset must finish within ``RESET_SECONDS`` (`WorldResetError` otherwise, retried by the provider),
+Its process is taken pre-started from a pool when one is ready (engine/episodes/world_pool.py), so an episode
+waits for its reset alone; start and reset must finish within ``RESET_SECONDS`` (`WorldResetError` otherwise,
+retried by the provider),
 its memory is bounded by ``MEMORY_MB``, each call by ``tool_seconds`` (past it: a `timeout` observation, the
 session ended). A process that dies mid-episode is restarted from ``reset`` with the same seed and the calls it
 had answered replayed (the world is deterministic given them), and the call it died in is a `tool_error`
@@ -25,7 +27,7 @@ import sys
 import time
 from typing import Any
 
-from engine.episodes import plugin_packages, plugin_runtime, plugins
+from engine.episodes import plugin_packages, plugin_runtime, plugins, world_pool
 from engine.episodes.world import ToolResult, WorldResetError, environment_program
 from engine.sandbox import SandboxLimits
 from engine.sandbox.session import SandboxSession, SessionEnded, SessionTimeout
@@ -100,6 +102,7 @@ class StatefulWorld:
         self._answered: list[tuple[str, Any]] = []  # the calls the world answered, for a restart
         self.restarts = 0
         self.reset_ms: float | None = None
+        self.pooled = False  # whether the current process was pre-started (engine/episodes/world_pool.py)
 
     # -- the session ----------------------------------------------------------------------------------------
 
@@ -125,15 +128,34 @@ class StatefulWorld:
         tail = self._session.stderr_tail().strip().splitlines()[-1:] if self._session is not None else []
         return f"{detail}: {tail[0][:300]}" if tail else detail
 
+    def _open(self, *, pooled: bool) -> SandboxSession:
+        """The episode's process: a pre-started one when the pool has it ready (``pooled``), else a new one."""
+
+        def start() -> SandboxSession:
+            return self._sandbox.open_session(
+                program=self._program, limits=self._limits, lifetime_seconds=LIFETIME_SECONDS
+            )
+
+        key = (self.environment, id(self._sandbox), self._limits, hash(self._program))
+        session = world_pool.take(key, start) if pooled else None
+        self.pooled = session is not None
+        return session if session is not None else start()
+
     def _start(self) -> None:
-        """A fresh process, reset from the seed, within reset_seconds; WorldResetError when it cannot."""
+        """A process reset from the seed, within reset_seconds; WorldResetError when it cannot. A pre-started
+        process that died while it waited is replaced by a fresh one (the plug-in's failure repeats there)."""
         self.close()
         deadline = time.monotonic() + self.reset_seconds
         try:
-            self._session = self._sandbox.open_session(
-                program=self._program, limits=self._limits, lifetime_seconds=LIFETIME_SECONDS
-            )
-            reply = self._request({"op": "reset", "seed": self.seed}, seconds=max(deadline - time.monotonic(), 0.01))
+            self._session = self._open(pooled=True)
+            try:
+                reply = self._request({"op": "reset", "seed": self.seed}, seconds=self._left(deadline))
+            except SessionEnded:
+                if not self.pooled:
+                    raise
+                self.close()
+                self._session = self._open(pooled=False)
+                reply = self._request({"op": "reset", "seed": self.seed}, seconds=self._left(deadline))
         except SessionTimeout:
             self.close()
             raise WorldResetError(
@@ -150,6 +172,10 @@ class StatefulWorld:
             raise WorldResetError(
                 f"environment {self.environment} could not reset from seed {self.seed}: {reply.get('error', reply)}"
             )
+
+    @staticmethod
+    def _left(deadline: float) -> float:
+        return max(deadline - time.monotonic(), 0.01)
 
     def reset(self) -> float:
         """Start the world's process and reset it from the seed, before the model is asked anything; how long

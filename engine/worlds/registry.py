@@ -20,7 +20,16 @@ from importlib import metadata
 from types import ModuleType
 
 from engine.registry import Refused, Registry, installed_entry_points
-from engine.worlds.provider import RemoteProtocol, WorldProvider, WorldTask, provider_problems
+from engine.worlds.provider import (
+    RemoteProtocol,
+    RemoteServer,
+    TaskWorlds,
+    WorldMissing,
+    WorldOptions,
+    WorldProvider,
+    WorldTask,
+    provider_problems,
+)
 
 logger = logging.getLogger("engine.worlds")
 
@@ -81,11 +90,26 @@ def remote_protocols() -> dict[str, RemoteProtocol]:
 
 def provider_for(task: WorldTask) -> WorldProvider | None:
     """The first registered provider that claims ``task``; None for a task that is not an episode (plain
-    prompt and answer). A provider whose ``claims`` raises is passed by: it cannot take another's task."""
+    prompt and answer). A provider whose ``claims`` raises is passed by: it cannot take another's task. A task
+    on a remote server is always an episode: when no provider here speaks its protocol (its package is not
+    installed on this worker), a stand-in whose ``prepare`` raises WorldMissing says so, and its samples wait."""
     for provider in all_providers():
         try:
             if provider.claims(task):
                 return provider
         except Exception as error:  # noqa: BLE001 - an installed provider's bug is not this task's problem
             logger.warning("world provider %s failed to say whether it claims a task: %s", provider.name, error)
-    return None
+    return _unserved(task.server) if task.server is not None else None
+
+
+def _unserved(server: RemoteServer) -> WorldProvider:
+    def prepare(task: WorldTask, options: WorldOptions) -> TaskWorlds:
+        raise WorldMissing(
+            f"no world provider here gives worlds on {server.protocol} servers (server {server.name}): install the "
+            "package that declares it on this worker",
+            world=f"{server.protocol}:{server.name}",
+        )
+
+    return WorldProvider(
+        name="unserved", claims=lambda task: False, prepare=prepare, examples_unavailable="never registered"
+    )

@@ -163,3 +163,35 @@ def test_install_puts_a_plugins_own_packages_on_this_host_and_a_failure_fails_th
     status, out = run("--install", "sheet")
     site = package_environments.installed_site(sheet.lock)
     assert status == 0 and site is not None and f"  own packages (requirements.lock): texttable==1.7.0: {site}" in out
+
+
+@pytest.mark.django_db
+def test_the_check_resets_a_stateful_plugin_from_the_tasks_seeds_in_its_episode_process(alice, sheet):  # noqa: F811
+    from curation.models import TaskVersion
+    from curation.services import environment_create
+    from tests.factories import import_tasks
+
+    task = {
+        "key": "sheet-b1",
+        "prompt": "Set B1 to 1.",
+        "answer": '[{"name": "set_cell", "arguments": {"cell": "B1", "value": 1}}]',
+        "tools": [schema for schema in sheet.tool_schemas if schema["function"]["name"] == "set_cell"],
+        "verifier": {
+            "kind": "state_check",
+            "environment": "sheet",
+            "seed": 2,
+            "checks": [{"table": "cells", "where": {"id": "B1"}, "expect": {"value": 1}}],
+        },
+    }
+    import_tasks(environment_create(name="sheets", domain="workflow"), alice, task)
+    status, out = run("--check", "sheet")
+    assert status == 0 and "check: ok (reset, its episode process, the sandbox, the tasks' seeds: 2)" in out, out
+    TaskVersion.objects.filter(task__key="sheet-b1").update(verifier={**task["verifier"], "seed": 13})
+    status, out = run("--check", "sheet")
+    assert (
+        status == 1
+        and (
+            "seed 13 (tasks sheet-b1): environment sheet could not reset from seed 13: RuntimeError: no sheet for seed 13"
+        )
+        in out
+    ), out

@@ -10,12 +10,13 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from calibration.models import Outcome, Rollout
-from calibration.services.worlds import world_provider
+from calibration.services.worlds import world_provider, world_task
 from curation.errors import CurationError
 from curation.mcp_servers import environment_use_mcp_server, mcp_server_register
 from curation.models import Environment, McpServer
 from curation.services import environment_create
 from engine.worlds import registry as worlds
+from engine.worlds.provider import WorldMissing, WorldOptions
 from tests.calibration.scripted import probe_through_a_worker
 from tests.factories import import_tasks
 from tests.support import counter_protocol
@@ -85,6 +86,10 @@ def test_a_server_of_the_protocol_is_checked_by_its_provider_and_gives_its_tasks
         mcp_server_register(name="gone", url=url, protocol="counter-http")
     with pytest.raises(CurationError, match=r"url: a Counter server is reached by its URL, .*\(no stdio\)"):
         mcp_server_register(name="piped", stdio="kv", protocol="counter-http", check=False)
+    # A worker without the provider's package: the samples wait, saying what is missing (never plain prompts).
+    worlds.provider_registry().unregister("counter-http")
+    with pytest.raises(WorldMissing, match="no world provider here gives worlds on counter-http servers"):
+        world_provider(version).prepare(world_task(version), WorldOptions())
 
 
 @pytest.mark.workers

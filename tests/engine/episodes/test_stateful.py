@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.episodes import plugin_check, plugins
+from engine.episodes import plugin_check, plugins, world_pool
 from engine.episodes.stateful import StatefulWorld, plugin_from_class
 from engine.episodes.world import LocalWorld, WorldResetError, replay_state
 from engine.sandbox.view import SandboxView, sandbox_for
@@ -150,3 +150,30 @@ def test_the_worlds_process_cannot_read_passbands_files_environment_or_packages(
     assert status == "ok" and seen["text"] == "FileNotFoundError"
     assert "SECRET_KEY" not in seen["environment"] and "DATABASE_URL" not in seen["environment"]
     assert all(value.startswith("ImportError") for value in seen["imports"].values()), seen["imports"]
+
+
+def test_an_episode_takes_a_pre_started_process_and_one_that_died_waiting_is_replaced(sheet, monkeypatch):
+    monkeypatch.setenv("PASSBAND_WORLD_POOL", "1")
+    world_pool.drain()
+    first, second, third = (StatefulWorld(environment="sheet", seed=seed) for seed in (2, 3, 4))
+    try:
+        first.reset()  # the environment's first episode starts its own, and one for the next
+        second.reset()
+        assert not first.pooled and second.pooled
+        assert observed(second.call("get_cell", {"cell": "A1"})) == ("ok", {"cell": "A1", "value": 3})
+        for waiting in world_pool._idle.values():  # the idle process dies before the next episode takes it
+            for _, session in waiting:
+                session.close()
+        third.reset()
+        assert not third.pooled and observed(third.call("get_cell", {"cell": "A1"}))[1]["value"] == 4
+    finally:
+        for world in (first, second, third):
+            world.close()
+        world_pool.drain()
+    monkeypatch.setenv("PASSBAND_WORLD_POOL", "0")
+    alone = StatefulWorld(environment="sheet", seed=2)
+    try:
+        alone.reset()
+        assert not alone.pooled and world_pool._idle == {}  # the pool is off: nothing started ahead
+    finally:
+        alone.close()
