@@ -140,23 +140,29 @@ def install(lock: Lock, *, seconds: float = INSTALL_SECONDS) -> Path:
     if done is not None:
         return done
     folder = folder_of(lock)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f"{lock.key}.lock", "w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        done = installed_site(lock)
-        if done is not None:
-            return done
-        scratch = folder.parent / f"{lock.key}.partial-{os.getpid()}"
-        shutil.rmtree(scratch, ignore_errors=True)
-        try:
-            _pip_install(lock, target=scratch / SITE, seconds=seconds)
-            record = {"lock": str(lock.path), "sha256": lock.sha256, "requirements": list(lock.requirements)}
-            (scratch / RECORD).write_text(json.dumps({**record, "installed_at": time.time()}, indent=2))
-            shutil.rmtree(folder, ignore_errors=True)  # a folder without its record is a leftover, never done
-            os.rename(scratch, folder)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with open(folder.parent / f"{lock.key}.lock", "w") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            if installed_site(lock) is None:
+                _install_once(lock, folder=folder, seconds=seconds)
+    except OSError as error:
+        raise InstallFailed(f"cannot install {lock.path.name} under {folder.parent}: {error}") from None
     return folder / SITE
+
+
+def _install_once(lock: Lock, *, folder: Path, seconds: float) -> None:
+    """Install into a scratch folder and rename it into place, with its record, only when pip succeeded."""
+    scratch = folder.parent / f"{lock.key}.partial-{os.getpid()}"
+    shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        _pip_install(lock, target=scratch / SITE, seconds=seconds)
+        record = {"lock": str(lock.path), "sha256": lock.sha256, "requirements": list(lock.requirements)}
+        (scratch / RECORD).write_text(json.dumps({**record, "installed_at": time.time()}, indent=2))
+        shutil.rmtree(folder, ignore_errors=True)  # a folder without its record is a leftover, never done
+        os.rename(scratch, folder)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _pip_install(lock: Lock, *, target: Path, seconds: float) -> None:

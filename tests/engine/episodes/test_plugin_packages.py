@@ -101,3 +101,13 @@ def test_a_plugin_whose_lock_is_not_pinned_with_hashes_is_refused_at_discovery(w
         "tests.engine.episodes.broken_plugins.bad_lock.REQUIREMENTS: bad_lock.txt, line 2: 'texttable>=1.7' must be "
         "pinned as name==version, e.g. texttable==1.7.0"
     )
+
+
+def test_a_cache_that_cannot_be_written_is_a_failed_install_not_a_crash(tmp_path, monkeypatch):
+    (tmp_path / "a-file").write_text("not a folder")
+    monkeypatch.setenv("PASSBAND_CACHE_DIR", str(tmp_path / "a-file" / "cache"))
+    lock = read_lock(write_lock(tmp_path / "plugin", pinned("0" * 64)))
+    with pytest.raises(
+        InstallFailed, match="cannot install requirements.lock under .*a-file/cache/package-environments"
+    ):
+        package_environments.install(lock)
