@@ -75,7 +75,7 @@ def read_lock(path: Path) -> Lock:
         if parts[0].startswith("-"):
             raise LockError(
                 f"{where}: {parts[0]} is not allowed in a lock; list pinned requirements only (the index is the "
-                "operator's pip configuration)"
+                "operator's pip configuration: pip-compile --no-emit-index-url leaves it out)"
             )
         requirement = " ".join(part for part in parts if not part.startswith("--hash"))
         found = PINNED.match(requirement)
