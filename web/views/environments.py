@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from accounts.errors import ServiceError
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
+from calibration.models import ProbeModel
 from curation import gameability, policy, selectors, services
 from curation.models import Environment
 from curation.thresholds import ThresholdError, thresholds_validate
@@ -180,5 +181,8 @@ def environment_detail(request, environment_name: str):
             "health_hours": HEALTH_HOURS,
             "bands": calibration_selectors.environment_band_counts(environment=environment, user=request.user),
             "can_manage": policy.allows(request.user, policy.CHANGE, environment),
+            "false_pass": calibration_selectors.false_pass_rates(environment=environment, user=request.user),
+            "can_probe_variants": policy.allows(request.user, policy.PROBE_VARIANTS, environment),
+            "probe_models": ProbeModel.objects.all(),
         },
     )

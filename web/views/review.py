@@ -90,7 +90,10 @@ def review_queue(request):
         "environments": Environment.objects.all(),
         "bands": Band.values,
         "flags": calibration_selectors.PRIORITIES[:-1]
-        + [(selectors.GAMEABLE, "gameable verifier")]
+        + [
+            (selectors.GAMEABLE, "gameable verifier"),
+            (calibration_selectors.FOUND_HACK, "found hack (impossible variant)"),
+        ]
         + similarity_selectors.FLAG_CHOICES,
         "progress": review_selectors.reviewer_progress(),
         "previous_url": _queue_url(request.GET, position - 1) if position > 0 else "",
