@@ -117,7 +117,7 @@ def _row(probe: VariantProbe, data: dict, calibrated: dict | None, variants) -> 
         "false_pass_rate": passes / trials if trials else None,
         "upper_bound": impossible.false_pass_bound(passes=passes, trials=trials, level=LEVEL),
         "level": LEVEL,
-        "pass_rate": calibrated["successes"] / attempts if attempts else None,
+        "pass_rate": calibrated["successes"] / attempts if calibrated and attempts else None,
         "found_hacks": list(found.values()),
         "broken": [
             {"task": variant.task_version.task.key, "version": variant.task_version.number, "reason": variant.reason}

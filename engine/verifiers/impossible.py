@@ -174,18 +174,22 @@ def _with_negation(source: str) -> tuple[str, str] | None:
     return None
 
 
+def _stdio_variant(verifier: dict[str, Any]) -> Variant | str:
+    cases = [dict(case) for case in verifier.get("cases") or []]
+    if not cases:
+        return "no stdio case to change"
+    output = shifted_text(cases[0]["output"])
+    if output is None:
+        return "the first case's expected output has no number or letter to move"
+    change = f"case 1 expects {cases[0]['output']!r} -> {output!r}"
+    cases[0]["output"] = output
+    return Variant(MUTATED_EXPECTATION, {**verifier, "cases": cases}, None, change)
+
+
 def _code_variant(verifier: dict[str, Any]) -> Variant | str:
     style = verifier.get("style")
     if style == "stdio":
-        cases = [dict(case) for case in verifier.get("cases") or []]
-        if not cases:
-            return "no stdio case to change"
-        moved = shifted_text(cases[0]["output"])
-        if moved is None:
-            return "the first case's expected output has no number or letter to move"
-        change = f"case 1 expects {cases[0]['output']!r} -> {moved!r}"
-        cases[0]["output"] = moved
-        return Variant(MUTATED_EXPECTATION, {**verifier, "cases": cases}, None, change)
+        return _stdio_variant(verifier)
     if style == "humaneval":
         test = str(verifier.get("test", ""))
         moved = _moved_expectation(test)

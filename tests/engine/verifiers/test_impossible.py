@@ -95,7 +95,10 @@ def test_a_variant_the_reference_passes_is_broken_never_ready():
 
 
 def test_kinds_without_a_variant_say_why():
-    assert "no impossible variant" in impossible.variant_check(verifier={"kind": "regex", "pattern": "x"}, answer="x").reason
+    assert (
+        "no impossible variant"
+        in impossible.variant_check(verifier={"kind": "regex", "pattern": "x"}, answer="x").reason
+    )
     assert impossible.derive(verifier=None, answer="8") == "the task has no verifier config"
 
 
@@ -106,7 +109,9 @@ def test_a_state_check_variant_expects_a_state_nothing_asks_for():
         "seed": 3,
         "checks": [{"table": "deals", "where": {"id": 1}, "expect": {"stage": "won"}}],
     }
-    calls = json.dumps([{"name": "update_record", "arguments": {"table": "deals", "id": 1, "fields": {"stage": "won"}}}])
+    calls = json.dumps(
+        [{"name": "update_record", "arguments": {"table": "deals", "id": 1, "fields": {"stage": "won"}}}]
+    )
     assert verify(verifier=verifier, completion=calls, answer=None, tools=backoffice.TOOL_SCHEMAS).outcome == "pass"
     checked = impossible.variant_check(verifier=verifier, answer=calls, tools=backoffice.TOOL_SCHEMAS)
     assert checked.status == impossible.READY and checked.variant.kind == impossible.UNREACHABLE_STATE
