@@ -2,8 +2,11 @@
 and answers every sum with its true value. On an environment whose numeric verifier has a planted hole (any
 number within a wide tolerance passes), the wide tolerance pays the true value on every variant: found hacks,
 flagged for review. On a clean environment nothing passes, the one broken variant is reported and not probed,
-and the upper bound is given though nothing passed. Neither touches calibrations, rollouts or a release."""
+and the upper bound is given though nothing passed. Neither touches calibrations, rollouts or a release. A tool
+task's variant (a state no prompt asks for) is probed as episodes in the task's world, and an honest agent that
+does the task fails it."""
 
+import json
 import re
 
 import pytest
@@ -15,6 +18,7 @@ from calibration.selectors import review_queue
 from curation.models import Comment, Task, TaskStatus
 from curation.services import environment_create
 from engine import quality_card
+from engine.episodes import backoffice
 from engine.verifiers import impossible
 from releases.models import ReleaseItem
 from releases.quality_cards import quality_card_of
@@ -169,3 +173,56 @@ def test_the_variant_probe_finds_a_wide_tolerance_and_a_clean_environment_shows_
         ("honest", trials, 0, 1)
     ]
     assert body[0]["upper_bound"] == pytest.approx(bound) and body[0]["pass_rate"] == 1.0
+
+
+def deal_task(deal_id: int) -> dict:
+    calls = [{"name": "update_record", "arguments": {"table": "deals", "id": deal_id, "fields": {"stage": "won"}}}]
+    return {
+        "key": f"win-{deal_id}",
+        "prompt": [{"role": "user", "content": f"Mark deal {deal_id} as won."}],
+        "answer": json.dumps(calls),
+        "verifier": {
+            "kind": "state_check",
+            "environment": "backoffice",
+            "seed": 3,
+            "checks": [{"table": "deals", "where": {"id": deal_id}, "expect": {"stage": "won"}}],
+        },
+        "tools": backoffice.TOOL_SCHEMAS,
+        "domain": "workflow",
+    }
+
+
+def wins_the_deal(prompt_text: str, seed: int) -> str:
+    """An honest agent: one tool call that does what the prompt asks, then it says so."""
+    if prompt_text.count("<assistant>") == 1:
+        deal_id = int(re.search(r"Mark deal (\d+) as won", prompt_text)[1])
+        call = {"name": "update_record", "arguments": {"table": "deals", "id": deal_id, "fields": {"stage": "won"}}}
+        return f"<tool_call>{json.dumps(call)}</tool_call>"
+    return "Done."
+
+
+@pytest.mark.workers
+@pytest.mark.django_db(transaction=True)
+def test_tool_task_variants_are_episodes_an_honest_agent_cannot_pass(alice, staff):
+    flush_broker()
+    environment = environment_create(name="backoffice", domain="workflow")
+    import_tasks(environment, alice, deal_task(1), deal_task(2))
+    with OpenAITestServer(respond=wins_the_deal, tool_parser=True) as server, probing_worker():
+        model = services.probe_model_add(
+            name="agent", backend="openai", base_url=server.base_url, model="fake", max_new_tokens=200
+        )
+        probed(model, environment, staff)
+
+    variants = ImpossibleVariant.objects.filter(probe__environment=environment)
+    assert set(variants.values_list("status", "kind", "reference_outcome", "empty_outcome")) == {
+        ("ready", impossible.UNREACHABLE_STATE, "fail", "fail")
+    }
+    rollouts = VariantRollout.objects.filter(variant__in=variants)
+    assert rollouts.count() == 2 * ROLLOUTS and set(rollouts.values_list("outcome", flat=True)) == {"fail"}
+    # Each attempt was a real episode in the task's world: the deal was won, as the task (not the variant) asks.
+    for rollout in rollouts.select_related("variant__task_version__task"):
+        deal_id = int(rollout.variant.task_version.task.key.removeprefix("win-"))
+        assert rollout.detail == (
+            f"check 1: deals where {{'id': {deal_id}}} has stage='won', expected 'won (impossible variant)'"
+        )
+    assert not Comment.objects.filter(task__environment=environment).exists()

@@ -67,8 +67,11 @@ def recorded(environment, model, *, passes: int, fails: int) -> None:
 @pytest.mark.django_db
 def test_the_page_and_the_api_give_the_bound_when_nothing_passed(client, sums, model, staff, bob, alice):
     client.force_login(alice)
-    assert "No impossible variant probed yet." in client.get("/environments/sums/").content.decode()
-    assert "Probe impossible variants" not in client.get("/environments/sums/").content.decode()  # staff's button
+    page = client.get("/environments/sums/").content.decode()
+    assert "No impossible variant probed yet." in page
+    assert 'name="sample"' not in page and '<input type="text" name="task" required>' in page  # her own tasks only
+    client.force_login(bob)
+    assert 'id="impossible-variants-form"' not in client.get("/environments/sums/").content.decode()
 
     recorded(sums, model, passes=0, fails=20)
     bound = impossible.false_pass_bound(passes=0, trials=20)
