@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('calibration', '0020_tampered_outcome'),
-        ('curation', '0025_review_models_move_out'),
+        ('curation', '0024_task_version_weak_tests'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
