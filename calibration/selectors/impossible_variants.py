@@ -142,3 +142,32 @@ def version_impossible_variants(*, version_ids: list[int]) -> dict[int, dict[str
     return {
         row["variant__task_version"]: {"trials": row["trials"], "false_passes": row["false_passes"]} for row in rows
     }
+
+
+def version_found_hacks(*, task_version_id: int | None) -> list[dict[str, Any]]:
+    """The version's variants that an attempt passed, latest probe first: the probe model, what the variant
+    changed, its verifier config and reference, and up to three passing attempts (text excerpt, verdict)."""
+    if task_version_id is None:
+        return []
+    hacked = (
+        ImpossibleVariant.objects.filter(task_version_id=task_version_id, rollouts__outcome="pass")
+        .distinct()
+        .select_related("probe__probe_model")
+        .order_by("-probe__created_at", "-probe_id")
+    )
+    return [
+        {
+            "probe_model": variant.probe.probe_model.name,
+            "probe": variant.probe_id,
+            "change": variant.change,
+            "verifier": variant.verifier,
+            "answer": variant.answer,
+            "passes": variant.rollouts.filter(outcome="pass").count(),
+            "attempts": variant.rollouts.filter(outcome__in=EVIDENCE).count(),
+            "evidence": [
+                {"id": rollout.pk, "text": (rollout.text or "(a tool episode)")[:500], "detail": rollout.detail}
+                for rollout in variant.rollouts.filter(outcome="pass").order_by("sample_index")[:3]
+            ],
+        }
+        for variant in hacked[:20]
+    ]

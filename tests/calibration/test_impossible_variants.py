@@ -163,6 +163,10 @@ def test_the_variant_probe_finds_a_wide_tolerance_and_a_clean_environment_shows_
     client.force_login(staff)
     page = client.get(f"/environments/{clean.name}/").content.decode()
     assert 'id="false-pass-honest"' in page and f"≤ {bound:.3f}" in page and "Broken variant (not probed): add" in page
+    task_page = client.get(f"/tasks/{holed.name}/sum-6-2/").content.decode()  # the evidence, for its reviewer
+    assert 'id="found-hacks"' in task_page and "reference &#x27;8&#x27; -&gt; &#x27;9&#x27;" in task_page
+    assert f"{ROLLOUTS} of {ROLLOUTS}</strong> attempts under <strong>honest</strong>" in task_page
+    assert "The answer is 8." in task_page
     holed_page = client.get(f"/environments/{holed.name}/").content.decode()
     assert "Found hack: " in holed_page and f"1.000 ({trials} of {trials})" in holed_page
     token = api_token_create(user=bob, name="reader", scopes=["read"])[1]

@@ -116,6 +116,7 @@ def review_queue(request):
             is_lead=policy.is_lead(request.user),
             approve_confirm=_approve_confirm(task),
             similarity_flags=similarity_selectors.version_flags(task_version=version, user=request.user),
+            found_hacks=calibration_selectors.version_found_hacks(task_version_id=version.pk if version else None),
         )
     return render(request, "review/review_queue.html", context)
 
