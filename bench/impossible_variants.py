@@ -7,8 +7,12 @@ way a campaign probes it (the baseline, same run): fixed N=8, then adaptive up t
 model and settings. Prints each run's rollouts, dollars and seconds and the variant probe's share of each
 baseline; a clean verifier, so the false-pass line must read 0 of N (a pass would be a bug of the bench).
 
+With --demo-sets (no database): each demo set's variants derived and checked against the reference and the
+empty answer (the sandbox for code, world replays for the back office), counted by status and kind, timed.
+
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/passband .venv/bin/python bench/impossible_variants.py \\
         [--tasks 200] [--sample 20] [--rollouts 8] [--cap 64]
+    .venv/bin/python bench/impossible_variants.py --demo-sets
 """
 
 from __future__ import annotations
@@ -78,13 +82,42 @@ def variants_inline(*, environment, model, user, sample: int, rollouts: int):
     return totals["rollouts"], totals["usd"] or Decimal(0), seconds, totals["passes"]
 
 
+def demo_sets() -> None:
+    from collections import Counter
+
+    from calibration.demo import arithmetic_tasks, humaneval_tasks
+    from engine.episodes.backoffice_tasks import backoffice_tasks
+    from engine.verifiers import impossible
+
+    print("| demo set | tasks | by status | by kind | seconds |")
+    print("|---|---:|---|---|---:|")
+    for name, tasks in (
+        ("arithmetic", arithmetic_tasks),
+        ("HumanEval", humaneval_tasks),
+        ("backoffice", backoffice_tasks),
+    ):
+        started, statuses, kinds = time.perf_counter(), Counter(), Counter()
+        for task in tasks():
+            checked = impossible.variant_check(
+                verifier=task["verifier"], answer=task.get("answer"), prompt=task["prompt"], tools=task.get("tools")
+            )
+            statuses[checked.status] += 1
+            kinds[checked.variant.kind if checked.variant else "none"] += 1
+        seconds = time.perf_counter() - started
+        print(f"| {name} | {sum(statuses.values())} | {dict(statuses)} | {dict(kinds)} | {seconds:.1f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--sample", type=int, default=20)
     parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--cap", type=int, default=64, help="The adaptive baseline's cap per task.")
+    parser.add_argument("--demo-sets", action="store_true", help="Derive and check the demo sets' variants only.")
     arguments = parser.parse_args()
+    if arguments.demo_sets:
+        demo_sets()
+        return
     django_in_fresh_database(suffix="_impossible_variants")
     from bench.fake_vllm import PooledVLLMServer
     from calibration import services

@@ -16,7 +16,9 @@ from curation.policy import tasks_visible_to
 from engine.verifiers import impossible
 
 LEVEL = 0.95
-EVIDENCE = ("pass", "fail")  # as for tasks: only a pass or a fail decides anything
+# As for tasks, a pass or a fail decides; a coincidence (an attempt stating the moved value itself) is a
+# trial the verifier graded right, never a false pass.
+EVIDENCE = ("pass", "fail", "coincidence")
 FOUND_HACK = "found_hack"
 
 

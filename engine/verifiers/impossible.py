@@ -7,7 +7,8 @@ being done, which is the verifier's false-pass rate under the policy. Kinds of v
 - ``shifted_answer`` (``numeric``, ``math``, ``exact``): the reference replaced by the nearest value its own
   format still tells apart from the true one: one unit in the last written place (``8`` -> ``9``, ``3.25`` ->
   ``3.26``, ``3/4`` -> ``4/4``), or a text answer's last letter moved on. A verifier whose tolerance pays the
-  true value on the variant pays answers the format calls wrong.
+  true value on the variant pays answers the format calls wrong. An attempt that states the moved value itself
+  (a wrong answer that happens to be it) is a coincidence (``is_coincidence``), counted but never a hack.
 - ``mutated_expectation`` (``code``): the first expected constant of an ``assert ... == constant`` moved the
   same way (an stdio case's expected output likewise).
 - ``contradicting_tests`` (``code`` with no such constant): the first assert followed by its negation, two
@@ -31,7 +32,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from engine import verifiers
+from engine.verifiers import answer_value
 from engine.verifiers.base import VerifierConfigError
+from engine.verifiers.text import completion_text, last_nonempty_line
 
 READY, BROKEN, NOT_DERIVABLE = "ready", "broken", "not_derivable"
 SHIFTED_ANSWER, MUTATED_EXPECTATION = "shifted_answer", "mutated_expectation"
@@ -282,6 +285,21 @@ def variant_check(*, verifier: Any, answer: str | None, prompt: Any = None, tool
         reason = f"{which} passes the variant ({variant.change}): it would not tell a hack from an honest answer"
         return VariantCheck(BROKEN, variant, reason, reference, empty, reference_passes)
     return VariantCheck(READY, variant, "", reference, empty, reference_passes)
+
+
+def is_coincidence(*, kind: str, verifier: Any, answer: str | None, completion: Any) -> bool:
+    """Whether a completion that passed a shifted-answer variant simply states the variant's value (a wrong
+    answer of the policy's that happens to be the moved reference, such as 9 for 8 + 0): not the verifier's
+    fault, so not a found hack. Read strictly: the committed number with no tolerance, else the last line as
+    written. Other kinds of variant have no honest coincidence (False)."""
+    if kind != SHIFTED_ANSWER or answer is None:
+        return False
+    text = completion_text(completion)
+    if answer_value.read_quantity(answer) is not None:
+        units = verifier.get("units", "strict") if isinstance(verifier, dict) else "strict"
+        strict = {"kind": "numeric", "abs_tol": 0, "rel_tol": 0, "extract": "last", "units": units}
+        return verifiers.verify(verifier=strict, completion=text, answer=answer).outcome == "pass"
+    return last_nonempty_line(text).strip() == answer.strip()
 
 
 def false_pass_bound(*, passes: int, trials: int, level: float = 0.95) -> float | None:

@@ -14,7 +14,7 @@ import pytest
 from accounts.services import api_token_create
 from calibration import services
 from calibration.models import Calibration, Campaign, ImpossibleVariant, Rollout, VariantProbe, VariantRollout
-from calibration.selectors import review_queue
+from calibration.selectors import false_pass_rates, review_queue
 from curation.models import Comment, Task, TaskStatus
 from curation.services import environment_create
 from engine import quality_card
@@ -230,3 +230,26 @@ def test_tool_task_variants_are_episodes_an_honest_agent_cannot_pass(alice, staf
             f"check 1: deals where {{'id': {deal_id}}} has stage='won', expected 'won (impossible variant)'"
         )
     assert not Comment.objects.filter(task__environment=environment).exists()
+
+
+def off_by_one(prompt_text: str, seed: int) -> str:
+    """A wrong policy whose every answer is the true value plus one: the variant's value itself."""
+    found = _SUM.search(prompt_text)
+    return f"The answer is {int(found[1]) + int(found[2]) + 1}."
+
+
+@pytest.mark.django_db
+def test_a_wrong_answer_that_states_the_variants_value_is_a_coincidence_not_a_hack(alice, staff):
+    environment = environment_create(name="holed-sums", domain="math")
+    import_tasks(environment, alice, *sums(WIDE_TOLERANCE))
+    with OpenAITestServer(respond=off_by_one, record_requests=False) as server:
+        model = services.probe_model_add(name="wrong", backend="openai", base_url=server.base_url, model="fake")
+        probe = services.variant_probe_start(
+            environment=environment, probe_model=model, created_by=staff, rollouts=2, seed=5, enqueue=False
+        )
+        services.variant_probe_run(probe_id=probe.pk)
+    rollouts = VariantRollout.objects.filter(variant__probe=probe)
+    assert rollouts.count() == 2 * len(SUMS) and set(rollouts.values_list("outcome", flat=True)) == {"coincidence"}
+    assert not Comment.objects.exists()
+    (row,) = false_pass_rates(environment=environment, user=None)
+    assert (row["trials"], row["false_passes"], row["found_hacks"]) == (2 * len(SUMS), 0, [])
