@@ -10,6 +10,7 @@ import json
 import re
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from accounts.services import api_token_create
 from calibration import services
@@ -253,3 +254,19 @@ def test_a_wrong_answer_that_states_the_variants_value_is_a_coincidence_not_a_ha
     assert not Comment.objects.exists()
     (row,) = false_pass_rates(environment=environment, user=None)
     assert (row["trials"], row["false_passes"], row["found_hacks"]) == (2 * len(SUMS), 0, [])
+
+
+@pytest.mark.django_db
+def test_the_command_reports_found_hacks_and_exits_1(alice, capsys):
+    environment = environment_create(name="holed-sums", domain="math")
+    import_tasks(environment, alice, *sums(WIDE_TOLERANCE))
+    with pytest.raises(CommandError, match="No environment named 'nowhere'"):
+        call_command("impossible_variants", environment="nowhere")
+    with OpenAITestServer(respond=honest, record_requests=False) as server:
+        services.probe_model_add(name="honest", backend="openai", base_url=server.base_url, model="fake")
+        with pytest.raises(SystemExit) as exit_status:
+            call_command("impossible_variants", environment="holed-sums", task="sum-7-5", rollouts=2, inline=True)
+    assert exit_status.value.code == 1
+    printed = capsys.readouterr().out
+    assert "holed-sums × honest: 2 of 2 attempts passed an impossible variant (1 variant(s)" in printed
+    assert "found hack: sum-7-5 v1 (numeric): reference '12' -> '13'" in printed
