@@ -433,3 +433,7 @@ def outcome_count_aggregates() -> dict:
         "prompts_too_long": Count("id", filter=Q(outcome=Outcome.PROMPT_TOO_LONG)),
         "world_errors": Count("id", filter=Q(outcome=Outcome.WORLD_ERROR)),
     }
+
+
+# Impossible-variant probes live in tables of their own (never counted as evidence): see the module.
+from calibration.variant_models import ImpossibleVariant, VariantProbe, VariantRollout  # noqa: E402, F401

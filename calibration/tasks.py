@@ -104,3 +104,10 @@ def draw_judge_samples() -> int:
 def prune_episode_health() -> int:
     """Beat: drop environment health rows older than PASSBAND_HEALTH_KEEP_DAYS; returns rows deleted."""
     return services.episode_health_prune(older_than=timedelta(days=settings.PASSBAND_HEALTH_KEEP_DAYS))
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=1800, time_limit=1860)
+def generate_impossible_variants(probe_id: int) -> int:
+    """Queue `generate`: derive, check, sample and grade one impossible-variant probe's variants (safe to run
+    twice: what is stored is not asked for again). Returns the probe's id."""
+    return services.variant_probe_run(probe_id=probe_id).pk

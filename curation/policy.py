@@ -36,6 +36,9 @@ TRAINABLE = (TaskStatus.APPROVED, TaskStatus.ACTIVE, TaskStatus.RETIRED)
 PUBLISHED = (TaskStatus.APPROVED, TaskStatus.ACTIVE)
 SEE, CHANGE, REVIEW, RETIRE, DISCUSS, PROBE, EXPORT = "see", "change", "review", "retire", "discuss", "probe", "export"
 ADJUDICATE = "adjudicate"
+# Probe impossible variants (calibration/services/impossible_variants.py): staff over an environment, the owner
+# (or staff) over one task.
+PROBE_VARIANTS = "probe_variants"
 
 
 # Roles ------------------------------------------------------------------------------------------
@@ -195,6 +198,8 @@ RULES: dict[tuple[str, str], Callable[[AbstractBaseUser, Model], bool]] = {
     ("environment", SEE): _signed_in,
     ("environment", CHANGE): lambda user, environment: is_reviewer(user),
     ("environment", PROBE): lambda user, environment: is_author(user),
+    ("environment", PROBE_VARIANTS): lambda user, environment: user.is_authenticated and user.is_staff,
+    ("task", PROBE_VARIANTS): task_may_change,
     ("campaign", SEE): _signed_in,
     ("reprofile", SEE): _signed_in,  # a checkpoint re-profile: its stage, counts and campaigns, as a campaign's page
     ("campaign", CHANGE): _owner_or_staff("created_by_id"),
@@ -232,6 +237,8 @@ REFUSALS = {
     ("probemodel", CHANGE): "Only staff change probe models.",
     ("blinditem", REVIEW): "This item is of your own task, or you decided it first: another reviewer must judge it.",
     ("mcpserver", CHANGE): "Only staff change MCP servers.",
+    ("environment", PROBE_VARIANTS): "Only staff probe an environment's impossible variants.",
+    ("task", PROBE_VARIANTS): "Only the task's author, or staff, can probe its impossible variant.",
 }
 
 

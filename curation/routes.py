@@ -89,6 +89,8 @@ ROUTES: dict[str, Route] = {
     "environment_detail": Route(BROWSER, "environment"),
     "environment_edit": Route(REVIEWERS, "environment", "change", methods=("GET", "POST")),
     "environment_probe": Route(AUTHORS, "environment", "probe", methods=POST),
+    # Impossible variants: staff over the environment, a task's owner (or staff) over one task (policy.RULES).
+    "environment_impossible_variants": Route(BROWSER, "environment", "probe_variants", methods=POST),
     "checkpoint_reprofile": Route(AUTHORS, "environment", "probe", methods=POST),
     "environment_costs_data": Route(BROWSER, "environment"),
     "dashboard": Route(BROWSER),
@@ -141,6 +143,7 @@ ROUTES: dict[str, Route] = {
     "api_curriculum": Route(API + "read"),
     "api_judge_agreement": Route(API + "read"),
     "api_judge_master_keys": Route(API + "read"),
+    "api_environment_impossible_variants": Route(API + "read", "environment"),
     # Checkpoint re-profiles: starting one probes the environment (authors and staff, as the dashboard's button).
     "api_reprofile_list": Route(API + "curate", methods=("GET", "POST")),
     "api_reprofile_detail": Route(API + "curate", "reprofile"),

@@ -106,6 +106,22 @@ def weak_tests_entry(stored: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def impossible_variants_entry(counted: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The card's `impossible_variants` from a version's attempts on its ready variants, over every probe
+    (`{"trials", "false_passes"}`; None: never probed): the false-pass rate and its one-sided exact (Clopper-
+    Pearson) upper 95% bound."""
+    if not counted or not counted.get("trials"):
+        return dict(NOT_RUN)
+    from engine.verifiers.impossible import false_pass_bound
+
+    trials, passes = int(counted["trials"]), int(counted["false_passes"])
+    return {
+        "status": "run",
+        "false_pass_rate": passes / trials,
+        "upper_bound": false_pass_bound(passes=passes, trials=trials),
+    }
+
+
 def dollars(value: Any) -> str:
     """Dollars as exact decimal text ("0" for None)."""
     return "0" if value is None else format(Decimal(str(value)).normalize(), "f")

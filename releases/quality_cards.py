@@ -17,6 +17,7 @@ from django.db.models import Count, F
 from django.db.models.expressions import RawSQL
 
 from calibration.models import Calibration, Rollout
+from calibration.selectors.impossible_variants import version_impossible_variants
 from curation.models import TaskVersion
 from engine import quality_card
 from releases.models import ReleaseItem, ReleaseStatus
@@ -111,6 +112,7 @@ class _Evidence:
         pinned = ReleaseItem.objects.filter(task_version_id__in=ids, release__status=ReleaseStatus.READY)
         for version_id, release in pinned.values_list("task_version_id", "release_id").order_by("release_id"):
             self.releases[version_id].append(release)
+        self.impossible = version_impossible_variants(version_ids=version_ids)
 
 
 def _time(value) -> str | None:
@@ -152,7 +154,7 @@ def _card(version: dict, *, evidence: _Evidence, release_id: int | None) -> dict
             "tampered_rollouts": evidence.tampered.get(pk, 0),
             "battery_findings": [label for label in findings if label.startswith(TAMPER_LABEL)],
         },
-        "impossible_variants": dict(quality_card.NOT_RUN),
+        "impossible_variants": quality_card.impossible_variants_entry(evidence.impossible.get(pk)),
         "weak_tests": quality_card.weak_tests_entry(version["weak_tests"]),
         "similarity": _similarity(evidence.flags.get(pk, []), checked=pk in evidence.checked),
         "review": {

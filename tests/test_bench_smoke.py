@@ -26,6 +26,11 @@ MOVED = {
     ),
     "learned": ("bench/calibration/learned.py", ["--pilot", "200", "--seeds", "1"], "| uniform |"),
     "weak_tests": ("bench/weak_tests.py", ["--problems", "2", "--no-import"], "| HumanEval's own | 2 |"),
+    "impossible_variants": (
+        "bench/impossible_variants.py",
+        ["--tasks", "4", "--sample", "2", "--rollouts", "2", "--cap", "8"],
+        "false passes on the variants: 0 of 4",
+    ),
 }
 
 

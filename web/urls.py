@@ -12,6 +12,7 @@ from web.views import dedup as dedup_views
 from web.views import environments as environment_views
 from web.views import history as history_views
 from web.views import imports as import_views
+from web.views import impossible_variants as impossible_variant_views
 from web.views import judges as judge_views
 from web.views import mcp_servers as mcp_server_views
 from web.views import ops as ops_views
@@ -77,6 +78,11 @@ urlpatterns = [
     path("environments/<slug:environment_name>/", environment_views.environment_detail, name="environment_detail"),
     path("environments/<slug:environment_name>/edit/", environment_views.environment_edit, name="environment_edit"),
     path("environments/<slug:environment_name>/probe/", probe_views.environment_probe, name="environment_probe"),
+    path(
+        "environments/<slug:environment_name>/impossible-variants/",
+        impossible_variant_views.environment_impossible_variants,
+        name="environment_impossible_variants",
+    ),
     path(
         "environments/<slug:environment_name>/reprofile/",
         probe_views.checkpoint_reprofile,

@@ -27,6 +27,12 @@ from calibration.selectors.dashboards import (
     verifier_latency,
 )
 from calibration.selectors.health import environment_band_counts, environment_health
+from calibration.selectors.impossible_variants import (
+    FOUND_HACK,
+    false_pass_rates,
+    found_hack_q,
+    version_found_hacks,
+)
 from calibration.selectors.policies import campaign_policy_in_use, operating_characteristic
 from calibration.selectors.probes import SCOPES, probe_estimate, probe_task_versions, probes_running
 from calibration.selectors.tasks import (
@@ -42,6 +48,10 @@ from calibration.selectors.tasks import (
 )
 
 __all__ = [
+    "FOUND_HACK",
+    "false_pass_rates",
+    "found_hack_q",
+    "version_found_hacks",
     "FLAGS",
     "PRIORITIES",
     "SCOPES",

@@ -28,6 +28,7 @@ from calibration.models import (
     Diagnosis,
     ProbeModel,
 )
+from calibration.selectors.impossible_variants import FOUND_HACK, found_hack_q
 from curation.models import Environment, Task, TaskStatus
 from curation.policy import tasks_visible_to
 from curation.selectors import GAMEABLE, gameable_q
@@ -223,10 +224,12 @@ def review_queue(
         ),
         is_too_easy=Exists(_current_calibrations(band=Band.RETIRE)),
         is_too_hard=Exists(_current_calibrations(band=Band.TOO_HARD)),
+        # A pass on an impossible variant is verifier trouble found by the policy itself.
+        has_found_hack=found_hack_q(),
     )
     tasks = tasks.annotate(
         priority=Case(
-            When(has_verifier_trouble=True, then=Value(0)),
+            When(Q(has_verifier_trouble=True) | Q(has_found_hack=True), then=Value(0)),
             When(current_version__audit_passed=False, then=Value(1)),
             When(is_too_easy=True, then=Value(2)),
             When(is_too_hard=True, then=Value(3)),
@@ -236,6 +239,8 @@ def review_queue(
     )
     if flag == GAMEABLE:
         tasks = tasks.filter(gameable_q())
+    elif flag == FOUND_HACK:
+        tasks = tasks.filter(has_found_hack=True)
     elif flag:
         index = [name for name, _ in PRIORITIES].index(flag) if flag in FLAGS else None
         tasks = tasks.filter(priority=index) if index is not None else tasks.none()

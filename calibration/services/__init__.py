@@ -14,6 +14,7 @@
 - ladder: a cheap model's pass rates as the prior for a stronger one
 - checkpoints: re-profile tasks for a new checkpoint of a run (predict the sure bands, probe the rest)
 - judge_samples: judged rollouts drawn for blind review (people checking LLM judges)
+- impossible_variants: probes of tasks no honest answer can pass; a pass on one is a found hack
 """
 
 from calibration.services.calibrations import (
@@ -50,6 +51,11 @@ from calibration.services.feedback import (
     reprobe_sample,
 )
 from calibration.services.health import episode_health_prune, episode_health_record
+from calibration.services.impossible_variants import (
+    found_hacks_flag,
+    variant_probe_run,
+    variant_probe_start,
+)
 from calibration.services.judge_samples import judge_sample_rank, judge_samples_draw
 from calibration.services.ladder import (
     campaign_start_ladder,
@@ -83,6 +89,9 @@ from calibration.services.rounds import (
 )
 
 __all__ = [
+    "found_hacks_flag",
+    "variant_probe_run",
+    "variant_probe_start",
     "Drift",
     "EVIDENCE",
     "FEEDBACK_RETIRE_REASON",

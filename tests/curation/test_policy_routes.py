@@ -269,6 +269,13 @@ CASES = {
         ({"environment_name": "arithmetic"}, {"model": "probe"}, {"anonymous": "login", "bob": 403, "alice": 200}),
         ({"environment_name": "nope"}, {"model": "probe"}, {"alice": 404}),
     ],
+    "environment_impossible_variants": [
+        # Staff probe the environment's variants; a task's author (or staff) probes that task's alone.
+        ({"environment_name": "arithmetic"}, {"model": "probe"}, {"anonymous": "login", "charlie": 403, "bob": 403}),
+        ({"environment_name": "arithmetic"}, {"model": "probe"}, {"alice": 403, "staff": 302}),
+        ({"environment_name": "arithmetic"}, {"model": "probe", "task": "t-1"}, {"bob": 403, "alice": 302}),
+        ({"environment_name": "nope"}, {"model": "probe"}, {"staff": 404}),
+    ],
     "checkpoint_reprofile": [
         # "probe" is no checkpoint of a run: refused with a message on the dashboard, nothing started.
         ({"environment_name": "arithmetic"}, {"model": "probe"}, {"anonymous": "login", "bob": 403, "alice": 302}),
@@ -337,6 +344,10 @@ CASES = {
         ({**TASK, "number": 1}, {}, {"anonymous": 401, "dora": 404, "charlie": 404, "alice": 200, "bob": 200}),
         ({**TASK, "number": 7}, {}, {"alice": 404}),
         ({**MISSING_TASK, "number": 1}, {}, {"alice": 404}),
+    ],
+    "api_environment_impossible_variants": [
+        ({"environment_name": "arithmetic"}, {}, {"anonymous": 401, "charlie": 200, "alice": 200}),
+        ({"environment_name": "nope"}, {}, {"alice": 404}),
     ],
     "api_reprofile_detail": [
         ({"reprofile_id": "reprofile"}, {}, {"anonymous": 401, "charlie": 403, "alice": 200, "bob": 200}),

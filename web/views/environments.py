@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from accounts.errors import ServiceError
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
+from calibration.models import ProbeModel
 from curation import gameability, policy, selectors, services
 from curation.models import Environment
 from curation.thresholds import ThresholdError, thresholds_validate
@@ -180,5 +181,10 @@ def environment_detail(request, environment_name: str):
             "health_hours": HEALTH_HOURS,
             "bands": calibration_selectors.environment_band_counts(environment=environment, user=request.user),
             "can_manage": policy.allows(request.user, policy.CHANGE, environment),
+            "false_pass": calibration_selectors.false_pass_rates(environment=environment, user=request.user),
+            # Staff probe a sample; an author probes one task of their own (policy.RULES, "probe_variants").
+            "can_probe_variants": policy.allows(request.user, policy.PROBE_VARIANTS, environment),
+            "can_probe_own_variant": policy.is_author(request.user),
+            "probe_models": ProbeModel.objects.all(),
         },
     )

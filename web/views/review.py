@@ -90,7 +90,10 @@ def review_queue(request):
         "environments": Environment.objects.all(),
         "bands": Band.values,
         "flags": calibration_selectors.PRIORITIES[:-1]
-        + [(selectors.GAMEABLE, "gameable verifier")]
+        + [
+            (selectors.GAMEABLE, "gameable verifier"),
+            (calibration_selectors.FOUND_HACK, "found hack (impossible variant)"),
+        ]
         + similarity_selectors.FLAG_CHOICES,
         "progress": review_selectors.reviewer_progress(),
         "previous_url": _queue_url(request.GET, position - 1) if position > 0 else "",
@@ -113,6 +116,7 @@ def review_queue(request):
             is_lead=policy.is_lead(request.user),
             approve_confirm=_approve_confirm(task),
             similarity_flags=similarity_selectors.version_flags(task_version=version, user=request.user),
+            found_hacks=calibration_selectors.version_found_hacks(task_version_id=version.pk if version else None),
         )
     return render(request, "review/review_queue.html", context)
 

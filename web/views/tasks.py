@@ -162,6 +162,7 @@ def task_detail(request, environment_name: str, key: str):
             "is_owner": task.owner_id == request.user.pk,
             "similarity_flags": similarity_selectors.version_flags(task_version=version, user=request.user),
             "verifier_page": selectors.task_verifier_page(task_version=version),
+            "found_hacks": calibration_selectors.version_found_hacks(task_version_id=version.pk if version else None),
         },
     )
 
