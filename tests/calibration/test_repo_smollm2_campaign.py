@@ -1,7 +1,12 @@
-"""The real SmolLM2 (llama.cpp's llama-server) probed on demo repository tasks through a real Celery
+"""The real SmolLM2 (llama.cpp's llama-server) probed on demo repository episodes through a real Celery
 worker: the campaign completes, every rollout is stored with a verdict of the repository grader (a
 pass or, as expected of a 135M model, a fail; never an error of the pipeline), and the trajectory
-viewer shows each rollout's answer and, where the answer holds one, its diff."""
+viewer shows each rollout's answer and, where the answer holds one, its diff.
+
+The single-turn form of these tasks puts the whole buggy module in the prompt (about 4,200 tokens, most of
+a minute to read on a shared core for each rollout): its grading of answers that are not a patch is covered
+by the scripted campaigns of test_repo_campaigns.py (the empty and tampering answers), so the real model
+takes the episodes, whose prompts are the issue and the tools."""
 
 import pytest
 from django.urls import reverse
@@ -21,10 +26,9 @@ from tests.support.workers import flush_broker
 pytestmark = [pytest.mark.server, pytest.mark.workers]
 
 ROLLOUTS = 2
-# A single-turn demo prompt holds the whole buggy module (about 4,200 tokens, most of a minute to read
-# on one core): one such task, on a private server whose slots have SmolLM2's full context (the suite's
-# shared one splits 8,192 tokens over four slots). The episode prompts are the issue and the tools.
-SINGLE_TURN_TASKS, EPISODE_TASKS = 1, 2
+# A private server whose slots have SmolLM2's full context (the suite's shared one splits 8,192 tokens over
+# four slots): an episode's context grows with every file the model reads.
+EPISODE_TASKS = 2
 SLOT_CONTEXT = 8192
 
 
@@ -34,17 +38,14 @@ def test_a_smollm2_campaign_on_demo_repository_tasks_completes_with_its_rollouts
 ):
     var = tmp_path / "var"
     settings.MEDIA_ROOT = var / "media"  # the worker reads the snapshots from the same storage
-    rows = {
-        "repositories": list(repo_demo.task_rows(store=snapshot_store))[:SINGLE_TURN_TASKS],
-        "repository-episodes": list(repo_demo.task_rows(store=snapshot_store, episodes=True))[:EPISODE_TASKS],
-    }
+    rows = {"repository-episodes": list(repo_demo.task_rows(store=snapshot_store, episodes=True))[:EPISODE_TASKS]}
     environments = {name: environment_create(name=name, domain="code") for name in rows}
     for name, environment in environments.items():
         assert import_tasks(environment, alice, *rows[name]).ok
 
     flush_broker()
     with LlamaServer(slots=2, context=2 * SLOT_CONTEXT) as server:
-        # The long prompt on a shared core: a retry after a time-out would read it again.
+        # A long context on a shared core: a retry after a time-out would read it again.
         model = llama_probe_model(server.url, max_new_tokens=48, timeout_s=300)
         campaigns = [
             services.campaign_start(
@@ -67,13 +68,9 @@ def test_a_smollm2_campaign_on_demo_repository_tasks_completes_with_its_rollouts
     # a verdict on the answer (pass or fail), never an error of the pipeline.
     assert {r.outcome for r in rollouts} <= {Outcome.PASS, Outcome.FAIL}, [(r.outcome, r.detail) for r in rollouts]
     assert all(r.detail and r.verified_at for r in rollouts if r.outcome == Outcome.FAIL)
-    single_turn = [r for r in rollouts if not r.episode]
-    assert len(single_turn) == SINGLE_TURN_TASKS * ROLLOUTS
-    assert all(r.capture == "exact" and r.output_tokens and r.text for r in single_turn)
-    episodes = [r for r in rollouts if r.episode]
-    assert len(episodes) == EPISODE_TASKS * ROLLOUTS
-    assert {r.episode["environment"] for r in episodes} == {"repository"}
-    assert all(r.episode["turns"] for r in episodes)  # the model took at least one turn
+    assert len(rollouts) == EPISODE_TASKS * ROLLOUTS and all(r.episode for r in rollouts)
+    assert {r.episode["environment"] for r in rollouts} == {"repository"}
+    assert all(r.episode["turns"] for r in rollouts)  # the model took at least one turn
 
     client.force_login(alice)
     for rollout in rollouts:

@@ -94,4 +94,4 @@ def test_an_openai_compatible_profile_records_what_the_answer_holds(llama_server
 
 def test_the_servers_metrics_answer(llama_server):
     # --metrics is on: the server's own Prometheus endpoint, beside Passband's /metrics.
-    assert "llamacpp:" in httpx.get(f"{llama_server}/metrics", timeout=10).text
+    assert "llamacpp:" in httpx.get(f"{llama_server}/metrics", timeout=120).text

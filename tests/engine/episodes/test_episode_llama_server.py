@@ -37,7 +37,7 @@ def episode(url: str, *, tool_mode: str = "", seed: int = 0):
 
 
 def test_the_server_cannot_render_tools_so_text_mode_is_the_default(llama_server):
-    caps = httpx.get(f"{llama_server}/props", timeout=10).json()["chat_template_caps"]
+    caps = httpx.get(f"{llama_server}/props", timeout=120).json()["chat_template_caps"]
     assert caps["supports_tools"] is False
     backend, _ = episode(llama_server)
     assert backend.tool_mode == "text"
