@@ -26,6 +26,13 @@ MOVED = {
     ),
     "learned": ("bench/calibration/learned.py", ["--pilot", "200", "--seeds", "1"], "| uniform |"),
     "weak_tests": ("bench/weak_tests.py", ["--problems", "2", "--no-import"], "| HumanEval's own | 2 |"),
+    # Not moved from the suite, but a sweep all the same: the estimators against servers of known rates.
+    "estimates": (
+        "bench/estimates.py",
+        ["--runs", "1", "--tasks", "4", "--policy", "adaptive", "--rollouts", "8", "--round-size", "4"]
+        + ["--concurrency", "2"],
+        "before: first figure once a tenth is stored",
+    ),
 }
 
 
