@@ -25,8 +25,8 @@ from calibration.services.policies import policy_for, sampling_policy, threshold
 from engine import stats
 
 # More distinct item states than this and the caller falls back to the shares of decided items: a page
-# view must stay cheap.
-MAX_STATES = 200
+# view must stay cheap (a state costs about 10 ms at a cap of 256 in rounds of 8, 1 ms at 16 in rounds of 4).
+MAX_STATES = 50
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,8 @@ def _advance(alive: np.ndarray, *, passes: int, attempts: int, gained: int, new:
     tried = attempts + gained
     alpha = stats.JEFFREYS_PRIOR.alpha + so_far
     beta = stats.JEFFREYS_PRIOR.beta + tried - so_far
+    pmf = scipy_stats.betabinom.pmf(np.arange(new + 1)[:, None], new, alpha[None, :], beta[None, :])
     moved = np.zeros(alive.size + new)
     for k in range(new + 1):
-        moved[k : k + alive.size] += alive * scipy_stats.betabinom.pmf(k, new, alpha, beta)
+        moved[k : k + alive.size] += alive * pmf[k]
     return moved
