@@ -8,7 +8,10 @@ first run warms the process up and is not counted. Campaigns run in this process
 temporary folder, so it fits 2 cores: one item after another (campaign_run_inline, the same rounds the
 workers run) or `--concurrency` items at once in threads, as that many workers would. A thread reads the
 campaign page's figures every `--poll` seconds, at moments unrelated to the rounds, with the estimator
-(calibration/selectors/pace.py) and with the one before it (_old_pace, the same-run baseline).
+(calibration/selectors/pace.py) and, as same-run baselines, the one before it (_before_pace: the last burst
+counted while still open, adaptive time left from the shares of decided items) and the one before bursts
+(_old_pace). ESTIMATES_DIAGNOSE=1 prints, at each campaign's first time left, the rollouts left and the rate
+against what followed.
 `--policy adaptive` answers task i right with probability i/(tasks-1), so adaptive stopping drops tasks.
 
     .venv/bin/python bench/estimates.py --runs 10
@@ -60,22 +63,58 @@ def _old_pace(campaign, *, now) -> tuple[float | None, float | None]:
     return rate, 60 * remaining / rate
 
 
+def _before_pace(campaign, *, now) -> tuple[float | None, float | None, bool]:
+    """The estimator before this one, kept as the baseline (same moments, same rows): the rate over every
+    burst, the last one counted even while its round's other jobs are still storing into it, and time left
+    from the shares of decided items that went on (an upper bound until an item is decided at a round
+    ahead), never less than the most rounds an open item still runs. Returns (rate, time left, is a bound)."""
+    from django.db.models import Count, Min, Sum
+
+    from calibration.models import Rollout
+    from calibration.selectors import pace
+
+    rows = list(
+        Rollout.objects.filter(campaign=campaign, created_at__gte=now - pace.RATE_WINDOW)
+        .values("created_at", "task_version_id")
+        .annotate(count=Count("id"), device_ms=Sum("device_ms"))
+        .order_by("created_at")
+    )
+    stores: dict = {}
+    for row in rows:
+        stores[row["created_at"]] = stores.get(row["created_at"], 0) + row["count"]
+    round_seconds = pace._round_seconds(rows)
+    bursts = [(end, n) for _, end, n in pace._bursts(list(stores.items()), min_gap_seconds=0.25 * round_seconds)]
+    if rows and rows[0]["created_at"] == Rollout.objects.filter(campaign=campaign).aggregate(m=Min("created_at"))["m"]:
+        bursts = bursts[1:]
+    since = (now - bursts[-1][0]).total_seconds() if bursts else 0.0
+    rate = pace._rate(bursts, since_store=since, min_span_seconds=round_seconds)
+    if rate is None:
+        return None, None, False
+    shares = pace.rollouts_left_by_shares(campaign=campaign)
+    eta = max(60 * shares.rollouts / rate, shares.rounds * round_seconds) if shares.rollouts else 0.0
+    return rate, eta, shares.is_bound
+
+
 def _watch(campaign, stop: threading.Event, samples: list, poll_s: float) -> None:
     """Every `poll_s` seconds until `stop`: (monotonic time, rollouts stored, new rate, new time left, whether
     it is a bound, old rate, old time left, whether that was a bound: its page said "at most" for an adaptive
-    campaign), read as the page reads them, at moments unrelated to the rounds."""
+    campaign, the new rollouts left, the before rate, time left and whether that is a bound), read as the
+    page reads them, at moments unrelated to the rounds."""
     from django.db import connection
     from django.utils import timezone
 
     from calibration import selectors
+    from calibration.selectors.pace import rollouts_left
 
     try:
         while not stop.wait(poll_s):
             shown = selectors.campaign_progress(campaign=campaign)
             old_rate, old_eta = _old_pace(campaign, now=timezone.now())
+            before = _before_pace(campaign, now=timezone.now())
             samples.append(
                 (time.monotonic(), shown["stored"], shown["rollouts_per_minute"], shown["eta_seconds"],
-                 shown["eta_is_bound"], old_rate, old_eta, campaign.policy == "adaptive")
+                 shown["eta_is_bound"], old_rate, old_eta, campaign.policy == "adaptive",
+                 rollouts_left(campaign=campaign).rollouts, *before)
             )  # fmt: skip
     finally:
         connection.close()
@@ -137,6 +176,14 @@ def _errors(samples: list, *, finished: float, stored: int, columns: tuple[int, 
 
     first = known[0]
     estimates = [s for s in known if not s[bound_at]]
+    if rate_at == 2 and estimates and os.environ.get("ESTIMATES_DIAGNOSE"):
+        s = estimates[0]
+        left, seconds = stored - s[1], finished - s[0]
+        print(
+            f"  at {s[1]}/{stored}: rollouts left {s[8]:.1f} vs {left} ({100 * (s[8] - left) / max(left, 1):+.0f}%), "
+            f"rate {s[2]:.1f} vs {60 * left / seconds:.1f} over the rest ({100 * (s[2] * seconds / 60 - left) / max(left, 1):+.0f}%),"
+            f" eta {s[3]:.1f} vs {seconds:.1f} s"
+        )
     rates = [rate_error(i) for i, s in enumerate(known) if s[1] <= 0.9 * stored]
     etas = [eta_error(s) for s in estimates if s[1] <= 0.9 * stored]
     return {
@@ -181,6 +228,7 @@ def _campaign(services, selectors, *, environment, model, user, tasks: int, opti
         "cost": actual["cost"],
         "new": _errors(samples, columns=(2, 3, 4), **kwargs),
         "old": _errors(samples, columns=(5, 6, 7), **kwargs),
+        "before": _errors(samples, columns=(9, 10, 11), **kwargs),
     }
 
 
@@ -209,8 +257,8 @@ def _summary(values: list[float]) -> str:
 
 
 def _at_a_tenth(campaign: dict) -> str:
-    """One campaign's figures at the first reading once a tenth is stored, new (old)."""
-    new, old = campaign["new"], campaign["old"]
+    """One campaign's figures at the first reading once a tenth is stored: new (pre-burst) [before]."""
+    new, old, before = campaign["new"], campaign["old"], campaign["before"]
 
     def eta(figures: dict) -> str:
         if figures.get("bound_held") is not None:
@@ -218,7 +266,8 @@ def _at_a_tenth(campaign: dict) -> str:
         return _percent(figures.get("eta"))
 
     return (
-        f"rate {_percent(new.get('rate'))} ({_percent(old.get('rate'))}), time left {eta(new)} ({eta(old)}) at "
+        f"rate {_percent(new.get('rate'))} ({_percent(old.get('rate'))}) [{_percent(before.get('rate'))}], time left "
+        f"{eta(new)} ({eta(old)}) [{eta(before)}] at "
         f"{_percent(new.get('share'))} ({_percent(old.get('share'))}) stored"
     )
 
@@ -308,7 +357,7 @@ def main() -> None:
         f"in {sum(r['cost_held'] for r in rows)}/{len(rows)}; second campaign's estimate error: time "
         f"{_summary([r['second_time_error'] for r in rows])}, cost {_summary([r['second_cost_error'] for r in rows])}"
     )
-    for estimator in ("new", "old"):
+    for estimator in ("new", "before", "old"):
         held = [c[estimator]["bound_held"] for c in campaigns if c[estimator].get("bound_held") is not None]
         print(
             f"{estimator}: first figure once a tenth is stored ({len(gathered(estimator, 'rate'))} of {len(campaigns)} "

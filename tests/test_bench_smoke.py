@@ -31,6 +31,13 @@ MOVED = {
         ["--tasks", "4", "--sample", "2", "--rollouts", "2", "--cap", "8"],
         "false passes on the variants: 0 of 4",
     ),
+    # Not moved from the suite, but a sweep all the same: the estimators against servers of known rates.
+    "estimates": (
+        "bench/estimates.py",
+        ["--runs", "1", "--tasks", "4", "--policy", "adaptive", "--rollouts", "8", "--round-size", "4"]
+        + ["--concurrency", "2"],
+        "before: first figure once a tenth is stored",
+    ),
 }
 
 

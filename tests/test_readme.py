@@ -4,8 +4,8 @@ checked, and every relative link resolves.
 - python blocks compile, and json blocks parse; every block of the README names its language;
 - every shell line is valid shell (bash -n), and every `manage.py` command in it names a command that
   exists with arguments its own parser accepts (a synopsis's `[optional]` parts left out);
-- the commands a newcomer runs first run for real, as written, on the demo data (`load_demo`), in a
-  subprocess with the environment the README's setup block gives (DEBUG=1, no SECRET_KEY);
+- every README block marked `<!-- syntax only: why -->` is still checked here (tests/test_readme_runs.py runs
+  every other block of the README, in order, on the demo data);
 - every link to a file of the checkout names one that exists, and a `#heading` in it names a heading
   of that page (GitHub's anchors).
 
@@ -17,18 +17,15 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, get_commands, load_command_class
 
-from tests.support.readme import DOCUMENTS, README, ROOT, fenced_blocks
-from tests.support.workers import test_database_url
+from tests.support.readme import DOCUMENTS, README, ROOT, SYNTAX_ONLY, fenced_blocks
 
 LANGUAGES = {"sh", "python", "json", "text"}
 SYNOPSIS_OPTION = re.compile(r"\s\[[^\[\]]*\]")
@@ -153,46 +150,10 @@ def test_every_relative_link_resolves(document):
             assert heading in anchors(linked), f"{_name(document)}: {target} names no heading of {linked.name}"
 
 
-def _readme_env() -> dict[str, str]:
-    """The README's setup block, applied: its exports, over an environment without SECRET_KEY."""
-    setup = next(body for _, language, body in fenced_blocks(README) if language == "sh" and "export DEBUG=" in body)
-    env = {key: value for key, value in os.environ.items() if key not in ("SECRET_KEY", "DEBUG")}
-    for command in shell_commands(setup):
-        if command.startswith("export "):
-            name, _, value = command.removeprefix("export ").partition("=")
-            env[name] = value
-    return {**env, "DATABASE_URL": test_database_url(), "PYTHONPATH": str(ROOT)}
-
-
-def _run_readme_line(containing: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    """Run the documentation's one shell line containing `containing`, as written, with `python` the
-    virtualenv's."""
-    [command] = [
-        c
-        for document in DOCUMENTS
-        for _, language, body in fenced_blocks(document)
-        if language == "sh"
-        for c in shell_commands(body)
-        if containing in c
-    ]
-    argv = shlex.split(command)
-    argv[0] = sys.executable if argv[0] in ("python", ".venv/bin/python") else argv[0]
-    argv = [str(ROOT / "manage.py") if word == "manage.py" else word for word in argv]
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-
-
-@pytest.mark.django_db(transaction=True)
-def test_the_first_commands_run_as_written_on_the_demo_data(tmp_path, media):
-    env = _readme_env()
-    assert env.get("DEBUG") == "1" and "SECRET_KEY" not in env
-    demo = subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), "load_demo"], cwd=tmp_path, env=env, capture_output=True, text=True,
-        timeout=600,
-    )  # fmt: skip
-    assert demo.returncode == 0, demo.stderr
-    token = _run_readme_line("create_api_token admin", env, tmp_path)
-    assert token.returncode == 0, token.stderr
-    assert re.search(r"pb_\w+", token.stdout), token.stdout
-    harbor = _run_readme_line("export_harbor --environment humaneval", env, tmp_path)
-    assert harbor.returncode == 0, harbor.stderr
-    assert (tmp_path / "harbor").is_dir() and any((tmp_path / "harbor").iterdir())
+def test_every_syntax_only_mark_stands_right_above_a_block():
+    lines = README.read_text().splitlines()
+    marked = [index for index, line in enumerate(lines) if line.startswith("<!-- syntax only")]
+    assert marked, "the README marks the blocks the suite cannot run"
+    for index in marked:
+        assert SYNTAX_ONLY.match(lines[index] + "\n"), f"README.md line {index + 1}: write <!-- syntax only: why -->"
+        assert lines[index + 1].startswith("```"), f"README.md line {index + 1}: a syntax-only mark above no block"

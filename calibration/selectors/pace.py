@@ -15,6 +15,7 @@ from django.db.models import Count, Min, Sum
 from django.utils import timezone
 
 from calibration.models import Campaign, CampaignItem, Rollout
+from calibration.selectors.pace_rule import items_ahead
 
 # Stores older than this do not count: the rate is the campaign's pace now, not its average.
 RATE_WINDOW = timedelta(minutes=10)
@@ -28,8 +29,9 @@ BURST_SHARE = 0.25
 @dataclass(frozen=True)
 class Pace:
     """What the campaign page says about speed. `rollouts_per_minute` and `eta_seconds` are None when
-    unknown; `eta_is_bound` means the time left is an upper bound (adaptive stopping with no item yet
-    decided at a round still ahead, so every open item is counted to the cap); `bursts` is how many
+    unknown; `eta_is_bound` means the time left is an upper bound (an adaptive campaign with too many item
+    states to run the stopping rule per item, and no item yet decided at a round still ahead, so every open
+    item is counted to the cap); `bursts` is how many
     stores, merged into bursts, the rate was measured over."""
 
     rollouts_per_minute: float | None = None
@@ -45,11 +47,22 @@ def campaign_pace(*, campaign: Campaign) -> Pace:
     that burst to the end of the last one (the campaign's own first burst never anchors it: the gap
     after it holds the warm-up); a pause longer than the bursts' usual gap since the last one stretches
     that time (a stall slows the rate). Under two bursts, or over less than one round: unknown. The
-    time left is the open items' expected rollouts at that rate, but never less than the rounds the
-    slowest open item still has to run one after another (the tail, where few tasks keep the workers
+    time left is the open items' expected rollouts (rollouts_left) at that rate, but never less than the
+    rounds the slowest open item is expected to run one after another (the tail, where few tasks keep the workers
     busy). One round's seconds (_round_seconds) also set how close stores must be to be one burst."""
     if campaign.status != Campaign.Status.RUNNING:
         return Pace()
+    rate, round_seconds, bursts = measured_rate(campaign=campaign)
+    if rate is None:
+        return Pace(bursts=bursts)
+    left = rollouts_left(campaign=campaign)
+    eta = max(60 * left.rollouts / rate, left.rounds * round_seconds) if left.rollouts else 0.0
+    return Pace(rollouts_per_minute=rate, eta_seconds=eta, eta_is_bound=left.is_bound, bursts=bursts)
+
+
+def measured_rate(*, campaign: Campaign) -> tuple[float | None, float, int]:
+    """The campaign's rollouts per minute (None: unknown), one round's seconds, and the bursts the rate was
+    measured over (campaign_pace)."""
     now = timezone.now()
     rows = list(
         Rollout.objects.filter(campaign=campaign, created_at__gte=now - RATE_WINDOW)
@@ -61,17 +74,20 @@ def campaign_pace(*, campaign: Campaign) -> Pace:
     for row in rows:
         stores[row["created_at"]] = stores.get(row["created_at"], 0) + row["count"]
     round_seconds = _round_seconds(rows)
-    bursts = _bursts(list(stores.items()), min_gap_seconds=BURST_SHARE * round_seconds)
+    min_gap = BURST_SHARE * round_seconds
+    bursts = _bursts(list(stores.items()), min_gap_seconds=min_gap)
+    last_store = bursts[-1][1] if bursts else now
+    if bursts and (now - bursts[-1][0]).total_seconds() < min_gap:
+        # Still open: the other jobs of its round may store into it yet, and half a burst over a whole gap
+        # would halve the rate. It counts once closed.
+        bursts = bursts[:-1]
     first_ever = Rollout.objects.filter(campaign=campaign).aggregate(first=Min("created_at"))["first"]
     if rows and rows[0]["created_at"] == first_ever:
         # The campaign's first gap holds its warm-up (connections, verifier processes, caches), not its pace.
         bursts = bursts[1:]
-    rate = _rate(bursts, now=now, min_span_seconds=round_seconds)
-    if rate is None:
-        return Pace(bursts=len(bursts))
-    left = rollouts_left(campaign=campaign)
-    eta = max(60 * left.rollouts / rate, left.rounds * round_seconds) if left.rollouts else 0.0
-    return Pace(rollouts_per_minute=rate, eta_seconds=eta, eta_is_bound=left.is_bound, bursts=len(bursts))
+    rate = _rate([(end, rollouts) for _, end, rollouts in bursts], since_store=(now - last_store).total_seconds(),
+                 min_span_seconds=round_seconds)  # fmt: skip
+    return rate, round_seconds, len(bursts)
 
 
 def _round_seconds(rows: list[dict]) -> float:
@@ -91,9 +107,9 @@ def _round_seconds(rows: list[dict]) -> float:
     return max(statistics.median(generation.values()), statistics.median(between) if between else 0.0)
 
 
-def _bursts(stores: list[tuple[datetime, int]], *, min_gap_seconds: float) -> list[tuple[datetime, int]]:
-    """Stores (instant, rollouts), oldest first, merged into bursts (end instant, rollouts): a store
-    within `min_gap_seconds` of its burst's first store joins it."""
+def _bursts(stores: list[tuple[datetime, int]], *, min_gap_seconds: float) -> list[tuple[datetime, datetime, int]]:
+    """Stores (instant, rollouts), oldest first, merged into bursts (first instant, end instant, rollouts): a
+    store within `min_gap_seconds` of its burst's first store joins it."""
     bursts: list[tuple[datetime, datetime, int]] = []
     for instant, count in stores:
         if bursts and (instant - bursts[-1][0]).total_seconds() < min_gap_seconds:
@@ -101,19 +117,20 @@ def _bursts(stores: list[tuple[datetime, int]], *, min_gap_seconds: float) -> li
             bursts[-1] = (first, instant, rollouts + count)
         else:
             bursts.append((instant, instant, count))
-    return [(end, rollouts) for _, end, rollouts in bursts]
+    return bursts
 
 
-def _rate(bursts: list[tuple[datetime, int]], *, now: datetime, min_span_seconds: float) -> float | None:
+def _rate(bursts: list[tuple[datetime, int]], *, since_store: float, min_span_seconds: float) -> float | None:
     """Rollouts per minute after the first burst, or None under two bursts or a span under
-    `min_span_seconds` (less than one round: concurrent jobs' stores, not yet a pace)."""
+    `min_span_seconds` (less than one round: concurrent jobs' stores, not yet a pace). `since_store`: the
+    seconds since the last store (an open burst's too), beyond the bursts' usual gap a stall."""
     if len(bursts) < 2:
         return None
     span = (bursts[-1][0] - bursts[0][0]).total_seconds()
     if span <= 0 or span < min_span_seconds:
         return None
     usual_gap = span / (len(bursts) - 1)
-    stalled = max((now - bursts[-1][0]).total_seconds() - usual_gap, 0.0)
+    stalled = max(since_store - usual_gap, 0.0)
     return sum(rollouts for _, rollouts in bursts[1:]) / ((span + stalled) / 60)
 
 
@@ -128,6 +145,16 @@ class RolloutsLeft:
 
 
 def rollouts_left(*, campaign: Campaign) -> RolloutsLeft:
+    """Rollouts the open items of `campaign` are expected to still store. Adaptive: from the stopping rule
+    and each item's own evidence (pace_rule.items_ahead) where the items' states are few enough, else by
+    the shares of decided items (rollouts_left_by_shares)."""
+    ahead = items_ahead(campaign=campaign)
+    if ahead is None:
+        return rollouts_left_by_shares(campaign=campaign)
+    return RolloutsLeft(rollouts=ahead.rollouts, rounds=max(ahead.rounds, default=0.0), is_bound=False)
+
+
+def rollouts_left_by_shares(*, campaign: Campaign) -> RolloutsLeft:
     """Rollouts the open items of `campaign` are expected to still store (three small aggregates, whatever
     the campaign's size).
 

@@ -5,11 +5,16 @@ instants and generation times, and reads what the campaign page reads."""
 
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from django.utils import timezone
 
 from calibration import selectors, services
-from calibration.models import Campaign, CampaignItem, Rollout
+from calibration.models import Campaign, CampaignItem, Outcome, Rollout
+from calibration.selectors import pace_rule
+from calibration.selectors.pace_rule import items_ahead
+from calibration.services.policies import policy_for, sampling_policy, thresholds_for
+from engine import stats
 from tests.factories import import_tasks
 from tests.support.openai_server import serve_openai
 
@@ -101,13 +106,78 @@ def test_a_stall_since_the_last_store_slows_the_rate(arithmetic, alice):
     assert progress["eta_seconds"] == pytest.approx(8 / (8 / 7) * 60, rel=0.05)
 
 
-def test_adaptive_time_left_is_a_bound_until_items_are_decided_then_expected(client, arithmetic, alice):
+def _three_first_rounds(arithmetic, alice, base_url, *, rollouts: int) -> tuple[Campaign, list[int]]:
+    """An adaptive campaign of 4 tasks in rounds of 4 whose first three rounds were stored two minutes apart,
+    the last 1.5 minutes ago (two rollouts a minute)."""
+    campaign = _campaign(arithmetic, alice, base_url, tasks=4, policy="adaptive", rollouts=rollouts, round_size=4)
+    versions = _versions(campaign)
+    for position, minutes_ago in enumerate((5.5, 3.5, 1.5)):
+        _store(campaign, versions[position], 0, minutes_ago=minutes_ago)
+    return campaign, versions
+
+
+def _outcomes(campaign, version_id: int, outcomes: str) -> None:
+    """The verdicts of the version's stored rollouts, in sample order: "p" pass, "f" fail."""
+    rollouts = Rollout.objects.filter(campaign=campaign, task_version_id=version_id).order_by("sample_index")
+    for rollout, outcome in zip(rollouts, outcomes, strict=True):
+        Rollout.objects.filter(pk=rollout.pk).update(outcome={"p": Outcome.PASS, "f": Outcome.FAIL}[outcome])
+
+
+def _simulated_rollouts_left(campaign, *, passes: int, attempts: int, to_store: int = 0, runs: int = 4000) -> float:
+    """Rollouts an open item at `passes` of `attempts`, with `to_store` rollouts of its round still to come,
+    runs, by simulating the rule the rounds apply (stats.assess): a pass rate drawn from the item's posterior
+    (Jeffreys prior), rounds drawn from it until the band is not undecided or the campaign's cap is reached."""
+    rng = np.random.default_rng(7)
+    thresholds = thresholds_for(campaign.environment)
+    policy = sampling_policy(policy_for(campaign), attempts=attempts)
+    total = 0
+    for _ in range(runs):
+        rate = rng.beta(0.5 + passes, 0.5 + attempts - passes)
+        s, n = passes + int(rng.binomial(to_store, rate)), attempts + to_store
+        total += to_store
+        while n < campaign.max_rollouts:
+            if stats.assess(successes=s, attempts=n, thresholds=thresholds, policy=policy).band != "undecided":
+                break
+            s += int(rng.binomial(campaign.round_size, rate))
+            n += campaign.round_size
+            total += campaign.round_size
+    return total / runs
+
+
+def test_adaptive_time_left_follows_the_stopping_rule_from_the_first_figure(client, arithmetic, alice):
     client.force_login(alice)
     with serve_openai() as base_url:
-        campaign = _campaign(arithmetic, alice, base_url, tasks=4, policy="adaptive", rollouts=8, round_size=4)
-        versions = _versions(campaign)
-        for position, minutes_ago in enumerate((5.5, 3.5, 1.5)):
-            _store(campaign, versions[position], 0, minutes_ago=minutes_ago)
+        campaign, versions = _three_first_rounds(arithmetic, alice, base_url, rollouts=16)
+        # Three first rounds stored and verified, no item decided yet: every pass, half, none.
+        for version, outcomes in zip(versions, ("pppp", "ppff", "ffff"), strict=False):
+            _outcomes(campaign, version, outcomes)
+        ahead = items_ahead(campaign=campaign)
+        progress = selectors.campaign_progress(campaign=campaign)
+        page = client.get(f"/campaigns/{campaign.pk}/").content.decode()
+    every_pass, half, none, unstarted = (
+        _simulated_rollouts_left(campaign, passes=4, attempts=4),
+        _simulated_rollouts_left(campaign, passes=2, attempts=4),
+        _simulated_rollouts_left(campaign, passes=0, attempts=4),
+        _simulated_rollouts_left(campaign, passes=0, attempts=0, to_store=4),
+    )
+    expected = every_pass + half + none + unstarted
+    assert ahead is not None and ahead.rollouts == pytest.approx(expected, rel=0.05)
+    # An item that passed every time is decided sooner than one at half, which runs more rounds.
+    assert every_pass < half
+    # No item decided yet, and the time left is an estimate from the first figure, not "at most" the cap.
+    assert progress["rollouts_per_minute"] == pytest.approx(2.0, rel=0.02)
+    assert progress["eta_is_bound"] is False
+    assert progress["eta_seconds"] == pytest.approx(ahead.rollouts / 2 * 60, rel=0.02)
+    assert "campaign-eta-bound" not in page
+
+
+def test_many_item_states_fall_back_to_the_shares_of_decided_items(client, arithmetic, alice, monkeypatch):
+    """Past MAX_STATES distinct item states the rule is not run per page view: time left counts the share of
+    decided items that went on, an upper bound ("at most") until an item is decided at a round ahead."""
+    monkeypatch.setattr(pace_rule, "MAX_STATES", 0)
+    client.force_login(alice)
+    with serve_openai() as base_url:
+        campaign, versions = _three_first_rounds(arithmetic, alice, base_url, rollouts=8)
         progress = selectors.campaign_progress(campaign=campaign)
         # Two a minute; no item decided at the first round yet: every open item counted to the cap of 8
         # (three with round two to go, one with both), 20 rollouts, at most 10 minutes.
@@ -127,12 +197,10 @@ def test_adaptive_time_left_is_a_bound_until_items_are_decided_then_expected(cli
     assert "campaign-eta-bound" not in page and "about 6" in page
 
 
-def test_adaptive_rounds_no_task_can_reach_leave_no_bound(arithmetic, alice):
+def test_adaptive_rounds_no_task_can_reach_leave_no_bound(arithmetic, alice, monkeypatch):
+    monkeypatch.setattr(pace_rule, "MAX_STATES", 0)  # the shares of decided items (the test above)
     with serve_openai() as base_url:
-        campaign = _campaign(arithmetic, alice, base_url, tasks=4, policy="adaptive", rollouts=12, round_size=4)
-        versions = _versions(campaign)
-        for position, minutes_ago in enumerate((5.5, 3.5, 1.5)):
-            _store(campaign, versions[position], 0, minutes_ago=minutes_ago)
+        campaign, versions = _three_first_rounds(arithmetic, alice, base_url, rollouts=12)
         # Every task decided at the first round stopped: nobody reaches rounds two and three, whatever
         # would be decided there, so the last task's time left is its first round, not a bound.
         CampaignItem.objects.filter(campaign=campaign, task_version_id__in=versions[:3]).update(done=True)

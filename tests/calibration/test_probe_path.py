@@ -105,3 +105,31 @@ def test_round_trip_through_a_real_worker(two_tasks, smollm2, alice):
     assert progress["stored"] == 4 and progress["unverified"] == 0
     assert progress["passed"] + progress["failed"] == 4
     assert Calibration.objects.filter(probe_model=smollm2, attempts=2).count() == 2
+
+
+@pytest.mark.django_db
+def test_loading_the_model_is_a_campaign_state_of_its_own_billed_to_no_rollout(two_tasks, smollm2, alice, client):
+    """A worker that has not loaded the model yet loads it before the first sample: the campaign shows it
+    as a state with its own seconds, and those seconds are in no rollout's device time (nor its cost)."""
+    from engine import backends
+
+    backends.backends_clear()  # as a fresh worker: this process has no SmolLM2 loaded
+    campaign = services.campaign_start(
+        environment=two_tasks, probe_model=smollm2, created_by=alice, rollouts=1, round_size=1, seed=5, enqueue=False
+    )
+    client.force_login(alice)
+    Campaign.objects.filter(pk=campaign.pk).update(model_loading_since=campaign.created_at)
+    loading = client.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert 'id="campaign-model-loading"' in loading and "no rollout is sampled until it is loaded" in loading
+    Campaign.objects.filter(pk=campaign.pk).update(model_loading_since=None)
+    services.campaign_run_inline(campaign=campaign)
+    campaign.refresh_from_db()
+    load_ms = 1000 * campaign.model_load_seconds
+    assert campaign.model_loading_since is not None and load_ms > 100  # reading weights: not free
+    first, second = Rollout.objects.filter(campaign=campaign).order_by("pk")
+    # The first task's rollout, sampled right after the load, costs what the second task's does: had the
+    # load been billed to it, it would hold the load's seconds on top.
+    assert first.device_ms > 0 and second.device_ms > 0
+    assert abs(first.device_ms - second.device_ms) < load_ms / 2, (load_ms, first.device_ms, second.device_ms)
+    loaded = client.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert 'id="campaign-model-loaded"' in loaded and "not billed to rollouts" in loaded

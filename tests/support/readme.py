@@ -11,12 +11,25 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCUMENTS = (README, *sorted((ROOT / "docs").glob("*.md")))
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+# The line right above a block that is only checked, never run: it needs what the suite has not (a GPU server,
+# the network, Docker) or runs until stopped. The reason is said in the comment.
+SYNTAX_ONLY = re.compile(r"^<!-- syntax only: (.+?) -->\n$")
 
 
 def fenced_blocks(document: Path) -> list[tuple[int, str, str]]:
     """(line, language, body) of every fenced block of `document`, in order."""
     text = document.read_text()
     return [(text[: m.start()].count("\n") + 1, m.group(1), m.group(2)) for m in FENCE.finditer(text)]
+
+
+def readme_blocks() -> list[tuple[int, str, str, str | None]]:
+    """(line, language, body, why it is only checked or None) of every fenced block of the README, in order."""
+    lines = README.read_text().splitlines(keepends=True)
+    found = []
+    for line, language, body in fenced_blocks(README):
+        above = SYNTAX_ONLY.match(lines[line - 2]) if line >= 2 else None
+        found.append((line, language, body, above[1] if above else None))
+    return found
 
 
 def _name(document: Path) -> str:
