@@ -201,11 +201,15 @@ def provider_report(arguments: argparse.Namespace) -> None:
         for side in ("direct", "passband") if round_index % 2 == 0 else ("passband", "direct"):
             results = [provider_episode(sides[side], tasks[index % 4]) for index in range(arguments.episodes)]
             calls = sum(result[0] for result in results)
-            rows[side].append((calls / sum(result[1] for result in results), 1000 * statistics.mean(r[2] for r in results)))
+            rows[side].append(
+                (calls / sum(result[1] for result in results), 1000 * statistics.mean(r[2] for r in results))
+            )
     print(f"lights: {arguments.rounds} rounds of {arguments.episodes} episodes per side")
     median = {side: [statistics.median(row[i] for row in values) for i in range(2)] for side, values in rows.items()}
     for side, (calls_s, outside_ms) in median.items():
-        print(f"  {side:9} median {calls_s:10.1f} tool calls/s {outside_ms:8.1f} ms to open the world and read its state")
+        print(
+            f"  {side:9} median {calls_s:10.1f} tool calls/s {outside_ms:8.1f} ms to open the world and read its state"
+        )
     direct, passband = median["direct"][0], median["passband"][0]
     print(f"  overhead per tool call: {1000 / passband - 1000 / direct:.3f} ms over the direct call")
 

@@ -5,7 +5,8 @@ fail loudly: an installed package that cannot be imported, declares something ma
 name is refused and listed in ``refused()``, never fatal, and never loses a built-in.
 
 World providers (engine/worlds/registry.py: installed ones registered as the isolating proxy of
-engine/worlds/isolated.py) and export formats (engine/formats/registry.py) are registries of this kind; verifier kinds (engine/verifiers/registry.py) keep their own, which runs installed kinds isolated.
+engine/worlds/isolated.py) and export formats (engine/formats/registry.py) are registries of this kind;
+verifier kinds (engine/verifiers/registry.py) keep their own, which runs installed kinds isolated.
 """
 
 from __future__ import annotations

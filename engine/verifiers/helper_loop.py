@@ -99,15 +99,16 @@ def serve(
     timed_out: Callable[[dict], dict],
     lockdown: bool = False,
 ) -> None:
-    """Answer requests until stdin closes (installed verifier kinds and world providers, math scorers). `load` runs once before the ready line (a slow import);
-    `evaluate(request)` answers one request; `timed_out(request)` is the response when its
-    ``timeout_seconds`` (default 5) pass first. argv[1], when given, caps the address space in bytes.
+    """Answer requests until stdin closes (installed verifier kinds and world providers, math scorers).
+    `load` runs once before the ready line (a slow import); `evaluate(request)` answers one request;
+    `timed_out(request)` is the response when its ``timeout_seconds`` (default 5) pass first. argv[1], when
+    given, caps the address space in bytes.
 
     `lockdown`: after loading, an audit hook refuses processes, network, file writes and ctypes (``eval``
     itself still runs: scorers such as sympy's ``parse_expr`` need it, but what the evaluated text can
-    then reach is refused), and so is reading another process's /proc entries (the worker's environment). The helper already runs with an empty
-    environment (WorkerPool), so it holds no secrets; this keeps a scorer that evaluates the model's
-    answer from acting on the host."""
+    then reach is refused), and so is reading another process's /proc entries (the worker's environment).
+    The helper already runs with an empty environment (WorkerPool), so it holds no secrets; this keeps a
+    scorer that evaluates the model's answer from acting on the host."""
     memory_bytes = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     if memory_bytes:
         # A huge power or allocation fails fast with MemoryError instead of swapping the host.

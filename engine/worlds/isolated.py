@@ -132,7 +132,9 @@ class IsolatedWorlds:
         tries = max(1, self.options.reset_tries)
         last = ""
         for attempt in range(tries):
-            world = IsolatedWorld(self.helpers, environment=self.name, seed=seed, tool_seconds=self.options.tool_seconds)
+            world = IsolatedWorld(
+                self.helpers, environment=self.name, seed=seed, tool_seconds=self.options.tool_seconds
+            )
             try:
                 return world, world.open(self.task, self.options)
             except WorldFailed as failure:

@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import sys
+from typing import NoReturn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -40,7 +41,7 @@ def _load() -> None:
     _state["provider"] = metadata.EntryPoint(name="provider", value=sys.argv[2], group=GROUP).load()
 
 
-def _unavailable(*args: object) -> None:
+def _unavailable(*args: object) -> NoReturn:
     raise RuntimeError("a remote server's connection is not lent to an installed provider's helper")
 
 

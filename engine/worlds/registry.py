@@ -6,10 +6,11 @@ theirs under the entry point group ``passband.environments`` (the entry point's 
 its value names a ``WorldProvider`` object); they are asked after the built-ins, so no package can take a
 built-in's tasks. Built-ins run in this process (they are Passband's own code); an installed provider is
 registered as the isolating proxy of engine/worlds/isolated.py, so its ``claims``, ``prepare`` and worlds run
-in helper processes, never in a worker or web process. The same group declares tool-environment plug-ins (an entry point naming a module or a
-stateful class, engine/episodes/plugins.py): those are the built-in ``plugin`` provider's worlds, not providers,
-and this registry passes them by. A package that cannot be imported or declares a malformed provider is refused and
-listed in ``errors()``, never fatal, and never loses a built-in.
+in helper processes, never in a worker or web process. The same group declares tool-environment plug-ins (an
+entry point naming a module or a stateful class, engine/episodes/plugins.py): those are the built-in
+``plugin`` provider's worlds, not providers, and this registry passes them by. A package that cannot be
+imported or declares a malformed provider is refused and listed in ``errors()``, never fatal, and never loses
+a built-in.
 """
 
 from __future__ import annotations
