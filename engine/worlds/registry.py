@@ -53,8 +53,16 @@ def _plugin_environment(loaded: object) -> bool:
     return isinstance(loaded, (ModuleType, type))
 
 
+# One proxy per declared provider and source: a registry built again (``refresh``) hands out the same object,
+# and its helpers, as entry points hand out the same declared one.
+_PROXIES: dict[tuple[int, str], tuple[WorldProvider, WorldProvider]] = {}
+
+
 def _isolated(loaded: WorldProvider, source: str) -> WorldProvider:
-    return isolated(loaded, source=source)
+    key = (id(loaded), source)
+    if key not in _PROXIES or _PROXIES[key][0] is not loaded:
+        _PROXIES[key] = (loaded, isolated(loaded, source=source))
+    return _PROXIES[key][1]
 
 
 def build(entry_points: Iterable[metadata.EntryPoint] | None = None) -> Registry[WorldProvider]:
