@@ -31,9 +31,10 @@ Episodes follow one another `--gap` seconds apart (what a model's turns give the
 installed by `make install`), its declared object called directly in this process against the registry's
 isolating proxy, what its episodes use (engine/worlds/isolated.py: the episode's world in a helper process of
 its own, each call a line to it and a line back). An episode is the world opened, the toggles that switch every
-lamp on and ten looks, and the final state.
+lamp on and ten looks, and the final state. Episodes follow one another `--gap` seconds apart (what a model's
+turns give the next episode's helper, started ahead as one is taken, to load).
 
-    .venv/bin/python bench/plugin_environment.py --provider --episodes 20 --rounds 3
+    .venv/bin/python bench/plugin_environment.py --provider --episodes 20 --rounds 3 --gap 0.5
 """
 
 from __future__ import annotations
@@ -199,12 +200,15 @@ def provider_report(arguments: argparse.Namespace) -> None:
     provider_episode(proxy, tasks[0])  # warm: the pooled helper that answers prepare
     for round_index in range(arguments.rounds):
         for side in ("direct", "passband") if round_index % 2 == 0 else ("passband", "direct"):
-            results = [provider_episode(sides[side], tasks[index % 4]) for index in range(arguments.episodes)]
+            results = []
+            for index in range(arguments.episodes):
+                results.append(provider_episode(sides[side], tasks[index % 4]))
+                time.sleep(arguments.gap)  # what a model's turns give the next episode's helper to start
             calls = sum(result[0] for result in results)
             rows[side].append(
                 (calls / sum(result[1] for result in results), 1000 * statistics.mean(r[2] for r in results))
             )
-    print(f"lights: {arguments.rounds} rounds of {arguments.episodes} episodes per side")
+    print(f"lights: {arguments.rounds} rounds of {arguments.episodes} episodes per side, {arguments.gap:g} s apart")
     median = {side: [statistics.median(row[i] for row in values) for i in range(2)] for side, values in rows.items()}
     for side, (calls_s, outside_ms) in median.items():
         print(
@@ -221,7 +225,7 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=1, help="Episodes at a time (threads).")
     parser.add_argument("--stateful", action="store_true", help="The example stateful class, in its own process.")
     parser.add_argument("--reset", action="store_true", help="Start and reset of stateful episodes, pool or none.")
-    parser.add_argument("--gap", type=float, default=1.0, help="With --reset: seconds between episodes.")
+    parser.add_argument("--gap", type=float, default=1.0, help="With --reset or --provider: seconds between episodes.")
     parser.add_argument("--provider", action="store_true", help="The example installed world provider, isolated.")
     arguments = parser.parse_args()
     if arguments.provider:

@@ -4,9 +4,10 @@ An installed provider's ``claims``, ``prepare`` and its worlds' tool calls and s
 model-written arguments, so none of them runs in a worker or web process. ``claims`` and ``prepare`` are JSON
 requests to pooled helper processes (engine/worlds/provider_worker.py) that import the provider's entry point;
 each episode's world lives in a helper of its own, opened for the episode (prepare and the episode's world
-there) and killed when it ends. Every helper runs under a memory cap, with an empty environment and
-helper_loop's lockdown (no processes, network, file writes, ctypes, or reading the worker's /proc entries);
-each request has a deadline (a tool call: ``options.tool_seconds``).
+there) and killed when it ends; the next episode's helper is started ahead as one is taken, so an episode
+waits for its world, not for Python and the package to load. Every helper runs under a memory cap, with an
+empty environment and helper_loop's lockdown (no processes, network, file writes, ctypes, or reading the
+worker's /proc entries); each request has a deadline (a tool call: ``options.tool_seconds``).
 
 Failures keep their meaning (engine/worlds/provider.py): a package the helper cannot import is ``WorldMissing``;
 a world that cannot be opened after ``options.reset_tries``, or whose helper dies mid-episode, is
@@ -22,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -61,6 +63,41 @@ class _Helpers:
         self.script = HelperScript(WORKER_SCRIPT, memory_bytes=WORKER_MEMORY_BYTES, arguments=(source,))
         self._claims: OrderedDict[str, bool] = OrderedDict()
         self._lock = threading.Lock()
+        self._spare: HelperProcess | None = None  # an episode helper started ahead, its package imported
+        self._starting = False
+        os.register_at_fork(after_in_child=self._forget_spare)
+
+    def episode_helper(self) -> HelperProcess:
+        """A helper for one episode: the one started ahead when it is ready, else a new one; either way the
+        next is started ahead at once, in the background, so the next episode waits for its world alone.
+        Raises WorkerFailed or WorkerTimeout when none can start."""
+        with self._lock:
+            spare, self._spare = self._spare, None
+            start_ahead = not self._starting
+            self._starting = True
+        if start_ahead:
+            threading.Thread(target=self._start_spare, daemon=True).start()
+        if spare is not None and spare.process.poll() is None:
+            return spare
+        if spare is not None:
+            spare.kill()
+        return self.script.dedicated(startup_seconds=OPEN_SECONDS)
+
+    def _start_spare(self) -> None:
+        try:
+            spare: HelperProcess | None = self.script.dedicated(startup_seconds=OPEN_SECONDS)
+        except (WorkerFailed, WorkerTimeout):
+            spare = None  # the episode that needs one starts its own and says why it cannot
+        with self._lock:
+            previous, self._spare = self._spare, spare
+            self._starting = False
+        if previous is not None:
+            previous.kill()
+
+    def _forget_spare(self) -> None:
+        # A forked child (Celery prefork) must not share its parent's helper: it starts its own.
+        self._lock = threading.Lock()
+        self._spare, self._starting = None, False
 
     def request(self, op: str, task: WorldTask, **fields: Any) -> dict[str, Any]:
         """One pooled request; raises WorldMissing when no helper can load the provider."""
@@ -174,7 +211,7 @@ class IsolatedWorld:
         started = time.perf_counter()
         request = {"op": "open", "task": task_request(task), "options": options_request(options), "seed": self.seed}
         try:
-            self._process = self.helpers.script.dedicated(startup_seconds=OPEN_SECONDS)
+            self._process = self.helpers.episode_helper()
             response = self._request(request, seconds=OPEN_SECONDS)
         except WorkerTimeout:
             raise WorldFailed(f"opening the world took over {OPEN_SECONDS:g} s") from None
