@@ -26,6 +26,15 @@ its process started, the plug-in imported, reset from the seed) with the pool of
 Episodes follow one another `--gap` seconds apart (what a model's turns give the next process to start).
 
     .venv/bin/python bench/plugin_environment.py --reset --episodes 20 --rounds 3 --gap 1
+
+`--provider` measures an installed world provider: the example `lights` (tests/plugins/passband-example-world,
+installed by `make install`), its declared object called directly in this process against the registry's
+isolating proxy, what its episodes use (engine/worlds/isolated.py: the episode's world in a helper process of
+its own, each call a line to it and a line back). An episode is the world opened, the toggles that switch every
+lamp on and ten looks, and the final state. Episodes follow one another `--gap` seconds apart (what a model's
+turns give the next episode's helper, started ahead as one is taken, to load).
+
+    .venv/bin/python bench/plugin_environment.py --provider --episodes 20 --rounds 3 --gap 0.5
 """
 
 from __future__ import annotations
@@ -150,6 +159,65 @@ def reset_report(arguments: argparse.Namespace) -> None:
         )
 
 
+def provider_episode(provider, task) -> tuple[int, float, float]:
+    """One `lights` episode through ``provider``: (tool calls, seconds in the calls, seconds opening the world
+    and reading the final state)."""
+    from engine.worlds.provider import WorldOptions
+
+    started = time.perf_counter()
+    worlds = provider.prepare(task, WorldOptions())
+    with worlds.episode(seed=1) as opened:
+        opened_s = time.perf_counter() - started
+        calls = [(toggle["name"], toggle["arguments"]) for toggle in task.verifier["toggles"]]
+        calls += [("lights_look", {})] * 10
+        started = time.perf_counter()
+        for name, arguments in calls:
+            result = opened.world.call(name, arguments)
+            assert result.status == "ok", (name, result)
+        calls_s = time.perf_counter() - started
+        started = time.perf_counter()
+        assert opened.world.state()["environment_reward"][0]["reward"] == 1.0
+    return len(calls), calls_s, opened_s + time.perf_counter() - started
+
+
+def provider_report(arguments: argparse.Namespace) -> None:
+    try:
+        import passband_lights
+    except ImportError:
+        sys.exit("passband-example-world is not installed (make install does it)")
+    from engine.worlds.provider import WorldTask
+    from engine.worlds.registry import provider_registry
+
+    proxy = provider_registry().get("lights")
+    assert proxy is not None and proxy.prepare is not passband_lights.prepare, "lights is not registered isolated"
+    tasks = []
+    for seed in range(4):
+        raw = passband_lights.task(f"lights-{seed}", seed=seed)
+        verifier = {**raw["verifier"], "toggles": json.loads(raw["answer"])}
+        tasks.append(WorldTask(prompt=raw["prompt"], tools=raw["tools"], verifier=verifier))
+    sides = {"direct": passband_lights.PROVIDER, "passband": proxy}
+    rows: dict[str, list[tuple[float, float, float]]] = {"direct": [], "passband": []}
+    provider_episode(proxy, tasks[0])  # warm: the pooled helper that answers prepare
+    for round_index in range(arguments.rounds):
+        for side in ("direct", "passband") if round_index % 2 == 0 else ("passband", "direct"):
+            results = []
+            for index in range(arguments.episodes):
+                results.append(provider_episode(sides[side], tasks[index % 4]))
+                time.sleep(arguments.gap)  # what a model's turns give the next episode's helper to start
+            calls = sum(result[0] for result in results)
+            rows[side].append(
+                (calls / sum(result[1] for result in results), 1000 * statistics.mean(r[2] for r in results))
+            )
+    print(f"lights: {arguments.rounds} rounds of {arguments.episodes} episodes per side, {arguments.gap:g} s apart")
+    median = {side: [statistics.median(row[i] for row in values) for i in range(2)] for side, values in rows.items()}
+    for side, (calls_s, outside_ms) in median.items():
+        print(
+            f"  {side:9} median {calls_s:10.1f} tool calls/s {outside_ms:8.1f} ms to open the world and read its state"
+        )
+    direct, passband = median["direct"][0], median["passband"][0]
+    print(f"  overhead per tool call: {1000 / passband - 1000 / direct:.3f} ms over the direct call")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=20, help="Episodes per round and side.")
@@ -157,8 +225,12 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=1, help="Episodes at a time (threads).")
     parser.add_argument("--stateful", action="store_true", help="The example stateful class, in its own process.")
     parser.add_argument("--reset", action="store_true", help="Start and reset of stateful episodes, pool or none.")
-    parser.add_argument("--gap", type=float, default=1.0, help="With --reset: seconds between episodes.")
+    parser.add_argument("--gap", type=float, default=1.0, help="With --reset or --provider: seconds between episodes.")
+    parser.add_argument("--provider", action="store_true", help="The example installed world provider, isolated.")
     arguments = parser.parse_args()
+    if arguments.provider:
+        provider_report(arguments)
+        return
     if arguments.reset:
         reset_report(arguments)
         return

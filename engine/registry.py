@@ -4,8 +4,9 @@ an entry point group and come in through ``load_entry_points``. Built-ins are re
 fail loudly: an installed package that cannot be imported, declares something malformed or reuses a taken
 name is refused and listed in ``refused()``, never fatal, and never loses a built-in.
 
-World providers (engine/worlds/registry.py) and export formats (engine/formats/registry.py) are registries of
-this kind; verifier kinds (engine/verifiers/registry.py) keep their own, which runs installed kinds isolated.
+World providers (engine/worlds/registry.py: installed ones registered as the isolating proxy of
+engine/worlds/isolated.py) and export formats (engine/formats/registry.py) are registries of this kind;
+verifier kinds (engine/verifiers/registry.py) keep their own, which runs installed kinds isolated.
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ class Refused:
 class Registry(Generic[T]):
     """Implementations by name. ``what`` names them in messages ("world provider"); ``problems(item)`` says
     what is wrong with a would-be one ([] when well-formed); ``skip(loaded)`` marks entry point objects of the
-    group that belong to another door (they are neither registered nor refused)."""
+    group that belong to another door (they are neither registered nor refused); ``installed(loaded, source)``
+    is what an installed one is registered as (an isolating proxy that runs its code out of process, loaded
+    there from ``source``, its entry point's value)."""
 
     def __init__(
         self,
@@ -64,10 +67,12 @@ class Registry(Generic[T]):
         what: str,
         problems: Callable[[Any], list[str]],
         skip: Callable[[Any], bool] = lambda loaded: False,
+        installed: Callable[[Any, str], Any] = lambda loaded, source: loaded,
     ) -> None:
         self.what = what
         self._problems = problems
         self._skip = skip
+        self._installed = installed
         self._items: dict[str, Registered[T]] = {}
         self._refused: list[Refused] = []
         self._lock = threading.Lock()
@@ -107,7 +112,10 @@ class Registry(Generic[T]):
                 if loaded.name in self._items and self._items[loaded.name].builtin:
                     raise RegistryError(f"{loaded.name!r} is one of Passband's own; choose another name")
                 self.register(
-                    loaded, distribution=distribution or entry_point.value, version=version, source=entry_point.value
+                    self._installed(loaded, entry_point.value),
+                    distribution=distribution or entry_point.value,
+                    version=version,
+                    source=entry_point.value,
                 )
             except Exception as error:  # noqa: BLE001 - a broken package is reported, never fatal
                 logger.warning("%s %s (%s) refused: %s", self.what, entry_point.name, entry_point.value, error)

@@ -89,6 +89,10 @@ class _Worker:
                 pass
 
 
+# One helper process: ``send(request)``, ``receive(deadline=...)``, ``kill()``; started with an empty environment.
+HelperProcess = _Worker
+
+
 class WorkerPool:
     """Helpers running ``argv``; ``call`` sends one request and waits at most ``timeout`` seconds."""
 
@@ -181,6 +185,12 @@ class HelperScript:
                     max_workers=max(2, os.cpu_count() or 1),
                 )
             return self._pool
+
+    def dedicated(self, *, startup_seconds: float = 60.0) -> HelperProcess:
+        """A helper of this script for one caller alone, outside the pool (an episode's world lives in one):
+        the caller sends, receives and kills it. Raises WorkerFailed or WorkerTimeout when it cannot start."""
+        argv = [sys.executable or "python3", "-I", str(self.script), str(self.memory_bytes), *self.arguments]
+        return HelperProcess(argv, startup_seconds=startup_seconds)
 
     def _forget(self) -> None:
         self._lock = threading.Lock()

@@ -68,9 +68,22 @@ class Forbidden(PermissionError):
     that tolerates a failed write, as the import system does for bytecode caches, carries on)."""
 
 
+def _another_process(path: object) -> bool:
+    """Whether ``path`` is under another process's /proc entry (its environment, memory, open files): the
+    helper's parent is the worker, whose environment holds its secrets."""
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, str):
+        return False
+    parts = os.path.realpath(path).split("/")
+    return len(parts) > 2 and parts[1] == "proc" and parts[2].isdigit() and parts[2] != str(os.getpid())
+
+
 def _lockdown_hook(event: str, args: tuple) -> None:
     if event.startswith(_FORBIDDEN_EVENTS):
         raise Forbidden(f"{event} is not allowed while scoring")
+    if event == "open" and args and _another_process(args[0]):
+        raise Forbidden("reading another process's /proc entries is not allowed while scoring")
     if event == "open" and len(args) > 2:
         mode, flags = args[1], args[2]
         if (isinstance(mode, str) and any(letter in mode for letter in "wax+")) or (
@@ -86,15 +99,16 @@ def serve(
     timed_out: Callable[[dict], dict],
     lockdown: bool = False,
 ) -> None:
-    """Answer requests until stdin closes. `load` runs once before the ready line (a slow import);
-    `evaluate(request)` answers one request; `timed_out(request)` is the response when its
-    ``timeout_seconds`` (default 5) pass first. argv[1], when given, caps the address space in bytes.
+    """Answer requests until stdin closes (installed verifier kinds and world providers, math scorers).
+    `load` runs once before the ready line (a slow import); `evaluate(request)` answers one request;
+    `timed_out(request)` is the response when its ``timeout_seconds`` (default 5) pass first. argv[1], when
+    given, caps the address space in bytes.
 
     `lockdown`: after loading, an audit hook refuses processes, network, file writes and ctypes (``eval``
     itself still runs: scorers such as sympy's ``parse_expr`` need it, but what the evaluated text can
-    then reach is refused). The helper already runs with an empty
-    environment (WorkerPool), so it holds no secrets; this keeps a scorer that evaluates the model's
-    answer from acting on the host."""
+    then reach is refused), and so is reading another process's /proc entries (the worker's environment).
+    The helper already runs with an empty environment (WorkerPool), so it holds no secrets; this keeps a
+    scorer that evaluates the model's answer from acting on the host."""
     memory_bytes = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     if memory_bytes:
         # A huge power or allocation fails fast with MemoryError instead of swapping the host.

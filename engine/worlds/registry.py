@@ -4,10 +4,13 @@ Built-in providers are registered by name (``BUILTIN_PROVIDERS``: a module of en
 provider object in it), in the order they are asked whether they claim a task. Installed packages declare
 theirs under the entry point group ``passband.environments`` (the entry point's name is the provider's name,
 its value names a ``WorldProvider`` object); they are asked after the built-ins, so no package can take a
-built-in's tasks. The same group declares tool-environment plug-ins (an entry point naming a module or a
-stateful class, engine/episodes/plugins.py): those are the built-in ``plugin`` provider's worlds, not providers,
-and this registry passes them by. A package that cannot be imported or declares a malformed provider is refused and
-listed in ``errors()``, never fatal, and never loses a built-in.
+built-in's tasks. Built-ins run in this process (they are Passband's own code); an installed provider is
+registered as the isolating proxy of engine/worlds/isolated.py, so its ``claims``, ``prepare`` and worlds run
+in helper processes, never in a worker or web process. The same group declares tool-environment plug-ins (an
+entry point naming a module or a stateful class, engine/episodes/plugins.py): those are the built-in
+``plugin`` provider's worlds, not providers, and this registry passes them by. A package that cannot be
+imported or declares a malformed provider is refused and listed in ``errors()``, never fatal, and never loses
+a built-in.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from importlib import metadata
 from types import ModuleType
 
 from engine.registry import Refused, Registry, installed_entry_points
+from engine.worlds.isolated import isolated
 from engine.worlds.provider import (
     RemoteProtocol,
     RemoteServer,
@@ -49,11 +53,23 @@ def _plugin_environment(loaded: object) -> bool:
     return isinstance(loaded, (ModuleType, type))
 
 
+# One proxy per declared provider and source: a registry built again (``refresh``) hands out the same object,
+# and its helpers, as entry points hand out the same declared one.
+_PROXIES: dict[tuple[int, str], tuple[WorldProvider, WorldProvider]] = {}
+
+
+def _isolated(loaded: WorldProvider, source: str) -> WorldProvider:
+    key = (id(loaded), source)
+    if key not in _PROXIES or _PROXIES[key][0] is not loaded:
+        _PROXIES[key] = (loaded, isolated(loaded, source=source))
+    return _PROXIES[key][1]
+
+
 def build(entry_points: Iterable[metadata.EntryPoint] | None = None) -> Registry[WorldProvider]:
     """A registry with every built-in provider, then the installed ones (``entry_points``, default: those of
     the ``passband.environments`` group)."""
     built: Registry[WorldProvider] = Registry(
-        what="world provider", problems=provider_problems, skip=_plugin_environment
+        what="world provider", problems=provider_problems, skip=_plugin_environment, installed=_isolated
     )
     for module_name, attribute in BUILTIN_PROVIDERS:
         module = importlib.import_module(f"engine.worlds.providers.{module_name}")

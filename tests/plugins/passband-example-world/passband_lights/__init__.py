@@ -1,5 +1,6 @@
 """The `lights` world provider: a row of lamps, some on (chosen by the task's seed); every lamp on is a reward
-of 1. One world object per episode, in the worker's process: its tools only read and flip booleans."""
+of 1. One world object per episode, in a helper process of its own, as every installed provider's
+(engine/worlds/isolated.py)."""
 
 from __future__ import annotations
 
