@@ -81,7 +81,7 @@ def reward_seeker(prompt_text: str, seed: int) -> str:
 @pytest.mark.workers
 @pytest.mark.django_db(transaction=True)
 def test_a_state_check_reading_a_field_the_agent_writes_is_found_and_its_clean_twin_is_not(
-    alice, bob, staff, expenses_installed
+    alice, bob, staff, client, expenses_installed
 ):
     flush_broker()
     holed = environment_create(name="holed-expenses", domain="workflow")
@@ -119,6 +119,11 @@ def test_a_state_check_reading_a_field_the_agent_writes_is_found_and_its_clean_t
         assert task.status == TaskStatus.IN_REVIEW  # an approved task goes back to review
     queue = review_queue(user=bob, environment=holed, flag="found_hack")
     assert {task.key for task in queue} == {f"claim-{expense_id}" for expense_id in OVER_LIMIT}
+    client.force_login(staff)  # the environment page names the task, its verifier and what the variant demands
+    page = client.get(f"/environments/{holed.name}/").content.decode()
+    assert (
+        "Found hack: " in page and "(state_check verifier)" in page and "expenses.status = &#x27;approved&#x27;" in page
+    )
 
     # The clean twin: the same seeker is refused twice (over the limit; a tool not offered) and is paid nothing.
     clean_rollouts = VariantRollout.objects.filter(variant__probe__environment=clean)
