@@ -13,8 +13,10 @@ being done, which is the verifier's false-pass rate under the policy. Kinds of v
   same way (an stdio case's expected output likewise).
 - ``contradicting_tests`` (``code`` with no such constant): the first assert followed by its negation, two
   tests that cannot both hold for a deterministic program.
-- ``unreachable_state`` (``state_check``): the first expected field set to a value nothing in the task asks for
-  (a number moved past the check's tolerance, a count one more).
+- ``unreachable_state`` (``state_check``): the first expected field set to a state no honest answer reaches: a
+  text field to another value the field takes (its tool schemas' enum, the world's seed) that the reference's
+  own tools do not reach, else a marked string; a number moved past the check's tolerance, a count one more
+  (``impossible_state``).
 
 Each variant is checked before it is used (``variant_check``): the reference solution and the empty answer must
 both fail it, graded as completions are (``engine.verifiers.verify``: code in the sandbox). For a shifted answer
@@ -32,15 +34,14 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from engine import verifiers
-from engine.verifiers import answer_value
+from engine.verifiers import answer_value, impossible_state
 from engine.verifiers.base import VerifierConfigError
 from engine.verifiers.text import completion_text, last_nonempty_line
 
 READY, BROKEN, NOT_DERIVABLE = "ready", "broken", "not_derivable"
 SHIFTED_ANSWER, MUTATED_EXPECTATION = "shifted_answer", "mutated_expectation"
-CONTRADICTING_TESTS, UNREACHABLE_STATE = "contradicting_tests", "unreachable_state"
+CONTRADICTING_TESTS, UNREACHABLE_STATE = "contradicting_tests", impossible_state.UNREACHABLE_STATE
 ANSWER_KINDS = ("numeric", "math", "exact")
-STATE_TOLERANCE_STEP = 1  # state_check compares numbers within 0.01: one whole unit is told apart
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 _FRACTION = re.compile(r"(\\[dt]?frac\{\s*|(?<![\d.]))(-?\d+)(\s*\}\s*\{\s*\d+\s*\}|\s*/\s*\d+)")
@@ -216,34 +217,9 @@ def _code_variant(verifier: dict[str, Any]) -> Variant | str:
     )
 
 
-def _unreachable_value(value: Any) -> Any:
-    if isinstance(value, bool):
-        return not value
-    if isinstance(value, (int, float)):
-        return value + STATE_TOLERANCE_STEP
-    return f"{value} (impossible variant)"
-
-
-def _state_variant(verifier: dict[str, Any]) -> Variant | str:
-    checks = [dict(item) for item in verifier.get("checks") or []]
-    for index, item in enumerate(checks):
-        if isinstance(item.get("expect"), dict) and item["expect"]:
-            field, value = next(iter(item["expect"].items()))
-            new = _unreachable_value(value)
-            item["expect"] = {**item["expect"], field: new}
-            change = f"{UNREACHABLE_STATE}: checks[{index}] expects {item['table']}.{field} = {new!r} (was {value!r})"
-            break
-        if isinstance(item.get("count"), int) and "table" in item:
-            item["count"] = item["count"] + 1
-            change = f"{UNREACHABLE_STATE}: checks[{index}] expects {item['count']} matching {item['table']} rows"
-            break
-    else:
-        return "no 'expect' or 'count' check to move (plug-in and 'unchanged' checks are not varied)"
-    return Variant(UNREACHABLE_STATE, {**verifier, "checks": checks}, None, change)
-
-
-def derive(*, verifier: Any, answer: str | None) -> Variant | str:
-    """The task's impossible variant, or a sentence saying why none can be derived for its verifier."""
+def derive(*, verifier: Any, answer: str | None, tools: Any = None) -> Variant | str:
+    """The task's impossible variant, or a sentence saying why none can be derived for its verifier; `tools`,
+    the task's offered tool schemas, name the states a tool task's fields take (``impossible_state``)."""
     if not isinstance(verifier, dict):
         return "the task has no verifier config"
     kind = verifier.get("kind")
@@ -253,7 +229,8 @@ def derive(*, verifier: Any, answer: str | None) -> Variant | str:
         if kind == "code":
             return _code_variant(verifier)
         if kind == "state_check":
-            return _state_variant(verifier)
+            varied = impossible_state.state_variant(verifier, answer=answer, tools=tools)
+            return varied if isinstance(varied, str) else Variant(UNREACHABLE_STATE, varied[0], None, varied[1])
     except (SyntaxError, ValueError, TypeError, KeyError) as error:
         return f"the verifier config could not be varied ({error})"
     return f"no impossible variant for the {kind!r} kind (answer-checked, code and state_check tasks have one)"
@@ -271,7 +248,7 @@ def _outcome(verifier: dict[str, Any], *, completion: Any, answer: str | None, p
 def variant_check(*, verifier: Any, answer: str | None, prompt: Any = None, tools: Any = None) -> VariantCheck:
     """Derive the task's variant and check it: ready when the reference solution (`answer`, graded against the
     tolerance-free config for shifted answers) and the empty answer both fail it."""
-    variant = derive(verifier=verifier, answer=answer)
+    variant = derive(verifier=verifier, answer=answer, tools=tools)
     if isinstance(variant, str):
         return VariantCheck(NOT_DERIVABLE, None, reason=variant)
     grade = {"answer": variant.answer if variant.answer is not None else answer, "prompt": prompt, "tools": tools}

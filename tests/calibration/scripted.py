@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 
 from calibration import services
-from calibration.models import Campaign, ProbeModel
+from calibration.models import Campaign, ProbeModel, VariantProbe
 from curation.models import Task
 from tests.factories import import_tasks
 from tests.support.openai_server import OpenAITestServer
@@ -64,10 +64,10 @@ def cannot_say(prompt_text: str, seed: int) -> str:
     return "I cannot say."
 
 
-def probing_worker():
+def probing_worker(extra_env: dict | None = None):
     """One real worker process for `probe_through_a_worker` (a context manager): start it once for every probe
-    of a test."""
-    return running_worker(queues="default,generate,verify", concurrency=1)
+    of a test. `extra_env`: more of its environment (a plug-in's dist-info on its PYTHONPATH)."""
+    return running_worker(queues="default,generate,verify", concurrency=1, extra_env=extra_env)
 
 
 def probe_through_a_worker(
@@ -94,3 +94,19 @@ def probe_through_a_worker(
             what="the worker to finish the campaign",
         )
     return model, campaign
+
+
+def variants_probed_by_a_worker(model, environment, staff, *, rollouts: int, sample: int = 10, seed: int = 5):
+    """An impossible-variant probe of `environment` (a sample of its tasks, `rollouts` attempts each) run by the
+    worker the caller started (`probing_worker`) until it is done; returns the VariantProbe."""
+    probe = services.variant_probe_start(
+        environment=environment, probe_model=model, created_by=staff, sample=sample, rollouts=rollouts, seed=seed
+    )
+    wait_for(
+        lambda: VariantProbe.objects.get(pk=probe.pk).status != VariantProbe.Status.RUNNING,
+        timeout=240,
+        what="the worker to finish the impossible-variant probe",
+    )
+    probe.refresh_from_db()
+    assert probe.status == VariantProbe.Status.DONE, probe.error
+    return probe

@@ -24,7 +24,7 @@ from engine.verifiers import impossible
 from releases.models import ReleaseItem
 from releases.quality_cards import quality_card_of
 from releases.services import release_create
-from tests.calibration.scripted import probing_worker
+from tests.calibration.scripted import probing_worker, variants_probed_by_a_worker
 from tests.factories import import_tasks
 from tests.support.openai_server import OpenAITestServer
 from tests.support.workers import flush_broker, wait_for
@@ -67,17 +67,7 @@ def finished(model, environment, owner) -> Campaign:
 
 
 def probed(model, environment, staff) -> VariantProbe:
-    probe = services.variant_probe_start(
-        environment=environment, probe_model=model, created_by=staff, sample=10, rollouts=ROLLOUTS, seed=5
-    )
-    wait_for(
-        lambda: VariantProbe.objects.get(pk=probe.pk).status != VariantProbe.Status.RUNNING,
-        timeout=240,
-        what="the worker to finish the impossible-variant probe",
-    )
-    probe.refresh_from_db()
-    assert probe.status == VariantProbe.Status.DONE, probe.error
-    return probe
+    return variants_probed_by_a_worker(model, environment, staff, rollouts=ROLLOUTS)
 
 
 def calibration_rows(environment):

@@ -8,7 +8,6 @@ its world crashes mid-episode (restarted from its seed, the earlier calls replay
 the sheet with texttable; the null policy passes none."""
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -16,13 +15,10 @@ from calibration.models import Rollout
 from curation.services import environment_create
 from engine.episodes import plugins
 from tests.factories import import_tasks
-from tests.support.plugin_packages import offline_packages_env
+from tests.support.plugin_packages import example_installed, offline_packages_env
 from tests.support.server_campaigns import oracle_and_null_through_workers
 
 pytestmark = pytest.mark.workers
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "tests" / "plugins" / "passband-example-sheet"
 
 
 @pytest.fixture
@@ -31,15 +27,8 @@ def sheet_installed(tmp_path, monkeypatch):
     workers install its lock into a package cache of their own."""
     for name, value in offline_packages_env(tmp_path / "test-process-cache").items():
         monkeypatch.setenv(name, value)
-    site = tmp_path / "site"
-    info = site / "passband_example_sheet-0.1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: passband-example-sheet\nVersion: 0.1.0\n")
-    (info / "entry_points.txt").write_text(f"[{plugins.GROUP}]\nsheet = passband_sheet:SheetWorld\n")
-    for folder in (EXAMPLE, site):
-        monkeypatch.syspath_prepend(str(folder))
-    plugins.refresh()
-    yield {"PYTHONPATH": f"{site}:{EXAMPLE}:{ROOT}", **offline_packages_env(tmp_path / "worker-cache")}
+    path = example_installed(monkeypatch, tmp_path, "passband-example-sheet", {"sheet": "passband_sheet:SheetWorld"})
+    yield {"PYTHONPATH": path, **offline_packages_env(tmp_path / "worker-cache")}
     plugins.refresh()
 
 

@@ -136,6 +136,11 @@ def _number(value: Any) -> float | None:
     return None
 
 
+def matching_rows(state: Mapping[str, Any], table: str, where: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The rows of `table` in `state` whose fields equal every value of `where` (the comparison above)."""
+    return [row for row in state.get(table) or [] if isinstance(row, Mapping) and _matches(row, where)]
+
+
 def _matches(row: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
     return all(key in row and values_equal(value, row[key]) for key, value in where.items())
 
@@ -224,7 +229,7 @@ def check(config: StateCheckConfig, *, completion: Any, answer: str | None, prom
                     return failed(f"{label}: table {table} was changed")
             continue
         table, where = item["table"], item.get("where", {})
-        rows = [row for row in state.get(item["table"], []) if isinstance(row, Mapping) and _matches(row, where)]
+        rows = matching_rows(state, table, where)
         described = f"{table} where {shorten(str(dict(where)), 80)}"
         if "count" in item:
             if len(rows) != item["count"]:
