@@ -123,15 +123,14 @@ def import_job_start(*, job: ImportJob, mapping: ColumnMapping) -> ImportJob:
 
 
 def import_job_run(*, job_id: int) -> ImportJob:
-    """Run a queued import; a finished one is left as it is (safe to run twice)."""
+    """Run a queued import; a finished one is left as it is (safe to run twice), less any upload a worker
+    killed between the job's end and the upload's deletion left behind."""
     job = ImportJob.objects.select_related("environment", "owner").get(pk=job_id)
-    finished_or_waiting = (
-        ImportJob.Status.DONE,
-        ImportJob.Status.REJECTED,
-        ImportJob.Status.FAILED,
-        ImportJob.Status.MAPPING,
-    )
-    if job.status in finished_or_waiting:
+    finished = (ImportJob.Status.DONE, ImportJob.Status.REJECTED, ImportJob.Status.FAILED)
+    if job.status in finished:
+        _job_files_delete(job)
+        return job
+    if job.status == ImportJob.Status.MAPPING:
         return job
     ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.VALIDATING, lines_read=0, bytes_read=0)
 

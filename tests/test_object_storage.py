@@ -95,10 +95,11 @@ def test_a_background_import_runs_on_a_worker_that_cannot_see_the_web_process_fi
             timeout=180,
             what="the worker to import the upload",
         )
+        # The upload is dropped once imported: the job's end is written first, then the upload deleted.
+        wait_for(lambda: keys(client, "imports/") == [], timeout=60, what="the worker to drop the upload")
     job.refresh_from_db()
     assert job.status == ImportJob.Status.DONE, (job.error, job.report)
     assert Task.objects.filter(environment=arithmetic).count() == 30
-    assert keys(client, "imports/") == []  # the upload is dropped once imported
     assert not (tmp_path / "worker" / "media").exists()  # and the worker never wrote it to its own disk
 
 

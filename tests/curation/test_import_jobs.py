@@ -54,6 +54,20 @@ def test_a_large_file_imports_in_the_background_with_progress(
     assert Task.objects.count() == 5000
 
 
+def test_a_job_run_again_after_its_worker_died_past_its_end_drops_the_upload_left_behind(
+    arithmetic, alice, media, django_capture_on_commit_callbacks
+):
+    """A worker killed between writing the job's end and deleting the upload: the broker gives the job again
+    (late acknowledgement), and the second run imports nothing more but drops the upload."""
+    job = queue(arithmetic, alice, task_lines(3), django_capture_on_commit_callbacks)
+    upload = (media / job.path).read_bytes()
+    job = import_jobs.import_job_run(job_id=job.pk)
+    assert job.status == ImportJob.Status.DONE and not (media / job.path).exists()
+    (media / job.path).write_bytes(upload)  # what the killed worker left behind
+    assert import_jobs.import_job_run(job_id=job.pk).status == ImportJob.Status.DONE
+    assert not (media / job.path).exists() and Task.objects.count() == 3
+
+
 def test_a_bad_line_deep_in_the_file_imports_nothing_and_names_the_line(
     arithmetic, alice, media, django_capture_on_commit_callbacks
 ):
