@@ -28,6 +28,8 @@ TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
 # longer keeps one process busy while the other waits.
 TEST_PROCESSES ?= 2
 TEST_DIST ?= worksteal
+# Each pass ends with its 25 slowest tests, so a run's log shows where the suite's time goes.
+TEST_DURATIONS ?= --durations=25
 # Pages and API tests, also run on SQLite. Tests with real worker processes (marker `workers`) run in the
 # PostgreSQL pass only: they need a database file shared across processes, and SQLite's test database lives
 # in memory.
@@ -91,10 +93,10 @@ test: install services check
 	for side in nemo-gym harbor; do scripts/side-env.sh build $$side || [ $$? = 3 ]; done
 	status=0; \
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} $(TEST_ENV) \
-	$(PY) -m pytest -n $(TEST_PROCESSES) --dist $(TEST_DIST) $(PYTEST_ARGS) || status=$$?; \
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist $(TEST_DIST) $(TEST_DURATIONS) $(PYTEST_ARGS) || status=$$?; \
 	if [ $$status = 0 ]; then \
 	  DATABASE_URL=sqlite:///var/test-embedded.sqlite3 $(TEST_ENV) \
-	  $(PY) -m pytest -n $(TEST_PROCESSES) --dist $(TEST_DIST) -m "not workers" $(SQLITE_TESTS) $(SQLITE_IGNORE) $(PYTEST_ARGS) || status=$$?; \
+	  $(PY) -m pytest -n $(TEST_PROCESSES) --dist $(TEST_DIST) $(TEST_DURATIONS) -m "not workers" $(SQLITE_TESTS) $(SQLITE_IGNORE) $(PYTEST_ARGS) || status=$$?; \
 	fi; \
 	LLAMA_SERVER_PORT=$(LLAMA_SERVER_PORT) scripts/llama-server.sh stop; \
 	exit $$status
