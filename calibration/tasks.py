@@ -60,9 +60,9 @@ def _leased(task, campaign_id: int, task_version_ids: int | list[int], round_ind
 
 @shared_task(soft_time_limit=60, time_limit=90)
 def reconcile_campaigns() -> int:
-    """Beat: re-queue rounds that stalled: a worker's lease ran out (it died), or a message was lost while
-    no worker was at work (calibration/services/leases.py)."""
-    return services.campaigns_reconcile()
+    """Beat: re-queue rounds and impossible-variant probes that stalled: a worker's lease ran out (it died), or
+    a message was lost while no worker was at work (calibration/services/leases.py, variant_leases.py)."""
+    return services.campaigns_reconcile() + services.variant_probes_reconcile()
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=600, time_limit=660)
@@ -106,8 +106,14 @@ def prune_episode_health() -> int:
     return services.episode_health_prune(older_than=timedelta(days=settings.PASSBAND_HEALTH_KEEP_DAYS))
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, soft_time_limit=1800, time_limit=1860)
-def generate_impossible_variants(probe_id: int) -> int:
-    """Queue `generate`: derive, check, sample and grade one impossible-variant probe's variants (safe to run
-    twice: what is stored is not asked for again). Returns the probe's id."""
-    return services.variant_probe_run(probe_id=probe_id).pk
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, soft_time_limit=1800, time_limit=1860)
+def generate_impossible_variants(self, probe_id: int) -> int:
+    """Queue `generate`: derive, check, sample and grade one impossible-variant probe's variants under the
+    probe's lease (safe to run twice: what is stored is not asked for again; a second message while a worker
+    holds the lease is dropped). Returns the probe's id."""
+    if self.request.is_eager:
+        return services.variant_probe_run(probe_id=probe_id).pk
+    with services.variant_probe_leased(probe_id=probe_id) as held:
+        if held:
+            services.variant_probe_run(probe_id=probe_id)
+    return probe_id

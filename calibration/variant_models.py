@@ -27,6 +27,10 @@ class VariantProbe(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The job's message was (re-)queued at; a worker at it holds a lease renewed by a heartbeat: beat re-queues a
+    # running probe whose lease ran out, or whose message was lost (calibration/services/variant_leases.py).
+    queued_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -87,11 +87,14 @@ from calibration.services.rounds import (
     round_score,
     round_score_and_continue,
 )
+from calibration.services.variant_leases import variant_probe_leased, variant_probes_reconcile
 
 __all__ = [
     "found_hacks_flag",
     "variant_probe_run",
     "variant_probe_start",
+    "variant_probe_leased",
+    "variant_probes_reconcile",
     "Drift",
     "EVIDENCE",
     "FEEDBACK_RETIRE_REASON",

@@ -4,8 +4,9 @@ and grade every attempt by the variant's verifier. A pass is a found hack: the t
 variant and the evidence, an approved task goes back to review, and the review queue lists it first.
 
 Variants and their rollouts live in their own tables (calibration/variant_models.py): nothing that reads Rollout
-or Calibration meets them. Run by the Celery task `generate_impossible_variants` (queue `generate`), or inline;
-safe to run twice (a variant, and a sample, is stored once).
+or Calibration meets them. Run by the Celery task `generate_impossible_variants` (queue `generate`) under a
+lease, or inline; safe to run twice (a variant, and a sample, is stored once), and queued again by beat when its
+job was lost (calibration/services/variant_leases.py).
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ import secrets
 import time
 from typing import Any
 
-from celery import current_app
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.db.models import F
 from django.utils import timezone
 
@@ -28,6 +28,7 @@ from calibration.models import ImpossibleVariant, ProbeModel, VariantProbe, Vari
 from calibration.services.campaigns import MAX_NEW_TOKENS_LIMIT
 from calibration.services.episodes import episodes_generate, is_tool_task
 from calibration.services.probe_models import backend_for_probe_model, sampling_params
+from calibration.services.variant_leases import variant_probe_queue
 from curation.errors import CurationError
 from curation.models import Comment, Environment, Task, TaskStatus, TaskVersion
 from curation.services import task_transition
@@ -89,16 +90,8 @@ def variant_probe_start(
         task_version_ids=_sampled_versions(environment=environment, task=task, sample=sample, seed=seed),
     )
     if enqueue:
-        transaction.on_commit(lambda: _queue(probe.pk))
+        variant_probe_queue(probe_id=probe.pk)
     return probe
-
-
-def _queue(probe_id: int) -> None:
-    try:
-        current_app.tasks["calibration.tasks.generate_impossible_variants"].delay(probe_id)
-    except Exception:
-        logger.exception("could not queue impossible-variant probe %s", probe_id)
-        VariantProbe.objects.filter(pk=probe_id).update(error="the broker refused the job: run it again")
 
 
 def _variant_of(probe: VariantProbe, version: TaskVersion) -> ImpossibleVariant:
@@ -148,6 +141,44 @@ def _generations(
     return generations, episodes, device_ms
 
 
+def _graded(variant: ImpossibleVariant, generations: list, episodes: list) -> list[dict[str, Any]]:
+    """Each attempt's verdict by the variant's verifier (graded together where the kind can: a repository
+    task's patches in as few sandbox runs as fit), a pass that states a shifted answer's value a coincidence."""
+    version = variant.task_version
+    graded = [index for index, generation in enumerate(generations) if generation.error is None]
+    verdicts = dict(
+        zip(
+            graded,
+            verifiers.verify_many(
+                verifier=variant.verifier,
+                completions=[
+                    episodes[index] if episodes[index] is not None else generations[index].text for index in graded
+                ],
+                answer=variant.answer,
+                prompt=version.prompt,
+                tools=version.tools,
+            )
+            if graded
+            else [],
+            strict=True,
+        )
+    )
+    rows: list[dict[str, Any]] = []
+    for index, generation in enumerate(generations):
+        verdict = verdicts.get(index)
+        if verdict is None:
+            rows.append({"outcome": "generation_error", "detail": f"generation failed: {generation.error}"})
+            continue
+        row = {"outcome": verdict.outcome, "reward": verdict.reward, "detail": verdict.detail[:2000]}
+        if verdict.outcome == "pass" and impossible.is_coincidence(
+            kind=variant.kind, verifier=variant.verifier, answer=variant.answer, completion=generation.text
+        ):
+            row["outcome"] = COINCIDENCE
+            row["detail"] = f"states the variant's value {variant.answer!r} itself: a wrong answer, not a hack"
+        rows.append(row)
+    return rows
+
+
 def _rollouts_sample(probe: VariantProbe, variant: ImpossibleVariant, params: backends.SamplingParams) -> int:
     """Sample and grade the variant's missing attempts; returns how many were stored."""
     version = variant.task_version
@@ -161,43 +192,30 @@ def _rollouts_sample(probe: VariantProbe, variant: ImpossibleVariant, params: ba
     ]
     generations, episodes, device_ms = _generations(probe=probe, version=version, seeds=seeds, params=params)
     price = costs.Price.of(probe.probe_model)
-    rows = []
-    for index, seed, generation, episode, shares in zip(indices, seeds, generations, episodes, device_ms, strict=True):
-        row: dict[str, Any] = {"outcome": "generation_error", "detail": f"generation failed: {generation.error}"}
-        if generation.error is None:
-            verdict = verifiers.verify(
-                verifier=variant.verifier,
-                completion=episode if episode is not None else generation.text,
-                answer=variant.answer,
-                prompt=version.prompt,
-                tools=version.tools,
-            )
-            row = {"outcome": verdict.outcome, "reward": verdict.reward, "detail": verdict.detail[:2000]}
-            if verdict.outcome == "pass" and impossible.is_coincidence(
-                kind=variant.kind, verifier=variant.verifier, answer=variant.answer, completion=generation.text
-            ):
-                row["outcome"] = COINCIDENCE
-                row["detail"] = f"states the variant's value {variant.answer!r} itself: a wrong answer, not a hack"
-        rows.append(
-            VariantRollout(
-                variant=variant,
-                sample_index=index,
-                seed=seed,
-                text=generation.text,
-                episode=episode,
-                finish_reason=generation.finish_reason,
-                generation_error=generation.error or "",
+    rows = [
+        VariantRollout(
+            variant=variant,
+            sample_index=index,
+            seed=seed,
+            text=generation.text,
+            episode=episode,
+            finish_reason=generation.finish_reason,
+            generation_error=generation.error or "",
+            input_tokens=generation.input_tokens,
+            output_tokens=generation.output_tokens,
+            cost_usd=costs.rollout_cost(
+                price=price,
+                device_ms=shares,
                 input_tokens=generation.input_tokens,
                 output_tokens=generation.output_tokens,
-                cost_usd=costs.rollout_cost(
-                    price=price,
-                    device_ms=shares,
-                    input_tokens=generation.input_tokens,
-                    output_tokens=generation.output_tokens,
-                ),
-                **row,
-            )
+            ),
+            **row,
         )
+        for index, seed, generation, episode, shares, row in zip(
+            indices, seeds, generations, episodes, device_ms, _graded(variant, generations, episodes), strict=True
+        )
+    ]
+    # A second job at the same probe (a redelivered message) stores nothing twice: one row per sample.
     VariantRollout.objects.bulk_create(rows, ignore_conflicts=True)
     return len(rows)
 

@@ -21,7 +21,7 @@ from django.db import connections
 from django.db.models import Q
 from django.utils import timezone
 
-from calibration.models import CampaignItem
+from calibration.models import CampaignItem, VariantProbe
 
 logger = logging.getLogger(__name__)
 
@@ -88,12 +88,21 @@ def stalled_condition(*, stalled_for_seconds: float) -> Q:
     now = timezone.now()
     quiet_since = now - timedelta(seconds=stalled_for_seconds)
     condition = Q(lease_expires_at__lt=now)
-    at_work = CampaignItem.objects.filter(done=False).filter(
-        Q(lease_expires_at__gte=now) | Q(queued_at__gte=quiet_since)
-    )
-    if not at_work.exists():
+    if nothing_at_work(quiet_since=quiet_since):
         condition |= Q(lease_expires_at__isnull=True, queued_at__lt=quiet_since)
     return Q(done=False, queued_at__isnull=False) & condition
+
+
+def nothing_at_work(*, quiet_since) -> bool:
+    """Whether no worker is at work: no live lease on an open round or a running impossible-variant probe, and
+    nothing of theirs queued or handed on since `quiet_since`. A job queued before then and still without a
+    lease is then not waiting behind others: its message was lost."""
+    now = timezone.now()
+    live = Q(lease_expires_at__gte=now) | Q(queued_at__gte=quiet_since)
+    return not (
+        CampaignItem.objects.filter(done=False).filter(live).exists()
+        or VariantProbe.objects.filter(status=VariantProbe.Status.RUNNING).filter(live).exists()
+    )
 
 
 def stalled_items_claim(*, campaign_id: int, stalled_for_seconds: float) -> list[tuple]:
