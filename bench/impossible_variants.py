@@ -8,7 +8,8 @@ model and settings. Prints each run's rollouts, dollars and seconds and the vari
 baseline; a clean verifier, so the false-pass line must read 0 of N (a pass would be a bug of the bench).
 
 With --demo-sets (no database): each demo set's variants derived and checked against the reference and the
-empty answer (the sandbox for code, world replays for the back office), counted by status and kind, timed.
+empty answer (the sandbox for code and repositories, world replays for the back office), counted by status and
+kind, timed; then 8 reference patches graded on 3 repository variants and on their tasks, timed.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/passband .venv/bin/python bench/impossible_variants.py \\
         [--tasks 200] [--sample 20] [--rollouts 8] [--cap 64]
@@ -82,6 +83,44 @@ def variants_inline(*, environment, model, user, sample: int, rollouts: int):
     return totals["rollouts"], totals["usd"] or Decimal(0), seconds, totals["passes"]
 
 
+def repository_tasks() -> list[dict]:
+    """The demo repository tasks (inflection), their snapshots in a store of this process's own."""
+    from types import SimpleNamespace
+
+    from curation import repo_demo
+    from engine.repo_tasks import snapshots
+
+    stored: dict[str, bytes] = {}
+
+    def store(*, data: bytes):
+        digest = snapshots.digest_of(data)
+        stored[digest] = data
+        return SimpleNamespace(digest=digest)
+
+    snapshots.configure_store(lambda digest: stored[digest])
+    return list(repo_demo.task_rows(store=store))
+
+
+def repository_grading(tasks: list[dict], *, attempts: int) -> None:
+    """Seconds to grade `attempts` patches (the reference's) on a task's variant and on the task itself, in one
+    ``verify_many`` each: what a repository variant's attempts cost beside the task's own."""
+    from engine.verifiers import impossible, verify_many
+
+    on_variant = on_task = 0.0
+    for task in tasks:
+        checked = impossible.variant_check(verifier=task["verifier"], answer=task["answer"])
+        started = time.perf_counter()
+        verify_many(verifier=checked.variant.verifier, completions=[task["answer"]] * attempts)
+        on_variant += time.perf_counter() - started
+        started = time.perf_counter()
+        verify_many(verifier=task["verifier"], completions=[task["answer"]] * attempts)
+        on_task += time.perf_counter() - started
+    print(
+        f"repository grading, {len(tasks)} tasks x {attempts} attempts: {on_variant:.1f} s on the variants, "
+        f"{on_task:.1f} s on the tasks themselves"
+    )
+
+
 def demo_sets() -> None:
     from collections import Counter
 
@@ -91,10 +130,12 @@ def demo_sets() -> None:
 
     print("| demo set | tasks | by status | by kind | seconds |")
     print("|---|---:|---|---|---:|")
+    repositories = repository_tasks()
     for name, tasks in (
         ("arithmetic", arithmetic_tasks),
         ("HumanEval", humaneval_tasks),
         ("backoffice", backoffice_tasks),
+        ("repositories", lambda: repositories),
     ):
         started, statuses, kinds = time.perf_counter(), Counter(), Counter()
         for task in tasks():
@@ -105,6 +146,7 @@ def demo_sets() -> None:
             kinds[checked.variant.kind if checked.variant else "none"] += 1
         seconds = time.perf_counter() - started
         print(f"| {name} | {sum(statuses.values())} | {dict(statuses)} | {dict(kinds)} | {seconds:.1f} |")
+    repository_grading(repositories[:3], attempts=8)
 
 
 def main() -> None:

@@ -15,6 +15,7 @@
 - checkpoints: re-profile tasks for a new checkpoint of a run (predict the sure bands, probe the rest)
 - judge_samples: judged rollouts drawn for blind review (people checking LLM judges)
 - impossible_variants: probes of tasks no honest answer can pass; a pass on one is a found hack
+- variant_leases: a probe job's lease, and beat queuing again a probe whose job was lost
 """
 
 from calibration.services.calibrations import (

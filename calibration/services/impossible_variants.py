@@ -146,23 +146,22 @@ def _graded(variant: ImpossibleVariant, generations: list, episodes: list) -> li
     task's patches in as few sandbox runs as fit), a pass that states a shifted answer's value a coincidence."""
     version = variant.task_version
     graded = [index for index, generation in enumerate(generations) if generation.error is None]
-    verdicts = dict(
-        zip(
-            graded,
-            verifiers.verify_many(
-                verifier=variant.verifier,
-                completions=[
-                    episodes[index] if episodes[index] is not None else generations[index].text for index in graded
-                ],
-                answer=variant.answer,
-                prompt=version.prompt,
-                tools=version.tools,
+    completions = [episodes[index] if episodes[index] is not None else generations[index].text for index in graded]
+    verdicts: dict[int, verifiers.Verdict] = {}
+    if graded:
+        verdicts = dict(
+            zip(
+                graded,
+                verifiers.verify_many(
+                    verifier=variant.verifier,
+                    completions=completions,
+                    answer=variant.answer,
+                    prompt=version.prompt,
+                    tools=version.tools,
+                ),
+                strict=True,
             )
-            if graded
-            else [],
-            strict=True,
         )
-    )
     rows: list[dict[str, Any]] = []
     for index, generation in enumerate(generations):
         verdict = verdicts.get(index)
