@@ -60,6 +60,7 @@ _FORBIDDEN_EVENTS = (
     "sys.setprofile",
     "sys.settrace",
 )
+_incoming: dict = {"lines": iter(())}  # the request lines, shared with ask_host
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 
@@ -121,12 +122,15 @@ def serve(
         sys.dont_write_bytecode = True
         sys.addaudithook(_lockdown_hook)
     respond({"ready": True})
-    for line in _lines(0):
+    _incoming["lines"] = lines = _lines(0)
+    for line in lines:
         try:
             request = json.loads(line)
         except ValueError:
             respond({"outcome": "error", "detail": "malformed request"})
             continue
+        if isinstance(request, dict) and "host_answer" in request:
+            continue  # the host's answer to a question the request that timed out had asked
         signal.setitimer(signal.ITIMER_REAL, float(request.get("timeout_seconds", 5)))
         try:
             response = evaluate(request)
@@ -135,6 +139,18 @@ def serve(
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         respond(response)
+
+
+def ask_host(question: dict) -> dict:
+    """Ask the calling process something in the middle of a request (a remote provider's HTTP request, made
+    by the host's own code): one ``{"host": ...}`` line out, the host's ``{"host_answer": ...}`` line back.
+    Raises EOFError when the host has gone."""
+    respond({"host": question})
+    for line in _incoming["lines"]:
+        answer = json.loads(line)
+        if isinstance(answer, dict) and "host_answer" in answer:
+            return answer["host_answer"]
+    raise EOFError("the host closed the helper's input")
 
 
 def respond(response: dict) -> None:

@@ -14,8 +14,8 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -88,8 +88,13 @@ class CounterSession:
 
 @dataclass
 class CounterWorlds:
+    """A task's sessions of its server: ``session(endpoint=, seed=, environment=)`` opens one (the ``World``), whose
+    tools are ``tools``."""
+
     task: WorldTask
     name: str = NAME
+    tools: list[dict[str, Any]] = field(default_factory=lambda: TOOL_SCHEMAS)
+    session: Callable[..., Any] = CounterSession
 
     @contextlib.contextmanager
     def episode(self, *, seed: int) -> Iterator[EpisodeWorld]:
@@ -97,11 +102,15 @@ class CounterWorlds:
         assert server is not None
         world_seed = int(self.task.verifier.get("seed") or 0)
         with server.session_slot():
-            world = CounterSession(endpoint=server.client_config(), seed=world_seed)
+            world = self.session(endpoint=server.client_config(), seed=world_seed, environment=self.name)
             try:
-                server.tools_guard(TOOL_SCHEMAS, ())
+                server.tools_guard(self.tools, ())
                 yield EpisodeWorld(
-                    world=world, messages=self.task.prompt, tools=TOOL_SCHEMAS, environment=NAME, world_seed=world_seed
+                    world=world,
+                    messages=self.task.prompt,
+                    tools=self.tools,
+                    environment=self.name,
+                    world_seed=world_seed,
                 )
             finally:
                 world.close()
