@@ -122,7 +122,7 @@ def serve(
         sys.dont_write_bytecode = True
         sys.addaudithook(_lockdown_hook)
     respond({"ready": True})
-    _incoming["lines"] = lines = _lines(0)
+    _incoming["lines"] = lines = _Lines(0)
     for line in lines:
         try:
             request = json.loads(line)
@@ -159,14 +159,23 @@ def respond(response: dict) -> None:
         data = data[os.write(1, data) :]
 
 
-def _lines(fd: int) -> Iterator[bytes]:
-    """Request lines from a raw descriptor: no text-layer buffering between the caller and us."""
-    buffer = b""
-    while True:
-        while b"\n" not in buffer:
-            chunk = os.read(fd, 1 << 16)
+class _Lines:
+    """Request lines from a raw descriptor: no text-layer buffering between the caller and us. An iterator
+    object, not a generator: a request's timeout may interrupt a read in ``ask_host``, and a generator an
+    exception passes through is finished, where this one reads on."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        while b"\n" not in self.buffer:
+            chunk = os.read(self.fd, 1 << 16)
             if not chunk:
-                return
-            buffer += chunk
-        line, buffer = buffer.split(b"\n", 1)
-        yield line
+                raise StopIteration
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line

@@ -137,7 +137,7 @@ PROVIDER = WorldProvider(
 # -- the server ----------------------------------------------------------------------------------------
 
 
-def _handler(sessions: dict[str, int]) -> type[BaseHTTPRequestHandler]:
+def _handler(sessions: dict[str, int], seen: list[dict[str, str]]) -> type[BaseHTTPRequestHandler]:
     numbers = itertools.count(1)
 
     class Handler(BaseHTTPRequestHandler):
@@ -156,6 +156,7 @@ def _handler(sessions: dict[str, int]) -> type[BaseHTTPRequestHandler]:
             return json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
 
         def do_GET(self) -> None:
+            seen.append(dict(self.headers))
             if self.path == "/tools":
                 return self._reply(200, TOOL_SCHEMAS)
             session = self.path.removeprefix("/sessions/").removesuffix("/state")
@@ -165,6 +166,7 @@ def _handler(sessions: dict[str, int]) -> type[BaseHTTPRequestHandler]:
             return self._reply(404, {"error": "no such session"})
 
         def do_POST(self) -> None:
+            seen.append(dict(self.headers))
             body = self._body()
             if self.path == "/sessions":
                 session = str(next(numbers))
@@ -183,9 +185,9 @@ def _handler(sessions: dict[str, int]) -> type[BaseHTTPRequestHandler]:
 
 
 @contextlib.contextmanager
-def serve_counter_http() -> Iterator[str]:
-    """A counter-http server on 127.0.0.1 for the block; its URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler({}))
+def serve_counter_http(seen: list[dict[str, str]] | None = None) -> Iterator[str]:
+    """A counter-http server on 127.0.0.1 for the block; its URL. ``seen`` gets each request's headers."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler({}, seen if seen is not None else []))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
