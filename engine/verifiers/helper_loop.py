@@ -99,6 +99,7 @@ def serve(
     load: Callable[[], object] | None = None,
     timed_out: Callable[[dict], dict],
     lockdown: bool = False,
+    lock_load: bool = False,
 ) -> None:
     """Answer requests until stdin closes (installed verifier kinds and world providers, math scorers).
     `load` runs once before the ready line (a slow import); `evaluate(request)` answers one request;
@@ -109,18 +110,20 @@ def serve(
     itself still runs: scorers such as sympy's ``parse_expr`` need it, but what the evaluated text can
     then reach is refused), and so is reading another process's /proc entries (the worker's environment).
     The helper already runs with an empty environment (WorkerPool), so it holds no secrets; this keeps a
-    scorer that evaluates the model's answer from acting on the host."""
+    scorer that evaluates the model's answer from acting on the host. `lock_load`: the lockdown starts before
+    `load` (an installed package's import is plug-in code: its module's top-level code runs locked down too)."""
     memory_bytes = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     if memory_bytes:
         # A huge power or allocation fails fast with MemoryError instead of swapping the host.
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     logging.disable(logging.WARNING)
+    if lockdown and lock_load:
+        _lock_down()
     if load is not None:
         load()
     signal.signal(signal.SIGALRM, _on_alarm)
-    if lockdown:
-        sys.dont_write_bytecode = True
-        sys.addaudithook(_lockdown_hook)
+    if lockdown and not lock_load:
+        _lock_down()
     respond({"ready": True})
     _incoming["lines"] = lines = _Lines(0)
     for line in lines:
@@ -139,6 +142,11 @@ def serve(
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         respond(response)
+
+
+def _lock_down() -> None:
+    sys.dont_write_bytecode = True
+    sys.addaudithook(_lockdown_hook)
 
 
 def ask_host(question: dict) -> dict:

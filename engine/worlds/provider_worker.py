@@ -45,7 +45,7 @@ def _load() -> None:
 
     _state["provider"] = metadata.EntryPoint(name="provider", value=sys.argv[2], group=GROUP).load()
     if getattr(_state["provider"], "remote", None) is not None:
-        from engine.worlds import remote_relay  # noqa: F401 - imported before the lockdown, with httpx
+        from engine.worlds import remote_relay  # noqa: F401 - imported with the provider, before any request
 
 
 def _task(raw: dict):
@@ -153,7 +153,7 @@ def _timed_out(request: dict) -> dict:
 
 
 def main() -> None:
-    helper_loop.serve(evaluate, load=_load, timed_out=_timed_out, lockdown=True)
+    helper_loop.serve(evaluate, load=_load, timed_out=_timed_out, lockdown=True, lock_load=True)
 
 
 if __name__ == "__main__":
