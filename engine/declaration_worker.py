@@ -107,7 +107,8 @@ def evaluate(request: dict) -> dict:
         return {"refused": f"unknown entry point group {group!r}", "error": "malformed"}
     sys.path[:] = [ROOT, *(path for path in request.get("path") or [] if isinstance(path, str)), *sys.path]
     try:
-        loaded = metadata.EntryPoint(name="declared", value=value, group=group).load()
+        with helper_loop.loading():
+            loaded = metadata.EntryPoint(name="declared", value=value, group=group).load()
     except Exception as error:  # noqa: BLE001 - a stale or broken package is refused, with why
         return {"refused": f"importing {value} failed: {type(error).__name__}: {error}", "error": type(error).__name__}
     try:

@@ -9,6 +9,7 @@ imports this as its sibling file, never another installed copy of the package.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -61,6 +62,7 @@ _FORBIDDEN_EVENTS = (
     "sys.settrace",
 )
 _incoming: dict = {"lines": iter(())}  # the request lines, shared with ask_host
+_loading = {"now": False}  # while ``load`` runs locked down (``lock_load``)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 
@@ -81,6 +83,10 @@ def _another_process(path: object) -> bool:
 
 
 def _lockdown_hook(event: str, args: tuple) -> None:
+    if _loading["now"] and (event == "os.putenv" or (event == "ctypes.dlopen" and args and args[0] is None)):
+        # What importing numpy does: set the helper's own, empty environment (no process can inherit it) and
+        # open the running process's own symbols, which loads no code (looking one up or calling it is refused).
+        return
     if event.startswith(_FORBIDDEN_EVENTS):
         raise Forbidden(f"{event} is not allowed while scoring")
     if event == "open" and args and _another_process(args[0]):
@@ -120,7 +126,8 @@ def serve(
     if lockdown and lock_load:
         _lock_down()
     if load is not None:
-        load()
+        with loading():
+            load()
     signal.signal(signal.SIGALRM, _on_alarm)
     if lockdown and not lock_load:
         _lock_down()
@@ -142,6 +149,17 @@ def serve(
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         respond(response)
+
+
+@contextlib.contextmanager
+def loading() -> Iterator[None]:
+    """A block that imports a package under the lockdown, which then allows what importing numpy does: set the
+    helper's own environment and open ctypes' handle on the running process (see ``_lockdown_hook``)."""
+    _loading["now"] = True
+    try:
+        yield
+    finally:
+        _loading["now"] = False
 
 
 def _lock_down() -> None:
