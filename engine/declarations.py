@@ -13,6 +13,7 @@ by entry point and installed distribution version: a registry built again starts
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import threading
 import time
@@ -22,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from engine.registry import distribution_of
+from engine.registry import distribution_of, installed_entry_points
 from engine.sandbox.worker_pool import HelperScript, WorkerFailed, WorkerTimeout
 from engine.verifiers.kind import KindExample, KindExports, OutsideSource, VerifierKind
 from engine.worlds.provider import ProviderExample, RemoteProtocol, WorldProvider, WorldTask
@@ -31,6 +32,9 @@ WORKER_SCRIPT = Path(__file__).resolve().parent / "declaration_worker.py"
 WORKER_MEMORY_BYTES = 1 << 30
 READ_SECONDS = 30.0  # start the helper, import the package, describe it
 STARTED_AT_ONCE = 4
+GROUPS = ("passband.verifiers", "passband.environments")
+
+logger = logging.getLogger("engine.registry")
 
 _script = HelperScript(WORKER_SCRIPT, memory_bytes=WORKER_MEMORY_BYTES)
 _read: dict[tuple[str, str, str, str], dict[str, Any]] = {}
@@ -85,6 +89,16 @@ def read(group: str, entry_points: Iterable[metadata.EntryPoint]) -> None:
     if missing:
         with ThreadPoolExecutor(max_workers=min(STARTED_AT_ONCE, len(missing))) as pool:
             list(pool.map(lambda point: _read_one(group, point), missing))
+
+
+def read_installed() -> None:
+    """Read the declarations of every installed verifier kind and world provider (a worker before its pool
+    forks); never raises: what cannot be read now is asked again when a registry needs it."""
+    for group in GROUPS:
+        try:
+            read(group, installed_entry_points(group))
+        except Exception as error:  # noqa: BLE001 - a head start, never a reason for the worker not to start
+            logger.warning("reading the %s declarations failed: %s", group, error)
 
 
 def declared(group: str, entry_point: metadata.EntryPoint) -> dict[str, Any]:
