@@ -75,6 +75,8 @@ def _read_one(group: str, entry_point: metadata.EntryPoint) -> dict[str, Any]:
     except (WorkerFailed, WorkerTimeout) as error:
         # Not the package's answer (a busy host, a helper that could not start): refused now, asked again later.
         return {"refused": f"its declaration could not be read in a helper process: {error or 'no answer in time'}"}
+    if not isinstance(answer, dict):  # what the package's import made its helper say: data, checked
+        answer = {"refused": f"its helper answered {type(answer).__name__}, not a declaration", "error": "malformed"}
     if "timeout" in answer:
         return {"refused": str(answer["timeout"]), "error": "timeout"}
     with _lock:
