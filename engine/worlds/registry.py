@@ -22,7 +22,6 @@ import json
 import logging
 from collections.abc import Iterable
 from importlib import metadata
-from types import ModuleType
 
 from engine import declarations
 from engine.registry import Refused, Registry, RegistryError, installed_entry_points
@@ -56,7 +55,7 @@ class _ToolEnvironment:
 
 
 def _plugin_environment(loaded: object) -> bool:
-    return isinstance(loaded, (_ToolEnvironment, ModuleType, type))
+    return isinstance(loaded, _ToolEnvironment)
 
 
 # One provider per declaration, and one proxy per declared provider and source: a registry built again
@@ -73,6 +72,8 @@ def _declared(entry_point: metadata.EntryPoint) -> object:
         raise RegistryError(refused.naming(entry_point.value)) from None
     if "environment" in answer:
         return _ToolEnvironment()
+    if "provider" not in answer:
+        raise RegistryError(f"{entry_point.value} is not a world provider (its helper declared another object)")
     key = json.dumps([entry_point.value, answer["provider"]], sort_keys=True)
     if key not in _DECLARED:
         _DECLARED[key] = declarations.provider_from(answer["provider"])
