@@ -198,9 +198,14 @@ def _provider_tools(server: McpServer, endpoint: RemoteEndpoint) -> list[dict[st
     if protocol is None or protocol.list_tools is None:
         return []
     try:
+        # An installed provider lists them in its helper, its requests made by this process (engine/worlds/isolated.py).
         tools = protocol.list_tools(endpoint)
     except outbound.OutboundRefused as error:
         raise CurationError(f"url: refused by the outbound policy: {error}") from None
+    except McpUnavailable as error:
+        if error.reason == "refused":
+            raise CurationError(f"url: refused by the outbound policy: {error}") from None
+        raise CurationError(f"url: the server did not answer: {error}") from None
     except Exception as error:  # noqa: BLE001 - an installed provider's client: its failure is the check's answer
         raise CurationError(f"url: the server did not answer: {type(error).__name__}: {error}") from None
     problems = tool_schema_problems(tools)

@@ -15,7 +15,7 @@ from django.db.models.fields.json import KT
 
 from curation import policy
 from curation.models import Comment, Environment, Task, TaskStatus, TaskVersion
-from engine.episodes import plugins
+from engine.episodes import plugin_packages, plugins
 from engine.verifiers.registry import all_kinds, kind_named
 
 logger = logging.getLogger(__name__)
@@ -42,6 +42,9 @@ class EnvironmentWorld:
     tasks: int  # current task versions (visible to the reader) whose verifier names it
     plugin: plugins.Plugin | None  # None when it is not installed or was refused
     error: str  # what is wrong and what to do, "" when the plug-in is installed
+    # Its own packages (REQUIREMENTS): each with its version and hash prefixes, and whether its package
+    # environment is installed on this host (engine.episodes.plugin_packages.lock_report); None without a lock.
+    lock: dict[str, Any] | None = None
 
 
 def environment_worlds(*, environment: Environment, user: AbstractBaseUser) -> list[EnvironmentWorld]:
@@ -61,7 +64,9 @@ def environment_worlds(*, environment: Environment, user: AbstractBaseUser) -> l
     worlds = []
     for name in sorted(names):
         try:
-            worlds.append(EnvironmentWorld(name=name, tasks=counts.get(name, 0), plugin=plugins.get(name), error=""))
+            plugin = plugins.get(name)
+            lock = plugin_packages.lock_report(plugin)
+            worlds.append(EnvironmentWorld(name=name, tasks=counts.get(name, 0), plugin=plugin, error="", lock=lock))
         except plugins.UnknownEnvironment as error:
             worlds.append(EnvironmentWorld(name=name, tasks=counts.get(name, 0), plugin=None, error=str(error)))
     return worlds

@@ -59,7 +59,9 @@ class Registry(Generic[T]):
     what is wrong with a would-be one ([] when well-formed); ``skip(loaded)`` marks entry point objects of the
     group that belong to another door (they are neither registered nor refused); ``installed(loaded, source)``
     is what an installed one is registered as (an isolating proxy that runs its code out of process, loaded
-    there from ``source``, its entry point's value)."""
+    there from ``source``, its entry point's value); ``load(entry_point)`` is what an entry point declares
+    (default: its object, imported here; world providers read a declaration in a helper process instead,
+    engine/declarations.py)."""
 
     def __init__(
         self,
@@ -68,11 +70,13 @@ class Registry(Generic[T]):
         problems: Callable[[Any], list[str]],
         skip: Callable[[Any], bool] = lambda loaded: False,
         installed: Callable[[Any, str], Any] = lambda loaded, source: loaded,
+        load: Callable[[metadata.EntryPoint], Any] | None = None,
     ) -> None:
         self.what = what
         self._problems = problems
         self._skip = skip
         self._installed = installed
+        self._load = load or _load
         self._items: dict[str, Registered[T]] = {}
         self._refused: list[Refused] = []
         self._lock = threading.Lock()
@@ -99,7 +103,7 @@ class Registry(Generic[T]):
         for entry_point in sorted(entry_points, key=lambda point: (point.name, point.value)):
             distribution, version = distribution_of(entry_point)
             try:
-                loaded = _load(entry_point)
+                loaded = self._load(entry_point)
                 if self._skip(loaded):
                     continue
                 problems = self._problems(loaded)

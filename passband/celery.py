@@ -19,3 +19,12 @@ def _yield_the_cpu(**kwargs):
     niceness = int(os.environ.get("PASSBAND_WORKER_NICE", "0") or 0)
     if niceness > 0:
         os.nice(niceness)
+
+
+@worker_init.connect
+def _read_plugin_declarations(**kwargs):
+    """Read the installed plug-ins' declarations in the worker's main process, before its pool forks: every pool
+    process inherits them instead of starting helpers of its own (engine/declarations.py)."""
+    from engine import declarations
+
+    declarations.read_installed()

@@ -26,7 +26,7 @@ from engine.sandbox.view import MissingDistribution, SandboxView
 if TYPE_CHECKING:
     from engine.episodes.plugins import Plugin
 
-__all__ = ["DeclarationError", "InstallFailed", "declared", "install", "sandbox_view"]
+__all__ = ["DeclarationError", "InstallFailed", "declared", "install", "lock_report", "sandbox_view"]
 
 
 class DeclarationError(ValueError):
@@ -65,6 +65,28 @@ def install(plugin: Plugin) -> Path | None:
     if plugin.lock is None:
         return None
     return package_environments.install(plugin.lock)
+
+
+def lock_report(plugin: Plugin) -> dict[str, Any] | None:
+    """The plug-in's lock as the environment page and ``manage.py environments`` list it: its file, its sha256,
+    each package with its pinned version and the first digits of each file's sha256, and whether its package
+    environment is installed on this host (``installed``; ``installed_at``: the folder, None when not). None when
+    it declares no lock."""
+    lock = plugin.lock
+    if lock is None:
+        return None
+    site = package_environments.installed_site(lock)
+    return {
+        "file": lock.path.name,
+        "sha256": lock.sha256,
+        "requirements": list(lock.requirements),
+        "packages": [
+            {"name": package.name, "version": package.version, "hashes": list(package.hash_prefixes())}
+            for package in lock.packages
+        ],
+        "installed": site is not None,
+        "installed_at": str(site) if site is not None else None,
+    }
 
 
 def sandbox_view(plugin: Plugin) -> SandboxView:

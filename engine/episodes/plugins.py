@@ -6,11 +6,12 @@ of docs/environments.md: `TOOL_SCHEMAS`, `TABLES`, `reset(seed)`, `snapshot(worl
 `load(data)`, and `TOOLS` (or its own `call_tool`), optionally `STATE_CHECKS` and `replay`. Passband's
 own `backoffice` is declared the same way, in its pyproject.toml.
 
-Discovery (`discover()`, cached; `refresh()` forgets it) loads each entry point and validates it:
-the attributes exist, the tool schemas are OpenAI function schemas with unique names and an
-implementation each, and the package is self-contained (its modules import only the standard library
-and each other), because its source is what runs inside the sandbox. A plug-in that fails is refused,
-not registered, and its error says what to fix; `errors()` lists them.
+Discovery (`discover()`, cached; `refresh()` forgets it) reads what each entry point names in a helper process
+(engine/declarations.py: a world provider's package is never imported here), loads each tool environment and
+validates it: the attributes exist, the tool schemas are OpenAI function schemas with unique names and an
+implementation each, and the package is self-contained (its modules import only the standard library and
+each other), because its source is what runs inside the sandbox. A plug-in that fails is refused, not
+registered, and its error says what to fix; `errors()` lists them.
 """
 
 from __future__ import annotations
@@ -28,11 +29,11 @@ from typing import Any
 
 import jsonschema
 
+from engine import declarations
 from engine.episodes import plugin_packages
 from engine.registry import Refused, distribution_of
 from engine.sandbox.package_environments import Lock
 from engine.sandbox.view import top_level_modules
-from engine.worlds.provider import WorldProvider
 
 GROUP = "passband.environments"
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,79}$")
@@ -380,13 +381,17 @@ def _load(
         raise PluginError(
             f"environment {entry_point.name!r} is already declared by {other.distribution or other.module_name}"
         )
+    try:  # read in a helper first: a world provider's package is never imported here
+        if not declarations.names_tool_environment(GROUP, entry_point):
+            return None
+    except declarations.DeclarationRefused as refused:
+        hint = LOCKED_IMPORT_HINT if refused.error == "ModuleNotFoundError" else ""
+        raise PluginError(f"{refused}{hint}") from None
     try:
         loaded = entry_point.load()
     except Exception as error:  # noqa: BLE001 - a broken plug-in is reported, never fatal
         hint = LOCKED_IMPORT_HINT if isinstance(error, ModuleNotFoundError) else ""
         raise PluginError(f"importing {entry_point.value} failed: {type(error).__name__}: {error}{hint}") from None
-    if isinstance(loaded, WorldProvider):
-        return None
     if isinstance(loaded, type):
         from engine.episodes.stateful import plugin_from_class
 

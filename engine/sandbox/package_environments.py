@@ -38,6 +38,7 @@ SITE = "site"
 RECORD = "installed.json"
 PINNED = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[A-Za-z0-9,._-]*\])?==([A-Za-z0-9.+!_-]+)(\s*;.*)?$")
 HASH = re.compile(r"^--hash=sha256:[0-9a-f]{64}$")
+HASH_PREFIX = 12  # hex digits of a file's sha256 shown where a lock is listed
 
 
 class LockError(ValueError):
@@ -49,12 +50,27 @@ class InstallFailed(RuntimeError):
 
 
 @dataclass(frozen=True)
+class LockedPackage:
+    """One requirement of a lock: its name, the version pinned, and the sha256 of each file it may install."""
+
+    name: str
+    version: str
+    hashes: tuple[str, ...]
+
+    def hash_prefixes(self, length: int = HASH_PREFIX) -> tuple[str, ...]:
+        """Each hash's first ``length`` hex digits: enough to tell the files apart on a page."""
+        return tuple(digest[:length] for digest in self.hashes)
+
+
+@dataclass(frozen=True)
 class Lock:
-    """A validated lock: its file, its sha256, and the pinned requirements it names ("name==version")."""
+    """A validated lock: its file, its sha256, the pinned requirements it names ("name==version"), and each of
+    them with its hashes (``packages``)."""
 
     path: Path
     sha256: str
     requirements: tuple[str, ...]
+    packages: tuple[LockedPackage, ...] = ()
 
     @property
     def key(self) -> str:
@@ -68,7 +84,8 @@ def read_lock(path: Path) -> Lock:
         data = path.read_bytes()
     except OSError as error:
         raise LockError(f"{path}: cannot be read ({error.strerror or error}); ship it inside the package") from None
-    requirements = []
+    requirements: list[str] = []
+    packages: list[LockedPackage] = []
     for number, line in _logical_lines(data.decode("utf-8", "replace")):
         parts = line.split()
         where = f"{path.name}, line {number}"
@@ -89,9 +106,13 @@ def read_lock(path: Path) -> Lock:
                 "(pip hash, or pip-compile --generate-hashes)"
             )
         requirements.append(f"{found.group(1)}=={found.group(3)}")
+        digests = tuple(part.removeprefix("--hash=sha256:") for part in hashes)
+        packages.append(LockedPackage(name=found.group(1), version=found.group(3), hashes=digests))
     if not requirements:
         raise LockError(f"{path.name}: names no requirement; list at least one, or declare no lock")
-    return Lock(path=path, sha256=hashlib.sha256(data).hexdigest(), requirements=tuple(requirements))
+    return Lock(
+        path=path, sha256=hashlib.sha256(data).hexdigest(), requirements=tuple(requirements), packages=tuple(packages)
+    )
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:

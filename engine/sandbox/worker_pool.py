@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,21 @@ class _Worker:
         except ValueError as error:
             raise WorkerFailed(f"helper answered garbage: {line[:200]!r}") from error
 
+    def exchange(
+        self, request: dict[str, Any], *, deadline: float, host: Callable[[dict[str, Any]], dict[str, Any]] | None
+    ) -> dict[str, Any]:
+        """Send ``request`` and wait for its response until ``deadline``, answering the questions the helper
+        asks meanwhile (``{"host": question}`` lines) with ``host(question)``; a helper that asks with no
+        ``host`` to answer is answered ``{"refused": ...}``."""
+        self.send(request)
+        while True:
+            response = self.receive(deadline=deadline)
+            if "host" not in response:
+                return response
+            question = response["host"] if isinstance(response["host"], dict) else {}
+            answer = host(question) if host is not None else {"refused": "this request has nothing to ask the host"}
+            self.send({"host_answer": answer})
+
     def kill(self) -> None:
         try:
             self.process.kill()
@@ -105,12 +121,18 @@ class WorkerPool:
         self._count = 0
         self._owner_pid = os.getpid()
 
-    def call(self, request: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+    def call(
+        self,
+        request: dict[str, Any],
+        *,
+        timeout: float,
+        host: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """The helper's response to ``request``, its questions meanwhile answered by ``host`` (``exchange``)."""
         worker = self._acquire()
         try:
-            worker.send(request)
-            response = worker.receive(deadline=time.monotonic() + timeout)
-        except (WorkerTimeout, WorkerFailed):
+            response = worker.exchange(request, deadline=time.monotonic() + timeout, host=host)
+        except BaseException:  # a timeout, a dead helper, or a host answer that failed: the helper is not reused
             worker.kill()
             self._forget()
             raise

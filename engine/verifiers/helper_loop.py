@@ -9,6 +9,7 @@ imports this as its sibling file, never another installed copy of the package.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -60,6 +61,8 @@ _FORBIDDEN_EVENTS = (
     "sys.setprofile",
     "sys.settrace",
 )
+_incoming: dict = {"lines": iter(())}  # the request lines, shared with ask_host
+_loading = {"now": False}  # while ``load`` runs locked down (``lock_load``)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 
 
@@ -80,6 +83,10 @@ def _another_process(path: object) -> bool:
 
 
 def _lockdown_hook(event: str, args: tuple) -> None:
+    if _loading["now"] and (event == "os.putenv" or (event == "ctypes.dlopen" and args and args[0] is None)):
+        # What importing numpy does: set the helper's own, empty environment (no process can inherit it) and
+        # open the running process's own symbols, which loads no code (looking one up or calling it is refused).
+        return
     if event.startswith(_FORBIDDEN_EVENTS):
         raise Forbidden(f"{event} is not allowed while scoring")
     if event == "open" and args and _another_process(args[0]):
@@ -98,6 +105,7 @@ def serve(
     load: Callable[[], object] | None = None,
     timed_out: Callable[[dict], dict],
     lockdown: bool = False,
+    lock_load: bool = False,
 ) -> None:
     """Answer requests until stdin closes (installed verifier kinds and world providers, math scorers).
     `load` runs once before the ready line (a slow import); `evaluate(request)` answers one request;
@@ -108,25 +116,31 @@ def serve(
     itself still runs: scorers such as sympy's ``parse_expr`` need it, but what the evaluated text can
     then reach is refused), and so is reading another process's /proc entries (the worker's environment).
     The helper already runs with an empty environment (WorkerPool), so it holds no secrets; this keeps a
-    scorer that evaluates the model's answer from acting on the host."""
+    scorer that evaluates the model's answer from acting on the host. `lock_load`: the lockdown starts before
+    `load` (an installed package's import is plug-in code: its module's top-level code runs locked down too)."""
     memory_bytes = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     if memory_bytes:
         # A huge power or allocation fails fast with MemoryError instead of swapping the host.
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     logging.disable(logging.WARNING)
+    if lockdown and lock_load:
+        _lock_down()
     if load is not None:
-        load()
+        with loading():
+            load()
     signal.signal(signal.SIGALRM, _on_alarm)
-    if lockdown:
-        sys.dont_write_bytecode = True
-        sys.addaudithook(_lockdown_hook)
+    if lockdown and not lock_load:
+        _lock_down()
     respond({"ready": True})
-    for line in _lines(0):
+    _incoming["lines"] = lines = _Lines(0)
+    for line in lines:
         try:
             request = json.loads(line)
         except ValueError:
             respond({"outcome": "error", "detail": "malformed request"})
             continue
+        if isinstance(request, dict) and "host_answer" in request:
+            continue  # the host's answer to a question the request that timed out had asked
         signal.setitimer(signal.ITIMER_REAL, float(request.get("timeout_seconds", 5)))
         try:
             response = evaluate(request)
@@ -137,20 +151,57 @@ def serve(
         respond(response)
 
 
+@contextlib.contextmanager
+def loading() -> Iterator[None]:
+    """A block that imports a package under the lockdown, which then allows what importing numpy does: set the
+    helper's own environment and open ctypes' handle on the running process (see ``_lockdown_hook``)."""
+    _loading["now"] = True
+    try:
+        yield
+    finally:
+        _loading["now"] = False
+
+
+def _lock_down() -> None:
+    sys.dont_write_bytecode = True
+    sys.addaudithook(_lockdown_hook)
+
+
+def ask_host(question: dict) -> dict:
+    """Ask the calling process something in the middle of a request (a remote provider's HTTP request, made
+    by the host's own code): one ``{"host": ...}`` line out, the host's ``{"host_answer": ...}`` line back.
+    Raises EOFError when the host has gone."""
+    respond({"host": question})
+    for line in _incoming["lines"]:
+        answer = json.loads(line)
+        if isinstance(answer, dict) and "host_answer" in answer:
+            return answer["host_answer"]
+    raise EOFError("the host closed the helper's input")
+
+
 def respond(response: dict) -> None:
     data = (json.dumps(response) + "\n").encode()
     while data:
         data = data[os.write(1, data) :]
 
 
-def _lines(fd: int) -> Iterator[bytes]:
-    """Request lines from a raw descriptor: no text-layer buffering between the caller and us."""
-    buffer = b""
-    while True:
-        while b"\n" not in buffer:
-            chunk = os.read(fd, 1 << 16)
+class _Lines:
+    """Request lines from a raw descriptor: no text-layer buffering between the caller and us. An iterator
+    object, not a generator: a request's timeout may interrupt a read in ``ask_host``, and a generator an
+    exception passes through is finished, where this one reads on."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        while b"\n" not in self.buffer:
+            chunk = os.read(self.fd, 1 << 16)
             if not chunk:
-                return
-            buffer += chunk
-        line, buffer = buffer.split(b"\n", 1)
-        yield line
+                raise StopIteration
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line

@@ -109,7 +109,7 @@ def _timed_out(request: dict) -> dict:
 
 
 def main() -> None:
-    helper_loop.serve(evaluate, load=_load, timed_out=_timed_out, lockdown=True)
+    helper_loop.serve(evaluate, load=_load, timed_out=_timed_out, lockdown=True, lock_load=True)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,10 @@ the entry point group ``passband.verifiers`` (the entry point's name is the kind
 cannot be imported, declares a malformed kind or reuses a taken name is refused and listed in ``errors()``,
 never fatal, and never loses a built-in.
 
-An installed kind's code never runs in the calling process once registered: its ``parse_config``, ``check``
-and audit hooks run in locked-down helper processes (engine/verifiers/plugin_kinds.py), and the registry
-hands out a proxy with the same traits. Its traits are data read at discovery.
+An installed kind's code never runs in the calling process: its package is imported only in a helper process
+that answers its declaration (name, traits, examples) as data (engine/declarations.py); its ``parse_config``,
+``check`` and audit hooks run in locked-down helper processes (engine/verifiers/plugin_kinds.py), and the
+registry hands out a proxy with the declared traits.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
 
+from engine import declarations
 from engine.registry import Refused, distribution_of, installed_entry_points
 from engine.verifiers.kind import VerifierKind, kind_problems
 
@@ -105,7 +107,7 @@ class KindRegistry:
         for entry_point in sorted(entry_points, key=lambda point: (point.name, point.value)):
             distribution, version = distribution_of(entry_point)
             try:
-                declared = _load(entry_point)
+                declared = _declared(entry_point)
                 if declared.name != entry_point.name:
                     raise KindError(f"the entry point is named {entry_point.name!r} but the kind {declared.name!r}")
                 if declared.name in self._kinds and self._kinds[declared.name].builtin:
@@ -136,15 +138,19 @@ class KindRegistry:
         return tuple(self._refused)
 
 
-def _load(entry_point: metadata.EntryPoint) -> VerifierKind:
+def _declared(entry_point: metadata.EntryPoint) -> VerifierKind:
+    """The kind an installed entry point declares, read in a helper process (its package is never imported
+    here), its hooks stand-ins that ``isolated`` replaces."""
     try:
-        loaded = entry_point.load()
-    except Exception as error:  # noqa: BLE001 - a stale or broken package
-        raise KindError(f"importing {entry_point.value} failed: {type(error).__name__}: {error}") from None
-    problems = kind_problems(loaded)
+        kind = declarations.kind_from(declarations.declared(GROUP, entry_point)["kind"])
+    except declarations.DeclarationRefused as refused:
+        raise KindError(refused.naming(entry_point.value)) from None
+    except KeyError:
+        raise KindError(f"{entry_point.value} is not a verifier kind (its helper declared another object)") from None
+    problems = kind_problems(kind)
     if problems:
         raise KindError(f"{entry_point.value} " + "; ".join(problems))
-    return loaded
+    return kind
 
 
 def build(entry_points: Iterable[metadata.EntryPoint] | None = None) -> KindRegistry:
@@ -153,7 +159,9 @@ def build(entry_points: Iterable[metadata.EntryPoint] | None = None) -> KindRegi
     built = KindRegistry()
     for name in BUILTIN_KINDS:
         built.register_builtin(name)
-    built.load_entry_points(installed_entry_points(GROUP) if entry_points is None else entry_points)
+    installed = installed_entry_points(GROUP) if entry_points is None else list(entry_points)
+    declarations.read(GROUP, installed)  # a few helpers at a time, once per process
+    built.load_entry_points(installed)
     return built
 
 

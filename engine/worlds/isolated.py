@@ -14,8 +14,11 @@ a world that cannot be opened after ``options.reset_tries``, or whose helper die
 ``WorldFailed`` (the world's outcome, never the model's); a tool call past its deadline is a ``timeout``
 observation and ends the world; a tool that raises is a ``tool_error`` observation.
 
-A provider that declares a remote protocol (``remote``) needs the host's connection to its server, which a
-helper is not lent: only its ``claims`` runs out of process (docs/environments.md, "World providers").
+A provider that declares a remote protocol (``remote``) runs out of process the same way, its ``list_tools`` in
+a pooled helper too. Its helper has no network either: its client's HTTP requests are questions to the host,
+whose own code makes them to the registered server alone, with the server's credentials, which never enter
+the helper (engine/worlds/remote_relay.py). The host holds the server's session slot for each episode and
+checks its tools; a server that could not be reached is ``RemoteUnavailable``, as for Passband's own protocols.
 """
 
 from __future__ import annotations
@@ -32,9 +35,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.episodes.remote_mcp import RemoteUnavailable
 from engine.episodes.world import ToolResult
 from engine.sandbox.worker_pool import HelperProcess, HelperScript, WorkerFailed, WorkerTimeout
-from engine.worlds.provider import EpisodeWorld, WorldFailed, WorldMissing, WorldOptions, WorldProvider, WorldTask
+from engine.worlds.provider import (
+    EpisodeWorld,
+    RemoteEndpoint,
+    WorldFailed,
+    WorldMissing,
+    WorldOptions,
+    WorldProvider,
+    WorldTask,
+)
+from engine.worlds.remote_relay import HostRelay, endpoint_request, host_relay
 
 WORKER_SCRIPT = Path(__file__).resolve().parent / "provider_worker.py"
 WORKER_MEMORY_BYTES = 1 << 30
@@ -44,9 +57,14 @@ HARD_LIMIT_GRACE_SECONDS = 1.0
 CLAIMS_CACHED = 4096
 
 
-def task_request(task: WorldTask) -> dict[str, Any]:
-    """A task as a helper receives it: JSON, the remote server by name and protocol alone."""
-    server = None if task.server is None else {"name": task.server.name, "protocol": task.server.protocol}
+def task_request(task: WorldTask, *, endpoint: RemoteEndpoint | None = None) -> dict[str, Any]:
+    """A task as a helper receives it: JSON, the remote server by name and protocol, and in an episode of a
+    remote provider the server's URL and seconds per request (``endpoint``; never its headers)."""
+    server: dict[str, Any] | None = None
+    if task.server is not None:
+        server = {"name": task.server.name, "protocol": task.server.protocol}
+    if server is not None and endpoint is not None:
+        server["endpoint"] = endpoint_request(endpoint)
     raw = {"prompt": task.prompt, "tools": task.tools, "verifier": dict(task.verifier), "server": server}
     return json.loads(json.dumps(raw, default=str))
 
@@ -58,8 +76,9 @@ def options_request(options: WorldOptions) -> dict[str, Any]:
 class _Helpers:
     """Requests to the helper processes of one installed provider."""
 
-    def __init__(self, name: str, *, source: str) -> None:
+    def __init__(self, name: str, *, source: str, remote: bool = False) -> None:
         self.name = name
+        self.remote = remote
         self.script = HelperScript(WORKER_SCRIPT, memory_bytes=WORKER_MEMORY_BYTES, arguments=(source,))
         self._claims: OrderedDict[str, bool] = OrderedDict()
         self._lock = threading.Lock()
@@ -111,6 +130,34 @@ class _Helpers:
                 f"provider {self.name} could not be loaded in its helper process: {error}", world=self.name
             ) from None
 
+    def list_tools(self, endpoint: RemoteEndpoint) -> list[dict[str, Any]]:
+        """The tools the server at ``endpoint`` offers, as the provider lists them in a pooled helper through
+        the host's relay; raises RemoteUnavailable (reason "refused" when the outbound policy refused it)."""
+        request = {
+            "op": "list_tools",
+            "name": endpoint.name,
+            "endpoint": endpoint_request(endpoint),
+            "timeout_seconds": REQUEST_SECONDS,
+        }
+        with host_relay(endpoint) as relay:
+            try:
+                response = self.script.pool().call(
+                    request, timeout=REQUEST_SECONDS + HARD_LIMIT_GRACE_SECONDS, host=relay.answer
+                )
+            except WorkerTimeout:
+                raise RemoteUnavailable(
+                    f"listing the tools took over {REQUEST_SECONDS:g} s", reason="timeout"
+                ) from None
+            except WorkerFailed as error:
+                raise RemoteUnavailable(
+                    f"provider {self.name} could not be loaded: {error}", reason="server_error"
+                ) from None
+        if isinstance(response.get("tools"), list) and relay.failure is None:
+            return response["tools"]
+        reason = relay.failure.reason if relay.failure is not None else "server_error"
+        detail = response.get("failed") or response.get("unavailable") or response.get("timeout")
+        raise RemoteUnavailable(str(detail or relay.failure or response), reason=reason)
+
     def claims(self, task: WorldTask) -> bool:
         """Whether the provider claims ``task``, asked once per task (cached); a provider that fails to say
         raises (the registry passes it by)."""
@@ -150,8 +197,12 @@ class IsolatedWorlds:
 
     @contextlib.contextmanager
     def episode(self, *, seed: int) -> Iterator[EpisodeWorld]:
-        world, opened = self._open(seed)
-        try:
+        with contextlib.ExitStack() as stack:
+            if self.failure:
+                raise WorldFailed(self.failure)
+            relay = self._relay(stack)
+            world, opened = self._open(seed, relay)
+            stack.callback(world.close)  # first out: the helper ends before the relay and the session slot
             yield EpisodeWorld(
                 world=world,
                 messages=opened["messages"],
@@ -159,18 +210,26 @@ class IsolatedWorlds:
                 environment=str(opened["environment"]),
                 world_seed=int(opened["world_seed"]),
             )
-        finally:
-            world.close()
 
-    def _open(self, seed: int) -> tuple[IsolatedWorld, dict[str, Any]]:
+    def _relay(self, stack: contextlib.ExitStack) -> HostRelay | None:
+        """For a remote provider's episode: one of the server's session slots and the host's relay to it, held
+        for the episode (raises RemoteUnavailable when the server cannot be had); None for other providers."""
+        server = self.task.server
+        if server is None or not self.helpers.remote:
+            return None
+        stack.enter_context(server.session_slot())
+        endpoint = server.client_config()
+        if not isinstance(endpoint, RemoteEndpoint):
+            raise WorldFailed(f"world {self.name}: server {server.name} is not reached through a RemoteEndpoint")
+        return stack.enter_context(host_relay(endpoint, tools_guard=server.tools_guard))
+
+    def _open(self, seed: int, relay: HostRelay | None) -> tuple[IsolatedWorld, dict[str, Any]]:
         """The episode's helper with its world open; WorldFailed after the bounded retry (remembered)."""
-        if self.failure:
-            raise WorldFailed(self.failure)
         tries = max(1, self.options.reset_tries)
         last = ""
         for attempt in range(tries):
             world = IsolatedWorld(
-                self.helpers, environment=self.name, seed=seed, tool_seconds=self.options.tool_seconds
+                self.helpers, environment=self.name, seed=seed, tool_seconds=self.options.tool_seconds, relay=relay
             )
             try:
                 return world, world.open(self.task, self.options)
@@ -185,8 +244,11 @@ class IsolatedWorlds:
 class IsolatedWorld:
     """One episode's world in its helper process (the ``World`` protocol: environment, seed, call, state)."""
 
-    def __init__(self, helpers: _Helpers, *, environment: str, seed: int, tool_seconds: float) -> None:
+    def __init__(
+        self, helpers: _Helpers, *, environment: str, seed: int, tool_seconds: float, relay: HostRelay | None = None
+    ) -> None:
         self.helpers = helpers
+        self.relay = relay
         self.environment = environment
         self.seed = seed
         self.tool_seconds = float(tool_seconds)
@@ -195,21 +257,43 @@ class IsolatedWorld:
         self._ended = ""  # why the helper is gone, once it is
 
     def _request(self, request: dict[str, Any], *, seconds: float) -> dict[str, Any]:
-        """One request to the episode's helper; raises WorkerTimeout or WorkerFailed (the helper is then gone)."""
+        """One request to the episode's helper, its questions answered by the relay; raises WorkerTimeout or
+        WorkerFailed (the helper is then gone), or RemoteUnavailable when the server could not be had."""
         if self._process is None:
             raise WorkerFailed(self._ended or "the world's helper is not running")
+        relay = self.relay
         try:
-            self._process.send({**request, "timeout_seconds": seconds})
-            return self._process.receive(deadline=time.monotonic() + seconds + HARD_LIMIT_GRACE_SECONDS)
+            response = self._process.exchange(
+                {**request, "timeout_seconds": seconds},
+                deadline=time.monotonic() + seconds + HARD_LIMIT_GRACE_SECONDS,
+                host=relay.answer if relay is not None else None,
+            )
         except (WorkerTimeout, WorkerFailed) as error:
             self._ended = str(error) or "it did not answer in time"
             self.close()
             raise
+        # The server's failure is the infrastructure's, even when the provider's code swallowed it.
+        failure = relay.failure if relay is not None else None
+        if failure is None and "unavailable" in response:
+            failure = RemoteUnavailable(
+                str(response["unavailable"]), reason=str(response.get("reason") or "unreachable")
+            )
+        if failure is not None:
+            self._ended = str(failure)
+            self.close()
+            raise failure
+        return response
 
     def open(self, task: WorldTask, options: WorldOptions) -> dict[str, Any]:
         """Start the helper and open the episode's world in it; WorldMissing or WorldFailed when it cannot."""
         started = time.perf_counter()
-        request = {"op": "open", "task": task_request(task), "options": options_request(options), "seed": self.seed}
+        endpoint = self.relay.endpoint if self.relay is not None else None
+        request = {
+            "op": "open",
+            "task": task_request(task, endpoint=endpoint),
+            "options": options_request(options),
+            "seed": self.seed,
+        }
         try:
             self._process = self.helpers.episode_helper()
             response = self._request(request, seconds=OPEN_SECONDS)
@@ -267,7 +351,8 @@ def isolated(declared: WorldProvider, *, source: str) -> WorldProvider:
     """The provider as the registry hands it out: its declaration (name, examples, description, version,
     remote protocol) as loaded, ``claims`` and ``prepare`` requests to helpers that load it from ``source``,
     its entry point's value (``package.module:OBJECT``)."""
-    helpers = _Helpers(declared.name, source=source)
-    if declared.remote is not None:
-        return dataclasses.replace(declared, claims=helpers.claims)
-    return dataclasses.replace(declared, claims=helpers.claims, prepare=helpers.prepare)
+    helpers = _Helpers(declared.name, source=source, remote=declared.remote is not None)
+    remote = declared.remote
+    if remote is not None and remote.list_tools is not None:
+        remote = dataclasses.replace(remote, list_tools=helpers.list_tools)
+    return dataclasses.replace(declared, claims=helpers.claims, prepare=helpers.prepare, remote=remote)

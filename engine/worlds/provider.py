@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -70,14 +70,20 @@ class RemoteEndpoint:
     ``RemoteServer.client_config()`` gives): the URL staff registered, the bearer header read from the variable
     the operator declared for its origin, and the seconds per request. ``client()`` is an httpx client that
     leaves only through the outbound policy (resolved address checked, no redirects): the door's rule, inherited
-    by every protocol that connects through it."""
+    by every protocol that connects through it. In an installed provider's helper, ``relay`` is set and the
+    client's requests are made by the host (engine/worlds/remote_relay.py); there ``headers`` are empty."""
 
     name: str
     url: str
     headers: Mapping[str, str]
     timeout_s: float
+    relay: Callable[[dict[str, Any]], dict[str, Any]] | None = field(default=None, compare=False, repr=False)
 
     def client(self) -> Any:
+        if self.relay is not None:
+            from engine.worlds.remote_relay import relay_client
+
+            return relay_client(self)
         from engine.outbound import http_client
 
         return http_client(timeout_s=self.timeout_s, headers=dict(self.headers))

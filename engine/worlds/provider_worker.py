@@ -6,13 +6,19 @@ helper_loop's lockdown (no processes, network, file writes, ctypes or other proc
 empty environment. A pooled helper answers ``claims`` and ``prepare``; an episode's world lives in a helper of
 its own, opened once (``open``), then asked for tool calls and the state until it is killed.
 
-Request:  {"op": "claims" | "prepare" | "open" | "call" | "state", "timeout_seconds": float, and per op
-           "task" (prompt, tools, verifier, server), "options" (tool_seconds, reset_tries), "seed",
-           "tool", "arguments"}
+Request:  {"op": "claims" | "prepare" | "open" | "call" | "state" | "list_tools", "timeout_seconds": float, and
+           per op "task" (prompt, tools, verifier, server), "options" (tool_seconds, reset_tries), "seed",
+           "tool", "arguments"; list_tools: "name", "endpoint" (url, timeout_s)}
 Response: {"claims": bool} | {"name"} (prepare) | {"name", "messages", "tools", "environment", "world_seed"}
-          (open) | {"status", "content", "latency_ms"} (call) | {"state"} | {"missing", "world"} (WorldMissing)
-          | {"failed"} (WorldFailed, or the provider crashed) | {"error"} (no world open, a state that cannot
-          be read) | {"timeout"} when the request ran out of time
+          (open) | {"status", "content", "latency_ms"} (call) | {"state"} | {"tools"} | {"missing", "world"}
+          (WorldMissing) | {"unavailable", "reason"} (RemoteUnavailable) | {"failed"} (WorldFailed, or the
+          provider crashed) | {"error"} (no world open, a state that cannot be read) | {"timeout"} when the
+          request ran out of time
+
+A provider of a remote protocol reaches its server through the host: in an episode (its server's ``endpoint``
+in the task) and a listing of tools, its client's requests are questions to the host
+(engine/worlds/remote_relay.py, ``helper_loop.ask_host``), whose own code makes them to the registered server
+alone.
 """
 
 from __future__ import annotations
@@ -21,7 +27,6 @@ import contextlib
 import json
 import os
 import sys
-from typing import NoReturn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -39,30 +44,36 @@ def _load() -> None:
     from importlib import metadata
 
     _state["provider"] = metadata.EntryPoint(name="provider", value=sys.argv[2], group=GROUP).load()
-
-
-def _unavailable(*args: object) -> NoReturn:
-    raise RuntimeError("a remote server's connection is not lent to an installed provider's helper")
+    if getattr(_state["provider"], "remote", None) is not None:
+        from engine.worlds import remote_relay  # noqa: F401 - imported with the provider, before any request
 
 
 def _task(raw: dict):
-    from engine.worlds.provider import RemoteServer, WorldTask
+    from engine.worlds.provider import WorldTask
 
     server = raw.get("server")
+    if server is not None:
+        from engine.worlds.remote_relay import helper_server
+
+        server = helper_server(server, helper_loop.ask_host)
     return WorldTask(
         prompt=raw.get("prompt") or [],
         tools=raw.get("tools") or [],
         verifier=raw.get("verifier") or {},
-        server=None
-        if server is None
-        else RemoteServer(
-            name=str(server["name"]),
-            protocol=str(server["protocol"]),
-            client_config=_unavailable,
-            session_slot=_unavailable,
-            tools_guard=_unavailable,
-        ),
+        server=server,
     )
+
+
+def _list_tools(request: dict) -> dict:
+    """The tools a server of the provider's protocol offers, listed by the provider through the host's relay."""
+    from engine.worlds.remote_relay import relayed_endpoint
+
+    remote = _state["provider"].remote
+    endpoint = relayed_endpoint(str(request["name"]), request["endpoint"], helper_loop.ask_host)
+    try:
+        return {"tools": remote.list_tools(endpoint)}
+    except Exception as error:  # noqa: BLE001 - the provider's client failed: the check's answer
+        return {"failed": f"{type(error).__name__}: {str(error)[:300]}"}
 
 
 def _options(raw: dict):
@@ -107,6 +118,8 @@ def _answer(op: str, request: dict) -> dict:
         return {"name": str(worlds.name)}
     if op == "open":
         return _open(request)
+    if op == "list_tools":
+        return _list_tools(request)
     if op == "call":
         return _call(request)
     if op == "state":
@@ -118,12 +131,15 @@ def _answer(op: str, request: dict) -> dict:
 
 def evaluate(request: dict) -> dict:
     """Answer one request; the provider's errors become answers, never the helper's end."""
+    from engine.episodes.remote_mcp import RemoteUnavailable
     from engine.worlds.provider import WorldFailed, WorldMissing
 
     try:
         response = _answer(str(request.get("op")), request)
         json.dumps(response)
         return response
+    except RemoteUnavailable as unavailable:
+        return {"unavailable": str(unavailable), "reason": str(unavailable.reason)}
     except WorldMissing as missing:
         return {"missing": str(missing), "world": str(missing.world)}
     except WorldFailed as failed:
@@ -137,7 +153,7 @@ def _timed_out(request: dict) -> dict:
 
 
 def main() -> None:
-    helper_loop.serve(evaluate, load=_load, timed_out=_timed_out, lockdown=True)
+    helper_loop.serve(evaluate, load=_load, timed_out=_timed_out, lockdown=True, lock_load=True)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ Built-in providers are registered by name (``BUILTIN_PROVIDERS``: a module of en
 provider object in it), in the order they are asked whether they claim a task. Installed packages declare
 theirs under the entry point group ``passband.environments`` (the entry point's name is the provider's name,
 its value names a ``WorldProvider`` object); they are asked after the built-ins, so no package can take a
-built-in's tasks. Built-ins run in this process (they are Passband's own code); an installed provider is
+built-in's tasks. Built-ins run in this process (they are Passband's own code); an installed provider's package
+is never imported here: its declaration is read in a helper process (engine/declarations.py), and it is
 registered as the isolating proxy of engine/worlds/isolated.py, so its ``claims``, ``prepare`` and worlds run
 in helper processes, never in a worker or web process. The same group declares tool-environment plug-ins (an
 entry point naming a module or a stateful class, engine/episodes/plugins.py): those are the built-in
@@ -17,12 +18,13 @@ from __future__ import annotations
 
 import functools
 import importlib
+import json
 import logging
 from collections.abc import Iterable
 from importlib import metadata
-from types import ModuleType
 
-from engine.registry import Refused, Registry, installed_entry_points
+from engine import declarations
+from engine.registry import Refused, Registry, RegistryError, installed_entry_points
 from engine.worlds.isolated import isolated
 from engine.worlds.provider import (
     RemoteProtocol,
@@ -47,15 +49,35 @@ BUILTIN_PROVIDERS = (
 )
 
 
+class _ToolEnvironment:
+    """What an entry point naming a module (or a stateful environment class) declares: a tool-environment
+    plug-in, the `plugin` provider's (engine/episodes/plugins.py), passed by here."""
+
+
 def _plugin_environment(loaded: object) -> bool:
-    # A module (or a stateful environment class) under the group is a tool-environment plug-in, the `plugin`
-    # provider's (engine/episodes/plugins.py).
-    return isinstance(loaded, (ModuleType, type))
+    return isinstance(loaded, _ToolEnvironment)
 
 
-# One proxy per declared provider and source: a registry built again (``refresh``) hands out the same object,
-# and its helpers, as entry points hand out the same declared one.
+# One provider per declaration, and one proxy per declared provider and source: a registry built again
+# (``refresh``) hands out the same object, and its helpers.
+_DECLARED: dict[str, WorldProvider] = {}
 _PROXIES: dict[tuple[int, str], tuple[WorldProvider, WorldProvider]] = {}
+
+
+def _declared(entry_point: metadata.EntryPoint) -> object:
+    """What an installed entry point declares, read in a helper process: its package is never imported here."""
+    try:
+        answer = declarations.declared(GROUP, entry_point)
+    except declarations.DeclarationRefused as refused:
+        raise RegistryError(refused.naming(entry_point.value)) from None
+    if "environment" in answer:
+        return _ToolEnvironment()
+    if "provider" not in answer:
+        raise RegistryError(f"{entry_point.value} is not a world provider (its helper declared another object)")
+    key = json.dumps([entry_point.value, answer["provider"]], sort_keys=True)
+    if key not in _DECLARED:
+        _DECLARED[key] = declarations.provider_from(answer["provider"])
+    return _DECLARED[key]
 
 
 def _isolated(loaded: WorldProvider, source: str) -> WorldProvider:
@@ -69,12 +91,18 @@ def build(entry_points: Iterable[metadata.EntryPoint] | None = None) -> Registry
     """A registry with every built-in provider, then the installed ones (``entry_points``, default: those of
     the ``passband.environments`` group)."""
     built: Registry[WorldProvider] = Registry(
-        what="world provider", problems=provider_problems, skip=_plugin_environment, installed=_isolated
+        what="world provider",
+        problems=provider_problems,
+        skip=_plugin_environment,
+        installed=_isolated,
+        load=_declared,
     )
     for module_name, attribute in BUILTIN_PROVIDERS:
         module = importlib.import_module(f"engine.worlds.providers.{module_name}")
         built.register(getattr(module, attribute), source=f"{module.__name__}:{attribute}")
-    built.load_entry_points(installed_entry_points(GROUP) if entry_points is None else entry_points)
+    installed = installed_entry_points(GROUP) if entry_points is None else list(entry_points)
+    declarations.read(GROUP, installed)  # a few helpers at a time, once per process
+    built.load_entry_points(installed)
     return built
 
 

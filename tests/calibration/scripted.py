@@ -4,6 +4,7 @@ with a pass rate chosen per task, from the request's seed, so outcome streams ar
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 import re
 from collections.abc import Iterator
@@ -57,6 +58,28 @@ def answers_every_task(environment, *, question: re.Pattern, asked=lambda conten
         for task in Task.objects.filter(environment=environment).select_related("current_version")
     }
     return lambda prompt_text, seed: reply.format(answer=answers[question.search(prompt_text).group(1)])
+
+
+def calls_then_done(solutions: dict[str, list[dict]]):
+    """A model that answers a task's first turn with its tool calls (``solutions``: the task's key, as the prompt
+    writes it in brackets, to its calls), every later turn with "Done."."""
+
+    def respond(prompt_text: str, seed: int) -> str:
+        if prompt_text.count("<assistant>") > 1:
+            return "Done."
+        key = next(key for key in solutions if f"[{key}]" in prompt_text)
+        return "".join(f"<tool_call>{json.dumps(call)}</tool_call>" for call in solutions[key])
+
+    return respond
+
+
+def observed_tools(rollout) -> dict[str, str]:
+    """What each tool the rollout's episode called answered (its name -> the observation's content)."""
+    return {
+        observation["name"]: observation["content"]
+        for turn in rollout.episode["turns"]
+        for observation in turn.get("observations", [])
+    }
 
 
 def cannot_say(prompt_text: str, seed: int) -> str:

@@ -14,7 +14,7 @@ from django.conf import settings
 from calibration.models import Calibration, Outcome, Rollout
 from curation.services import environment_create
 from engine.worlds import registry as worlds
-from tests.calibration.scripted import probe_through_a_worker
+from tests.calibration.scripted import observed_tools, probe_through_a_worker
 from tests.factories import import_tasks
 from tests.support import hostile_worlds
 from tests.support.workers import flush_broker, running_worker, test_database_url
@@ -78,11 +78,7 @@ def test_a_hostile_installed_world_cannot_reach_the_worker_and_its_crash_is_the_
     secrets = [settings.SECRET_KEY, test_database_url(), settings.CELERY_BROKER_URL]
     for rollout in by_task["escape"]:
         assert rollout.outcome == Outcome.PASS, rollout.detail  # the world itself still works
-        observed = {
-            observation["name"]: observation["content"]
-            for turn in rollout.episode["turns"]
-            for observation in turn.get("observations", [])
-        }
+        observed = observed_tools(rollout)
         assert observed["hostile_write"].startswith("refused: Forbidden: writing files")
         assert observed["hostile_socket"].startswith("refused: Forbidden: socket")
         assert "refused: Forbidden: reading another process's /proc" in observed["hostile_secrets"]

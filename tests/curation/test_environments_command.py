@@ -152,17 +152,21 @@ def test_install_puts_a_plugins_own_packages_on_this_host_and_a_failure_fails_th
     status, out = run("sheet")
     assert status == 0
     assert "  dependencies (installed beside Passband): pandas" in out
+    lock = f"requirements.lock, lock sha256 {sheet.lock.sha256[:12]}"
     assert (
-        "  own packages (requirements.lock): texttable==1.7.0: not installed on this host yet (a worker installs it "
+        f"  own packages ({lock}): texttable==1.7.0: not installed on this host yet (a worker installs it "
         "on first use; --install)" in out
     )
+    assert "    texttable==1.7.0  sha256 72227d592c82" in out.splitlines()  # the wheel's hash, as the lock pins it
+    packages = json.loads(run("--json", "sheet")[1])["plugins"][0]["packages"]["lock"]["packages"]
+    assert packages == [{"name": "texttable", "version": "1.7.0", "hashes": ["72227d592c82"]}]
     status, out = run("--install", "sheet")
     assert status == 1 and "  install: FAILED: pip could not install requirements.lock (texttable==1.7.0): " in out
     assert package_environments.installed_site(sheet.lock) is None
     monkeypatch.setenv("PIP_FIND_LINKS", str(SHEET_WHEELS))
     status, out = run("--install", "sheet")
     site = package_environments.installed_site(sheet.lock)
-    assert status == 0 and site is not None and f"  own packages (requirements.lock): texttable==1.7.0: {site}" in out
+    assert status == 0 and site is not None and f"  own packages ({lock}): texttable==1.7.0: {site}" in out
 
 
 @pytest.mark.django_db

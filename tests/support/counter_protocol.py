@@ -14,8 +14,8 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -88,8 +88,13 @@ class CounterSession:
 
 @dataclass
 class CounterWorlds:
+    """A task's sessions of its server: ``session(endpoint=, seed=, environment=)`` opens one (the ``World``), whose
+    tools are ``tools``."""
+
     task: WorldTask
     name: str = NAME
+    tools: list[dict[str, Any]] = field(default_factory=lambda: TOOL_SCHEMAS)
+    session: Callable[..., Any] = CounterSession
 
     @contextlib.contextmanager
     def episode(self, *, seed: int) -> Iterator[EpisodeWorld]:
@@ -97,11 +102,15 @@ class CounterWorlds:
         assert server is not None
         world_seed = int(self.task.verifier.get("seed") or 0)
         with server.session_slot():
-            world = CounterSession(endpoint=server.client_config(), seed=world_seed)
+            world = self.session(endpoint=server.client_config(), seed=world_seed, environment=self.name)
             try:
-                server.tools_guard(TOOL_SCHEMAS, ())
+                server.tools_guard(self.tools, ())
                 yield EpisodeWorld(
-                    world=world, messages=self.task.prompt, tools=TOOL_SCHEMAS, environment=NAME, world_seed=world_seed
+                    world=world,
+                    messages=self.task.prompt,
+                    tools=self.tools,
+                    environment=self.name,
+                    world_seed=world_seed,
                 )
             finally:
                 world.close()
@@ -128,7 +137,7 @@ PROVIDER = WorldProvider(
 # -- the server ----------------------------------------------------------------------------------------
 
 
-def _handler(sessions: dict[str, int]) -> type[BaseHTTPRequestHandler]:
+def _handler(sessions: dict[str, int], seen: list[dict[str, str]]) -> type[BaseHTTPRequestHandler]:
     numbers = itertools.count(1)
 
     class Handler(BaseHTTPRequestHandler):
@@ -147,6 +156,7 @@ def _handler(sessions: dict[str, int]) -> type[BaseHTTPRequestHandler]:
             return json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
 
         def do_GET(self) -> None:
+            seen.append(dict(self.headers))
             if self.path == "/tools":
                 return self._reply(200, TOOL_SCHEMAS)
             session = self.path.removeprefix("/sessions/").removesuffix("/state")
@@ -156,6 +166,7 @@ def _handler(sessions: dict[str, int]) -> type[BaseHTTPRequestHandler]:
             return self._reply(404, {"error": "no such session"})
 
         def do_POST(self) -> None:
+            seen.append(dict(self.headers))
             body = self._body()
             if self.path == "/sessions":
                 session = str(next(numbers))
@@ -174,9 +185,9 @@ def _handler(sessions: dict[str, int]) -> type[BaseHTTPRequestHandler]:
 
 
 @contextlib.contextmanager
-def serve_counter_http() -> Iterator[str]:
-    """A counter-http server on 127.0.0.1 for the block; its URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler({}))
+def serve_counter_http(seen: list[dict[str, str]] | None = None) -> Iterator[str]:
+    """A counter-http server on 127.0.0.1 for the block; its URL. ``seen`` gets each request's headers."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler({}, seen if seen is not None else []))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

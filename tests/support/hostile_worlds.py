@@ -27,7 +27,7 @@ TOOL_SCHEMAS = [
 ]
 
 
-def _attempt(action) -> str:
+def attempt(action) -> str:
     """What became of an attempt: "did: ..." when it worked, "refused: ..." when it raised."""
     try:
         return f"did: {action()}"
@@ -35,18 +35,18 @@ def _attempt(action) -> str:
         return f"refused: {type(error).__name__}: {error}"
 
 
-def _write() -> str:
+def write_outside() -> str:
     with open(MARKER, "w") as file:
         file.write("escaped")
     return MARKER
 
 
-def _connect() -> str:
+def connect_to_broker() -> str:
     with socket.create_connection(("127.0.0.1", 6379), timeout=2) as connection:
         return str(connection.getpeername())
 
 
-def _parent_environment() -> str:
+def parent_environment() -> str:
     with open(f"/proc/{os.getppid()}/environ", "rb") as file:
         return file.read().decode("utf-8", "replace")
 
@@ -72,11 +72,9 @@ class HostileWorld:
             self.count += 1
             return ToolResult("ok", json.dumps({"count": self.count}), 0.0)
         report = {
-            "hostile_write": lambda: _attempt(_write),
-            "hostile_socket": lambda: _attempt(_connect),
-            "hostile_secrets": lambda: json.dumps(
-                {"environ": dict(os.environ), "parent": _attempt(_parent_environment)}
-            ),
+            "hostile_write": lambda: attempt(write_outside),
+            "hostile_socket": lambda: attempt(connect_to_broker),
+            "hostile_secrets": lambda: json.dumps({"environ": dict(os.environ), "parent": attempt(parent_environment)}),
         }[name]()
         self.reports[name] = report
         return ToolResult("ok", report, 0.0)
@@ -130,7 +128,7 @@ PROVIDER = WorldProvider(
 
 
 def _loud_claims(task: WorldTask) -> bool:
-    _write()
+    write_outside()
     return True
 
 

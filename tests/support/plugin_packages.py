@@ -21,13 +21,23 @@ def example_installed(monkeypatch, tmp_path: Path, name: str, entry_points: dict
     discovery refreshed (refresh it again when done). Returns the PYTHONPATH a worker needs to see it."""
     from engine.episodes import plugins
 
-    example, site = EXAMPLES / name, tmp_path / "site"
-    info = site / f"{name.replace('-', '_')}-0.1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
-    declared = "".join(f"{entry} = {value}\n" for entry, value in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[{plugins.GROUP}]\n{declared}")
-    for folder in (example, site):
-        monkeypatch.syspath_prepend(str(folder))
+    example = EXAMPLES / name
+    monkeypatch.syspath_prepend(str(example))
+    site = declared_installed(monkeypatch, tmp_path, name, entry_points)
     plugins.refresh()
     return f"{site}:{example}:{EXAMPLES.parents[1]}"
+
+
+def declared_installed(monkeypatch, tmp_path: Path, distribution: str, entry_points: dict[str, str]) -> Path:
+    """A dist-info of `distribution` declaring `entry_points` (name -> "module[:attribute]") under the environments'
+    entry point group, on a folder of its own under `tmp_path` put on this process's path, as installing the
+    package would; the folder (with the checkout, the PYTHONPATH a worker needs to see it). Refresh the registry
+    that reads the group before and after."""
+    site = tmp_path / "site"
+    info = site / f"{distribution.replace('-', '_')}-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 0.1.0\n")
+    declared = "".join(f"{entry} = {value}\n" for entry, value in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[passband.environments]\n{declared}")
+    monkeypatch.syspath_prepend(str(site))
+    return site

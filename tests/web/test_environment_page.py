@@ -1,5 +1,6 @@
 """An environment's page says where its tool worlds come from (plug-in, package, version) and lists their
-tools; a task naming a plug-in that is not installed gets an error that lists the installed ones."""
+tools and a plug-in's own packages (its lock: versions, hash prefixes, whether installed on this host); a task
+naming a plug-in that is not installed gets an error that lists the installed ones."""
 
 import io
 
@@ -8,8 +9,10 @@ from django.urls import reverse
 
 from curation.models import Task, TaskVersion
 from curation.services import environment_create
+from engine.episodes import plugin_packages, plugins
 from engine.episodes.backoffice_tasks import backoffice_tasks
 from tests.factories import import_tasks
+from tests.support.plugin_packages import example_installed, offline_packages_env
 
 pytestmark = pytest.mark.django_db
 
@@ -205,3 +208,35 @@ def test_tasks_from_a_verifiers_taskset_show_the_taskset_and_its_package(client,
     version = metadata.version("vf-word-arithmetic")
     assert "<td><code>verifiers_reward</code></td><td><code>vf-word-arithmetic</code></td>" in table
     assert f"vf-word-arithmetic {version}</td>" in " ".join(table.split()).replace(" </td>", "</td>")
+
+
+@pytest.fixture
+def sheet_installed(tmp_path, monkeypatch):
+    """The example `sheet` plug-in (tests/plugins/passband-example-sheet, REQUIREMENTS = "requirements.lock")
+    installed as a package is, its lock installable from the wheel beside it into a package cache of the test's."""
+    for name, value in offline_packages_env(tmp_path / "package-cache").items():
+        monkeypatch.setenv(name, value)
+    example_installed(monkeypatch, tmp_path, "passband-example-sheet", {"sheet": "passband_sheet:SheetWorld"})
+    yield plugins.get("sheet")
+    plugins.refresh()
+
+
+def test_a_plugins_own_packages_show_their_versions_hashes_and_whether_installed_here(client, alice, sheet_installed):
+    checks = [{"table": "cells", "where": {"id": "B1"}, "expect": {"value": 42}}]
+    verifier = {"kind": "state_check", "environment": "sheet", "seed": 1, "checks": checks}
+    environment_create(name="sheets", domain="workflow", default_verifier=verifier)
+    client.force_login(alice)
+    page = client.get(reverse("environment_detail", args=["sheets"])).content.decode()
+    assert 'id="world-sheet"' in page and 'id="lock-sheet"' in page
+    assert (
+        f'<code>requirements.lock</code> <span class="muted">sha256 {sheet_installed.lock.sha256[:12]}</span>' in page
+    )
+    # texttable, pinned to the sha256 of its wheel (tests/plugins/passband-example-sheet/passband_sheet/requirements.lock)
+    assert "<tr><td><code>texttable</code></td><td>1.7.0</td><td><code>72227d592c82</code></td></tr>" in page
+    assert "Its tools also use, from beside Passband: pandas." in page
+    assert "not installed on this host yet" in page and "manage.py environments --install sheet" in page
+
+    plugin_packages.install(sheet_installed)  # as a worker does on first use
+    page = client.get(reverse("environment_detail", args=["sheets"])).content.decode()
+    assert '<span class="status">installed on this host</span>' in page
+    assert "not installed on this host yet" not in page and "--install" not in page

@@ -6,7 +6,6 @@ from curation.management.commands._registries import origin, registries_lines, r
 from curation.selectors import plugin_task_seeds
 from engine.episodes import plugin_packages, plugins
 from engine.episodes.plugin_check import plugin_check, plugin_seeds_check
-from engine.sandbox import package_environments
 
 
 class Command(BaseCommand):
@@ -126,15 +125,12 @@ def _packages(plugin: plugins.Plugin, *, install: bool) -> dict:
     packages: dict = {"dependencies": list(plugin.dependencies), "lock": None}
     if plugin.lock is None:
         return packages
-    lock = plugin.lock
-    packages["lock"] = {"file": lock.path.name, "sha256": lock.sha256, "requirements": list(lock.requirements)}
     if install:
         try:
             plugin_packages.install(plugin)
         except plugin_packages.InstallFailed as error:
             packages["error"] = str(error)
-    site = package_environments.installed_site(lock)
-    packages["lock"]["installed_at"] = str(site) if site is not None else None
+    packages["lock"] = plugin_packages.lock_report(plugin)
     return packages
 
 
@@ -144,7 +140,12 @@ def _packages_lines(packages: dict) -> list[str]:
     lock = packages["lock"]
     if lock is not None:
         where = lock["installed_at"] or "not installed on this host yet (a worker installs it on first use; --install)"
-        lines.append(f"own packages ({lock['file']}): {', '.join(lock['requirements'])}: {where}")
+        listed = ", ".join(lock["requirements"])
+        lines.append(f"own packages ({lock['file']}, lock sha256 {lock['sha256'][:12]}): {listed}: {where}")
+        lines += [
+            f"  {package['name']}=={package['version']}  sha256 {', '.join(package['hashes'])}"
+            for package in lock["packages"]
+        ]
     if packages.get("error"):
         lines.append(f"install: FAILED: {packages['error']}")
     return lines
