@@ -3,14 +3,15 @@ campaign's estimate error, and the rate and time-left error once a tenth of the 
 
 Each run registers a new probe model on an OpenAI-compatible test server slowed to a known rate (a fixed
 seconds per request; answers ending with probability `--eos` per token), probes an environment with it
-(the first estimate: no measured speed), then probes it again (the second estimate: measured here). A
+(the first estimate: no measured speed), then probes it again (the second estimate: measured here); beside
+each estimate, as a same-run baseline, the one before it (an adaptive probe's every task to the cap). A
 first run warms the process up and is not counted. Campaigns run in this process, on a SQLite file in a
 temporary folder, so it fits 2 cores: one item after another (campaign_run_inline, the same rounds the
 workers run) or `--concurrency` items at once in threads, as that many workers would. A thread reads the
 campaign page's figures every `--poll` seconds, at moments unrelated to the rounds, with the estimator
-(calibration/selectors/pace.py) and, as same-run baselines, the one before it (_before_pace: the last burst
-counted while still open, adaptive time left from the shares of decided items) and the one before bursts
-(_old_pace). ESTIMATES_DIAGNOSE=1 prints, at each campaign's first time left, the rollouts left and the rate
+(calibration/selectors/pace.py) and, as same-run baselines, the one before it (_before_pace: the rollouts after
+the first closed burst over the time between the first and last closed bursts' ends, rather than a slope fitted
+through every store) and the one before bursts (_old_pace). ESTIMATES_DIAGNOSE=1 prints, at each campaign's first time left, the rollouts left and the rate
 against what followed.
 `--policy adaptive` answers task i right with probability i/(tasks-1), so adaptive stopping drops tasks.
 
@@ -64,10 +65,10 @@ def _old_pace(campaign, *, now) -> tuple[float | None, float | None]:
 
 
 def _before_pace(campaign, *, now) -> tuple[float | None, float | None, bool]:
-    """The estimator before this one, kept as the baseline (same moments, same rows): the rate over every
-    burst, the last one counted even while its round's other jobs are still storing into it, and time left
-    from the shares of decided items that went on (an upper bound until an item is decided at a round
-    ahead), never less than the most rounds an open item still runs. Returns (rate, time left, is a bound)."""
+    """The estimator before this one, kept as the baseline (same moments, same rows): the rollouts stored after
+    the window's first closed burst over the time from its end to the end of the last closed one (a round split
+    into two bursts, or a straggler, moves that window's ends), time left as now (the stopping rule per task).
+    Returns (rate, time left, is a bound)."""
     from django.db.models import Count, Min, Sum
 
     from calibration.models import Rollout
@@ -83,16 +84,24 @@ def _before_pace(campaign, *, now) -> tuple[float | None, float | None, bool]:
     for row in rows:
         stores[row["created_at"]] = stores.get(row["created_at"], 0) + row["count"]
     round_seconds = pace._round_seconds(rows)
-    bursts = [(end, n) for _, end, n in pace._bursts(list(stores.items()), min_gap_seconds=0.25 * round_seconds)]
+    min_gap = pace.BURST_SHARE * round_seconds
+    bursts = pace._bursts(list(stores.items()), min_gap_seconds=min_gap)
+    last_store = bursts[-1][1] if bursts else now
+    if bursts and (now - bursts[-1][0]).total_seconds() < min_gap:
+        bursts = bursts[:-1]
     if rows and rows[0]["created_at"] == Rollout.objects.filter(campaign=campaign).aggregate(m=Min("created_at"))["m"]:
         bursts = bursts[1:]
-    since = (now - bursts[-1][0]).total_seconds() if bursts else 0.0
-    rate = pace._rate(bursts, since_store=since, min_span_seconds=round_seconds)
-    if rate is None:
+    ends = [(end, n) for _, end, n in bursts]
+    if len(ends) < 2:
         return None, None, False
-    shares = pace.rollouts_left_by_shares(campaign=campaign)
-    eta = max(60 * shares.rollouts / rate, shares.rounds * round_seconds) if shares.rollouts else 0.0
-    return rate, eta, shares.is_bound
+    span = (ends[-1][0] - ends[0][0]).total_seconds()
+    if span <= 0 or span < round_seconds:
+        return None, None, False
+    stalled = max((now - last_store).total_seconds() - span / (len(ends) - 1), 0.0)
+    rate = sum(n for _, n in ends[1:]) / ((span + stalled) / 60)
+    left = pace.rollouts_left(campaign=campaign)
+    eta = max(60 * left.rollouts / rate, left.rounds * round_seconds) if left.rollouts else 0.0
+    return rate, eta, left.is_bound
 
 
 def _watch(campaign, stop: threading.Event, samples: list, poll_s: float) -> None:
@@ -201,7 +210,16 @@ def _errors(samples: list, *, finished: float, stored: int, columns: tuple[int, 
 def _campaign(services, selectors, *, environment, model, user, tasks: int, options) -> dict:
     """Run one campaign; its actual seconds and cost, and what both estimators showed from a tenth of its
     rollouts stored on (errors against what actually followed)."""
+    from curation.models import Task
+
+    versions = list(Task.objects.filter(environment=environment).values_list("current_version", flat=True))
     estimate = selectors.probe_estimate(
+        probe_model=model, tasks=tasks, rollouts=options.rollouts, max_new_tokens=model.max_new_tokens,
+        policy=options.policy, environment=environment, task_versions=versions,
+        round_size=options.round_size or options.rollouts,
+    )  # fmt: skip
+    # The estimate before this one, as a same-run baseline: every task to the cap.
+    capped = selectors.probe_estimate(
         probe_model=model, tasks=tasks, rollouts=options.rollouts, max_new_tokens=model.max_new_tokens
     )
     campaign = services.campaign_start(
@@ -224,6 +242,8 @@ def _campaign(services, selectors, *, environment, model, user, tasks: int, opti
     kwargs = {"finished": finished, "stored": actual["stored"]}
     return {
         "estimate": estimate,
+        "capped": capped,
+        "stored": actual["stored"],
         "seconds": finished - started,
         "cost": actual["cost"],
         "new": _errors(samples, columns=(2, 3, 4), **kwargs),
@@ -246,6 +266,10 @@ def _respond(tasks: int):
         return str(task + run) if right else "no idea"
 
     return respond
+
+
+def _held(bounds: tuple[float, float], actual: float) -> bool:
+    return bounds[0] <= actual <= bounds[1]
 
 
 def _percent(value: float | None) -> str:
@@ -332,10 +356,17 @@ def main() -> None:
         low_s, high_s = first["estimate"]["seconds_range"]
         low_c, high_c = first["estimate"]["cost_range"]
         row = {
-            "time_held": low_s <= first["seconds"] <= high_s,
-            "cost_held": low_c <= first["cost"] <= high_c,
+            "time_held": _held((low_s, high_s), first["seconds"]),
+            "cost_held": _held((low_c, high_c), first["cost"]),
             "second_time_error": abs(second["estimate"]["seconds"] - second["seconds"]) / second["seconds"],
             "second_cost_error": abs(second["estimate"]["cost_usd"] - second["cost"]) / second["cost"],
+            "capped_time_error": abs(second["capped"]["seconds"] - second["seconds"]) / second["seconds"],
+            "capped_cost_error": abs(second["capped"]["cost_usd"] - second["cost"]) / second["cost"],
+            "capped_time_held": _held(first["capped"]["seconds_range"], first["seconds"]),
+            "capped_cost_held": _held(first["capped"]["cost_range"], first["cost"]),
+            "rollouts_error": [
+                abs(c["estimate"]["expected_rollouts"] - c["stored"]) / c["stored"] for c in (first, second)
+            ],
             "campaigns": (first, second),
         }
         rows.append(row)
@@ -343,7 +374,10 @@ def main() -> None:
             f"run {run}: {latency:.2f} s/request · first {first['seconds']:.1f} s in [{low_s:.1f}, {high_s:.1f}] "
             f"{'held' if row['time_held'] else 'MISSED'}, ${first['cost']:.5f} in [{low_c:.5f}, {high_c:.5f}] "
             f"{'held' if row['cost_held'] else 'MISSED'} · second: time error {_percent(row['second_time_error'])}, "
-            f"cost error {_percent(row['second_cost_error'])} · from a tenth, new (old): "
+            f"cost error {_percent(row['second_cost_error'])} (every task to the cap: "
+            f"{_percent(row['capped_time_error'])}, {_percent(row['capped_cost_error'])}); expected rollouts "
+            f"{first['estimate']['expected_rollouts']:.0f} vs {first['stored']}, "
+            f"{second['estimate']['expected_rollouts']:.0f} vs {second['stored']} · from a tenth, new (old): "
             + "; ".join(_at_a_tenth(c) for c in (first, second)),
             flush=True,
         )
@@ -356,6 +390,11 @@ def main() -> None:
         f"\nfirst estimate's range held the time in {sum(r['time_held'] for r in rows)}/{len(rows)} runs and the cost "
         f"in {sum(r['cost_held'] for r in rows)}/{len(rows)}; second campaign's estimate error: time "
         f"{_summary([r['second_time_error'] for r in rows])}, cost {_summary([r['second_cost_error'] for r in rows])}"
+        f"; the expected rollouts' error, first campaigns {_summary([r['rollouts_error'][0] for r in rows])}, second "
+        f"{_summary([r['rollouts_error'][1] for r in rows])}\nthe estimate before (every task to the cap), same runs: "
+        f"first range held the time in {sum(r['capped_time_held'] for r in rows)}/{len(rows)} runs and the cost in "
+        f"{sum(r['capped_cost_held'] for r in rows)}/{len(rows)}; second campaign's error: time "
+        f"{_summary([r['capped_time_error'] for r in rows])}, cost {_summary([r['capped_cost_error'] for r in rows])}"
     )
     for estimator in ("new", "before", "old"):
         held = [c[estimator]["bound_held"] for c in campaigns if c[estimator].get("bound_held") is not None]

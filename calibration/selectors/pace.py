@@ -43,10 +43,10 @@ class Pace:
 def campaign_pace(*, campaign: Campaign) -> Pace:
     """The rate and time left of a running campaign (anything else: unknown).
 
-    The rate counts the rollouts stored after the window's first burst over the time from the end of
-    that burst to the end of the last one (the campaign's own first burst never anchors it: the gap
-    after it holds the warm-up); a pause longer than the bursts' usual gap since the last one stretches
-    that time (a stall slows the rate). Under two bursts, or over less than one round: unknown. The
+    The rate is fitted over the stores of the window's closed bursts (_fitted_rate; the campaign's own first
+    burst left out: the gap after it holds the warm-up); a pause longer than the bursts' usual gap since the
+    last one stretches its time (a stall slows the rate). Under two bursts, or over less than one round:
+    unknown. The
     time left is the open items' expected rollouts (rollouts_left) at that rate, but never less than the
     rounds the slowest open item is expected to run one after another (the tail, where few tasks keep the workers
     busy). One round's seconds (_round_seconds) also set how close stores must be to be one burst."""
@@ -85,8 +85,10 @@ def measured_rate(*, campaign: Campaign) -> tuple[float | None, float, int]:
     if rows and rows[0]["created_at"] == first_ever:
         # The campaign's first gap holds its warm-up (connections, verifier processes, caches), not its pace.
         bursts = bursts[1:]
-    rate = _rate([(end, rollouts) for _, end, rollouts in bursts], since_store=(now - last_store).total_seconds(),
-                 min_span_seconds=round_seconds)  # fmt: skip
+    measured = [(instant, n) for instant, n in stores.items() if bursts and bursts[0][0] <= instant <= bursts[-1][1]]
+    in_first = sum(1 for instant, _ in measured if bursts and instant <= bursts[0][1])
+    rate = _fitted_rate(measured, first_burst=in_first, bursts=len(bursts),
+                        since_store=(now - last_store).total_seconds(), min_span_seconds=round_seconds)  # fmt: skip
     return rate, round_seconds, len(bursts)
 
 
@@ -120,18 +122,34 @@ def _bursts(stores: list[tuple[datetime, int]], *, min_gap_seconds: float) -> li
     return bursts
 
 
-def _rate(bursts: list[tuple[datetime, int]], *, since_store: float, min_span_seconds: float) -> float | None:
-    """Rollouts per minute after the first burst, or None under two bursts or a span under
-    `min_span_seconds` (less than one round: concurrent jobs' stores, not yet a pace). `since_store`: the
-    seconds since the last store (an open burst's too), beyond the bursts' usual gap a stall."""
-    if len(bursts) < 2:
+def _fitted_rate(
+    stores: list[tuple[datetime, int]], *, first_burst: int, bursts: int, since_store: float, min_span_seconds: float
+) -> float | None:
+    """Rollouts per minute: the least-squares slope of the rollouts stored since the first burst against time,
+    over `stores` (instant, rollouts; oldest first; `bursts` bursts of them, the first `first_burst` stores the
+    first burst, which anchors the count at 0: its rollouts were generated before the window). A round's
+    jobs that do not finish together (a round split into two bursts, a straggler) move a few points, not the
+    window's ends, so the rate follows whole rounds. None under two bursts or a span under `min_span_seconds`
+    (less than one round: concurrent jobs' stores, not yet a pace). `since_store`: the seconds since the last
+    store (an open burst's too), beyond the bursts' usual gap a stall that stretches the time."""
+    if bursts < 2 or len(stores) <= first_burst:
         return None
-    span = (bursts[-1][0] - bursts[0][0]).total_seconds()
+    first = stores[0][0]
+    # From the end of the first burst, as the rollouts counted are those stored after it.
+    span = (stores[-1][0] - stores[max(first_burst - 1, 0)][0]).total_seconds()
     if span <= 0 or span < min_span_seconds:
         return None
-    usual_gap = span / (len(bursts) - 1)
-    stalled = max(since_store - usual_gap, 0.0)
-    return sum(rollouts for _, rollouts in bursts[1:]) / ((span + stalled) / 60)
+    seconds = [(instant - first).total_seconds() for instant, _ in stores]
+    stored = [0] * first_burst
+    for _, rollouts in stores[first_burst:]:
+        stored.append((stored[-1] if stored else 0) + rollouts)
+    mean_seconds, mean_stored = statistics.fmean(seconds), statistics.fmean(stored)
+    spread = sum((x - mean_seconds) ** 2 for x in seconds)
+    slope = sum((x - mean_seconds) * (y - mean_stored) for x, y in zip(seconds, stored, strict=True)) / spread
+    if slope <= 0:
+        return None
+    stalled = max(since_store - span / (bursts - 1), 0.0)
+    return 60 * slope * span / (span + stalled)
 
 
 @dataclass(frozen=True)

@@ -239,8 +239,10 @@ def test_stores_within_one_round_are_not_yet_a_pace(arithmetic, alice):
         assert selectors.campaign_progress(campaign=campaign)["rollouts_per_minute"] is None
         _store(campaign, versions[2], 1, minutes_ago=1.5, device_seconds=30)
         progress = selectors.campaign_progress(campaign=campaign)
-    # 12 rollouts after the burst that ended 7 min 15 s ago, over the 5 min 45 s to the last store.
-    assert progress["rollouts_per_minute"] == pytest.approx(12 / 5.75, rel=0.02)
+    # 12 rollouts after the burst of the stores 8 and 7 min 15 s ago, over the 5 min 45 s to the last store, at
+    # the slope fitted through every store (the burst's two at 0): irregular gaps, so not quite 12 / 5.75.
+    minutes, stored = [-8, -7.25, -6.5, -4, -1.5], [0, 0, 4, 8, 12]
+    assert progress["rollouts_per_minute"] == pytest.approx(np.polyfit(minutes, stored, 1)[0], rel=0.02)
 
 
 def test_stores_older_than_the_window_are_unknown_not_zero(arithmetic, alice):
@@ -264,3 +266,41 @@ def test_a_campaign_not_running_has_no_rate(arithmetic, alice):
         services.campaign_set_status(campaign=campaign, status=Campaign.Status.PAUSED)
         progress = selectors.campaign_progress(campaign=Campaign.objects.get(pk=campaign.pk))
     assert progress["stored"] == 12 and progress["rollouts_per_minute"] is None and progress["eta_seconds"] is None
+
+
+def test_a_round_split_into_two_bursts_does_not_read_as_a_speed_up(arithmetic, alice):
+    with serve_openai() as base_url:
+        campaign = _campaign(arithmetic, alice, base_url, tasks=7)
+        versions = _versions(campaign)
+        # Rounds of 8 rollouts (two jobs) two minutes apart, 30 s of generation each; after the warm-up store,
+        # the first round's jobs landed 48 s apart (two bursts), the others together.
+        for position, minutes_ago in enumerate((7, 5, 4.2, 3, 3, 1, 1)):
+            _store(campaign, versions[position], 0, minutes_ago=minutes_ago, device_seconds=7.5)
+        progress = selectors.campaign_progress(campaign=campaign)
+    # The pace is 8 every 2 minutes. Counted from the end of the first half-round, the other half falls inside
+    # the window: 20 over 4 minutes, 5 a minute. The slope through every store stays near 4.
+    assert progress["rollouts_per_minute"] == pytest.approx(4.0, rel=0.15)
+
+
+def test_the_rule_runs_once_per_change_of_the_campaign_not_per_page_view(arithmetic, alice, monkeypatch):
+    runs = []
+    expected_ahead = pace_rule.expected_ahead
+    monkeypatch.setattr(pace_rule, "expected_ahead", lambda **state: runs.append(state) or expected_ahead(**state))
+    with serve_openai() as base_url:
+        campaign, versions = _three_first_rounds(arithmetic, alice, base_url, rollouts=16)
+        for version, outcomes in zip(versions, ("pppp", "ppff", "ffff"), strict=False):
+            _outcomes(campaign, version, outcomes)
+        first = selectors.campaign_progress(campaign=campaign)
+        ran = len(runs)
+        assert (
+            ran
+            and [selectors.campaign_progress(campaign=campaign)["eta_seconds"] for _ in range(3)]
+            == [first["eta_seconds"]] * 3
+        )
+        assert len(runs) == ran  # the same figures, from the cache
+        # A verdict changes (the task at half now passed three times): the rule runs again, on the new evidence.
+        _outcomes(campaign, versions[1], "pppf")
+        again = pace_rule.items_ahead(campaign=campaign)
+    assert len(runs) > ran and again is not None
+    monkeypatch.setattr(pace_rule, "expected_ahead", expected_ahead)
+    assert again.rollouts == pace_rule._items_ahead(campaign=campaign).rollouts
