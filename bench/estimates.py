@@ -174,10 +174,13 @@ def _errors(samples: list, *, finished: float, stored: int, columns: tuple[int, 
     if not known:
         return {}
 
-    def rate_error(index: int) -> float:
+    def rate_error(index: int, *, whole_rounds: bool = False) -> float:
+        """Against the next tenth's rate from the reading; or, `whole_rounds`, from the store before it (the
+        first reading that saw its count), so that where between two rounds the reading fell does not count."""
         sample = known[index]
         later = next((s for s in known[index:] if s[1] >= sample[1] + stored / 10), (finished, stored))
-        actual = 60 * (later[1] - sample[1]) / (later[0] - sample[0])
+        since = next(s[0] for s in samples if s[1] == sample[1]) if whole_rounds else sample[0]
+        actual = 60 * (later[1] - sample[1]) / (later[0] - since)
         return abs(sample[rate_at] - actual) / actual
 
     def eta_error(sample) -> float:
@@ -197,6 +200,11 @@ def _errors(samples: list, *, finished: float, stored: int, columns: tuple[int, 
     etas = [eta_error(s) for s in estimates if s[1] <= 0.9 * stored]
     return {
         "rate": rate_error(0),
+        "rate_rounds": rate_error(0, whole_rounds=True),
+        # Against the rate over the rest of the campaign: a tenth is one or two rounds of the jobs, so the next
+        # tenth's rate depends on where between two rounds the reading fell.
+        "rate_rest": abs(first[rate_at] - 60 * (stored - first[1]) / (finished - first[0]))
+        / (60 * (stored - first[1]) / (finished - first[0])),
         "share": first[1] / stored,
         "eta": None if first[bound_at] else eta_error(first),
         "bound_held": first[eta_at] >= finished - first[0] if first[bound_at] else None,
@@ -401,7 +409,9 @@ def main() -> None:
         print(
             f"{estimator}: first figure once a tenth is stored ({len(gathered(estimator, 'rate'))} of {len(campaigns)} "
             f"campaigns, stored then {_summary(gathered(estimator, 'share'))}): rate error (against the next tenth's "
-            f"rate) {_summary(gathered(estimator, 'rate'))}, time-left error {_summary(gathered(estimator, 'eta'))}"
+            f"rate) {_summary(gathered(estimator, 'rate'))} (the next tenth from the store before the reading "
+            f"{_summary(gathered(estimator, 'rate_rounds'))}, the rest's rate {_summary(gathered(estimator, 'rate_rest'))})"
+            f", time-left error {_summary(gathered(estimator, 'eta'))}"
             f" ({len(held)} were upper bounds, {sum(held)} held); the first time left that is an estimate "
             f"(stored then {_summary(gathered(estimator, 'eta_share'))}): error "
             f"{_summary(gathered(estimator, 'eta_estimate'))}; every reading to nine tenths (median per campaign): "

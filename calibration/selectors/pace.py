@@ -6,6 +6,7 @@ None ("unknown") rather than a guess. docs/calibration.md says how the page word
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from dataclasses import dataclass
@@ -125,24 +126,22 @@ def _bursts(stores: list[tuple[datetime, int]], *, min_gap_seconds: float) -> li
 def _fitted_rate(
     stores: list[tuple[datetime, int]], *, first_burst: int, bursts: int, since_store: float, min_span_seconds: float
 ) -> float | None:
-    """Rollouts per minute: the least-squares slope of the rollouts stored since the first burst against time,
-    over `stores` (instant, rollouts; oldest first; `bursts` bursts of them, the first `first_burst` stores the
-    first burst, which anchors the count at 0: its rollouts were generated before the window). A round's
-    jobs that do not finish together (a round split into two bursts, a straggler) move a few points, not the
-    window's ends, so the rate follows whole rounds. None under two bursts or a span under `min_span_seconds`
-    (less than one round: concurrent jobs' stores, not yet a pace). `since_store`: the seconds since the last
-    store (an open burst's too), beyond the bursts' usual gap a stall that stretches the time."""
+    """Rollouts per minute: the least-squares slope of the rollouts stored so far (each store's included)
+    against time, through every store of `stores` (instant, rollouts; oldest first; `bursts` bursts of them,
+    the first `first_burst` stores the first burst). Every round's stores sit alike around their round's
+    instant, so the slope is the pace of whole rounds; jobs of a round that land apart (a round split into
+    two bursts, a straggler) move a few points rather than the window's ends. None under two bursts or a
+    span, from the end of the first burst, under `min_span_seconds` (less than one round: concurrent jobs'
+    stores, not yet a pace). `since_store`: the seconds since the last store (an open burst's too), beyond
+    the bursts' usual gap a stall that stretches the time."""
     if bursts < 2 or len(stores) <= first_burst:
         return None
     first = stores[0][0]
-    # From the end of the first burst, as the rollouts counted are those stored after it.
     span = (stores[-1][0] - stores[max(first_burst - 1, 0)][0]).total_seconds()
     if span <= 0 or span < min_span_seconds:
         return None
     seconds = [(instant - first).total_seconds() for instant, _ in stores]
-    stored = [0] * first_burst
-    for _, rollouts in stores[first_burst:]:
-        stored.append((stored[-1] if stored else 0) + rollouts)
+    stored = list(itertools.accumulate(rollouts for _, rollouts in stores))
     mean_seconds, mean_stored = statistics.fmean(seconds), statistics.fmean(stored)
     spread = sum((x - mean_seconds) ** 2 for x in seconds)
     slope = sum((x - mean_seconds) * (y - mean_stored) for x, y in zip(seconds, stored, strict=True)) / spread
