@@ -9,10 +9,12 @@ first run warms the process up and is not counted. Campaigns run in this process
 temporary folder, so it fits 2 cores: one item after another (campaign_run_inline, the same rounds the
 workers run) or `--concurrency` items at once in threads, as that many workers would. A thread reads the
 campaign page's figures every `--poll` seconds, at moments unrelated to the rounds, with the estimator
-(calibration/selectors/pace.py) and, as same-run baselines, the one before it (_before_pace: the rollouts after
-the first closed burst over the time between the first and last closed bursts' ends, rather than a slope fitted
-through every store) and the one before bursts (_old_pace). ESTIMATES_DIAGNOSE=1 prints, at each campaign's first time left, the rollouts left and the rate
-against what followed.
+(calibration/selectors/pace.py) and, at the same moments, an alternative tried (_fitted_pace: a slope fitted
+through every store rather than the rollouts after the first closed burst over the time between the first
+and last closed bursts' ends) and, as a baseline, the estimator before bursts (_old_pace). The rate is scored
+against the next tenth's rate from the reading, from the store before it, and the rest's rate.
+ESTIMATES_DIAGNOSE=1 prints, at each campaign's first time left, the rollouts left and the rate against what
+followed.
 `--policy adaptive` answers task i right with probability i/(tasks-1), so adaptive stopping drops tasks.
 
     .venv/bin/python bench/estimates.py --runs 10
@@ -64,11 +66,14 @@ def _old_pace(campaign, *, now) -> tuple[float | None, float | None]:
     return rate, 60 * remaining / rate
 
 
-def _before_pace(campaign, *, now) -> tuple[float | None, float | None, bool]:
-    """The estimator before this one, kept as the baseline (same moments, same rows): the rollouts stored after
-    the window's first closed burst over the time from its end to the end of the last closed one (a round split
-    into two bursts, or a straggler, moves that window's ends), time left as now (the stopping rule per task).
-    Returns (rate, time left, is a bound)."""
+def _fitted_pace(campaign, *, now) -> tuple[float | None, float | None, bool]:
+    """An alternative tried against the estimator (same moments, same rows, same bursts and "unknown" rules):
+    the rate as the least-squares slope of the rollouts stored so far against time through every store of
+    the closed bursts, rather than the rollouts after the first closed burst over the time between the first
+    and last closed bursts' ends; a round split into two bursts then moves a few points rather than the
+    window's ends. Time left as the estimator's. Returns (rate, time left, is a bound)."""
+    import itertools
+
     from django.db.models import Count, Min, Sum
 
     from calibration.models import Rollout
@@ -91,14 +96,22 @@ def _before_pace(campaign, *, now) -> tuple[float | None, float | None, bool]:
         bursts = bursts[:-1]
     if rows and rows[0]["created_at"] == Rollout.objects.filter(campaign=campaign).aggregate(m=Min("created_at"))["m"]:
         bursts = bursts[1:]
-    ends = [(end, n) for _, end, n in bursts]
-    if len(ends) < 2:
+    if len(bursts) < 2:
         return None, None, False
-    span = (ends[-1][0] - ends[0][0]).total_seconds()
+    measured = [(instant, n) for instant, n in stores.items() if bursts[0][0] <= instant <= bursts[-1][1]]
+    span = (bursts[-1][1] - bursts[0][1]).total_seconds()
     if span <= 0 or span < round_seconds:
         return None, None, False
-    stalled = max((now - last_store).total_seconds() - span / (len(ends) - 1), 0.0)
-    rate = sum(n for _, n in ends[1:]) / ((span + stalled) / 60)
+    seconds = [(instant - measured[0][0]).total_seconds() for instant, _ in measured]
+    stored = list(itertools.accumulate(n for _, n in measured))
+    mean_x, mean_y = statistics.fmean(seconds), statistics.fmean(stored)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(seconds, stored, strict=True)) / sum(
+        (x - mean_x) ** 2 for x in seconds
+    )
+    if slope <= 0:
+        return None, None, False
+    stalled = max((now - last_store).total_seconds() - span / (len(bursts) - 1), 0.0)
+    rate = 60 * slope * span / (span + stalled)
     left = pace.rollouts_left(campaign=campaign)
     eta = max(60 * left.rollouts / rate, left.rounds * round_seconds) if left.rollouts else 0.0
     return rate, eta, left.is_bound
@@ -107,7 +120,7 @@ def _before_pace(campaign, *, now) -> tuple[float | None, float | None, bool]:
 def _watch(campaign, stop: threading.Event, samples: list, poll_s: float) -> None:
     """Every `poll_s` seconds until `stop`: (monotonic time, rollouts stored, new rate, new time left, whether
     it is a bound, old rate, old time left, whether that was a bound: its page said "at most" for an adaptive
-    campaign, the new rollouts left, the before rate, time left and whether that is a bound), read as the
+    campaign, the new rollouts left, the fitted rate, time left and whether that is a bound), read as the
     page reads them, at moments unrelated to the rounds."""
     from django.db import connection
     from django.utils import timezone
@@ -119,11 +132,11 @@ def _watch(campaign, stop: threading.Event, samples: list, poll_s: float) -> Non
         while not stop.wait(poll_s):
             shown = selectors.campaign_progress(campaign=campaign)
             old_rate, old_eta = _old_pace(campaign, now=timezone.now())
-            before = _before_pace(campaign, now=timezone.now())
+            fitted = _fitted_pace(campaign, now=timezone.now())
             samples.append(
                 (time.monotonic(), shown["stored"], shown["rollouts_per_minute"], shown["eta_seconds"],
                  shown["eta_is_bound"], old_rate, old_eta, campaign.policy == "adaptive",
-                 rollouts_left(campaign=campaign).rollouts, *before)
+                 rollouts_left(campaign=campaign).rollouts, *fitted)
             )  # fmt: skip
     finally:
         connection.close()
@@ -174,14 +187,15 @@ def _errors(samples: list, *, finished: float, stored: int, columns: tuple[int, 
     if not known:
         return {}
 
-    def rate_error(index: int, *, whole_rounds: bool = False) -> float:
+    def rate_error(index: int, *, whole_rounds: bool = False, rate: float | None = None) -> float:
         """Against the next tenth's rate from the reading; or, `whole_rounds`, from the store before it (the
-        first reading that saw its count), so that where between two rounds the reading fell does not count."""
+        first reading that saw its count), so that where between two rounds the reading fell does not count.
+        `rate`: score that figure instead of the estimator's."""
         sample = known[index]
         later = next((s for s in known[index:] if s[1] >= sample[1] + stored / 10), (finished, stored))
         since = next(s[0] for s in samples if s[1] == sample[1]) if whole_rounds else sample[0]
         actual = 60 * (later[1] - sample[1]) / (later[0] - since)
-        return abs(sample[rate_at] - actual) / actual
+        return abs((sample[rate_at] if rate is None else rate) - actual) / actual
 
     def eta_error(sample) -> float:
         return abs(sample[eta_at] - (finished - sample[0])) / (finished - sample[0])
@@ -201,6 +215,8 @@ def _errors(samples: list, *, finished: float, stored: int, columns: tuple[int, 
     return {
         "rate": rate_error(0),
         "rate_rounds": rate_error(0, whole_rounds=True),
+        # What a reader who knew the rest's average rate would score against the next tenth: the measure's floor.
+        "rate_oracle": rate_error(0, rate=60 * (stored - first[1]) / (finished - first[0])),
         # Against the rate over the rest of the campaign: a tenth is one or two rounds of the jobs, so the next
         # tenth's rate depends on where between two rounds the reading fell.
         "rate_rest": abs(first[rate_at] - 60 * (stored - first[1]) / (finished - first[0]))
@@ -256,7 +272,7 @@ def _campaign(services, selectors, *, environment, model, user, tasks: int, opti
         "cost": actual["cost"],
         "new": _errors(samples, columns=(2, 3, 4), **kwargs),
         "old": _errors(samples, columns=(5, 6, 7), **kwargs),
-        "before": _errors(samples, columns=(9, 10, 11), **kwargs),
+        "fitted": _errors(samples, columns=(9, 10, 11), **kwargs),
     }
 
 
@@ -289,8 +305,8 @@ def _summary(values: list[float]) -> str:
 
 
 def _at_a_tenth(campaign: dict) -> str:
-    """One campaign's figures at the first reading once a tenth is stored: new (pre-burst) [before]."""
-    new, old, before = campaign["new"], campaign["old"], campaign["before"]
+    """One campaign's figures at the first reading once a tenth is stored: new (pre-burst) [fitted]."""
+    new, old, fitted = campaign["new"], campaign["old"], campaign["fitted"]
 
     def eta(figures: dict) -> str:
         if figures.get("bound_held") is not None:
@@ -298,8 +314,8 @@ def _at_a_tenth(campaign: dict) -> str:
         return _percent(figures.get("eta"))
 
     return (
-        f"rate {_percent(new.get('rate'))} ({_percent(old.get('rate'))}) [{_percent(before.get('rate'))}], time left "
-        f"{eta(new)} ({eta(old)}) [{eta(before)}] at "
+        f"rate {_percent(new.get('rate'))} ({_percent(old.get('rate'))}) [{_percent(fitted.get('rate'))}], time left "
+        f"{eta(new)} ({eta(old)}) [{eta(fitted)}] at "
         f"{_percent(new.get('share'))} ({_percent(old.get('share'))}) stored"
     )
 
@@ -404,13 +420,14 @@ def main() -> None:
         f"{sum(r['capped_cost_held'] for r in rows)}/{len(rows)}; second campaign's error: time "
         f"{_summary([r['capped_time_error'] for r in rows])}, cost {_summary([r['capped_cost_error'] for r in rows])}"
     )
-    for estimator in ("new", "before", "old"):
+    for estimator in ("new", "fitted", "old"):
         held = [c[estimator]["bound_held"] for c in campaigns if c[estimator].get("bound_held") is not None]
         print(
             f"{estimator}: first figure once a tenth is stored ({len(gathered(estimator, 'rate'))} of {len(campaigns)} "
             f"campaigns, stored then {_summary(gathered(estimator, 'share'))}): rate error (against the next tenth's "
             f"rate) {_summary(gathered(estimator, 'rate'))} (the next tenth from the store before the reading "
-            f"{_summary(gathered(estimator, 'rate_rounds'))}, the rest's rate {_summary(gathered(estimator, 'rate_rest'))})"
+            f"{_summary(gathered(estimator, 'rate_rounds'))}, the rest's rate {_summary(gathered(estimator, 'rate_rest'))};"
+            f" the rest's own rate against the next tenth {_summary(gathered(estimator, 'rate_oracle'))})"
             f", time-left error {_summary(gathered(estimator, 'eta'))}"
             f" ({len(held)} were upper bounds, {sum(held)} held); the first time left that is an estimate "
             f"(stored then {_summary(gathered(estimator, 'eta_share'))}): error "

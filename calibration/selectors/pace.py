@@ -6,7 +6,6 @@ None ("unknown") rather than a guess. docs/calibration.md says how the page word
 
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
 from dataclasses import dataclass
@@ -44,10 +43,10 @@ class Pace:
 def campaign_pace(*, campaign: Campaign) -> Pace:
     """The rate and time left of a running campaign (anything else: unknown).
 
-    The rate is fitted over the stores of the window's closed bursts (_fitted_rate; the campaign's own first
-    burst left out: the gap after it holds the warm-up); a pause longer than the bursts' usual gap since the
-    last one stretches its time (a stall slows the rate). Under two bursts, or over less than one round:
-    unknown. The
+    The rate counts the rollouts stored after the window's first burst over the time from the end of
+    that burst to the end of the last one (the campaign's own first burst never anchors it: the gap
+    after it holds the warm-up); a pause longer than the bursts' usual gap since the last one stretches
+    that time (a stall slows the rate). Under two bursts, or over less than one round: unknown. The
     time left is the open items' expected rollouts (rollouts_left) at that rate, but never less than the
     rounds the slowest open item is expected to run one after another (the tail, where few tasks keep the workers
     busy). One round's seconds (_round_seconds) also set how close stores must be to be one burst."""
@@ -86,10 +85,8 @@ def measured_rate(*, campaign: Campaign) -> tuple[float | None, float, int]:
     if rows and rows[0]["created_at"] == first_ever:
         # The campaign's first gap holds its warm-up (connections, verifier processes, caches), not its pace.
         bursts = bursts[1:]
-    measured = [(instant, n) for instant, n in stores.items() if bursts and bursts[0][0] <= instant <= bursts[-1][1]]
-    in_first = sum(1 for instant, _ in measured if bursts and instant <= bursts[0][1])
-    rate = _fitted_rate(measured, first_burst=in_first, bursts=len(bursts),
-                        since_store=(now - last_store).total_seconds(), min_span_seconds=round_seconds)  # fmt: skip
+    rate = _rate([(end, rollouts) for _, end, rollouts in bursts], since_store=(now - last_store).total_seconds(),
+                 min_span_seconds=round_seconds)  # fmt: skip
     return rate, round_seconds, len(bursts)
 
 
@@ -123,32 +120,18 @@ def _bursts(stores: list[tuple[datetime, int]], *, min_gap_seconds: float) -> li
     return bursts
 
 
-def _fitted_rate(
-    stores: list[tuple[datetime, int]], *, first_burst: int, bursts: int, since_store: float, min_span_seconds: float
-) -> float | None:
-    """Rollouts per minute: the least-squares slope of the rollouts stored so far (each store's included)
-    against time, through every store of `stores` (instant, rollouts; oldest first; `bursts` bursts of them,
-    the first `first_burst` stores the first burst). Every round's stores sit alike around their round's
-    instant, so the slope is the pace of whole rounds; jobs of a round that land apart (a round split into
-    two bursts, a straggler) move a few points rather than the window's ends. None under two bursts or a
-    span, from the end of the first burst, under `min_span_seconds` (less than one round: concurrent jobs'
-    stores, not yet a pace). `since_store`: the seconds since the last store (an open burst's too), beyond
-    the bursts' usual gap a stall that stretches the time."""
-    if bursts < 2 or len(stores) <= first_burst:
+def _rate(bursts: list[tuple[datetime, int]], *, since_store: float, min_span_seconds: float) -> float | None:
+    """Rollouts per minute after the first burst, or None under two bursts or a span under
+    `min_span_seconds` (less than one round: concurrent jobs' stores, not yet a pace). `since_store`: the
+    seconds since the last store (an open burst's too), beyond the bursts' usual gap a stall."""
+    if len(bursts) < 2:
         return None
-    first = stores[0][0]
-    span = (stores[-1][0] - stores[max(first_burst - 1, 0)][0]).total_seconds()
+    span = (bursts[-1][0] - bursts[0][0]).total_seconds()
     if span <= 0 or span < min_span_seconds:
         return None
-    seconds = [(instant - first).total_seconds() for instant, _ in stores]
-    stored = list(itertools.accumulate(rollouts for _, rollouts in stores))
-    mean_seconds, mean_stored = statistics.fmean(seconds), statistics.fmean(stored)
-    spread = sum((x - mean_seconds) ** 2 for x in seconds)
-    slope = sum((x - mean_seconds) * (y - mean_stored) for x, y in zip(seconds, stored, strict=True)) / spread
-    if slope <= 0:
-        return None
-    stalled = max(since_store - span / (bursts - 1), 0.0)
-    return 60 * slope * span / (span + stalled)
+    usual_gap = span / (len(bursts) - 1)
+    stalled = max(since_store - usual_gap, 0.0)
+    return sum(rollouts for _, rollouts in bursts[1:]) / ((span + stalled) / 60)
 
 
 @dataclass(frozen=True)
