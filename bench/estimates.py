@@ -3,15 +3,18 @@ campaign's estimate error, and the rate and time-left error once a tenth of the 
 
 Each run registers a new probe model on an OpenAI-compatible test server slowed to a known rate (a fixed
 seconds per request; answers ending with probability `--eos` per token), probes an environment with it
-(the first estimate: no measured speed), then probes it again (the second estimate: measured here). A
+(the first estimate: no measured speed), then probes it again (the second estimate: measured here); beside
+each estimate, as a same-run baseline, the one before it (an adaptive probe's every task to the cap). A
 first run warms the process up and is not counted. Campaigns run in this process, on a SQLite file in a
 temporary folder, so it fits 2 cores: one item after another (campaign_run_inline, the same rounds the
 workers run) or `--concurrency` items at once in threads, as that many workers would. A thread reads the
 campaign page's figures every `--poll` seconds, at moments unrelated to the rounds, with the estimator
-(calibration/selectors/pace.py) and, as same-run baselines, the one before it (_before_pace: the last burst
-counted while still open, adaptive time left from the shares of decided items) and the one before bursts
-(_old_pace). ESTIMATES_DIAGNOSE=1 prints, at each campaign's first time left, the rollouts left and the rate
-against what followed.
+(calibration/selectors/pace.py) and, at the same moments, an alternative tried (_fitted_pace: a slope fitted
+through every store rather than the rollouts after the first closed burst over the time between the first
+and last closed bursts' ends) and, as a baseline, the estimator before bursts (_old_pace). The rate is scored
+against the next tenth's rate from the reading, from the store before it, and the rest's rate.
+ESTIMATES_DIAGNOSE=1 prints, at each campaign's first time left, the rollouts left and the rate against what
+followed.
 `--policy adaptive` answers task i right with probability i/(tasks-1), so adaptive stopping drops tasks.
 
     .venv/bin/python bench/estimates.py --runs 10
@@ -63,11 +66,14 @@ def _old_pace(campaign, *, now) -> tuple[float | None, float | None]:
     return rate, 60 * remaining / rate
 
 
-def _before_pace(campaign, *, now) -> tuple[float | None, float | None, bool]:
-    """The estimator before this one, kept as the baseline (same moments, same rows): the rate over every
-    burst, the last one counted even while its round's other jobs are still storing into it, and time left
-    from the shares of decided items that went on (an upper bound until an item is decided at a round
-    ahead), never less than the most rounds an open item still runs. Returns (rate, time left, is a bound)."""
+def _fitted_pace(campaign, *, now) -> tuple[float | None, float | None, bool]:
+    """An alternative tried against the estimator (same moments, same rows, same bursts and "unknown" rules):
+    the rate as the least-squares slope of the rollouts stored so far against time through every store of
+    the closed bursts, rather than the rollouts after the first closed burst over the time between the first
+    and last closed bursts' ends; a round split into two bursts then moves a few points rather than the
+    window's ends. Time left as the estimator's. Returns (rate, time left, is a bound)."""
+    import itertools
+
     from django.db.models import Count, Min, Sum
 
     from calibration.models import Rollout
@@ -83,22 +89,38 @@ def _before_pace(campaign, *, now) -> tuple[float | None, float | None, bool]:
     for row in rows:
         stores[row["created_at"]] = stores.get(row["created_at"], 0) + row["count"]
     round_seconds = pace._round_seconds(rows)
-    bursts = [(end, n) for _, end, n in pace._bursts(list(stores.items()), min_gap_seconds=0.25 * round_seconds)]
+    min_gap = pace.BURST_SHARE * round_seconds
+    bursts = pace._bursts(list(stores.items()), min_gap_seconds=min_gap)
+    last_store = bursts[-1][1] if bursts else now
+    if bursts and (now - bursts[-1][0]).total_seconds() < min_gap:
+        bursts = bursts[:-1]
     if rows and rows[0]["created_at"] == Rollout.objects.filter(campaign=campaign).aggregate(m=Min("created_at"))["m"]:
         bursts = bursts[1:]
-    since = (now - bursts[-1][0]).total_seconds() if bursts else 0.0
-    rate = pace._rate(bursts, since_store=since, min_span_seconds=round_seconds)
-    if rate is None:
+    if len(bursts) < 2:
         return None, None, False
-    shares = pace.rollouts_left_by_shares(campaign=campaign)
-    eta = max(60 * shares.rollouts / rate, shares.rounds * round_seconds) if shares.rollouts else 0.0
-    return rate, eta, shares.is_bound
+    measured = [(instant, n) for instant, n in stores.items() if bursts[0][0] <= instant <= bursts[-1][1]]
+    span = (bursts[-1][1] - bursts[0][1]).total_seconds()
+    if span <= 0 or span < round_seconds:
+        return None, None, False
+    seconds = [(instant - measured[0][0]).total_seconds() for instant, _ in measured]
+    stored = list(itertools.accumulate(n for _, n in measured))
+    mean_x, mean_y = statistics.fmean(seconds), statistics.fmean(stored)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(seconds, stored, strict=True)) / sum(
+        (x - mean_x) ** 2 for x in seconds
+    )
+    if slope <= 0:
+        return None, None, False
+    stalled = max((now - last_store).total_seconds() - span / (len(bursts) - 1), 0.0)
+    rate = 60 * slope * span / (span + stalled)
+    left = pace.rollouts_left(campaign=campaign)
+    eta = max(60 * left.rollouts / rate, left.rounds * round_seconds) if left.rollouts else 0.0
+    return rate, eta, left.is_bound
 
 
 def _watch(campaign, stop: threading.Event, samples: list, poll_s: float) -> None:
     """Every `poll_s` seconds until `stop`: (monotonic time, rollouts stored, new rate, new time left, whether
     it is a bound, old rate, old time left, whether that was a bound: its page said "at most" for an adaptive
-    campaign, the new rollouts left, the before rate, time left and whether that is a bound), read as the
+    campaign, the new rollouts left, the fitted rate, time left and whether that is a bound), read as the
     page reads them, at moments unrelated to the rounds."""
     from django.db import connection
     from django.utils import timezone
@@ -110,11 +132,11 @@ def _watch(campaign, stop: threading.Event, samples: list, poll_s: float) -> Non
         while not stop.wait(poll_s):
             shown = selectors.campaign_progress(campaign=campaign)
             old_rate, old_eta = _old_pace(campaign, now=timezone.now())
-            before = _before_pace(campaign, now=timezone.now())
+            fitted = _fitted_pace(campaign, now=timezone.now())
             samples.append(
                 (time.monotonic(), shown["stored"], shown["rollouts_per_minute"], shown["eta_seconds"],
                  shown["eta_is_bound"], old_rate, old_eta, campaign.policy == "adaptive",
-                 rollouts_left(campaign=campaign).rollouts, *before)
+                 rollouts_left(campaign=campaign).rollouts, *fitted)
             )  # fmt: skip
     finally:
         connection.close()
@@ -165,11 +187,15 @@ def _errors(samples: list, *, finished: float, stored: int, columns: tuple[int, 
     if not known:
         return {}
 
-    def rate_error(index: int) -> float:
+    def rate_error(index: int, *, whole_rounds: bool = False, rate: float | None = None) -> float:
+        """Against the next tenth's rate from the reading; or, `whole_rounds`, from the store before it (the
+        first reading that saw its count), so that where between two rounds the reading fell does not count.
+        `rate`: score that figure instead of the estimator's."""
         sample = known[index]
         later = next((s for s in known[index:] if s[1] >= sample[1] + stored / 10), (finished, stored))
-        actual = 60 * (later[1] - sample[1]) / (later[0] - sample[0])
-        return abs(sample[rate_at] - actual) / actual
+        since = next(s[0] for s in samples if s[1] == sample[1]) if whole_rounds else sample[0]
+        actual = 60 * (later[1] - sample[1]) / (later[0] - since)
+        return abs((sample[rate_at] if rate is None else rate) - actual) / actual
 
     def eta_error(sample) -> float:
         return abs(sample[eta_at] - (finished - sample[0])) / (finished - sample[0])
@@ -188,6 +214,13 @@ def _errors(samples: list, *, finished: float, stored: int, columns: tuple[int, 
     etas = [eta_error(s) for s in estimates if s[1] <= 0.9 * stored]
     return {
         "rate": rate_error(0),
+        "rate_rounds": rate_error(0, whole_rounds=True),
+        # What a reader who knew the rest's average rate would score against the next tenth: the measure's floor.
+        "rate_oracle": rate_error(0, rate=60 * (stored - first[1]) / (finished - first[0])),
+        # Against the rate over the rest of the campaign: a tenth is one or two rounds of the jobs, so the next
+        # tenth's rate depends on where between two rounds the reading fell.
+        "rate_rest": abs(first[rate_at] - 60 * (stored - first[1]) / (finished - first[0]))
+        / (60 * (stored - first[1]) / (finished - first[0])),
         "share": first[1] / stored,
         "eta": None if first[bound_at] else eta_error(first),
         "bound_held": first[eta_at] >= finished - first[0] if first[bound_at] else None,
@@ -201,7 +234,16 @@ def _errors(samples: list, *, finished: float, stored: int, columns: tuple[int, 
 def _campaign(services, selectors, *, environment, model, user, tasks: int, options) -> dict:
     """Run one campaign; its actual seconds and cost, and what both estimators showed from a tenth of its
     rollouts stored on (errors against what actually followed)."""
+    from curation.models import Task
+
+    versions = list(Task.objects.filter(environment=environment).values_list("current_version", flat=True))
     estimate = selectors.probe_estimate(
+        probe_model=model, tasks=tasks, rollouts=options.rollouts, max_new_tokens=model.max_new_tokens,
+        policy=options.policy, environment=environment, task_versions=versions,
+        round_size=options.round_size or options.rollouts,
+    )  # fmt: skip
+    # The estimate before this one, as a same-run baseline: every task to the cap.
+    capped = selectors.probe_estimate(
         probe_model=model, tasks=tasks, rollouts=options.rollouts, max_new_tokens=model.max_new_tokens
     )
     campaign = services.campaign_start(
@@ -224,11 +266,13 @@ def _campaign(services, selectors, *, environment, model, user, tasks: int, opti
     kwargs = {"finished": finished, "stored": actual["stored"]}
     return {
         "estimate": estimate,
+        "capped": capped,
+        "stored": actual["stored"],
         "seconds": finished - started,
         "cost": actual["cost"],
         "new": _errors(samples, columns=(2, 3, 4), **kwargs),
         "old": _errors(samples, columns=(5, 6, 7), **kwargs),
-        "before": _errors(samples, columns=(9, 10, 11), **kwargs),
+        "fitted": _errors(samples, columns=(9, 10, 11), **kwargs),
     }
 
 
@@ -248,6 +292,10 @@ def _respond(tasks: int):
     return respond
 
 
+def _held(bounds: tuple[float, float], actual: float) -> bool:
+    return bounds[0] <= actual <= bounds[1]
+
+
 def _percent(value: float | None) -> str:
     return "unknown" if value is None else f"{100 * value:.0f}%"
 
@@ -257,8 +305,8 @@ def _summary(values: list[float]) -> str:
 
 
 def _at_a_tenth(campaign: dict) -> str:
-    """One campaign's figures at the first reading once a tenth is stored: new (pre-burst) [before]."""
-    new, old, before = campaign["new"], campaign["old"], campaign["before"]
+    """One campaign's figures at the first reading once a tenth is stored: new (pre-burst) [fitted]."""
+    new, old, fitted = campaign["new"], campaign["old"], campaign["fitted"]
 
     def eta(figures: dict) -> str:
         if figures.get("bound_held") is not None:
@@ -266,8 +314,8 @@ def _at_a_tenth(campaign: dict) -> str:
         return _percent(figures.get("eta"))
 
     return (
-        f"rate {_percent(new.get('rate'))} ({_percent(old.get('rate'))}) [{_percent(before.get('rate'))}], time left "
-        f"{eta(new)} ({eta(old)}) [{eta(before)}] at "
+        f"rate {_percent(new.get('rate'))} ({_percent(old.get('rate'))}) [{_percent(fitted.get('rate'))}], time left "
+        f"{eta(new)} ({eta(old)}) [{eta(fitted)}] at "
         f"{_percent(new.get('share'))} ({_percent(old.get('share'))}) stored"
     )
 
@@ -332,10 +380,17 @@ def main() -> None:
         low_s, high_s = first["estimate"]["seconds_range"]
         low_c, high_c = first["estimate"]["cost_range"]
         row = {
-            "time_held": low_s <= first["seconds"] <= high_s,
-            "cost_held": low_c <= first["cost"] <= high_c,
+            "time_held": _held((low_s, high_s), first["seconds"]),
+            "cost_held": _held((low_c, high_c), first["cost"]),
             "second_time_error": abs(second["estimate"]["seconds"] - second["seconds"]) / second["seconds"],
             "second_cost_error": abs(second["estimate"]["cost_usd"] - second["cost"]) / second["cost"],
+            "capped_time_error": abs(second["capped"]["seconds"] - second["seconds"]) / second["seconds"],
+            "capped_cost_error": abs(second["capped"]["cost_usd"] - second["cost"]) / second["cost"],
+            "capped_time_held": _held(first["capped"]["seconds_range"], first["seconds"]),
+            "capped_cost_held": _held(first["capped"]["cost_range"], first["cost"]),
+            "rollouts_error": [
+                abs(c["estimate"]["expected_rollouts"] - c["stored"]) / c["stored"] for c in (first, second)
+            ],
             "campaigns": (first, second),
         }
         rows.append(row)
@@ -343,7 +398,10 @@ def main() -> None:
             f"run {run}: {latency:.2f} s/request · first {first['seconds']:.1f} s in [{low_s:.1f}, {high_s:.1f}] "
             f"{'held' if row['time_held'] else 'MISSED'}, ${first['cost']:.5f} in [{low_c:.5f}, {high_c:.5f}] "
             f"{'held' if row['cost_held'] else 'MISSED'} · second: time error {_percent(row['second_time_error'])}, "
-            f"cost error {_percent(row['second_cost_error'])} · from a tenth, new (old): "
+            f"cost error {_percent(row['second_cost_error'])} (every task to the cap: "
+            f"{_percent(row['capped_time_error'])}, {_percent(row['capped_cost_error'])}); expected rollouts "
+            f"{first['estimate']['expected_rollouts']:.0f} vs {first['stored']}, "
+            f"{second['estimate']['expected_rollouts']:.0f} vs {second['stored']} · from a tenth, new (old): "
             + "; ".join(_at_a_tenth(c) for c in (first, second)),
             flush=True,
         )
@@ -356,13 +414,21 @@ def main() -> None:
         f"\nfirst estimate's range held the time in {sum(r['time_held'] for r in rows)}/{len(rows)} runs and the cost "
         f"in {sum(r['cost_held'] for r in rows)}/{len(rows)}; second campaign's estimate error: time "
         f"{_summary([r['second_time_error'] for r in rows])}, cost {_summary([r['second_cost_error'] for r in rows])}"
+        f"; the expected rollouts' error, first campaigns {_summary([r['rollouts_error'][0] for r in rows])}, second "
+        f"{_summary([r['rollouts_error'][1] for r in rows])}\nthe estimate before (every task to the cap), same runs: "
+        f"first range held the time in {sum(r['capped_time_held'] for r in rows)}/{len(rows)} runs and the cost in "
+        f"{sum(r['capped_cost_held'] for r in rows)}/{len(rows)}; second campaign's error: time "
+        f"{_summary([r['capped_time_error'] for r in rows])}, cost {_summary([r['capped_cost_error'] for r in rows])}"
     )
-    for estimator in ("new", "before", "old"):
+    for estimator in ("new", "fitted", "old"):
         held = [c[estimator]["bound_held"] for c in campaigns if c[estimator].get("bound_held") is not None]
         print(
             f"{estimator}: first figure once a tenth is stored ({len(gathered(estimator, 'rate'))} of {len(campaigns)} "
             f"campaigns, stored then {_summary(gathered(estimator, 'share'))}): rate error (against the next tenth's "
-            f"rate) {_summary(gathered(estimator, 'rate'))}, time-left error {_summary(gathered(estimator, 'eta'))}"
+            f"rate) {_summary(gathered(estimator, 'rate'))} (the next tenth from the store before the reading "
+            f"{_summary(gathered(estimator, 'rate_rounds'))}, the rest's rate {_summary(gathered(estimator, 'rate_rest'))};"
+            f" the rest's own rate against the next tenth {_summary(gathered(estimator, 'rate_oracle'))})"
+            f", time-left error {_summary(gathered(estimator, 'eta'))}"
             f" ({len(held)} were upper bounds, {sum(held)} held); the first time left that is an estimate "
             f"(stored then {_summary(gathered(estimator, 'eta_share'))}): error "
             f"{_summary(gathered(estimator, 'eta_estimate'))}; every reading to nine tenths (median per campaign): "

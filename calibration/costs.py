@@ -27,6 +27,7 @@ from decimal import Decimal
 __all__ = [
     "ASSUMED_PROMPT_TOKENS",
     "Estimate",
+    "Expected",
     "History",
     "Price",
     "device_time_shares",
@@ -118,7 +119,9 @@ class History:
 @dataclass(frozen=True)
 class Estimate:
     """A probe's expected rollouts, cost and time. `measured`: from this model's own rollouts here; else
-    from prices and an assumed speed, with `cost_range` and `seconds_range` (loading included) stated."""
+    from prices and an assumed speed, with `cost_range` and `seconds_range` (loading included) stated.
+    `rollouts` is the most the probe may store; `expected_rollouts` what the figures count (fewer for an
+    adaptive probe, which stops early: `rollouts_basis` says from what)."""
 
     rollouts: int
     cost_usd: float
@@ -127,10 +130,14 @@ class Estimate:
     measured: bool = False
     cost_range: tuple[float, float] | None = None
     seconds_range: tuple[float, float] | None = None
+    expected_rollouts: float | None = None
+    rollouts_basis: str = ""
 
     def as_dict(self) -> dict:
         return {
             "rollouts": self.rollouts,
+            "expected_rollouts": self.rollouts if self.expected_rollouts is None else self.expected_rollouts,
+            "rollouts_basis": self.rollouts_basis,
             "cost_usd": self.cost_usd,
             "seconds": self.seconds,
             "basis": self.basis,
@@ -138,6 +145,16 @@ class Estimate:
             "cost_range": self.cost_range,
             "seconds_range": self.seconds_range,
         }
+
+
+@dataclass(frozen=True)
+class Expected:
+    """An adaptive probe's expected rollouts (all tasks), the fewest it may store, and what the expectation
+    came from (a sentence)."""
+
+    rollouts: float
+    fewest: int
+    basis: str
 
 
 # With no rollouts of a model: answers use between an eighth of the budget and all of it, generated
@@ -156,8 +173,10 @@ def probe_estimate(
     history: History | None,
     assumed_tokens_per_second: float,
     load_seconds: float = 0.0,
+    expected: Expected | None = None,
 ) -> Estimate:
-    """What `rollouts` rollouts should cost and take (an upper bound for an adaptive probe, which stops early).
+    """What a probe of at most `rollouts` rollouts should cost and take: all of them, or for an adaptive
+    probe, which stops early, the `expected` rollouts (the range then runs from its fewest to `rollouts`).
 
     With `history` (the model has rollouts here): its mean spend per rollout and its latest campaign's
     pace, and the basis names the measured speed, latency and concurrency. Without: the point figure is
@@ -166,9 +185,12 @@ def probe_estimate(
     eighth of the budget to all of it, speeds from half to four times the assumed one, plus up to
     `load_seconds` of loading, which is not billed); the basis says there is no measured speed yet.
     """
+    count = float(rollouts) if expected is None else expected.rollouts
+    rollouts_basis = "" if expected is None else expected.basis
+    suffix = "" if expected is None else f"; {count:,.0f} of at most {rollouts:,} rollouts, from {expected.basis}"
     if history is not None and history.rollouts:
-        cost = history.mean_cost_usd * rollouts
-        seconds = None if history.seconds_per_rollout is None else history.seconds_per_rollout * rollouts
+        cost = history.mean_cost_usd * Decimal(str(count))
+        seconds = None if history.seconds_per_rollout is None else history.seconds_per_rollout * count
         basis = f"the mean of {history.rollouts:,} stored rollouts of {model_name}"
         if seconds is not None:
             basis += ", at the pace of its latest campaign"
@@ -178,27 +200,34 @@ def probe_estimate(
                     f" (measured on this deployment: {history.tokens_per_second:.0f} output tokens per second per"
                     f" request, {history.request_seconds:.2f} s per request, about {at_once:.1f} at once)"
                 )
-        return Estimate(rollouts=rollouts, cost_usd=float(cost), seconds=seconds, basis=basis, measured=True)
+        return Estimate(
+            rollouts=rollouts, cost_usd=float(cost), seconds=seconds, basis=basis + suffix, measured=True,
+            expected_rollouts=count, rollouts_basis=rollouts_basis,
+        )  # fmt: skip
 
-    def figures(tokens: float, speed: float) -> tuple[float, float]:
+    def figures(tokens: float, speed: float, count: float) -> tuple[float, float]:
         seconds_each = tokens / speed
         each = rollout_cost(
             price=price, device_ms=seconds_each * 1000, input_tokens=ASSUMED_PROMPT_TOKENS, output_tokens=int(tokens)
         )
-        return float(each * rollouts), seconds_each * rollouts
+        return float(each) * count, seconds_each * count
 
-    cost, seconds = figures(max_new_tokens, assumed_tokens_per_second)
+    cost, seconds = figures(max_new_tokens, assumed_tokens_per_second, count)
     low_cost, low_seconds = figures(
-        max(max_new_tokens / SHORTEST_SHARE_OF_BUDGET, 1), assumed_tokens_per_second * SPEED_SPREAD[1]
+        max(max_new_tokens / SHORTEST_SHARE_OF_BUDGET, 1),
+        assumed_tokens_per_second * SPEED_SPREAD[1],
+        rollouts if expected is None else expected.fewest,
     )
-    high_cost, high_seconds = figures(max_new_tokens, assumed_tokens_per_second * SPEED_SPREAD[0])
+    high_cost, high_seconds = figures(max_new_tokens, assumed_tokens_per_second * SPEED_SPREAD[0], rollouts)
     basis = (
         f"no measured speed for {model_name} yet (no rollouts of it): its prices, every rollout using its "
         f"{max_new_tokens}-token budget, generated at an assumed {assumed_tokens_per_second:g} tokens per second; "
         f"the range takes answers of an eighth of the budget to all of it at {SPEED_SPREAD[0]:g}× to "
         f"{SPEED_SPREAD[1]:g}× that speed"
         + (f", and up to {load_seconds:.0f} s to load the model first (not billed)" if load_seconds else "")
-    )
+        + (f"; {count:,.0f} of at most {rollouts:,} rollouts (the range: from every task stopped after its first "
+           f"round to every task at the cap), from {expected.basis}" if expected is not None else "")
+    )  # fmt: skip
     return Estimate(
         rollouts=rollouts,
         cost_usd=cost,
@@ -206,4 +235,6 @@ def probe_estimate(
         basis=basis,
         cost_range=(low_cost, high_cost),
         seconds_range=(low_seconds, high_seconds + load_seconds),
+        expected_rollouts=count,
+        rollouts_basis=rollouts_basis,
     )

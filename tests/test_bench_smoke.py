@@ -36,7 +36,13 @@ MOVED = {
         "bench/estimates.py",
         ["--runs", "1", "--tasks", "4", "--policy", "adaptive", "--rollouts", "8", "--round-size", "4"]
         + ["--concurrency", "2"],
-        "before: first figure once a tenth is stored",
+        "fitted: first figure once a tenth is stored",
+    ),
+    # A page view's time left from the stopping rule, computed and kept.
+    "pace_cache": (
+        "bench/pace_cache.py",
+        ["--cap", "16", "--round-size", "4", "--states", "4", "--views", "2"],
+        "kept in the cache (now): median",
     ),
 }
 

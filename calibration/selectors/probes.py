@@ -12,6 +12,7 @@ from django.db.models import Avg, Count, Max, Sum
 
 from calibration import costs
 from calibration.models import Campaign, Outcome, ProbeModel, Rollout
+from calibration.selectors.probe_rule import probe_expected_rollouts
 from calibration.selectors.tasks import tasks_with_calibration
 from curation.models import Environment, Task, TaskStatus
 
@@ -56,9 +57,23 @@ def probe_task_versions(
     return version_ids
 
 
-def probe_estimate(*, probe_model: ProbeModel, tasks: int, rollouts: int, max_new_tokens: int) -> dict:
+def probe_estimate(
+    *,
+    probe_model: ProbeModel,
+    tasks: int,
+    rollouts: int,
+    max_new_tokens: int,
+    policy: str = Campaign.Policy.FIXED,
+    environment: Environment | None = None,
+    task_versions: list[int] | None = None,
+    round_size: int = 8,
+) -> dict:
     """What a probe of `tasks` tasks with `rollouts` each should cost and take (costs.probe_estimate):
-    from this model's stored rollouts and the pace of its latest campaign, or from its prices."""
+    from this model's stored rollouts and the pace of its latest campaign, or from its prices.
+
+    An adaptive probe (`policy`) of `environment`'s `task_versions` (ids) in rounds of `round_size` counts
+    the rollouts the stopping rule is expected to use (probe_rule.probe_expected_rollouts), `rollouts`
+    being the cap; without the versions, every task to the cap."""
     billed = Rollout.objects.filter(probe_model=probe_model).exclude(outcome=Outcome.DISCARDED)
     history = billed.aggregate(rollouts=Count("id"), cost=Avg("cost_usd"))
     requests = billed.exclude(outcome=Outcome.GENERATION_ERROR).aggregate(
@@ -75,7 +90,14 @@ def probe_estimate(*, probe_model: ProbeModel, tasks: int, rollouts: int, max_ne
             else None,
             request_seconds=requests["mean_ms"] / 1000 if requests["mean_ms"] else None,
         )
+    expected = None
+    if policy == Campaign.Policy.ADAPTIVE and environment is not None and task_versions:
+        expected = probe_expected_rollouts(
+            environment=environment, probe_model=probe_model, task_versions=task_versions, cap=rollouts,
+            round_size=round_size,
+        )  # fmt: skip
     return costs.probe_estimate(
+        expected=expected,
         model_name=probe_model.name,
         price=costs.Price.of(probe_model),
         rollouts=tasks * rollouts,

@@ -264,3 +264,27 @@ def test_a_campaign_not_running_has_no_rate(arithmetic, alice):
         services.campaign_set_status(campaign=campaign, status=Campaign.Status.PAUSED)
         progress = selectors.campaign_progress(campaign=Campaign.objects.get(pk=campaign.pk))
     assert progress["stored"] == 12 and progress["rollouts_per_minute"] is None and progress["eta_seconds"] is None
+
+
+def test_the_rule_runs_once_per_change_of_the_campaign_not_per_page_view(arithmetic, alice, monkeypatch):
+    runs = []
+    expected_ahead = pace_rule.expected_ahead
+    monkeypatch.setattr(pace_rule, "expected_ahead", lambda **state: runs.append(state) or expected_ahead(**state))
+    with serve_openai() as base_url:
+        campaign, versions = _three_first_rounds(arithmetic, alice, base_url, rollouts=16)
+        for version, outcomes in zip(versions, ("pppp", "ppff", "ffff"), strict=False):
+            _outcomes(campaign, version, outcomes)
+        first = selectors.campaign_progress(campaign=campaign)
+        ran = len(runs)
+        assert (
+            ran
+            and [selectors.campaign_progress(campaign=campaign)["eta_seconds"] for _ in range(3)]
+            == [first["eta_seconds"]] * 3
+        )
+        assert len(runs) == ran  # the same figures, from the cache
+        # A verdict changes (the task at half now passed three times): the rule runs again, on the new evidence.
+        _outcomes(campaign, versions[1], "pppf")
+        again = pace_rule.items_ahead(campaign=campaign)
+    assert len(runs) > ran and again is not None
+    monkeypatch.setattr(pace_rule, "expected_ahead", expected_ahead)
+    assert again.rollouts == pace_rule._items_ahead(campaign=campaign).rollouts

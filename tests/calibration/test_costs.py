@@ -165,3 +165,27 @@ def test_a_first_estimate_says_it_has_no_measured_speed_and_states_a_range_with_
     )  # fmt: skip
     assert measured.measured and measured.seconds_range is None
     assert "120 output tokens per second per request, 2.00 s per request, about 4.0 at once" in measured.basis
+
+
+def test_an_adaptive_estimate_counts_the_expected_rollouts_and_ranges_from_one_round_to_the_cap():
+    expected = costs.Expected(rollouts=10.0, fewest=4, basis="the stopping rule's expected rollouts per task: …")
+    guess = costs.probe_estimate(
+        model_name="gpu", price=GPU, rollouts=40, max_new_tokens=100, history=None, assumed_tokens_per_second=50,
+        expected=expected,
+    )  # fmt: skip
+    # 10 rollouts of 100 tokens at 50 per second: 20 s, $40; the range from 4 short fast ones to 40 long slow ones.
+    assert guess.rollouts == 40 and guess.expected_rollouts == 10.0
+    assert (guess.cost_usd, guess.seconds) == (pytest.approx(40.0), pytest.approx(20.0))
+    assert guess.seconds_range == (pytest.approx(4 * 12.5 / 200), pytest.approx(40 * 100 / 25))
+    assert "10 of at most 40 rollouts" in guess.basis and expected.basis in guess.basis
+    measured = costs.probe_estimate(
+        model_name="gpu", price=GPU, rollouts=40, max_new_tokens=100, assumed_tokens_per_second=50,
+        history=costs.History(rollouts=8, mean_cost_usd=Decimal("0.5"), seconds_per_rollout=1.5), expected=expected,
+    )  # fmt: skip
+    assert (measured.cost_usd, measured.seconds) == (5.0, 15.0) and measured.as_dict()[
+        "rollouts_basis"
+    ] == expected.basis
+    fixed = costs.probe_estimate(
+        model_name="gpu", price=GPU, rollouts=40, max_new_tokens=100, history=None, assumed_tokens_per_second=50
+    )
+    assert fixed.as_dict()["expected_rollouts"] == 40 and fixed.as_dict()["rollouts_basis"] == ""

@@ -109,7 +109,13 @@ def _probe_confirm(request, *, environment, probe_model, version_ids, fields: di
             "probe_model": probe_model,
             "tasks": len(version_ids),
             "estimate": selectors.probe_estimate(
-                probe_model=probe_model, tasks=len(version_ids), rollouts=rollouts, max_new_tokens=max_new_tokens
+                probe_model=probe_model,
+                tasks=len(version_ids),
+                rollouts=rollouts,
+                max_new_tokens=max_new_tokens,
+                policy=fields["policy"],
+                environment=environment,
+                task_versions=version_ids,
             ),
             "running": selectors.probes_running(environment=environment, probe_model=probe_model),
             "fields": {"model": probe_model.name, **fields, "next": back, **filters},
