@@ -103,32 +103,44 @@ def test_compose_file_is_valid_and_has_every_service():
     } <= services
 
 
-@pytest.mark.parametrize(
-    ("variable", "value"), [("DEBUG", "ture"), ("SECURE_COOKIES", "flase"), ("CELERY_TASK_ALWAYS_EAGER", "2")]
-)
-def test_a_misspelt_yes_no_setting_stops_the_start(variable, value):
-    result = run_settings({"SECRET_KEY": "x", variable: value})
+MISSPELT = [("DEBUG", "ture"), ("SECURE_COOKIES", "flase"), ("CELERY_TASK_ALWAYS_EAGER", "2")]
+SPELLINGS = [("TRUE", True), (" yes ", True), ("On", True), ("1", True), ("0", False), ("no", False), ("OFF", False)]
+
+
+@pytest.mark.parametrize(("variable", "value"), MISSPELT)
+def test_a_misspelt_yes_no_setting_is_refused_naming_it(variable, value, monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from passband.settings_parts.env import env_bool
+
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ImproperlyConfigured) as refused:
+        env_bool(variable)
+    assert str(refused.value) == f"{variable} must be a yes/no value (1, true, yes, on, 0, false, no, off), got {value!r}"
+
+
+def test_a_misspelt_yes_no_setting_stops_the_start():
+    """Each setting reads its yes/no value through the same reader (above); one start shows the refusal stops
+    the process with the message."""
+    result = run_settings({"SECRET_KEY": "x", "SECURE_COOKIES": "flase"})
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr
-    assert f"{variable} must be a yes/no value (1, true, yes, on, 0, false, no, off), got {value!r}" in result.stderr
+    assert "SECURE_COOKIES must be a yes/no value (1, true, yes, on, 0, false, no, off), got 'flase'" in result.stderr
 
 
-@pytest.mark.parametrize(
-    ("value", "shown"),
-    [
-        ("TRUE", "True"),
-        (" yes ", "True"),
-        ("On", "True"),
-        ("0", "False"),
-        ("no", "False"),
-        ("OFF", "False"),
-        ("", "False"),
-    ],
-)
-def test_yes_no_settings_take_every_accepted_spelling_in_any_case(value, shown):
-    result = run_settings({"SECRET_KEY": "x", "DEBUG": value})
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split()[0] == shown
+@pytest.mark.parametrize(("value", "meant"), [*SPELLINGS, ("", False), ("   ", False)])
+def test_yes_no_settings_take_every_accepted_spelling_in_any_case(value, meant, monkeypatch):
+    from passband.settings_parts.env import env_bool
+
+    monkeypatch.setenv("PASSBAND_SOME_SWITCH", value)
+    assert env_bool("PASSBAND_SOME_SWITCH") is meant
+    assert env_bool("PASSBAND_SOME_SWITCH", default=True) is (meant if value.strip() else True)
+
+
+def test_a_started_server_reads_debug_in_any_spelling():
+    on, off = (run_settings({"SECRET_KEY": "x", "DEBUG": value}) for value in (" On ", "OFF"))
+    assert on.returncode == 0 and off.returncode == 0, on.stderr + off.stderr
+    assert on.stdout.split()[0] == "True" and off.stdout.split()[0] == "False"
 
 
 @pytest.mark.parametrize(
