@@ -33,7 +33,7 @@ TEST_DURATIONS ?= --durations=25
 # Pages and API tests, also run on SQLite. Tests with real worker processes (marker `workers`) run in the
 # PostgreSQL pass only: they need a database file shared across processes, and SQLite's test database lives
 # in memory.
-SQLITE_TESTS ?= tests/web tests/api tests/curation tests/review tests/accounts tests/releases tests/similarity tests/calibration/test_rollout_store_contract.py tests/calibration/test_judge_samples.py \
+SQLITE_TESTS ?= tests/web tests/api tests/curation tests/review tests/accounts tests/releases tests/similarity tests/calibration/test_rollout_store_contract.py tests/calibration/test_judge_samples.py tests/calibration/test_costs.py \
 	tests/calibration/test_probe_model_endpoints.py \
 	tests/e2e/test_team_review.py tests/e2e/test_fix_and_diff.py tests/e2e/test_oidc_login.py
 # Files in those folders whose subject is not the database: outside servers and tools (Harbor's own code, MCP and

@@ -116,7 +116,9 @@ def test_a_misspelt_yes_no_setting_is_refused_naming_it(variable, value, monkeyp
     monkeypatch.setenv(variable, value)
     with pytest.raises(ImproperlyConfigured) as refused:
         env_bool(variable)
-    assert str(refused.value) == f"{variable} must be a yes/no value (1, true, yes, on, 0, false, no, off), got {value!r}"
+    assert (
+        str(refused.value) == f"{variable} must be a yes/no value (1, true, yes, on, 0, false, no, off), got {value!r}"
+    )
 
 
 def test_a_misspelt_yes_no_setting_stops_the_start():

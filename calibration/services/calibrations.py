@@ -7,7 +7,7 @@ priors and learned tables it probes with: calibration.services.learning; the pol
 from __future__ import annotations
 
 import logging
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import cast
 
 from django.conf import settings
@@ -34,6 +34,7 @@ from curation.thresholds import thresholds_validate
 from engine import stats
 
 logger = logging.getLogger(__name__)
+CALIBRATION_COST_PLACES = Decimal("0.000001")
 
 # Marks "compute the environment's population prior here" in calibration_refresh.
 _POPULATION_PRIOR = object()
@@ -290,7 +291,9 @@ def _calibration_row(
         band=verdict.band,
         decided=verdict.decided,
         grpo_signal=verdict.grpo_signal,
-        cost_usd=counts["cost"] or Decimal(0),
+        # Rounded here, half up, to the column's 6 places: PostgreSQL would round a half up and SQLite's
+        # adapter to even, and one calibration must cost the same on both engines.
+        cost_usd=Decimal(counts["cost"] or 0).quantize(CALIBRATION_COST_PLACES, rounding=ROUND_HALF_UP),
         flags=[str(flag) for flag in verdict.flags]
         + ([str(stats.Flag.PROMPT_TOO_LONG)] if counts.get("prompts_too_long") else [])
         + ([str(stats.Flag.TAMPERED)] if counts.get("tampered") else []),

@@ -1,13 +1,13 @@
 """calibration/costs.py: what a rollout, a task, an in-band task and a probe cost, recomputed by hand."""
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
 from accounts.services import api_token_create
 from calibration import costs, selectors, services
 from calibration.models import Calibration, Rollout
-from tests.factories import import_tasks
+from tests.factories import import_tasks, math_task, rollouts_with
 from tests.support.openai_server import serve_openai
 
 GPU = costs.Price(usd_per_gpu_hour=Decimal(3600), gpus=2)  # $2 per second of device time
@@ -94,7 +94,10 @@ def test_a_campaigns_spend_is_recomputed_from_its_rollouts(client, arithmetic, a
     for rollout in rollouts:
         by_version[rollout.task_version_id] = by_version.get(rollout.task_version_id, 0) + recomputed[rollout.pk]
     for calibration in Calibration.objects.filter(probe_model=model):
-        assert calibration.cost_usd == by_version[calibration.task_version_id].quantize(Decimal("0.000001"))
+        # Half up, on either engine (a sum ending in a 5 at the 7th place once failed on PostgreSQL's rounding).
+        assert calibration.cost_usd == by_version[calibration.task_version_id].quantize(
+            Decimal("0.000001"), rounding=ROUND_HALF_UP
+        )
     spend = selectors.environment_costs(environment=arithmetic, probe_model=model)
     assert spend["probe_usd"] == pytest.approx(float(total))
     # The API gives each rollout's device time and cost, so a trainer can recompute the same sums.
@@ -189,3 +192,19 @@ def test_an_adaptive_estimate_counts_the_expected_rollouts_and_ranges_from_one_r
         model_name="gpu", price=GPU, rollouts=40, max_new_tokens=100, history=None, assumed_tokens_per_second=50
     )
     assert fixed.as_dict()["expected_rollouts"] == 40 and fixed.as_dict()["rollouts_basis"] == ""
+
+
+@pytest.mark.django_db
+def test_a_calibrations_cost_rounds_a_half_up_on_either_engine(arithmetic, alice):
+    """Rollouts cost to 8 places and a calibration to 6: two rollouts adding up to a 5 in the 7th place give the
+    same calibration cost on PostgreSQL (which rounds numerics half away from zero) and SQLite (whose adapter
+    rounds to even)."""
+    import_tasks(arithmetic, alice, math_task("half"))
+    task = arithmetic.tasks.get(key="half")
+    first, second = rollouts_with(task, alice, ["pass", "fail"])
+    Rollout.objects.filter(pk=first.pk).update(cost_usd=Decimal("0.34987025"))
+    Rollout.objects.filter(pk=second.pk).update(cost_usd=Decimal("0.00000025"))  # 0.3498705 in all
+    model = first.probe_model
+    calibration = services.calibration_refresh(task_version=task.current_version, probe_model=model)
+    assert calibration.cost_usd == Decimal("0.349871")
+    assert Calibration.objects.get(pk=calibration.pk).cost_usd == Decimal("0.349871")
