@@ -40,7 +40,6 @@ from curation.models import Environment, McpServer, remote_protocol_labels
 from curation.services import ENVIRONMENT_NAME
 from engine import outbound
 from engine.episodes import remote_openenv
-from engine.episodes.plugins import tool_schema_problems
 from engine.episodes.remote_mcp import (
     DEFAULT_REWARD_TOOL,
     McpSchemaError,
@@ -49,6 +48,7 @@ from engine.episodes.remote_mcp import (
     server_tools,
 )
 from engine.episodes.remote_openenv import OpenEnvServerConfig
+from engine.episodes.tool_schemas import tool_schema_problems
 from engine.worlds.provider import RemoteEndpoint
 from engine.worlds.registry import remote_protocols
 

@@ -27,19 +27,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import jsonschema
-
 from engine import declarations
 from engine.episodes import plugin_packages
+from engine.episodes.tool_schemas import tool_schema_problems
 from engine.registry import Refused, distribution_of
 from engine.sandbox.package_environments import Lock
 from engine.sandbox.view import top_level_modules
 
 GROUP = "passband.environments"
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,79}$")
-TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 REQUIRED = ("TOOL_SCHEMAS", "TABLES", "reset", "snapshot", "dump", "load")
-FUNCTION_KEYS = {"name", "description", "parameters", "strict"}
 LOCKED_IMPORT_HINT = (
     " (a package of the plug-in's REQUIREMENTS lock exists only in its sandbox: import it inside the tools that use it)"
 )
@@ -114,63 +111,6 @@ class Plugin:
 class Discovery:
     plugins: dict[str, Plugin]
     refused: tuple[Refused, ...]
-
-
-# -- tool schemas ------------------------------------------------------------------------------------
-
-
-def tool_schema_problems(schemas: Any) -> list[str]:
-    """What is wrong with a list of OpenAI function schemas ([] when nothing is): each problem names the
-    tool (index and name) and what to write instead. Used for plug-ins and for the tools of imported tasks."""
-    if not isinstance(schemas, (list, tuple)) or not schemas:
-        return ['TOOL_SCHEMAS must be a non-empty list of {"type": "function", "function": {...}} objects']
-    problems: list[str] = []
-    seen: dict[str, int] = {}
-    for index, schema in enumerate(schemas):
-        where = f"tool {index}"
-        if (
-            not isinstance(schema, dict)
-            or schema.get("type") != "function"
-            or not isinstance(schema.get("function"), dict)
-        ):
-            problems.append(f'{where}: must be {{"type": "function", "function": {{"name": ..., "parameters": ...}}}}')
-            continue
-        function = schema["function"]
-        name = function.get("name")
-        if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
-            problems.append(f"{where}: function.name must be 1-64 letters, digits, '_' or '-', got {name!r}")
-            continue
-        where = f"tool {index} ({name})"
-        if name in seen:
-            problems.append(f"{where}: the name is already used by tool {seen[name]}; tool names must be unique")
-        seen.setdefault(name, index)
-        unknown = sorted(set(function) - FUNCTION_KEYS)
-        if unknown:
-            problems.append(f"{where}: unknown key function.{unknown[0]}; allowed: {', '.join(sorted(FUNCTION_KEYS))}")
-        if "description" in function and not isinstance(function["description"], str):
-            problems.append(f"{where}: function.description must be a string")
-        parameters = function.get("parameters", {"type": "object", "properties": {}})
-        problems.extend(_parameters_problems(parameters, where=where))
-    return problems
-
-
-def _parameters_problems(parameters: Any, *, where: str) -> list[str]:
-    if not isinstance(parameters, dict) or parameters.get("type") != "object":
-        return [
-            f'{where}: function.parameters must be a JSON Schema object, e.g. {{"type": "object", "properties": {{}}}}'
-        ]
-    try:
-        jsonschema.validators.validator_for(parameters, default=jsonschema.Draft202012Validator).check_schema(
-            parameters
-        )
-    except jsonschema.SchemaError as error:
-        path = "/".join(str(part) for part in error.absolute_path) or "(top)"
-        return [f"{where}: function.parameters is not a valid JSON Schema at {path}: {error.message}"]
-    properties = parameters.get("properties", {})
-    missing = [key for key in parameters.get("required", []) if key not in properties]
-    if missing:
-        return [f"{where}: function.parameters.required names {', '.join(missing)}, which are not in its properties"]
-    return []
 
 
 # -- the package's source ----------------------------------------------------------------------------
