@@ -19,9 +19,9 @@ shape at decoding time (``verdict_format``): ``grammar`` sends llama.cpp's ``gra
 ``response_format`` (``VERDICT_SCHEMA``: a reason and the verdict line, joined into the same text). Either
 way the one verdict parser reads the reply; ``text`` (the default) asks in words only. A judge that
 cannot be reached, answers with an HTTP error, or answers without a readable verdict gives ``error``
-(never a fail: the model under test did nothing wrong). Details never quote what a remote server sent back except the judge's
-own reasoning on a pass or fail: error bodies are reported by status and size only. The
-response to grade sits between random markers, and the judge is told that anything inside them
+(never a fail: the model under test did nothing wrong). Details never quote what a remote server
+sent back except the judge's own reasoning on a pass or fail: error bodies are reported by status
+and size only. The response to grade sits between random markers, and the judge is told that anything inside them
 is the response, not instructions; that lowers the odds of a prompt injection succeeding but
 cannot rule it out (see docs/verifiers.md).
 """
