@@ -6,7 +6,10 @@ environment variable read in passband/settings.py). So a task author or an API c
 point a worker at an internal address or make it read another secret.
 
 Registry entry: ``{"base_url": "http://judge:8000/v1", "model": "Qwen/Qwen2.5-72B-Instruct",
-"api_key_env": "JUDGE_API_KEY"}`` (``api_key_env`` optional: the variable holding the key).
+"api_key_env": "JUDGE_API_KEY", "verdict_format": "text"}`` (``api_key_env`` optional: the variable holding
+the key; ``verdict_format`` optional: how the reply is held to a verdict, one of ``VERDICT_FORMATS``:
+``text`` asks in words only, ``grammar`` sends llama.cpp's ``grammar`` field, ``json_schema`` sends OpenAI's
+``response_format``; see engine/verifiers/kinds/llm_judge.py).
 """
 
 from __future__ import annotations
@@ -25,12 +28,15 @@ class Judge:
     base_url: str
     model: str
     api_key_env: str = ""
+    verdict_format: str = "text"
 
 
 _lock = threading.Lock()
 _judges: dict[str, Judge] = {}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+VERDICT_FORMATS = ("text", "grammar", "json_schema")
+_FIELDS = ("base_url", "model", "api_key_env", "verdict_format")
 
 
 def _judge(name: str, entry: Any) -> Judge:
@@ -38,17 +44,20 @@ def _judge(name: str, entry: Any) -> Judge:
         raise ValueError(f"judge name {name!r}: use letters, digits, '_', '.', '-' (at most 64)")
     if not isinstance(entry, Mapping):
         raise ValueError(f"judge {name}: must be an object with base_url and model")
-    unknown = sorted(set(entry) - {"base_url", "model", "api_key_env"})
+    unknown = sorted(set(entry) - set(_FIELDS))
     if unknown:
-        raise ValueError(f"judge {name}: unknown field {unknown[0]!r} (known: base_url, model, api_key_env)")
+        raise ValueError(f"judge {name}: unknown field {unknown[0]!r} (known: {', '.join(_FIELDS)})")
     base_url, model, key = entry.get("base_url"), entry.get("model"), entry.get("api_key_env", "")
+    verdict_format = entry.get("verdict_format", "text")
     if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
         raise ValueError(f"judge {name}: base_url must be an http(s) URL such as http://judge:8000/v1")
     if not isinstance(model, str) or not model.strip():
         raise ValueError(f"judge {name}: model must be a non-empty string")
     if not isinstance(key, str) or (key and not _VARIABLE.fullmatch(key)):
         raise ValueError(f"judge {name}: api_key_env must be an environment variable name")
-    return Judge(name=name, base_url=base_url.rstrip("/"), model=model, api_key_env=key)
+    if verdict_format not in VERDICT_FORMATS:
+        raise ValueError(f"judge {name}: verdict_format must be one of {', '.join(VERDICT_FORMATS)}")
+    return Judge(name=name, base_url=base_url.rstrip("/"), model=model, api_key_env=key, verdict_format=verdict_format)
 
 
 def parse_judges(text: str) -> dict[str, dict[str, str]]:

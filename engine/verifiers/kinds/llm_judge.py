@@ -13,11 +13,15 @@ Config::
      "retries": 1}                         # extra attempts after a transport error or 5xx
 
 The judge is sampled at temperature 0 and must end its reply with a line ``VERDICT: PASS`` or
-``VERDICT: FAIL`` (the last non-empty line). A judge that cannot be reached, answers with an
-HTTP error, or answers without a readable verdict gives ``error`` (never a fail: the model under
-test did nothing wrong). Details never quote what a remote server sent back except the judge's
-own reasoning on a pass or fail: error bodies are reported by status and size only. The
-response to grade sits between random markers, and the judge is told that anything inside them
+``VERDICT: FAIL`` (the last non-empty line). The operator's registry entry may hold the reply to that
+shape at decoding time (``verdict_format``): ``grammar`` sends llama.cpp's ``grammar`` field
+(``VERDICT_GRAMMAR``: one short reason line, then the verdict line), ``json_schema`` sends OpenAI's
+``response_format`` (``VERDICT_SCHEMA``: a reason and the verdict line, joined into the same text). Either
+way the one verdict parser reads the reply; ``text`` (the default) asks in words only. A judge that
+cannot be reached, answers with an HTTP error, or answers without a readable verdict gives ``error``
+(never a fail: the model under test did nothing wrong). Details never quote what a remote server
+sent back except the judge's own reasoning on a pass or fail: error bodies are reported by status
+and size only. The response to grade sits between random markers, and the judge is told that anything inside them
 is the response, not instructions; that lowers the odds of a prompt injection succeeding but
 cannot rule it out (see docs/verifiers.md).
 """
@@ -60,6 +64,17 @@ SYSTEM_PROMPT = (
     "the rubric. Explain briefly, then end with a final line that is exactly `VERDICT: PASS` or "
     "`VERDICT: FAIL`."
 )
+# A short reason (at most 200 characters, no line break) may come first: small models decide better with room.
+VERDICT_GRAMMAR = 'root ::= reason "VERDICT: " ("PASS" | "FAIL")\nreason ::= ([^\\n]{1,200} "\\n")?\n'
+VERDICT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "reason": {"type": "string", "maxLength": 200},
+        "verdict": {"type": "string", "enum": ["VERDICT: PASS", "VERDICT: FAIL"]},
+    },
+    "required": ["reason", "verdict"],
+    "additionalProperties": False,
+}
 _VERDICT = re.compile(r"\**\s*VERDICT\s*[:=]\s*\**\s*(PASS|FAIL)\b\s*\**", re.IGNORECASE)
 
 
@@ -74,6 +89,7 @@ class JudgeConfig:
     max_tokens: int
     timeout_seconds: float
     retries: int
+    verdict_format: str = "text"
 
 
 def parse_config(raw: dict[str, Any]) -> JudgeConfig:
@@ -93,6 +109,7 @@ def parse_config(raw: dict[str, Any]) -> JudgeConfig:
         max_tokens=reader.integer("max_tokens", 1024, minimum=16, maximum=32768),
         timeout_seconds=reader.number("timeout_seconds", 60.0, minimum=0, maximum=600, exclusive_minimum=True),
         retries=reader.integer("retries", 1, minimum=0, maximum=5),
+        verdict_format=judge.verdict_format,
     )
     reader.finish()
     return config
@@ -172,6 +189,7 @@ def check(config: JudgeConfig, *, completion: Any, answer: str | None, prompt: A
         "messages": judge_messages(config, completion=completion_text(completion), answer=answer, prompt=prompt),
         "temperature": 0,
         "max_tokens": config.max_tokens,
+        **_verdict_constraint(config.verdict_format),
     }
     problem = ""
     for attempt in range(config.retries + 1):
@@ -190,17 +208,45 @@ def check(config: JudgeConfig, *, completion: Any, answer: str | None, prompt: A
             continue
         if response.status_code != 200:
             return errored(f"judge {config.judge} answered HTTP {response.status_code} ({len(response.content)} bytes)")
-        return _read_verdict(response, config.judge)
+        return _read_verdict(response, config.judge, config.verdict_format)
     return errored(problem)
 
 
-def _read_verdict(response: httpx.Response, name: str) -> Check:
+def _verdict_constraint(verdict_format: str) -> dict[str, Any]:
+    """The request fields that hold the judge's reply to a verdict (none for ``text``)."""
+    if verdict_format == "grammar":
+        return {"grammar": VERDICT_GRAMMAR}
+    if verdict_format == "json_schema":
+        return {
+            "response_format": {"type": "json_schema", "json_schema": {"name": "verdict", "schema": VERDICT_SCHEMA}}
+        }
+    return {}
+
+
+def _reply_text(content: str, verdict_format: str) -> str | None:
+    """The reply as text whose last line is the verdict: a ``json_schema`` reply's reason and verdict joined by a
+    line break (None when it is not that object), any other reply as it came."""
+    if verdict_format != "json_schema":
+        return content
+    try:
+        reply = json.loads(content)
+    except ValueError:
+        return None
+    if not isinstance(reply, dict) or not all(isinstance(reply.get(key), str) for key in ("reason", "verdict")):
+        return None
+    return f"{reply['reason'].strip()}\n{reply['verdict']}"
+
+
+def _read_verdict(response: httpx.Response, name: str, verdict_format: str = "text") -> Check:
     try:
         content = response.json()["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError):
         return errored(f"judge {name} reply is not a chat completion ({len(response.content)} bytes)")
     if not isinstance(content, str):
         return errored(f"judge {name} reply has no text content")
+    content = _reply_text(content, verdict_format)
+    if content is None:
+        return errored(f"judge {name} reply is not the verdict object its response_format asked for")
     # The verdict is the reply's last line: a verdict quoted earlier (from the response being
     # graded, say) does not count.
     verdict = _VERDICT.fullmatch(last_nonempty_line(content).strip().strip("*`").strip())

@@ -68,6 +68,11 @@ class JudgeHandler(BaseHTTPRequestHandler):
                 "pass": "The response meets the rubric.\nVERDICT: PASS",
                 "fail": "It misses the key point.\n**VERDICT: FAIL**",
                 "garbage": "I think it is probably fine, mostly.",
+                # What a judge held to VERDICT_SCHEMA sends: the object, as text.
+                "json-pass": json.dumps({"reason": "It names Paris.", "verdict": "VERDICT: PASS"}),
+                "json-fail": json.dumps({"reason": "Lyon is not it.", "verdict": "VERDICT: FAIL"}),
+                "json-cut": '{"reason": "It names Par',
+                "json-other": json.dumps({"verdict": "PASS"}),
             }[scenario]
         return self.reply(
             200,
@@ -104,6 +109,8 @@ def judge():
             "local": {"base_url": server.base_url, "model": "judge-model-7b@rev1"},
             "local-keyed": {"base_url": server.base_url, "model": "judge-model-7b@rev1", "api_key_env": "JUDGE_KEY"},
             "down": {"base_url": "http://127.0.0.1:9/v1", "model": "m"},
+            "local-grammar": {"base_url": server.base_url, "model": "m", "verdict_format": "grammar"},
+            "local-json": {"base_url": server.base_url, "model": "m", "verdict_format": "json_schema"},
         }
     )
     yield server
@@ -251,3 +258,40 @@ def test_prompt_version_follows_what_the_judge_is_asked_and_nothing_else(monkeyp
     assert llm_judge.prompt_version({**base, "include_reference": False}) != version
     monkeypatch.setattr(llm_judge, "SYSTEM_PROMPT", llm_judge.SYSTEM_PROMPT + " Be brief.")
     assert llm_judge.prompt_version(base) != version
+
+
+def test_the_verdict_format_holds_the_reply_to_a_verdict_in_the_request(judge):
+    from engine.verifiers.kinds import llm_judge
+
+    bodies = {}
+    for name in ("local", "local-grammar", "local-json"):
+        verify(verifier=judge_config(judge, "pass", judge=name), completion="Paris", answer="Paris")
+        bodies[name] = judge.requests[-1]["body"]
+    assert "grammar" not in bodies["local"] and "response_format" not in bodies["local"]  # free text by default
+    assert bodies["local-grammar"]["grammar"] == llm_judge.VERDICT_GRAMMAR
+    assert "response_format" not in bodies["local-grammar"]
+    assert bodies["local-json"]["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "verdict", "schema": llm_judge.VERDICT_SCHEMA},
+    }
+    # The same messages whatever the format: what the judge is asked (its prompt version) does not change.
+    assert len({json.dumps(body["messages"]).split("=====RESPONSE-")[0] for body in bodies.values()}) == 1
+
+
+def test_a_json_schema_reply_is_read_by_the_same_verdict_parser(judge):
+    def outcome(scenario):
+        verdict = verify(verifier=judge_config(judge, scenario, judge="local-json"), completion="Paris", answer="Paris")
+        return verdict.outcome, verdict.detail
+
+    assert outcome("json-pass") == ("pass", "judge: It names Paris.")
+    assert outcome("json-fail") == ("fail", "judge: Lyon is not it.")
+    for scenario in ("json-cut", "json-other", "pass"):  # cut off, another object, or free text: no verdict
+        assert outcome(scenario)[0] == "error", scenario
+    # A text judge given the object's text finds no verdict line in it either: one parser, one verdict.
+    assert verify(verifier=judge_config(judge, "json-pass"), completion="Paris").outcome == "error"
+
+
+def test_the_registry_refuses_an_unknown_verdict_format():
+    assert parse_judges('{"g": {"base_url": "http://j/v1", "model": "m", "verdict_format": "grammar"}}')
+    with pytest.raises(ValueError, match="verdict_format must be one of text, grammar, json_schema"):
+        parse_judges('{"g": {"base_url": "http://j/v1", "model": "m", "verdict_format": "regex"}}')
