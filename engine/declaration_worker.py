@@ -8,8 +8,9 @@ files, use ctypes or read other processes' /proc entries.
 
 Request:  {"op": "declare", "group", "value" (``package.module[:OBJECT]``), "path" (the host's import path),
            "timeout_seconds"}
-Response: {"kind": data} (``passband.verifiers``) | {"provider": data} | {"environment": "module" | "class"}
-          (``passband.environments``: a tool-environment plug-in, engine/episodes/plugins.py) |
+Response: {"kind": data} (``passband.verifiers``) | {"provider": data} | {"environment": "module" | "class",
+          "declaration": data} (``passband.environments``: a tool-environment plug-in, engine/episodes/plugins.py;
+          data: what `tool_declaration` reads, which the host validates) |
           {"refused": why, "error": exception type} | {"timeout"}
 """
 
@@ -87,9 +88,56 @@ def provider_declaration(provider: WorldProvider) -> dict:
     }
 
 
+# What a tool environment's module (or stateful class) may declare; the host validates it (engine/episodes/plugins.py)
+TOOL_ATTRIBUTES = (
+    "TOOL_SCHEMAS", "TABLES", "TOOLS", "STATE_CHECKS", "ENVIRONMENT", "DEPENDENCIES", "REQUIREMENTS", "MEMORY_MB",
+    "RESET_SECONDS", "reset", "snapshot", "dump", "load", "call_tool", "replay", "step",
+)  # fmt: skip
+DEPTH = 32
+
+
+def encoded(value: object, depth: int = 0) -> list:
+    """``value`` as tagged JSON data ([tag, data]): the plain values, lists, tuples and dicts as they are, anything
+    callable as ["callable", its name], anything else as ["other", its type's name] (engine/episodes/declared.py
+    decodes it)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return ["value", value]
+    if depth > DEPTH:
+        return ["other", "too deeply nested"]
+    if isinstance(value, (list, tuple)):
+        return [type(value).__name__, [encoded(item, depth + 1) for item in value]]
+    if isinstance(value, dict):
+        return ["dict", [[encoded(key, depth + 1), encoded(item, depth + 1)] for key, item in value.items()]]
+    if callable(value):
+        return ["callable", str(getattr(value, "__qualname__", type(value).__name__))]
+    return ["other", type(value).__name__]
+
+
+def tool_declaration(loaded: ModuleType | type) -> dict:
+    """A tool environment's declaration as data: where its source lives, and each attribute of the contract it has
+    (a stateful class's tool methods included), encoded; nothing of it is called."""
+    stateful = isinstance(loaded, type)
+    module = sys.modules[loaded.__module__] if isinstance(loaded, type) else loaded
+    names = list(TOOL_ATTRIBUTES)
+    schemas = getattr(loaded, "TOOL_SCHEMAS", None)
+    if stateful and isinstance(schemas, (list, tuple)):
+        for schema in schemas:
+            function = schema.get("function") if isinstance(schema, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("name"), str):
+                names.append(function["name"])
+    return {
+        "module": module.__name__,
+        "file": getattr(module, "__file__", None),
+        "package": hasattr(module, "__path__"),
+        "qualname": loaded.__qualname__ if isinstance(loaded, type) else "",
+        "attributes": {name: encoded(getattr(loaded, name)) for name in dict.fromkeys(names) if hasattr(loaded, name)},
+    }
+
+
 def _declare(group: str, loaded: object) -> dict:
     if group == ENVIRONMENTS and isinstance(loaded, (ModuleType, type)):
-        return {"environment": "module" if isinstance(loaded, ModuleType) else "class"}
+        kind = "module" if isinstance(loaded, ModuleType) else "class"
+        return {"environment": kind, "declaration": tool_declaration(loaded)}
     problems = kind_problems(loaded) if group == KINDS else provider_problems(loaded)
     if problems:
         return {"refused": "; ".join(problems), "error": "malformed"}

@@ -1,9 +1,9 @@
 """Check an installed environment plug-in end to end: what `manage.py environments --check` runs.
 
 Discovery already validated its declarations (engine.episodes.plugins); this installs its own packages when
-it declares a lock and this host lacks them (engine/episodes/plugin_packages.py), then runs it: a reset and a
-snapshot in this process (JSON with exactly its TABLES), a dump/load round trip, and the same world
-read inside the sandbox, which proves the package's source is self-contained enough to run there;
+it declares a lock and this host lacks them (engine/episodes/plugin_packages.py), then runs it, in its sandbox
+(this process never imports it): a reset and a snapshot (JSON with exactly its TABLES), a dump/load round trip, a
+second reset from the same seed, and the same world read in another sandbox run;
 then a reset in the sandbox from every seed the tasks name (`plugin_seeds_check`), since a world that
 resets from seed 0 may still fail from the one a task uses.
 """
@@ -19,37 +19,33 @@ from engine.episodes import plugin_packages, plugins, world
 def plugin_check(name: str, *, seed: int = 0, sandbox: Any = None) -> list[str]:
     """Problems found running plug-in `name` ([] when it works); raises plugins.UnknownEnvironment."""
     plugin = plugins.get(name)
-    module = plugin.module
     try:
         plugin_packages.install(plugin)  # its own packages (REQUIREMENTS), installed here when they are not yet
     except plugin_packages.InstallFailed as error:
         return [f"its packages: {error}"]
-    try:
-        state = module.snapshot(module.reset(seed))
-        # A stateful class's world never travels as bytes: it lives in its episode's process.
-        reloaded = state if plugin.stateful else module.snapshot(module.load(module.dump(module.reset(seed))))
-    except Exception as error:  # noqa: BLE001 - plug-in code; the report says what broke
-        return [f"reset/snapshot/dump/load raised {type(error).__name__}: {error}"]
-    problems = []
-    if not isinstance(state, dict) or set(state) != set(plugin.tables):
-        tables = sorted(state) if isinstance(state, dict) else state
-        problems.append(f"snapshot gave tables {tables!r}, TABLES says {list(plugin.tables)}")
-    elif not all(isinstance(rows, list) and all(isinstance(row, dict) for row in rows) for rows in state.values()):
+    checked = world.SandboxedWorld(environment=name, seed=seed, sandbox=sandbox)
+    reply, result = checked._run({"self_check": True})
+    if reply is None:
+        return [f"in the sandbox: {json.loads(result.content).get('error', result.status) if result else ''}"]
+    if "error" in reply:
+        return [str(reply["error"])]
+    state, problems = reply.get("state"), []
+    if reply.get("tables") != sorted(plugin.tables):
+        problems.append(f"snapshot gave tables {reply.get('tables')!r}, TABLES says {list(plugin.tables)}")
+    elif not reply.get("rows"):
         problems.append("snapshot must give {table: [row objects]}")
-    try:
-        json.dumps(state, allow_nan=False)
-    except (TypeError, ValueError) as error:
-        problems.append(f"snapshot is not JSON: {error}")
-    if reloaded != state:
+    if reply.get("not_json"):
+        problems.append(f"snapshot is not JSON: {reply['not_json']}")
+    if not reply.get("same", {}).get("reloaded"):
         problems.append("load(dump(world)) is not the same world: the state would change between tool calls")
-    if module.snapshot(module.reset(seed)) != state:
+    if not reply.get("same", {}).get("again"):
         problems.append(f"reset({seed}) twice gave different worlds: reset must be deterministic given the seed")
     try:
         sandboxed = world.SandboxedWorld(environment=name, seed=seed, sandbox=sandbox).state()
     except RuntimeError as error:
         problems.append(f"in the sandbox: {error}")
     else:
-        if sandboxed != json.loads(json.dumps(state)):
+        if sandboxed != state:
             problems.append("the sandbox built a different world from the same seed")
     if plugin.stateful:
         problems.extend(_session_check(name, seed=seed, state=state, sandbox=sandbox))

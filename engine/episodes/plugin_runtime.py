@@ -160,11 +160,53 @@ def session_main(plugin: Any) -> None:
         replies.flush()
 
 
+def state_check(plugin: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """{"status": "ok", "result": what STATE_CHECKS[request["state_check"]](request["state"], **arguments)
+    returned} or {"status": "error", "error"}."""
+    name = request["state_check"]
+    try:
+        function = (getattr(plugin, "STATE_CHECKS", None) or {})[name]
+        return {"status": "ok", "result": function(request.get("state"), **dict(request.get("arguments") or {}))}
+    except Exception as error:  # noqa: BLE001 - the caller names the crash
+        return {"status": "error", "error": f"{type(error).__name__}: {error}"[:500]}
+
+
+def self_check(plugin: Any, seed: int) -> dict[str, Any]:
+    """What `manage.py environments --check` asks of the plug-in's functions: {"state": snapshot(reset(seed)),
+    "reloaded": the same through dump and load (a stateful class's: the state), "again": a second reset's,
+    "not_json": why the state is not JSON ("" when it is)}, or {"error"} when one of them raised."""
+    try:
+        state = plugin.snapshot(plugin.reset(seed))
+        stateful = isinstance(plugin, StatefulPlugin)
+        reloaded = state if stateful else plugin.snapshot(plugin.load(plugin.dump(plugin.reset(seed))))
+        again = plugin.snapshot(plugin.reset(seed))
+    except Exception as error:  # noqa: BLE001 - plug-in code; the report says what broke
+        return {"error": f"reset/snapshot/dump/load raised {type(error).__name__}: {error}"[:500]}
+    try:
+        json.dumps(state, allow_nan=False)
+        not_json = ""
+    except (TypeError, ValueError) as error:
+        not_json = str(error)
+    same = {"reloaded": reloaded == state, "again": again == state}
+    shape = sorted(state) if isinstance(state, dict) else repr(state)[:200]
+    rows = isinstance(state, dict) and all(
+        isinstance(table, list) and all(isinstance(row, dict) for row in table) for table in state.values()
+    )
+    return {"state": state, "tables": shape, "rows": rows, "same": same, "not_json": not_json}
+
+
 def sandbox_main(plugin: Any) -> None:
     """One sandbox run. stdin: {"seed", "database" (base64 of `dump`, or null to reset), "tool" and "arguments"
     (or null), "calls" (a replay, optional), "want_state"}. stdout: {"status", "content", "database"}, plus
-    "state" (the snapshot) when "want_state" was set."""
+    "state" (the snapshot) when "want_state" was set. With "state_check" (and "state", "arguments"): that check's
+    answer (`state_check`); with "self_check": `self_check`'s."""
     request = json.loads(sys.stdin.read())
+    if request.get("state_check") is not None:
+        sys.stdout.write(json.dumps({**state_check(plugin, request), "database": None}, default=str))
+        return
+    if request.get("self_check"):
+        sys.stdout.write(json.dumps({**self_check(plugin, int(request["seed"])), "database": None}, default=str))
+        return
     if request.get("database") is not None:
         world = plugin.load(base64.b64decode(request["database"]))
     else:

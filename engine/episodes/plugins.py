@@ -6,11 +6,13 @@ of docs/environments.md: `TOOL_SCHEMAS`, `TABLES`, `reset(seed)`, `snapshot(worl
 `load(data)`, and `TOOLS` (or its own `call_tool`), optionally `STATE_CHECKS` and `replay`. Passband's
 own `backoffice` is declared the same way, in its pyproject.toml.
 
-Discovery (`discover()`, cached; `refresh()` forgets it) reads what each entry point names in a helper process
-(engine/declarations.py: a world provider's package is never imported here), loads each tool environment and
-validates it: the attributes exist, the tool schemas are OpenAI function schemas with unique names and an
-implementation each, and the package is self-contained (its modules import only the standard library and
-each other), because its source is what runs inside the sandbox. A plug-in that fails is refused, not
+Discovery (`discover()`, cached; `refresh()` forgets it) reads what each entry point names in a locked-down
+helper process (engine/declarations.py): a plug-in's package, world provider or tool environment, is never
+imported here. A tool environment's declaration comes back as data (engine/episodes/declared.py: its values,
+and which functions it has, as stand-ins that never run here) and is validated here: the attributes exist,
+the tool schemas are OpenAI function schemas with unique names and an implementation each, and the package
+is self-contained (its modules import only the standard library and each other), because its source is what
+runs inside the sandbox. A plug-in that fails is refused, not
 registered, and its error says what to fix; `errors()` lists them.
 """
 
@@ -28,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from engine import declarations
-from engine.episodes import plugin_packages
+from engine.episodes import declared, plugin_packages
 from engine.episodes.tool_schemas import tool_schema_problems
 from engine.registry import Refused, distribution_of
 from engine.sandbox.package_environments import Lock
@@ -58,7 +60,7 @@ class Plugin:
     """One discovered environment: where it comes from and what it offers."""
 
     name: str
-    module: ModuleType
+    module: Any  # its declaration (engine/episodes/declared.py): data and stand-ins, none of its code
     module_name: str
     distribution: str  # the installed package that declares it ("" when not known)
     version: str
@@ -66,6 +68,8 @@ class Plugin:
     tables: tuple[str, ...]
     state_checks: tuple[str, ...] = ()
     source_files: tuple[Path, ...] = field(default=(), compare=False)
+    # (dotted module name, file) of each module of its source: what its sandbox runs (engine/episodes/world.py)
+    source_modules: tuple[tuple[str, Path], ...] = field(default=(), compare=False)
     dependencies: tuple[str, ...] = ()  # distributions its tool calls' sandbox mounts (DEPENDENCIES)
     lock: Lock | None = None  # its own package environment's lock (REQUIREMENTS), engine/episodes/plugin_packages.py
     # A stateful class (engine/episodes/stateful.py): `module` is its plugin_runtime.StatefulPlugin, `attribute`
@@ -248,6 +252,7 @@ def plugin_from_module(
         tables=tuple(tables),
         state_checks=tuple(checks),
         source_files=tuple(path for _, path in files),
+        source_modules=tuple(files),
         dependencies=dependencies,
         lock=lock,
     )
@@ -321,27 +326,28 @@ def _load(
         raise PluginError(
             f"environment {entry_point.name!r} is already declared by {other.distribution or other.module_name}"
         )
-    try:  # read in a helper first: a world provider's package is never imported here
+    try:  # read in a helper: the plug-in's package is never imported here
         if not declarations.names_tool_environment(GROUP, entry_point):
             return None
+        answer = declarations.declared(GROUP, entry_point)
     except declarations.DeclarationRefused as refused:
         hint = LOCKED_IMPORT_HINT if refused.error == "ModuleNotFoundError" else ""
         raise PluginError(f"{refused}{hint}") from None
     try:
-        loaded = entry_point.load()
-    except Exception as error:  # noqa: BLE001 - a broken plug-in is reported, never fatal
-        hint = LOCKED_IMPORT_HINT if isinstance(error, ModuleNotFoundError) else ""
-        raise PluginError(f"importing {entry_point.value} failed: {type(error).__name__}: {error}{hint}") from None
-    if isinstance(loaded, type):
-        from engine.episodes.stateful import plugin_from_class
+        if answer["environment"] == "class":
+            from engine.episodes.stateful import plugin_from_class
 
-        return plugin_from_class(loaded, name=entry_point.name, distribution=distribution, version=version)
-    if not isinstance(loaded, ModuleType):
-        raise PluginError(
-            "the entry point must name a module (the tool package), a stateful environment class or an "
-            f"engine.worlds.provider.WorldProvider, not a {type(loaded).__name__}"
-        )
-    return plugin_from_module(loaded, name=entry_point.name, distribution=distribution, version=version)
+            return plugin_from_class(
+                declared.class_from(answer.get("declaration")),
+                name=entry_point.name,
+                distribution=distribution,
+                version=version,
+                source=declared.source_of(answer.get("declaration")),
+            )
+        module = declared.module_from(answer.get("declaration"))
+    except declared.DeclarationMalformed as error:
+        raise PluginError(f"its declaration could not be read: {error}") from None
+    return plugin_from_module(module, name=entry_point.name, distribution=distribution, version=version)  # type: ignore[arg-type]
 
 
 @functools.lru_cache(maxsize=1)

@@ -42,9 +42,10 @@ LIFETIME_SECONDS = 3600.0
 
 
 def plugin_from_class(
-    environment_class: type, *, name: str, distribution: str = "", version: str = ""
+    environment_class: Any, *, name: str, distribution: str = "", version: str = "", source: Any = None
 ) -> plugins.Plugin:
-    """Validate a stateful environment class; raises plugins.PluginError saying what to fix."""
+    """Validate a stateful environment class (as its declaration helper read it, engine/episodes/declared.py,
+    with ``source`` its module's; or a class loaded here, in tests); raises plugins.PluginError saying what to fix."""
     label = f"{environment_class.__module__}.{environment_class.__qualname__}"
     for method in ("reset", "snapshot"):
         if not callable(getattr(environment_class, method, None)):
@@ -68,7 +69,7 @@ def plugin_from_class(
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if value is not None and not (number and 0 < value <= most):
             raise plugins.PluginError(f"{label}.{setting} must be a number above 0 and at most {most:g}")
-    source = sys.modules[environment_class.__module__]
+    source = source if source is not None else sys.modules[environment_class.__module__]
     plugin = plugins.plugin_from_module(
         source,
         name=name,

@@ -12,17 +12,18 @@ seed) and then takes tool calls one at a time:
   therefore never executes a tool on model input, and a tool that hangs or eats memory is killed by
   the sandbox's wall-clock, CPU and memory limits: the call becomes a `timeout` observation, and the
   episode ends with stop reason `tool_timeout`. `replay_state` replays a list of calls in one run.
-* `LocalWorld`: the same tool code in this process. Only for trusted input: tests, and building
-  demo tasks from a seed's initial state.
+* `LocalWorld`: the same tool code imported into this process. Only for trusted input: tests, and
+  building Passband's own backoffice demo tasks; never in a worker or web process for an installed plug-in.
 
-`initial_state` (reset by seed, then snapshot) runs the plug-in in this process: its only input is
-the seed.
+`initial_state` (reset by seed, then snapshot) and `run_state_check` (one of its STATE_CHECKS on a state)
+run the plug-in in the sandbox too: a worker or web process never imports a plug-in's package
+(engine/episodes/plugins.py reads its declaration in a helper).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,8 +74,11 @@ def environment(name: str) -> plugins.Plugin:
 
 
 def environment_module(name: str) -> Any:
-    """The module of a named tool environment; raises plugins.UnknownEnvironment (a KeyError)."""
-    return plugins.get(name).module
+    """The plug-in of a named tool environment, imported in this process (its module, or its stateful class seen
+    as one): for `LocalWorld` alone, trusted input only, never in a worker or web process. Raises
+    plugins.UnknownEnvironment (a KeyError)."""
+    plugin = plugins.get(name)
+    return plugin_runtime.plugin_of(importlib.import_module(plugin.module_name), plugin.attribute)
 
 
 def environment_program(name: str, *, main: str = "sandbox_main") -> str:
@@ -86,7 +90,7 @@ def environment_program(name: str, *, main: str = "sandbox_main") -> str:
     if key not in _SOURCES:
         sources: dict[str, str] = {}
         packages: set[str] = set()
-        for module, path in plugins.source_files(sys.modules[plugin.module_name]):
+        for module, path in plugin.source_modules:
             sources[module] = path.read_text(encoding="utf-8")
             if path.name == "__init__.py":
                 packages.add(module)
@@ -113,10 +117,36 @@ def tool_schemas(environment: str) -> list[dict[str, Any]]:
     return json.loads(json.dumps(list(plugins.get(environment).tool_schemas)))
 
 
-def initial_state(*, environment: str, seed: int) -> dict[str, list[dict[str, Any]]]:
-    """The state a world of (environment, seed) starts from."""
-    module = environment_module(environment)
-    return module.snapshot(module.reset(seed))
+def initial_state(*, environment: str, seed: int, sandbox: Any = None) -> dict[str, list[dict[str, Any]]]:
+    """The state a world of (environment, seed) starts from, reset and read in the sandbox (a stateful plug-in's:
+    in its own session); RuntimeError when it cannot be."""
+    if plugins.get(environment).stateful:
+        from engine.episodes.stateful import StatefulWorld
+
+        session = StatefulWorld(environment=environment, seed=seed, sandbox=sandbox)
+        try:
+            session.reset()
+            return session.state()
+        except WorldResetError as error:
+            raise RuntimeError(str(error)) from None
+        finally:
+            session.close()
+    return SandboxedWorld(environment=environment, seed=seed, sandbox=sandbox).state()
+
+
+def run_state_check(
+    *, environment: str, check: str, state: Any, arguments: dict[str, Any], seconds: float = 20.0, sandbox: Any = None
+) -> Any:
+    """What the plug-in's STATE_CHECKS[check](state, **arguments) returns, run in its sandbox (the state is the
+    model's doing); RuntimeError saying why when it crashed or ran past ``seconds``."""
+    checker = SandboxedWorld(environment=environment, seed=0, tool_seconds=seconds, sandbox=sandbox)
+    reply, result = checker._run({"state_check": check, "state": state, "arguments": arguments})
+    if reply is None:
+        assert result is not None
+        raise RuntimeError(json.loads(result.content).get("error", result.status))
+    if reply.get("status") != "ok":
+        raise RuntimeError(str(reply.get("error", reply)))
+    return reply.get("result")
 
 
 def state_diff(

@@ -4,6 +4,7 @@ a plug-in's own packages as a worker does on first use."""
 
 import json
 import os
+import sys
 from importlib import metadata
 from io import StringIO
 from pathlib import Path
@@ -78,13 +79,51 @@ def test_an_unknown_name_lists_the_installed_ones():
     )
 
 
+DRIFTING = """
+import json
+
+ENVIRONMENT = "drifting"
+TABLES = ("items",)
+TOOL_SCHEMAS = [{"type": "function", "function": {"name": "look", "description": "Look.",
+                 "parameters": {"type": "object", "properties": {}}}}]
+
+
+def look(world):
+    return world
+
+
+TOOLS = {"look": look}
+
+
+def reset(seed):
+    return {"seed": seed}
+
+
+def snapshot(world):
+    return {"items": [{"id": 1, "seed": world["seed"]}]}
+
+
+def dump(world):
+    return json.dumps(world).encode()
+
+
+def load(data):
+    return reset(99)  # not the world it was given: the state would change between tool calls
+"""
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize("name", ["backoffice", "inventory"])
-def test_check_catches_a_world_that_changes_between_calls(monkeypatch, name):
-    module = plugins.get(name).module
-    monkeypatch.setattr(module, "load", lambda data: module.reset(99))
-    status, out = run("--check", name)
+def test_check_catches_a_world_that_changes_between_calls(tmp_path, monkeypatch):
+    """The check runs the plug-in's functions in its sandbox (this process never imports it)."""
+    (tmp_path / "passband_drifting.py").write_text(DRIFTING)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    point = metadata.EntryPoint(name="drifting", value="passband_drifting", group=plugins.GROUP)
+    found = plugins.discover_from([*metadata.entry_points(group=plugins.GROUP), point])
+    monkeypatch.setattr(plugins, "discover", lambda: found)
+    assert "drifting" in found.plugins, found.refused
+    status, out = run("--check", "drifting")
     assert status == 1 and "load(dump(world)) is not the same world" in out
+    assert "passband_drifting" not in sys.modules
 
 
 @pytest.mark.django_db

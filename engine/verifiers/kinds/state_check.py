@@ -192,12 +192,14 @@ def final_state(config: StateCheckConfig, completion: Any) -> tuple[dict[str, An
 
 
 def _own_check(config: StateCheckConfig, item: dict[str, Any], state: dict[str, Any]) -> Any:
-    """Run one of the plug-in's STATE_CHECKS; a crash is the verifier's failure (an error), not the agent's."""
-    function = world.environment_module(config.environment).STATE_CHECKS[item["check"]]
+    """Run one of the plug-in's STATE_CHECKS, in its sandbox; a crash is the verifier's failure (an error), not the
+    agent's."""
     try:
-        return function(state, **dict(item.get("arguments", {})))
-    except Exception as error:  # noqa: BLE001 - plug-in code; the verdict says what broke
-        raise _PluginCheckCrashed(f"the environment's check {item['check']} crashed: {type(error).__name__}: {error}")
+        return world.run_state_check(
+            environment=config.environment, check=item["check"], state=state, arguments=dict(item.get("arguments", {}))
+        )
+    except RuntimeError as error:  # plug-in code, run in its sandbox; the verdict says what broke
+        raise _PluginCheckCrashed(f"the environment's check {item['check']} crashed: {error}") from None
 
 
 def check(config: StateCheckConfig, *, completion: Any, answer: str | None, prompt: Any = None) -> Check:

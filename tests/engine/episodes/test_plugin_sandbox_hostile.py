@@ -5,6 +5,7 @@ built at run time), so each refusal here is the sandbox's, proven with the real 
 
 import json
 import os
+from importlib import metadata
 from pathlib import Path
 
 import celery
@@ -14,7 +15,6 @@ import pytest
 from engine.episodes import plugins
 from engine.episodes.world import LocalWorld, SandboxedWorld
 from engine.sandbox.view import SandboxView, sandbox_for
-from tests.engine.episodes.conftest import BROKEN
 
 
 @pytest.fixture
@@ -64,12 +64,14 @@ def test_the_issues_dynamic_import_is_refused_at_discovery(tmp_path):
     assert plugins._foreign_imports("sneaky", source, package="sneaky") == ["sneaky (sneaky.py:2) imports django"]
 
 
-def test_a_plugin_declaring_a_distribution_that_is_not_installed_is_refused(with_plugins, monkeypatch):
-    from tests.engine.episodes.broken_plugins import escapes as module
-
-    monkeypatch.setattr(module, "DEPENDENCIES", ("passband-no-such-distribution",))
-    [refused] = with_plugins(escapes="escapes").refused
-    assert refused.value == f"{BROKEN}.escapes"
+def test_a_plugin_declaring_a_distribution_that_is_not_installed_is_refused(tmp_path, monkeypatch):
+    """Its declaration is read in a helper from its source, as installed: a copy of `escapes` naming a missing one."""
+    source = (Path(__file__).parent / "broken_plugins" / "escapes.py").read_text(encoding="utf-8")
+    (tmp_path / "escapes_missing.py").write_text(source + "\nDEPENDENCIES = ('passband-no-such-distribution',)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    point = metadata.EntryPoint(name="escapes", value="escapes_missing", group=plugins.GROUP)
+    [refused] = plugins.discover_from([point]).refused
+    assert refused.value == "escapes_missing"
     assert "DEPENDENCIES: passband-no-such-distribution is not installed" in refused.error
 
 
