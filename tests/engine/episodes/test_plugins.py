@@ -190,3 +190,51 @@ def test_a_reset_that_crashes_or_hangs_is_the_worlds_failure_with_its_reason(wit
         SandboxedWorld(environment="counter", seed=13).reset()
     with pytest.raises(world.WorldResetError, match="counter could not reset from seed 14: the tool timed out"):
         SandboxedWorld(environment="counter", seed=14, tool_seconds=1).reset()
+
+
+def test_a_hostile_tool_environment_is_never_imported_here(monkeypatch):
+    """A plug-in whose import reads SECRET_KEY, writes a marker and marks the importing interpreter is discovered,
+    checked and run without its package ever being imported in this process: its declaration is read in a
+    locked-down helper, its functions (reset, tools, snapshot, STATE_CHECKS) run in its sandbox."""
+    import builtins
+    import os
+    import sys
+    from importlib import metadata
+
+    from engine import declarations
+    from tests.support.hostile_environment_names import HOSTILE_TOOL_ENVIRONMENT as HOSTILE
+    from tests.support.hostile_environment_names import TOOL_MARK, TOOL_MARKER
+
+    if os.path.exists(TOOL_MARKER):
+        os.remove(TOOL_MARKER)
+    declarations.forget()
+    point = metadata.EntryPoint(name="hostile-tool-env", value=HOSTILE, group=plugins.GROUP)
+    found = plugins.discover_from([*metadata.entry_points(group=plugins.GROUP), point])
+    monkeypatch.setattr(plugins, "discover", lambda: found)
+    plugin = found.plugins["hostile-tool-env"]
+    assert (plugin.tool_names, plugin.tables, plugin.state_checks) == (
+        ("tool_environment_report",),
+        ("reports",),
+        ("reported",),
+    )
+    assert world.initial_state(environment="hostile-tool-env", seed=1) == {"reports": []}
+    sandboxed = SandboxedWorld(environment="hostile-tool-env", seed=1)
+    report = json.loads(sandboxed.call("tool_environment_report", {}).content)
+    assert report["secret_key"] == ""  # where it ran, its sandbox, there is no secret to read
+    state = sandboxed.state()
+    assert world.run_state_check(environment="hostile-tool-env", check="reported", state=state, arguments={}) is None
+    verdict = verify(
+        verifier={
+            "kind": "state_check",
+            "environment": "hostile-tool-env",
+            "seed": 1,
+            "checks": [{"check": "reported"}],
+        },
+        completion=json.dumps([{"name": "tool_environment_report", "arguments": {}}]),
+    )
+    assert verdict.outcome == "pass", verdict.detail
+    from engine.episodes.plugin_check import plugin_check
+
+    assert plugin_check("hostile-tool-env") == []
+    assert HOSTILE not in sys.modules and not hasattr(builtins, TOOL_MARK)
+    assert not os.path.exists(TOOL_MARKER)
