@@ -117,13 +117,15 @@ def tool_schemas(environment: str) -> list[dict[str, Any]]:
     return json.loads(json.dumps(list(plugins.get(environment).tool_schemas)))
 
 
-def initial_state(*, environment: str, seed: int, sandbox: Any = None) -> dict[str, list[dict[str, Any]]]:
+def initial_state(
+    *, environment: str, seed: int, seconds: float = 20.0, sandbox: Any = None
+) -> dict[str, list[dict[str, Any]]]:
     """The state a world of (environment, seed) starts from, reset and read in the sandbox (a stateful plug-in's:
-    in its own session); RuntimeError when it cannot be."""
+    in its own session), within ``seconds``; RuntimeError when it cannot be."""
     if plugins.get(environment).stateful:
         from engine.episodes.stateful import StatefulWorld
 
-        session = StatefulWorld(environment=environment, seed=seed, sandbox=sandbox)
+        session = StatefulWorld(environment=environment, seed=seed, tool_seconds=seconds, sandbox=sandbox)
         try:
             session.reset()
             return session.state()
@@ -131,7 +133,7 @@ def initial_state(*, environment: str, seed: int, sandbox: Any = None) -> dict[s
             raise RuntimeError(str(error)) from None
         finally:
             session.close()
-    return SandboxedWorld(environment=environment, seed=seed, sandbox=sandbox).state()
+    return SandboxedWorld(environment=environment, seed=seed, tool_seconds=seconds, sandbox=sandbox).state()
 
 
 def run_state_check(

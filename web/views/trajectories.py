@@ -92,8 +92,8 @@ def _episode_state_changes(episode: dict | None) -> list[dict] | None:
         return None
     try:
         before = episode_world.initial_state(environment=episode["environment"], seed=episode["seed"])
-    except (KeyError, ValueError):
-        return None  # an environment this server does not know: show the final state only
+    except (KeyError, ValueError, RuntimeError):
+        return None  # an environment this server does not know, or one whose sandbox failed: the final state only
     return episode_world.state_diff(before=before, after=episode["final_state"])
 
 

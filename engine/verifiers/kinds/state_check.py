@@ -180,10 +180,10 @@ def final_state(config: StateCheckConfig, completion: Any) -> tuple[dict[str, An
     calls = read_calls(completion)  # raises MalformedCalls
     if len(calls) > config.max_replay_calls:
         raise MalformedCalls(f"{len(calls)} tool calls to replay, more than max_replay_calls={config.max_replay_calls}")
-    if not calls:
-        return world.initial_state(environment=config.environment, seed=config.seed), ""
     replayed = [{"name": call.name, "arguments": call.arguments} for call in calls]
     try:
+        if not calls:  # the world as reset, read in its sandbox
+            return world.initial_state(environment=config.environment, seed=config.seed), ""
         return world.replay_state(environment=config.environment, seed=config.seed, calls=replayed), ""
     except world.ReplayTimeout as error:
         raise _ToolTimeout(str(error)) from None
@@ -225,7 +225,10 @@ def check(config: StateCheckConfig, *, completion: Any, answer: str | None, prom
             continue
         if "unchanged" in item:
             if initial is None:
-                initial = world.initial_state(environment=config.environment, seed=config.seed)
+                try:  # reset and read in the plug-in's sandbox
+                    initial = world.initial_state(environment=config.environment, seed=config.seed)
+                except RuntimeError as error:
+                    return errored(f"{label}: the world's initial state could not be read: {error}")
             for table in item["unchanged"]:
                 if state.get(table) != initial[table]:
                     return failed(f"{label}: table {table} was changed")
