@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,9 @@ from engine.sandbox import SandboxLimits
 from engine.sandbox.view import sandbox_for
 
 _SOURCES: dict[tuple[str, str, str], str] = {}
+_INITIAL: dict[tuple[str, int], tuple[Any, str]] = {}  # (environment, seed) -> (its plug-in, its initial state)
+INITIAL_KEPT = 256
+_INITIAL_LOCK = threading.Lock()
 RUNTIME_MODULE = "_passband_plugin_runtime"
 
 # The sandboxed program: the plug-in's modules travel as source text and are imported from it by a
@@ -121,8 +125,26 @@ def initial_state(
     *, environment: str, seed: int, seconds: float = 20.0, sandbox: Any = None
 ) -> dict[str, list[dict[str, Any]]]:
     """The state a world of (environment, seed) starts from, reset and read in the sandbox (a stateful plug-in's:
-    in its own session), within ``seconds``; RuntimeError when it cannot be."""
-    if plugins.get(environment).stateful:
+    in its own session), within ``seconds``; RuntimeError when it cannot be. Kept per discovered plug-in and seed
+    (reset is deterministic given the seed, which `manage.py environments --check` checks), a copy each time."""
+    plugin = plugins.get(environment)
+    with _INITIAL_LOCK:
+        known = _INITIAL.get((environment, seed))
+    if sandbox is None and known is not None and known[0] is plugin:
+        return json.loads(known[1])
+    state = _initial_state(environment=environment, seed=seed, seconds=seconds, sandbox=sandbox, plugin=plugin)
+    if sandbox is None:
+        with _INITIAL_LOCK:
+            while len(_INITIAL) >= INITIAL_KEPT:
+                _INITIAL.pop(next(iter(_INITIAL)))
+            _INITIAL[(environment, seed)] = (plugin, json.dumps(state))
+    return state
+
+
+def _initial_state(
+    *, environment: str, seed: int, seconds: float, sandbox: Any, plugin: plugins.Plugin
+) -> dict[str, list[dict[str, Any]]]:
+    if plugin.stateful:
         from engine.episodes.stateful import StatefulWorld
 
         session = StatefulWorld(environment=environment, seed=seed, tool_seconds=seconds, sandbox=sandbox)
