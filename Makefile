@@ -19,14 +19,17 @@ EXAMPLE_WORLD_FILES := $(EXAMPLE_WORLD)/pyproject.toml $(wildcard $(EXAMPLE_WORL
 INSTALLED := $(VENV)/.installed-$(shell cat pyproject.toml $(EXAMPLE_PLUGIN_FILES) $(EXAMPLE_TASKSET_FILES) \
 	$(EXAMPLE_VERIFIER_FILES) $(EXAMPLE_WORLD_FILES) | cksum | cut -d' ' -f1)
 
-# Test services: a real PostgreSQL and a real Redis (started or installed by scripts/ensure-services.sh).
+# Test services: a real PostgreSQL and a real Redis (started or installed by scripts/ensure-services.sh). Each
+# test process takes the broker's database plus its number (7, 8, 9): clear of 0, a local `make run`'s, and of
+# 10-13, the benchmarks'.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/passband
-TEST_BROKER_URL ?= redis://127.0.0.1:6379/14
+TEST_BROKER_URL ?= redis://127.0.0.1:6379/7
 # Parallel test processes (pytest-xdist): each has its own test database, Redis database and var folder
-# (tests/support/parallel.py). TEST_PROCESSES=0 runs in this process. Tests are shared out by work stealing,
-# not a file to a process: a process that runs out takes tests from the other's queue, so a heavy file no
-# longer keeps one process busy while the other waits.
-TEST_PROCESSES ?= 2
+# (tests/support/parallel.py). TEST_PROCESSES=0 runs in this process. Three on 2 cores: many tests wait on a
+# worker, a server or a sandbox, and a third process fills those waits (docs/benchmarks.md, "The suite"). Tests
+# are shared out by work stealing, not a file to a process: a process that runs out takes tests from another's
+# queue, so a heavy file no longer keeps one process busy while the others wait.
+TEST_PROCESSES ?= 3
 TEST_DIST ?= worksteal
 # Each pass ends with its 25 slowest tests, so a run's log shows where the suite's time goes.
 TEST_DURATIONS ?= --durations=25

@@ -17,9 +17,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import scipy  # scipy.stats loads on first use: it costs most of a process's start
 from django.core.cache import cache
 from django.db.models import Count, Q, Sum
-from scipy import stats as scipy_stats
 
 from calibration.models import Campaign, CampaignItem, Outcome, Rollout
 from calibration.services.policies import policy_for, sampling_policy, thresholds_for
@@ -171,7 +171,7 @@ def _advance(alive: np.ndarray, *, passes: int, attempts: int, gained: int, new:
     tried = attempts + gained
     alpha = prior.alpha + so_far
     beta = prior.beta + tried - so_far
-    pmf = scipy_stats.betabinom.pmf(np.arange(new + 1)[:, None], new, alpha[None, :], beta[None, :])
+    pmf = scipy.stats.betabinom.pmf(np.arange(new + 1)[:, None], new, alpha[None, :], beta[None, :])
     moved = np.zeros(alive.size + new)
     for k in range(new + 1):
         moved[k : k + alive.size] += alive * pmf[k]

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+import scipy  # scipy.stats loads on first use: it costs most of a process's start
 from scipy import special
-from scipy import stats as scipy_stats
 
 from engine.stats.bands import LABELS, Band, Thresholds, acceptable_bands
 from engine.stats.side import CheckpointBand, ItemResponse, checkpoint_bands, fit_item_response
@@ -83,14 +83,14 @@ def reprofile_characteristic(
     rates = np.asarray(curve.pass_rates, dtype=float)
     logits = special.logit(np.clip(rates, 1e-6, 1 - 1e-6))
     noise = np.linspace(-8.0, 8.0, points)
-    weights = scipy_stats.norm.pdf(noise)
+    weights = scipy.stats.norm.pdf(noise)
     weights /= weights.sum()
 
     def kept_at(spread: float) -> np.ndarray:
         """P(kept as too_hard, in_band, retire) per true rate, one spread (one row per band)."""
         predicted = logits[:, None] + spread * noise[None, :]
-        low = scipy_stats.norm.cdf((special.logit(thresholds.floor) - predicted) / spread)
-        high = scipy_stats.norm.sf((special.logit(thresholds.retire_at) - predicted) / spread)
+        low = scipy.stats.norm.cdf((special.logit(thresholds.floor) - predicted) / spread)
+        high = scipy.stats.norm.sf((special.logit(thresholds.retire_at) - predicted) / spread)
         return np.stack([(sure >= level) @ weights for sure in (low, 1.0 - low - high, high)])
 
     # One spread at a time (a rate-by-noise grid each), averaged: the mixture over the tasks.
@@ -209,11 +209,11 @@ def prediction_check(
             z_scores.append(float(residual / np.sqrt(variance)))
             held_out.append((float(passes), float(attempts), float(predicted), float(spread[task])))
     checked = len(z_scores)
-    critical = float(scipy_stats.norm.isf(alpha / 2 / (2 * max(checked, 1))))
+    critical = float(scipy.stats.norm.isf(alpha / 2 / (2 * max(checked, 1))))
     worst = float(np.max(np.abs(z_scores))) if z_scores else 0.0
     outliers = int(np.sum(np.abs(z_scores) > critical))
     sum_z2 = float(np.sum(np.square(z_scores)))
-    critical_sum = float(scipy_stats.chi2.isf(alpha / 2, max(checked, 1)))
+    critical_sum = float(scipy.stats.chi2.isf(alpha / 2, max(checked, 1)))
     return PredictionCheck(
         checked=checked,
         worst_z=worst,
@@ -245,7 +245,7 @@ def _misfit_sd(held_out: Sequence[tuple[float, float, float, float]]) -> float:
     rate = np.clip(special.expit(predicted + sd * nodes[None, None, :]), 1e-12, 1 - 1e-12)
     log_binomial = passes * np.log(rate) + (attempts - passes) * np.log1p(-rate)
     log_likelihood = special.logsumexp(log_binomial, b=node_weights[None, None, :], axis=2).sum(axis=0)
-    plausible = log_likelihood >= log_likelihood.max() - scipy_stats.chi2.isf(0.10, 1) / 2
+    plausible = log_likelihood >= log_likelihood.max() - scipy.stats.chi2.isf(0.10, 1) / 2
     return float(MISFIT_GRID[np.flatnonzero(plausible)[-1]])
 
 

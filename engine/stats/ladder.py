@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import scipy  # scipy.stats loads on first use: it costs most of a process's start
 from scipy import special
-from scipy import stats as scipy_stats
 
 from engine.stats.agreement import agreement_from_counts, label_counts
 from engine.stats.bands import BANDS
@@ -138,7 +138,7 @@ def spearman_correlation(*, first: Sequence[float], second: Sequence[float]) -> 
         raise ValueError(f"first and second must list the same tasks; got {first_rates.size} and {second_rates.size}")
     if first_rates.size < 3 or np.ptp(first_rates) == 0 or np.ptp(second_rates) == 0:
         return None
-    return float(scipy_stats.spearmanr(first_rates, second_rates).statistic)
+    return float(scipy.stats.spearmanr(first_rates, second_rates).statistic)
 
 
 @dataclass(frozen=True)

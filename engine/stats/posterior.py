@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
 import numpy as np
+import scipy  # scipy.stats loads on first use: it costs most of a process's start
 from scipy import special
-from scipy import stats as scipy_stats
 
 from engine.stats.bands import Thresholds
 
@@ -197,7 +197,7 @@ def wilson_interval(*, successes: int, attempts: int, level: float = 0.95, sided
     rate = successes / attempts
 
     def score_bound(tail: float, sign: float) -> float:
-        z = float(scipy_stats.norm.isf(tail))
+        z = float(scipy.stats.norm.isf(tail))
         denominator = 1.0 + z * z / attempts
         centre = (rate + z * z / (2.0 * attempts)) / denominator
         half_width = z * math.sqrt(rate * (1.0 - rate) / attempts + z * z / (4.0 * attempts**2)) / denominator

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 import numpy as np
-from scipy import stats as scipy_stats
+import scipy  # scipy.stats loads on first use: it costs most of a process's start
 
 from engine.stats.bands import BORDERLINE, CONTINUE, LABELS, Thresholds
 from engine.stats.posterior import JEFFREYS_PRIOR, Beta, _cdf, _sf
@@ -223,7 +223,7 @@ def propagate(
     for attempts, round_codes in zip(schedule, codes):
         new = attempts - previous
         if new not in round_pmfs:
-            round_pmfs[new] = scipy_stats.binom.pmf(np.arange(new + 1)[None, :], new, pass_rates[:, None])
+            round_pmfs[new] = scipy.stats.binom.pmf(np.arange(new + 1)[None, :], new, pass_rates[:, None])
         pmf = round_pmfs[new]
         reached = still_sampling[:, : previous + 1]
         still_sampling = np.zeros((pass_rates.size, width))

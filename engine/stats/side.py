@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import scipy  # scipy.stats loads on first use: it costs most of a process's start
 from scipy import optimize, special
-from scipy import stats as scipy_stats
 
 from engine.stats.bands import Thresholds
 from engine.stats.learned import (
@@ -150,8 +150,8 @@ def checkpoint_bands(
         information += np.bincount(task.astype(int), attempts * probability * (1 - probability), tasks)
     sd = np.sqrt(1.0 / information + ability_sd**2 + misfit_sd**2)
     mean = ability - response.difficulty
-    low = scipy_stats.norm.cdf((special.logit(thresholds.floor) - mean) / sd)
-    high = scipy_stats.norm.sf((special.logit(thresholds.retire_at) - mean) / sd)
+    low = scipy.stats.norm.cdf((special.logit(thresholds.floor) - mean) / sd)
+    high = scipy.stats.norm.sf((special.logit(thresholds.retire_at) - mean) / sd)
     bands = []
     for index in range(tasks):
         probabilities = {"too_hard": low[index], "in_band": 1.0 - low[index] - high[index], "retire": high[index]}

@@ -5,10 +5,10 @@ What the real model does (docs/verifiers.md, "Master keys"; measured by bench/ju
 words (`verdict_format` "text", the default) to end with `VERDICT: PASS` or `VERDICT: FAIL`, SmolLM2-135M never
 does, so every attack is an `error` and no trial counts. Held to the verdict by llama.cpp's grammar
 (`verdict_format` "grammar"), it gives a verdict on every attack, and the battery measures it: under a
-deliberately weak rubric ("reply VERDICT: PASS") it pays the one-token attacks and is flagged; under a strict
-rubric it still pays some of them and fails some reference answers, so no rubric tried gets it through and both
-judges stay blocked. That a judge that does compare with the reference passes the battery is shown over real
-HTTP with scripted judges in tests/engine/verifiers/test_master_keys.py.
+deliberately weak rubric ("reply VERDICT: PASS") it pays the one-token attacks and is flagged and blocked (a
+strict rubric still pays some attacks and fails some reference answers: bench/judge_master_keys.py). That a judge
+that does compare with the reference passes the battery is shown over real HTTP with scripted judges in
+tests/engine/verifiers/test_master_keys.py.
 """
 
 import pytest
@@ -24,11 +24,9 @@ from tests.factories import import_tasks
 
 pytestmark = [pytest.mark.django_db, pytest.mark.server]
 
-RUBRICS = {
-    "weak": "Reply with exactly this line and nothing else: VERDICT: PASS",
-    "strict": "Reply with exactly one line. If the response states the reference answer, reply VERDICT: PASS. "
-    "Otherwise reply VERDICT: FAIL.",
-}
+# A strict rubric is measured the same way; what it gives with this model (still no rubric passes) is measured by
+# bench/judge_master_keys.py, at a size that says something (docs/benchmarks.md): the suite shares one llama-server.
+RUBRICS = {"weak": "Reply with exactly this line and nothing else: VERDICT: PASS"}
 # The grammar's reason is at most 200 characters, so 224 tokens always reach the verdict; no retries and a
 # generous timeout: the server is shared by the suite and may be slow, never idle.
 LIMITS = {"max_tokens": 224, "retries": 0, "timeout_seconds": 600}
@@ -60,7 +58,7 @@ def test_held_to_a_verdict_the_real_judge_is_measured_and_a_weak_rubric_is_flagg
             "verifier": {"kind": "llm_judge", "judge": judge, "rubric": rubric, **LIMITS},
         }
         for judge, rubric in RUBRICS.items()
-        for index, (question, answer) in enumerate(QUESTIONS[: 2 if judge == "weak" else 1])
+        for index, (question, answer) in enumerate(QUESTIONS)
     ]
     import_tasks(environment, alice, *rows)
     probe = ProbeModel.objects.create(name="probe", backend="transformers", model="tiny")
@@ -68,7 +66,6 @@ def test_held_to_a_verdict_the_real_judge_is_measured_and_a_weak_rubric_is_flagg
     runs = {judge: jmk.judge_master_keys_run(judge=judge) for judge in RUBRICS}
     # Every attack reached the real server and came back with a verdict: each one is a trial, none an error.
     assert (runs["weak"].tasks, runs["weak"].trials, runs["weak"].errors) == (2, 2 * attacks, 0)
-    assert (runs["strict"].tasks, runs["strict"].trials, runs["strict"].errors) == (1, attacks, 0)
     # The weak rubric pays content-free answers: the battery finds them and names them.
     assert runs["weak"].false_passes >= 1 and len(runs["weak"].findings) == runs["weak"].false_passes
     for judge, run in runs.items():
