@@ -16,7 +16,8 @@ from tests.support.workers import flush_broker, running_worker, wait_for
 
 pytestmark = pytest.mark.workers
 
-ROLLOUTS = 2
+# One attempt per task and policy: the claim is per task (39 tasks, each an episode of sandboxed tool calls).
+ROLLOUTS = 1
 # The test server's tokens are bytes: the oracle's longest turn (six calls) is about 830 of them.
 MAX_NEW_TOKENS = 1500
 
