@@ -14,7 +14,8 @@ import logging
 import threading
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Iterator
+from functools import partial
+from typing import Callable, Iterator
 
 from django.conf import settings
 from django.db import connections
@@ -55,30 +56,42 @@ def round_lease_release(*, campaign_id: int, task_version_ids: list[int], round_
 
 
 @contextmanager
-def round_leased(*, campaign_id: int, task_version_ids: list[int], round_index: int) -> Iterator[None]:
-    """Hold the round's lease while the block runs, renewed by a heartbeat thread every third of the lease."""
-    ids = list(task_version_ids)
-    round_lease_renew(campaign_id=campaign_id, task_version_ids=ids, round_index=round_index)
+def renewed_while(renew: Callable[[], object], *, name: str) -> Iterator[None]:
+    """Call `renew` every third of the lease in a heartbeat thread while the block runs (the worker's main thread
+    may be blocked in a model call for as long as a generation takes). A failed renewal is logged as `name` and
+    tried again at the next beat; the thread's own database connections are closed when it ends."""
     stop = threading.Event()
 
     def heartbeat() -> None:
         try:
             while not stop.wait(lease_seconds() / 3):
                 try:
-                    round_lease_renew(campaign_id=campaign_id, task_version_ids=ids, round_index=round_index)
+                    renew()
                 except Exception:  # a database away for a moment: the next beat tries again
-                    logger.exception("campaign %s round %s: the lease was not renewed", campaign_id, round_index)
+                    logger.exception("%s: the lease was not renewed", name)
         finally:
-            connections.close_all()  # this thread's own connections
+            connections.close_all()
 
-    thread = threading.Thread(target=heartbeat, name=f"lease-{campaign_id}-{round_index}", daemon=True)
+    thread = threading.Thread(target=heartbeat, name=f"lease {name}", daemon=True)
     thread.start()
     try:
         yield
     finally:
         stop.set()
         thread.join()
-        round_lease_release(campaign_id=campaign_id, task_version_ids=ids, round_index=round_index)
+
+
+@contextmanager
+def round_leased(*, campaign_id: int, task_version_ids: list[int], round_index: int) -> Iterator[None]:
+    """Hold the round's lease while the block runs, renewed by a heartbeat thread every third of the lease."""
+    renew = partial(round_lease_renew, campaign_id=campaign_id, task_version_ids=list(task_version_ids),
+                    round_index=round_index)  # fmt: skip
+    renew()
+    try:
+        with renewed_while(renew, name=f"campaign {campaign_id} round {round_index}"):
+            yield
+    finally:
+        round_lease_release(**renew.keywords)
 
 
 def stalled_condition(*, stalled_for_seconds: float) -> Q:

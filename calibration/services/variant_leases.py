@@ -11,19 +11,18 @@ job stored (variants and samples are unique per probe) and asks only for the res
 from __future__ import annotations
 
 import logging
-import threading
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Iterator
 
 from celery import current_app
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from calibration.models import VariantProbe
-from calibration.services.leases import lease_seconds, nothing_at_work
+from calibration.services.leases import lease_seconds, nothing_at_work, renewed_while
 
 logger = logging.getLogger(__name__)
 
@@ -61,25 +60,10 @@ def variant_probe_leased(*, probe_id: int) -> Iterator[bool]:
     if not taken:
         yield False
         return
-    stop = threading.Event()
-
-    def heartbeat() -> None:
-        try:
-            while not stop.wait(lease_seconds() / 3):
-                try:
-                    _renew(probe_id)
-                except Exception:  # a database away for a moment: the next beat tries again
-                    logger.exception("impossible-variant probe %s: the lease was not renewed", probe_id)
-        finally:
-            connections.close_all()  # this thread's own connections
-
-    thread = threading.Thread(target=heartbeat, name=f"variant-lease-{probe_id}", daemon=True)
-    thread.start()
     try:
-        yield True
+        with renewed_while(lambda: _renew(probe_id), name=f"impossible-variant probe {probe_id}"):
+            yield True
     finally:
-        stop.set()
-        thread.join()
         VariantProbe.objects.filter(pk=probe_id).update(lease_expires_at=None)
 
 
