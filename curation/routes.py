@@ -37,6 +37,7 @@ ROUTES: dict[str, Route] = {
     "healthz": Route(PUBLIC),
     "favicon": Route(PUBLIC),
     "login": Route(PUBLIC, methods=("GET", "POST")),
+    "landing": Route(SIGNED_IN),  # where signing in leads, by role
     "logout": Route(PUBLIC, methods=POST),
     # OpenID Connect (mozilla-django-oidc's views: the provider's answer is their credential)
     "oidc_authentication_init": Route(PUBLIC),

@@ -165,7 +165,7 @@ PASSBAND_STORAGE_SIGNED_DOWNLOADS = env_bool("PASSBAND_STORAGE_SIGNED_DOWNLOADS"
 PASSBAND_STORAGE_URL_SECONDS = int(os.environ.get("PASSBAND_STORAGE_URL_SECONDS", "300"))
 
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "environment_list"
+LOGIN_REDIRECT_URL = "landing"  # web/views/sign_in.py: by role
 LOGOUT_REDIRECT_URL = "login"
 
 if not DEBUG:

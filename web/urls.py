@@ -32,6 +32,7 @@ urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("web/favicon.svg"), permanent=True), name="favicon"),
     path("", task_views.environment_list, name="environment_list"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("start/", sign_in_views.landing, name="landing"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("oidc/link/", sign_in_views.oidc_link, name="oidc_link"),
     path("oidc/", include("mozilla_django_oidc.urls")),

@@ -1,8 +1,10 @@
 """Browser tests: Playwright (Python) driving Debian's chromium against pytest-django's live_server.
 
 Never runs `playwright install`: it uses /usr/bin/chromium, and skips with a reason when it is absent.
-Every context the tests open reports Content-Security-Policy violations (csp_watch.js), and a test that
-met one fails at teardown, naming the page and the directive.
+Every page the tests open reports its console errors and uncaught exceptions, Content-Security-Policy
+violations among them (csp_watch.js logs each as an error); a test that met one fails at teardown, naming
+the page and the message. A test that visits a page expected to log one (a 403 it asks for on purpose)
+says so with `allow_console_errors`.
 """
 
 import os
@@ -36,27 +38,40 @@ def browser():
 
 
 @pytest.fixture
-def new_context(browser):
-    """Opens browser contexts that record CSP violations; the test fails at teardown if any page had one."""
-    contexts, violations = [], []
+def allow_console_errors() -> list[str]:
+    """Substrings of the console errors this test expects, matched against "page: message (source)" (a page
+    it asks for on purpose that answers 403 or 404 logs "Failed to load resource"); a test appends to it."""
+    return []
+
+
+@pytest.fixture
+def new_context(browser, allow_console_errors):
+    """Opens browser contexts that record every console error and uncaught exception (CSP violations among
+    them); the test fails at teardown if any page had one it did not allow."""
+    contexts, problems = [], []
 
     def record(message) -> None:
-        text = message.text
-        if message.type == "error" and ("Content Security Policy" in text or text.startswith("CSP violation")):
-            violations.append(f"{message.page.url if message.page else '?'}: {text}")
+        source = (message.location or {}).get("url") or "?"  # the resource that failed, or the script
+        problem = f"{message.page.url if message.page else '?'}: {message.text} ({source})"
+        if message.type == "error" and not any(allowed in problem for allowed in allow_console_errors):
+            problems.append(problem)
+
+    def record_uncaught(page):
+        page.on("pageerror", lambda error: problems.append(f"{page.url}: uncaught {error}"))
 
     def open_context(**options):
         context = browser.new_context(**options)
         context.set_default_timeout(15_000)
         context.add_init_script(path=str(CSP_WATCH))
         context.on("console", record)
+        context.on("page", record_uncaught)
         contexts.append(context)
         return context
 
     yield open_context
     for context in contexts:
         context.close()
-    assert not violations, "Content-Security-Policy violations:\n" + "\n".join(violations)
+    assert not problems, "console errors or uncaught exceptions:\n" + "\n".join(problems)
 
 
 @pytest.fixture

@@ -25,7 +25,13 @@ def answers(prompt_text: str, seed: int) -> str:
     return "I do not know."
 
 
-def test_upload_fix_probe_and_see_bands(page, live_server, sign_in, screenshot, alice, arithmetic, tmp_path):
+def test_upload_fix_probe_and_see_bands(
+    page, live_server, sign_in, screenshot, alice, arithmetic, tmp_path, allow_console_errors
+):
+    # The file with a bad line is refused with a 400 (the page shows which line and field), on purpose.
+    allow_console_errors.append(
+        "/tasks/upload/?environment=arithmetic: Failed to load resource: the server responded with a status of 400"
+    )
     good = [
         math_task("sum", question="What is 2 + 3?", answer="5"),
         math_task("product", question="What is 4 * 5?", answer="20"),

@@ -40,7 +40,10 @@ def _sign_in(page, live_server, username: str) -> None:
     page.wait_for_url(lambda url: "/login/" not in url)
 
 
-def test_no_console_error_and_a_phone_width_on_every_page(new_context, live_server, more_pages, staff, screenshot):
+def test_no_console_error_and_a_phone_width_on_every_page(
+    new_context, live_server, more_pages, staff, screenshot, allow_console_errors
+):
+    allow_console_errors.append("/no-such-page/: Failed to load resource")  # the 404 page, asked for on purpose
     campaign, repo_task = more_pages["campaign"], more_pages["repo_task"]
     pages = [
         "/",

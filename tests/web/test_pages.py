@@ -38,6 +38,14 @@ def test_trainer_accounts_are_refused_pages(client, charlie):
     assert client.get(reverse("environment_list")).status_code == 403
 
 
+@pytest.mark.parametrize(("username", "lands_on"), [("alice", "environment_list"), ("charlie", "release_list")])
+def test_signing_in_lands_on_a_page_of_ones_role(client, request, username, lands_on):
+    request.getfixturevalue(username)
+    response = client.post(reverse("login"), {"username": username, "password": f"pw-{username}"}, follow=True)
+    assert [url for url, _ in response.redirect_chain] == [reverse("landing"), reverse(lands_on)]
+    assert response.status_code == 200
+
+
 def test_reviewer_cannot_upload(client, bob):
     client.force_login(bob)
     assert client.get(reverse("task_upload")).status_code == 403

@@ -43,3 +43,10 @@ def oidc_link(request):
     tokens page then offers the way to the provider (a link: the page's CSP lets forms post only here)."""
     oidc.link_start(request)
     return redirect(reverse("token_list"))
+
+
+@policy.page("landing")
+def landing(request):
+    """Where signing in leads (LOGIN_REDIRECT_URL): the environments for people who curate in the browser, the
+    releases for trainer-only accounts (the rest of the browser is not theirs: they would meet a 403)."""
+    return redirect("environment_list" if policy.is_browser_user(request.user) else "release_list")
