@@ -45,10 +45,17 @@ def allow_console_errors() -> list[str]:
 
 
 @pytest.fixture
-def new_context(browser, allow_console_errors):
+def console_problems() -> list[str]:
+    """The console errors and uncaught exceptions the test's pages have had so far, less those allowed: a test
+    may assert on it as it goes; the test fails at teardown if it is not empty."""
+    return []
+
+
+@pytest.fixture
+def new_context(browser, allow_console_errors, console_problems):
     """Opens browser contexts that record every console error and uncaught exception (CSP violations among
-    them); the test fails at teardown if any page had one it did not allow."""
-    contexts, problems = [], []
+    them) in `console_problems`; the test fails at teardown if any page had one it did not allow."""
+    contexts, problems = [], console_problems
 
     def record(message) -> None:
         source = (message.location or {}).get("url") or "?"  # the resource that failed, or the script

@@ -24,14 +24,6 @@ def more_pages(alice, arithmetic, workbench, media):  # noqa: F811 - the fixture
     return {**workbench, "repo_task": repositories.tasks.get()}
 
 
-def _watch(page) -> list[str]:
-    """Console errors and uncaught exceptions of `page`, as they happen."""
-    problems: list[str] = []
-    page.on("console", lambda message: message.type == "error" and problems.append(f"{page.url}: {message.text}"))
-    page.on("pageerror", lambda error: problems.append(f"{page.url}: uncaught {error}"))
-    return problems
-
-
 def _sign_in(page, live_server, username: str) -> None:
     page.goto(live_server.url + "/login/")
     page.fill("input[name=username]", username)
@@ -41,7 +33,7 @@ def _sign_in(page, live_server, username: str) -> None:
 
 
 def test_no_console_error_and_a_phone_width_on_every_page(
-    new_context, live_server, more_pages, staff, screenshot, allow_console_errors
+    new_context, live_server, more_pages, staff, screenshot, allow_console_errors, console_problems
 ):
     allow_console_errors.append("/no-such-page/: Failed to load resource")  # the 404 page, asked for on purpose
     campaign, repo_task = more_pages["campaign"], more_pages["repo_task"]
@@ -66,7 +58,6 @@ def test_no_console_error_and_a_phone_width_on_every_page(
     ]
     for viewport in (PHONE, {"width": 1400, "height": 1000}):
         page = new_context(viewport=viewport, is_mobile=viewport is PHONE).new_page()
-        problems = _watch(page)
         _sign_in(page, live_server, "sam")
         too_wide = {}
         for path in pages:
@@ -77,15 +68,14 @@ def test_no_console_error_and_a_phone_width_on_every_page(
             if width > viewport["width"]:
                 too_wide[path] = (width, page.evaluate(OVERFLOWING))
                 screenshot(page, "too-wide-" + path.strip("/").replace("/", "-").replace("?", "-"))
-        # The 404 page's own document is the one error a browser logs for it, on purpose.
-        problems = [problem for problem in problems if "status of 404" not in problem]
-        assert not problems, "\n".join(problems)
+        assert not console_problems, "\n".join(console_problems)
         assert not too_wide, "\n".join(f"{path}: {width} px, {what}" for path, (width, what) in too_wide.items())
 
 
-def test_navigation_prompts_uploads_and_charts_as_a_person_meets_them(new_context, live_server, more_pages, tmp_path):
+def test_navigation_prompts_uploads_and_charts_as_a_person_meets_them(
+    new_context, live_server, more_pages, tmp_path, console_problems
+):
     page = new_context(viewport=PHONE, is_mobile=True).new_page()
-    problems = _watch(page)
     _sign_in(page, live_server, "alice")
     # Five groups by what a person is doing, on one line of a phone; an author sees no Review group.
     groups = page.locator("nav.groups > details > summary").all_inner_texts()
@@ -117,4 +107,4 @@ def test_navigation_prompts_uploads_and_charts_as_a_person_meets_them(new_contex
     assert page.evaluate("!!window.Plotly")
     page.goto(live_server.url + "/campaigns/")
     assert not page.evaluate("!!window.Plotly")
-    assert not problems, "\n".join(problems)
+    assert not console_problems, "\n".join(console_problems)
